@@ -1,0 +1,13 @@
+module github.com/gotrace/gotrace
+
+go 1.26.0
+
+require (
+	github.com/alecthomas/participle/v2 v2.1.4 // indirect
+	github.com/cilium/ebpf v0.22.0 // indirect
+	github.com/inconshreveable/mousetrap v1.1.0 // indirect
+	github.com/rogpeppe/go-internal v1.16.0 // indirect
+	github.com/spf13/cobra v1.10.2 // indirect
+	github.com/spf13/pflag v1.0.10 // indirect
+	golang.org/x/sys v0.50.0 // indirect
+)

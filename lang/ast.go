@@ -1,0 +1,340 @@
+// Package lang is gotrace's front end for the bpftrace language: it parses a
+// script into a plain AST (this file), checks it and annotates every
+// expression with its type (checker.go), and reports problems as positioned
+// diagnostics in bpftrace's format (diag.go).
+//
+// The AST carries no grammar tags: the parser keeps its participle structs to
+// itself and converts them into these nodes, each with its source span.
+package lang
+
+// Pos is a position in a script: 1-based line and 1-based byte column.
+type Pos struct {
+	Line int
+	Col  int
+}
+
+// Span is the source range of a node. End is the position just after the
+// node's last character, so End.Col-1 is the column of its last character.
+type Span struct {
+	Start Pos
+	End   Pos
+}
+
+// Node is implemented by every AST node.
+type Node interface {
+	Span() Span
+}
+
+// Program is a whole script.
+type Program struct {
+	// File is the name diagnostics use: the script's path, or "stdin" for -e.
+	File string
+	// Source is the script text, for diagnostics that quote a line.
+	Source  string
+	Structs []*StructDef
+	Probes  []*Probe
+
+	// Maps is filled in by the checker: every map the program uses, by name
+	// ("@x", or "@" for the anonymous map).
+	Maps map[string]*MapInfo
+	// NumParams is filled in by the checker: the highest positional
+	// parameter ($N) the script reads.
+	NumParams int
+}
+
+// MapInfo is what the checker learned about one map.
+type MapInfo struct {
+	Name string
+	// Key is the key type; Kind is KindNone for a map without keys (@x).
+	// A map indexed by several keys (@x[a, b]) has a tuple key.
+	Key Type
+	// Value is the value type: an integer, a string, a tuple or one of the
+	// aggregation kinds (KindCount, KindHist, ...).
+	Value Type
+	// Lhist holds lhist(v, min, max, step)'s constant arguments when Value
+	// is KindLhist.
+	Lhist LhistParams
+	// Pos is where the map first appears.
+	Pos Span
+}
+
+// LhistParams are the constant bounds of a linear histogram.
+type LhistParams struct {
+	Min, Max, Step int64
+}
+
+// StructDef is a C struct definition in the script, such as
+// `struct CBlockIndex { const uint8_t *phashBlock; int nHeight; }`.
+type StructDef struct {
+	Loc    Span
+	Name   string
+	Fields []StructField
+	// Size is the struct's size in bytes, computed with C's x86-64 layout.
+	Size int
+}
+
+// StructField is one member of a StructDef.
+type StructField struct {
+	Name   string
+	Type   Type
+	Offset int
+}
+
+// ProbeKind says what an attach point attaches to.
+type ProbeKind int
+
+// The probe kinds gotrace parses. Kprobe and Kretprobe are parsed and then
+// refused where the kernel has no kprobes.
+const (
+	ProbeUnknown ProbeKind = iota
+	ProbeBegin
+	ProbeEnd
+	ProbeUSDT
+	ProbeUprobe
+	ProbeUretprobe
+	ProbeInterval
+	ProbeProfile
+	ProbeTracepoint
+	ProbeKprobe
+	ProbeKretprobe
+)
+
+// Probe is one probe block: attach points, an optional predicate and a body.
+type Probe struct {
+	Loc    Span
+	Attach []*AttachPoint
+	// Pred is the predicate between slashes, or nil.
+	Pred Expr
+	Body *Block
+}
+
+// AttachPoint is one attach point, split into its fields.
+//
+//	usdt:PATH:PROVIDER:NAME   Target=PATH Provider=PROVIDER Func=NAME
+//	usdt:PATH:NAME            Target=PATH Func=NAME
+//	uprobe:PATH:SYMBOL        Target=PATH Func=SYMBOL
+//	interval:s:1              Unit="s" Freq=1
+//	tracepoint:CAT:NAME       Target=CAT Func=NAME
+//	kprobe:FUNC               Func=FUNC
+type AttachPoint struct {
+	Loc Span
+	// Raw is the attach point as written.
+	Raw      string
+	Kind     ProbeKind
+	Target   string
+	Provider string
+	Func     string
+	Unit     string
+	Freq     uint64
+}
+
+// Stmt is a statement.
+type Stmt interface {
+	Node
+	stmtNode()
+}
+
+// Block is a braced list of statements.
+type Block struct {
+	Loc   Span
+	Stmts []Stmt
+}
+
+// ExprStmt is an expression used as a statement, usually a call.
+type ExprStmt struct {
+	Loc Span
+	X   Expr
+}
+
+// AssignStmt is `LHS Op RHS` where Op is "=" or a compound operator such as
+// "+=" or "<<=". LHS is a *Var or a *MapExpr.
+type AssignStmt struct {
+	Loc Span
+	Op  string
+	LHS Expr
+	RHS Expr
+}
+
+// IfStmt is `if (Cond) Then [else Else]`; Else is nil, a *Block or an *IfStmt.
+type IfStmt struct {
+	Loc  Span
+	Cond Expr
+	Then *Block
+	Else Stmt
+}
+
+// UnrollStmt is `unroll (Count) Body`. The checker sets N to the constant
+// repeat count.
+type UnrollStmt struct {
+	Loc   Span
+	Count Expr
+	N     int
+	Body  *Block
+}
+
+// WhileStmt is `while (Cond) Body`.
+type WhileStmt struct {
+	Loc  Span
+	Cond Expr
+	Body *Block
+}
+
+// JumpStmt is `break`, `continue` or `return`.
+type JumpStmt struct {
+	Loc  Span
+	Kind string
+}
+
+func (s *Block) Span() Span      { return s.Loc }
+func (s *ExprStmt) Span() Span   { return s.Loc }
+func (s *AssignStmt) Span() Span { return s.Loc }
+func (s *IfStmt) Span() Span     { return s.Loc }
+func (s *UnrollStmt) Span() Span { return s.Loc }
+func (s *WhileStmt) Span() Span  { return s.Loc }
+func (s *JumpStmt) Span() Span   { return s.Loc }
+
+func (*Block) stmtNode()      {}
+func (*ExprStmt) stmtNode()   {}
+func (*AssignStmt) stmtNode() {}
+func (*IfStmt) stmtNode()     {}
+func (*UnrollStmt) stmtNode() {}
+func (*WhileStmt) stmtNode()  {}
+func (*JumpStmt) stmtNode()   {}
+
+// Expr is an expression. The checker sets the type of every expression;
+// TypeOf reads it.
+type Expr interface {
+	Node
+	exprBase() *ExprBase
+}
+
+// ExprBase holds what every expression has: its span and its checked type.
+type ExprBase struct {
+	Loc  Span
+	Type Type
+}
+
+// Span returns the expression's source span.
+func (e *ExprBase) Span() Span          { return e.Loc }
+func (e *ExprBase) exprBase() *ExprBase { return e }
+
+// TypeOf returns the type the checker gave e.
+func TypeOf(e Expr) Type { return e.exprBase().Type }
+
+// SetType records e's type; the checker calls it.
+func SetType(e Expr, t Type) { e.exprBase().Type = t }
+
+// IntLit is an integer literal (decimal, hex, octal, with _ separators, or
+// the 1e6 form).
+type IntLit struct {
+	ExprBase
+	Value uint64
+}
+
+// StrLit is a string literal with C escapes already decoded.
+type StrLit struct {
+	ExprBase
+	Value string
+}
+
+// Var is a scratch variable; Name includes the '$' ("$x").
+type Var struct {
+	ExprBase
+	Name string
+}
+
+// MapExpr is a map access: `@x`, `@`, `@x[k]` or `@x[k1, k2]`. Name includes
+// the '@'. Keys is nil for a map without keys.
+type MapExpr struct {
+	ExprBase
+	Name string
+	Keys []Expr
+}
+
+// Builtin is a builtin variable such as nsecs, pid, comm, probe, retval or
+// argN. Name is as written ("arg3").
+type Builtin struct {
+	ExprBase
+	Name string
+}
+
+// PositionalParam is `$N` (N >= 1) or, with Count set, `$#`.
+type PositionalParam struct {
+	ExprBase
+	N     int
+	Count bool
+}
+
+// Call is a function call such as printf(...), str(arg0) or count().
+type Call struct {
+	ExprBase
+	Name string
+	// NameLoc is the span of the function name alone: bpftrace underlines
+	// only the name for "Unknown function".
+	NameLoc Span
+	Args    []Expr
+}
+
+// Binary is `X Op Y` for the arithmetic, bitwise, comparison and logical
+// operators.
+type Binary struct {
+	ExprBase
+	Op string
+	X  Expr
+	Y  Expr
+}
+
+// Unary is a prefix operator: "!", "~", "-" or "*" (dereference).
+type Unary struct {
+	ExprBase
+	Op string
+	X  Expr
+}
+
+// IncDec is `++X`, `--X`, `X++` or `X--`.
+type IncDec struct {
+	ExprBase
+	Op   string
+	Post bool
+	X    Expr
+}
+
+// Ternary is `Cond ? Then : Else`.
+type Ternary struct {
+	ExprBase
+	Cond Expr
+	Then Expr
+	Else Expr
+}
+
+// Cast is `(TypeName)X`, such as `(uint32)arg0`, `(uint8 *)$p` or
+// `(struct CBlockIndex *)arg3`. To is the written type.
+type Cast struct {
+	ExprBase
+	TypeName string
+	To       Type
+	X        Expr
+}
+
+// Tuple is `(a, b, ...)` with at least two elements.
+type Tuple struct {
+	ExprBase
+	Elems []Expr
+}
+
+// FieldAccess is `X.N` on a tuple (Index set, Field empty), or `X.f` /
+// `X->f` on a struct (Field set; Arrow for ->).
+type FieldAccess struct {
+	ExprBase
+	X     Expr
+	Index int
+	Field string
+	Arrow bool
+}
+
+// IndexExpr is `X[I]` on a pointer or array (maps use MapExpr).
+type IndexExpr struct {
+	ExprBase
+	X     Expr
+	Index Expr
+}

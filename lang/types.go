@@ -1,0 +1,150 @@
+package lang
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Kind is the kind of a Type.
+type Kind int
+
+// The type kinds of the language. The aggregation kinds (KindCount ...
+// KindLhist) only appear as map values.
+const (
+	KindNone Kind = iota
+	// KindInt is an integer of Size 1, 2, 4 or 8 bytes; Signed says whether
+	// it is signed. Literals and builtins are 8-byte integers.
+	KindInt
+	// KindString is a NUL-terminated string in a buffer of Size bytes
+	// (string[64] by default).
+	KindString
+	// KindBuf is buf(p, n)'s result: Size bytes of data plus a length.
+	KindBuf
+	// KindTuple has Elems.
+	KindTuple
+	// KindPointer points to Elem (nil Elem: a pointer to an integer of the
+	// size in Size, or void).
+	KindPointer
+	// KindStruct is a struct defined in the script; Struct names it.
+	KindStruct
+	KindCount
+	KindSum
+	KindAvg
+	KindMin
+	KindMax
+	KindStats
+	KindHist
+	KindLhist
+	// KindTimestamp is strftime()'s result.
+	KindTimestamp
+	// KindUsym is usym()'s result.
+	KindUsym
+	// KindInet is ntop()'s result.
+	KindInet
+	// KindStack is ustack()'s result.
+	KindStack
+	// KindVoid is the type of calls that produce no value (printf, exit).
+	KindVoid
+)
+
+// Type is the type of an expression, a map key or a map value.
+type Type struct {
+	Kind   Kind
+	Size   int
+	Signed bool
+	Elems  []Type
+	Elem   *Type
+	Struct string
+}
+
+// Int returns the integer type of the given size and signedness.
+func Int(size int, signed bool) Type { return Type{Kind: KindInt, Size: size, Signed: signed} }
+
+// Int64 is the type of integer literals and most builtins.
+var Int64 = Int(8, true)
+
+// Uint64 is the type of unsigned 64-bit builtins such as nsecs.
+var Uint64 = Int(8, false)
+
+// String returns the string type with a buffer of size bytes.
+func String(size int) Type { return Type{Kind: KindString, Size: size} }
+
+// IsAggregation reports whether t is one of the aggregation kinds.
+func (t Type) IsAggregation() bool { return t.Kind >= KindCount && t.Kind <= KindLhist }
+
+// IsInt reports whether t is an integer.
+func (t Type) IsInt() bool { return t.Kind == KindInt }
+
+// Equal reports whether t and u are the same type.
+func (t Type) Equal(u Type) bool {
+	if t.Kind != u.Kind || t.Size != u.Size || t.Signed != u.Signed || t.Struct != u.Struct || len(t.Elems) != len(u.Elems) {
+		return false
+	}
+	for i := range t.Elems {
+		if !t.Elems[i].Equal(u.Elems[i]) {
+			return false
+		}
+	}
+	if (t.Elem == nil) != (u.Elem == nil) {
+		return false
+	}
+	return t.Elem == nil || t.Elem.Equal(*u.Elem)
+}
+
+// String formats t the way bpftrace names types in its messages:
+// int64, uint32, string[64], buf[16], (int64,string[4]), uint8 *, count ...
+func (t Type) String() string {
+	switch t.Kind {
+	case KindNone:
+		return "none"
+	case KindInt:
+		if t.Signed {
+			return fmt.Sprintf("int%d", t.Size*8)
+		}
+		return fmt.Sprintf("uint%d", t.Size*8)
+	case KindString:
+		return fmt.Sprintf("string[%d]", t.Size)
+	case KindBuf:
+		return fmt.Sprintf("buffer[%d]", t.Size)
+	case KindTuple:
+		parts := make([]string, len(t.Elems))
+		for i, e := range t.Elems {
+			parts[i] = e.String()
+		}
+		return "(" + strings.Join(parts, ",") + ")"
+	case KindPointer:
+		if t.Elem == nil {
+			return "void *"
+		}
+		return t.Elem.String() + " *"
+	case KindStruct:
+		return "struct " + t.Struct
+	case KindCount:
+		return "count"
+	case KindSum:
+		return "sum"
+	case KindAvg:
+		return "avg"
+	case KindMin:
+		return "min"
+	case KindMax:
+		return "max"
+	case KindStats:
+		return "stats"
+	case KindHist:
+		return "hist"
+	case KindLhist:
+		return "lhist"
+	case KindTimestamp:
+		return "timestamp"
+	case KindUsym:
+		return "usym"
+	case KindInet:
+		return "inet"
+	case KindStack:
+		return "ustack"
+	case KindVoid:
+		return "none"
+	}
+	return fmt.Sprintf("kind(%d)", int(t.Kind))
+}
