@@ -1,0 +1,50 @@
+// Package testenv decides whether a test that needs the machine (root for
+// eBPF, gcc, bpftrace, a system binary) can run. In a developer's shell a
+// missing requirement skips the test; under CI (CI=true) it fails it, so that
+// CI never passes by skipping.
+package testenv
+
+import (
+	"os"
+	"os/exec"
+	"testing"
+)
+
+// InCI reports whether the tests run under CI (CI=true).
+func InCI() bool { return os.Getenv("CI") == "true" }
+
+// Unavailable skips t, or fails it under CI, saying why.
+func Unavailable(t testing.TB, format string, args ...any) {
+	t.Helper()
+	if InCI() {
+		t.Fatalf("required under CI: "+format, args...)
+	}
+	t.Skipf(format, args...)
+}
+
+// RequireRoot stops t unless it runs as root, which loading eBPF needs.
+func RequireRoot(t testing.TB) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		Unavailable(t, "needs root to load eBPF programs")
+	}
+}
+
+// RequireTool returns the path of the named program, or stops t when it is
+// not installed.
+func RequireTool(t testing.TB, name string) string {
+	t.Helper()
+	p, err := exec.LookPath(name)
+	if err != nil {
+		Unavailable(t, "needs %s: %v", name, err)
+	}
+	return p
+}
+
+// RequireFile stops t unless path exists (a system binary that a test reads).
+func RequireFile(t testing.TB, path string) {
+	t.Helper()
+	if _, err := os.Stat(path); err != nil {
+		Unavailable(t, "needs %s: %v", path, err)
+	}
+}
