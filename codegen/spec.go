@@ -1,0 +1,132 @@
+// Package codegen lowers a checked bpftrace program into eBPF: programs built
+// with cilium/ebpf's asm package, map specs, and the tables user space needs
+// to decode events and maps. It never touches the kernel: the same program
+// and the same targets always give the same Spec.
+package codegen
+
+import (
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// Spec is everything the runtime needs to load, attach and read a program.
+type Spec struct {
+	// Collection holds every program and map. Map keys are the names the
+	// tables below use (user maps by their script name, "@x").
+	Collection *ebpf.CollectionSpec
+	// Attachments says where each program attaches, in script order.
+	Attachments []Attachment
+	// Events describes every record the programs write to the ring
+	// buffers, indexed by the record's leading u64 id.
+	Events []Event
+	// Maps describes every user map, sorted by name.
+	Maps []Map
+	// EventsMap is the ring buffer for printf-like records; ControlMap the
+	// small one for exit and errors; LostMap the per-CPU u64 array counting
+	// records that could not be reserved. All are keys of Collection.Maps.
+	EventsMap  string
+	ControlMap string
+	LostMap    string
+}
+
+// Attachment is one program and the place it runs.
+type Attachment struct {
+	// Program is the key in Collection.Programs.
+	Program string
+	// Probe is the attach point of the script that produced it, for
+	// messages ("Attaching N probes...", errors).
+	Probe *lang.AttachPoint
+	Kind  lang.ProbeKind
+	// Path is the ELF file for USDT and uprobes.
+	Path string
+	// USDT: the resolved probe; Sites has one entry per location, each
+	// with the cookie the program dispatches on to read its arguments.
+	USDT  *usdt.Probe
+	Sites []Site
+	// Uprobe: the symbol, or an address when Symbol is empty.
+	Symbol  string
+	Address uint64
+	// Interval: the period (interval:s:1 is one second). BEGIN, END and
+	// interval programs are run by the runtime with BPF_PROG_TEST_RUN.
+	Period time.Duration
+}
+
+// Site is one USDT location to attach to.
+type Site struct {
+	// Offset and SemaphoreOffset are file offsets (link.UprobeOptions'
+	// Address and RefCtrOffset).
+	Offset          uint64
+	SemaphoreOffset uint64
+	// Cookie is passed to the kernel and read with bpf_get_attach_cookie.
+	Cookie uint64
+}
+
+// EventKind says what a ring-buffer record asks user space to do.
+type EventKind int
+
+// The record kinds.
+const (
+	// EventPrintf: format Format with Args.
+	EventPrintf EventKind = iota + 1
+	// EventPrint: print map Map (print(@m, Top, Div)), or print the value
+	// in Args[0] when Map is empty.
+	EventPrint
+	// EventClear and EventZero: clear or zero map Map.
+	EventClear
+	EventZero
+	// EventExit: stop tracing, run END, print maps.
+	EventExit
+	// EventTime: print the time with strftime-like Format (time()).
+	EventTime
+	// EventSystem: run Format formatted with Args as a shell command
+	// (--unsafe).
+	EventSystem
+	// EventCat: print the file named by Format formatted with Args.
+	EventCat
+	// EventJoin: print the argv strings in Args joined by Format.
+	EventJoin
+)
+
+// Event describes one kind of ring-buffer record. Every record starts with
+// a u64 holding the index of its Event in Spec.Events.
+type Event struct {
+	Kind   EventKind
+	Format string
+	// Args are the record's fields after the id.
+	Args []Field
+	// Map, Top and Div belong to print, clear and zero.
+	Map string
+	Top int64
+	Div int64
+	// Pos is the call in the script, for runtime errors.
+	Pos lang.Span
+}
+
+// Field is one value inside a record or a map key.
+type Field struct {
+	Type   lang.Type
+	Offset int
+	// Size is the field's size in bytes in the record (strings: the buffer
+	// size; buf: length u64 followed by the data bytes).
+	Size int
+}
+
+// Map describes one user map and how its key and value are laid out.
+type Map struct {
+	// Name is the script name ("@x") and the key in Collection.Maps.
+	Name string
+	Info *lang.MapInfo
+	// KeyFields lay out the key (one per tuple element; none for a map
+	// without keys). Hist and lhist maps append a u64 bucket index after
+	// them, at offset KeySize-8.
+	KeyFields []Field
+	KeySize   int
+	// ValueSize is the size of one CPU's value. PerCPU maps are merged in
+	// user space.
+	ValueSize int
+	PerCPU    bool
+}
