@@ -1,0 +1,232 @@
+// Command gotrace is a bpftrace-compatible tracer for USDT probes: it runs
+// bpftrace scripts from a single static binary, with no LLVM.
+//
+//	gotrace script.bt [ARG...]
+//	gotrace -e 'usdt:./bitcoind:net:inbound_message { @[str(arg3)] = count(); }'
+//	gotrace -l 'usdt:/usr/bin/python3.11:*'
+//	gotrace -c './bitcoind -datadir=/tmp/regtest' script.bt
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+
+	"github.com/spf13/cobra"
+
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// version is gotrace's version, printed by -V.
+const version = "v0.1.0"
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// flags holds the command line. The letters are bpftrace's.
+type flags struct {
+	program    string
+	list       bool
+	verbose    bool
+	pid        int
+	command    string
+	outFile    string
+	format     string
+	quiet      bool
+	debug      string
+	dryRun     bool
+	version    bool
+	unsafe     bool
+	noWarnings bool
+}
+
+// run is the whole command: it returns the process exit code, so that tests
+// can call it in-process.
+func run(args []string, stdout, stderr io.Writer) int {
+	var f flags
+	code := 0
+	cmd := &cobra.Command{
+		Use:   "gotrace [options] FILE [ARG...] | -e 'PROGRAM' [ARG...] | -l [PATTERN]",
+		Short: "gotrace: a bpftrace-compatible tracer for USDT probes",
+		Long: `gotrace runs bpftrace scripts against USDT probes (Bitcoin Core, Python,
+PostgreSQL, the JVM) and prints what bpftrace prints, from one static binary.
+
+Environment: BPFTRACE_STRLEN (string size, default 64), BPFTRACE_MAP_KEYS_MAX
+(map size, default 4096).`,
+		SilenceErrors: true,
+		SilenceUsage:  true,
+		RunE: func(cmd *cobra.Command, args []string) error {
+			c, err := execute(cmd.Context(), &f, args, stdout, stderr)
+			code = c
+			return err
+		},
+	}
+	cmd.SetArgs(args)
+	cmd.SetOut(stdout)
+	cmd.SetErr(stderr)
+	fs := cmd.Flags()
+	// Flags end at the script file, so that positional parameters such as
+	// -5 reach the script.
+	fs.SetInterspersed(false)
+	fs.SortFlags = false
+	fs.StringVarP(&f.program, "program", "e", "", "execute this `PROGRAM`")
+	fs.BoolVarP(&f.list, "list", "l", false, "list probes matching the pattern given as argument")
+	fs.BoolVarP(&f.verbose, "verbose", "v", false, "verbose messages; with -l, list probe arguments")
+	fs.IntVarP(&f.pid, "pid", "p", 0, "trace only process `PID` and enable its USDT probes")
+	fs.StringVarP(&f.command, "command", "c", "", "run `CMD`, trace only it and exit when it exits")
+	fs.StringVarP(&f.outFile, "output", "o", "", "write output to `FILE`")
+	fs.StringVarP(&f.format, "format", "f", "text", "output `FORMAT`: text or json")
+	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print \"Attaching N probes...\"")
+	fs.StringVarP(&f.debug, "debug", "d", "", "print `STAGE` (ast) and stop before loading")
+	fs.BoolVar(&f.dryRun, "dry-run", false, "check and compile, but do not load or attach")
+	fs.BoolVarP(&f.version, "version", "V", false, "print the version")
+	fs.BoolVar(&f.unsafe, "unsafe", false, "allow unsafe builtins (system, cat)")
+	fs.BoolVar(&f.noWarnings, "no-warnings", false, "do not print warnings")
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	if err := cmd.ExecuteContext(ctx); err != nil {
+		fmt.Fprintf(stderr, "ERROR: %v\n", err)
+		if code == 0 {
+			code = 1
+		}
+	}
+	return code
+}
+
+// execute does what the flags ask. A non-nil error is printed as
+// "ERROR: ..."; diagnostics it prints itself come with an exit code only.
+func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Writer) (int, error) {
+	if f.version {
+		fmt.Fprintf(stdout, "gotrace %s\n", version)
+		return 0, nil
+	}
+	if f.format != "text" && f.format != "json" {
+		return 1, fmt.Errorf("invalid output format %q: valid formats are 'text' and 'json'", f.format)
+	}
+	if f.pid != 0 && f.command != "" {
+		return 1, errors.New("-p and -c cannot be used together")
+	}
+	if f.list {
+		return list(f, args, stdout)
+	}
+
+	file, src, params, err := script(f, args)
+	if err != nil {
+		return 1, err
+	}
+	prog, err := lang.Parse(file, src)
+	if err == nil {
+		err = lang.Check(prog, lang.Config{StrLen: strLen(), Params: params, Unsafe: f.unsafe, MapKeysMax: mapKeysMax()})
+	}
+	if err != nil {
+		var diags lang.ErrorList
+		if errors.As(err, &diags) {
+			diags.Write(stderr, file, src)
+			return 1, nil
+		}
+		return 1, err
+	}
+
+	out := stdout
+	if f.outFile != "" {
+		of, err := os.Create(f.outFile)
+		if err != nil {
+			return 1, fmt.Errorf("open output file: %w", err)
+		}
+		defer of.Close()
+		out = of
+	}
+	opts := runtime.Options{
+		Out: out, Err: stderr, Format: f.format, Quiet: f.quiet,
+		PID: f.pid, Command: f.command, Params: params, Unsafe: f.unsafe,
+		StrLen: strLen(), MapKeysMax: mapKeysMax(), Verbose: f.verbose,
+	}
+	switch f.debug {
+	case "":
+	case "ast":
+		lang.Dump(stdout, prog)
+		return 0, nil
+	default:
+		return 1, fmt.Errorf("unknown debug stage %q: the stages are: ast", f.debug)
+	}
+	if f.dryRun {
+		if _, err := runtime.Compile(prog, opts); err != nil {
+			return 1, err
+		}
+		return 0, nil
+	}
+	if err := runtime.Run(ctx, prog, opts); err != nil {
+		return 1, err
+	}
+	return 0, nil
+}
+
+// script returns the script's name for diagnostics, its text and its
+// positional parameters, from -e or from the first argument.
+func script(f *flags, args []string) (file, src string, params []string, err error) {
+	if f.program != "" {
+		return "stdin", f.program, args, nil
+	}
+	if len(args) == 0 {
+		return "", "", nil, errors.New("no program given: pass a script file, '-' for standard input, or -e 'PROGRAM' (see -h)")
+	}
+	var b []byte
+	if args[0] == "-" {
+		b, err = io.ReadAll(os.Stdin)
+		file = "stdin"
+	} else {
+		b, err = os.ReadFile(args[0])
+		file = args[0]
+	}
+	if err != nil {
+		return "", "", nil, fmt.Errorf("read script: %w", err)
+	}
+	return file, string(b), args[1:], nil
+}
+
+// list prints the probes that match the pattern (-l), of a process (-p) or
+// both.
+func list(f *flags, args []string, stdout io.Writer) (int, error) {
+	if len(args) > 1 {
+		return 1, errors.New("-l takes at most one pattern")
+	}
+	pattern := ""
+	if len(args) == 1 {
+		pattern = args[0]
+	}
+	if pattern == "" && f.pid == 0 {
+		return 1, errors.New("-l needs a pattern such as 'usdt:/path/to/binary:*', or -p PID")
+	}
+	if err := usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: f.pid, Verbose: f.verbose}); err != nil {
+		return 1, err
+	}
+	return 0, nil
+}
+
+// strLen is the string size from BPFTRACE_STRLEN (bpftrace 0.17's name) or
+// BPFTRACE_MAX_STRLEN (later bpftrace's), 64 by default.
+func strLen() int {
+	for _, name := range []string{"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"} {
+		if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
+			return n
+		}
+	}
+	return 64
+}
+
+// mapKeysMax is BPFTRACE_MAP_KEYS_MAX, 4096 by default.
+func mapKeysMax() int {
+	if n, err := strconv.Atoi(os.Getenv("BPFTRACE_MAP_KEYS_MAX")); err == nil && n > 0 {
+		return n
+	}
+	return 4096
+}
