@@ -1,0 +1,82 @@
+#!/usr/bin/env bash
+# Set up a fresh Debian 12 machine (root, Go at /usr/local/go) to build and
+# test gotrace. Idempotent: when every package and tool is already there it
+# does no apt work at all, so re-runs take well under a second.
+set -euo pipefail
+
+# Debian packages the tests and the benchmark need:
+#   bpftrace            the oracle (0.17 in Debian 12)
+#   systemtap-sdt-dev   <sys/sdt.h> for the bitcoind fixture and bench loop
+#   gcc binutils        build the fixture; readelf cross-checks the ELF reader
+#   postgresql-15       a real USDT target (/usr/lib/postgresql/15/bin/postgres)
+#   openjdk-17-jdk-headless  a real USDT target (libjvm.so)
+#   python3.11          a real USDT target (/usr/bin/python3.11)
+#   time                /usr/bin/time for ad-hoc peak-RSS checks
+packages=(
+	bpftrace
+	systemtap-sdt-dev
+	gcc
+	binutils
+	postgresql-15
+	openjdk-17-jdk-headless
+	python3.11
+	time
+)
+
+# Files that must exist once the packages are installed: checked as well as
+# dpkg status, so a half-removed package is noticed.
+files=(
+	/usr/bin/bpftrace
+	/usr/include/x86_64-linux-gnu/sys/sdt.h
+	/usr/bin/gcc
+	/usr/bin/readelf
+	/usr/lib/postgresql/15/bin/postgres
+	/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so
+	/usr/bin/python3.11
+	/usr/bin/time
+)
+
+if [[ $(id -u) -ne 0 ]]; then
+	echo "hack/setup.sh: must run as root (apt-get, and the tests load eBPF)" >&2
+	exit 1
+fi
+
+missing=()
+for p in "${packages[@]}"; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed'; then
+		missing+=("$p")
+	fi
+done
+for f in "${files[@]}"; do
+	if [[ ! -e $f ]]; then
+		echo "hack/setup.sh: $f is missing" >&2
+		missing+=("${packages[@]}")
+		break
+	fi
+done
+
+if ((${#missing[@]} > 0)); then
+	echo "hack/setup.sh: installing ${missing[*]}"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update
+	apt-get install -y "${packages[@]}"
+fi
+
+if [[ ! -x /usr/local/go/bin/go ]]; then
+	echo "hack/setup.sh: Go is expected at /usr/local/go" >&2
+	exit 1
+fi
+case ":$PATH:" in
+*:/usr/local/go/bin:*) ;;
+*) export PATH=/usr/local/go/bin:$PATH ;;
+esac
+
+# bpftrace 0.17 must be the oracle: later versions print differently.
+if ! bpftrace --version | grep -q 'v0\.17\.'; then
+	echo "hack/setup.sh: warning: $(bpftrace --version) is not bpftrace 0.17; differential tests compare against it anyway" >&2
+fi
+
+# Fetch module dependencies once so the tests do not each hit the network.
+cd "$(dirname "$0")/.."
+go mod download
+echo "hack/setup.sh: ok ($(go version | cut -d' ' -f3), $(bpftrace --version))"

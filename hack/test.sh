@@ -1,0 +1,67 @@
+#!/usr/bin/env bash
+# The project's one test command (the README's and CI's): go vet, a gofmt
+# check, every test once (go test -count=1 ./...) and a bounded run of every
+# fuzz target. It runs every step even when one fails and exits non-zero if
+# any did, so one CI run shows every problem.
+#
+# Environment:
+#   FUZZTIME   how long each Fuzz* target runs (default 20s; 0 skips fuzzing)
+#   TESTFLAGS  extra flags for the go test step (e.g. "-run TestDiff -v")
+#   CI=true    tests that need root, gcc, bpftrace or a system binary fail
+#              instead of skipping (internal/testenv)
+set -uo pipefail
+
+cd "$(dirname "$0")/.."
+case ":$PATH:" in
+*:/usr/local/go/bin:*) ;;
+*) export PATH=/usr/local/go/bin:$PATH ;;
+esac
+
+fuzztime=${FUZZTIME:-20s}
+failed=()
+start=$SECONDS
+
+step() {
+	echo
+	echo "==> $* ($(date -u +%H:%M:%S))"
+}
+
+step go vet ./...
+if ! go vet ./...; then
+	failed+=("go vet")
+fi
+
+step gofmt -l
+unformatted=$(find . -name '*.go' -not -path './.git/*' -not -path '*/testdata/*' -print0 | xargs -0 gofmt -l)
+if [[ -n $unformatted ]]; then
+	echo "not gofmt'ed:"
+	echo "$unformatted"
+	failed+=("gofmt")
+fi
+
+step go test -count=1 ./... ${TESTFLAGS:-}
+# shellcheck disable=SC2086 # TESTFLAGS is a list of flags.
+if ! go test -count=1 -timeout 30m ${TESTFLAGS:-} ./...; then
+	failed+=("go test")
+fi
+
+if [[ $fuzztime != 0 && $fuzztime != 0s ]]; then
+	for pkg in $(go list ./...); do
+		# -list compiles the test binary; a package that does not build was
+		# already reported by go test above.
+		targets=$(go test -count=1 -list '^Fuzz' "$pkg" 2>/dev/null | grep '^Fuzz' || true)
+		for f in $targets; do
+			step go test -run='^$' -fuzz="^$f\$" -fuzztime="$fuzztime" "$pkg"
+			if ! go test -run='^$' -fuzz="^$f\$" -fuzztime="$fuzztime" "$pkg"; then
+				failed+=("fuzz $pkg $f")
+			fi
+		done
+	done
+fi
+
+echo
+if ((${#failed[@]} > 0)); then
+	echo "hack/test.sh: FAIL after $((SECONDS - start))s: ${failed[*]}"
+	exit 1
+fi
+echo "hack/test.sh: ok after $((SECONDS - start))s"
