@@ -31,6 +31,14 @@ type Spec struct {
 	EventsMap  string
 	ControlMap string
 	LostMap    string
+	// FullMap is a per-CPU u64 array with one entry per element of Maps
+	// (same index) counting updates that failed, usually because the map
+	// held MapKeysMax entries: the runtime reports them as warnings.
+	FullMap string
+	// StartMap is a one-entry u64 array: the runtime stores the start time
+	// (bpf_ktime_get_ns clock, CLOCK_MONOTONIC) in it before running BEGIN;
+	// the elapsed builtin subtracts it from nsecs.
+	StartMap string
 }
 
 // Attachment is one program and the place it runs.
@@ -122,7 +130,8 @@ type Map struct {
 	Info *lang.MapInfo
 	// KeyFields lay out the key (one per tuple element; none for a map
 	// without keys). Hist and lhist maps append a u64 bucket index after
-	// them, at offset KeySize-8.
+	// them, at offset KeySize-8. A map without keys and without buckets
+	// has a single all-zero u64 key (KeySize 8).
 	KeyFields []Field
 	KeySize   int
 	// ValueSize is the size of one CPU's value. PerCPU maps are merged in
