@@ -112,10 +112,14 @@ type Probe struct {
 //
 //	usdt:PATH:PROVIDER:NAME   Target=PATH Provider=PROVIDER Func=NAME
 //	usdt:PATH:NAME            Target=PATH Func=NAME
-//	uprobe:PATH:SYMBOL        Target=PATH Func=SYMBOL
+//	uprobe:PATH:SYMBOL        Target=PATH Func=SYMBOL (quotes removed)
+//	uprobe:PATH:0x1234        Target=PATH Address=0x1234
 //	interval:s:1              Unit="s" Freq=1
 //	tracepoint:CAT:NAME       Target=CAT Func=NAME
 //	kprobe:FUNC               Func=FUNC
+//
+// A positional parameter in an attach point (usdt:$1:net:inbound_message)
+// is kept as written, here Target="$1"; the caller substitutes it.
 type AttachPoint struct {
 	Loc Span
 	// Raw is the attach point as written.
@@ -126,6 +130,9 @@ type AttachPoint struct {
 	Func     string
 	Unit     string
 	Freq     uint64
+	// Address is set for uprobe:PATH:0x1234 (an address in PATH); Func is
+	// then empty.
+	Address uint64
 }
 
 // Stmt is a statement.

@@ -45,6 +45,10 @@ const (
 	KindStack
 	// KindVoid is the type of calls that produce no value (printf, exit).
 	KindVoid
+	// KindArray is a fixed-size array in a script struct (`uint8_t h[32]`):
+	// Elem is the element type, Len the element count, Size the whole size
+	// in bytes. `char x[N]` fields are strings (String(N)) instead.
+	KindArray
 )
 
 // Type is the type of an expression, a map key or a map value.
@@ -55,6 +59,8 @@ type Type struct {
 	Elems  []Type
 	Elem   *Type
 	Struct string
+	// Len is a KindArray's number of elements.
+	Len int
 }
 
 // Int returns the integer type of the given size and signedness.
@@ -77,7 +83,7 @@ func (t Type) IsInt() bool { return t.Kind == KindInt }
 
 // Equal reports whether t and u are the same type.
 func (t Type) Equal(u Type) bool {
-	if t.Kind != u.Kind || t.Size != u.Size || t.Signed != u.Signed || t.Struct != u.Struct || len(t.Elems) != len(u.Elems) {
+	if t.Kind != u.Kind || t.Size != u.Size || t.Signed != u.Signed || t.Struct != u.Struct || t.Len != u.Len || len(t.Elems) != len(u.Elems) {
 		return false
 	}
 	for i := range t.Elems {
@@ -145,6 +151,8 @@ func (t Type) String() string {
 		return "ustack"
 	case KindVoid:
 		return "none"
+	case KindArray:
+		return fmt.Sprintf("%s[%d]", t.Elem.String(), t.Len)
 	}
 	return fmt.Sprintf("kind(%d)", int(t.Kind))
 }
