@@ -49,6 +49,10 @@ const (
 	// Elem is the element type, Len the element count, Size the whole size
 	// in bytes. `char x[N]` fields are strings (String(N)) instead.
 	KindArray
+	// KindProbe is the probe builtin: the full name of the attach point
+	// that fired (usdt:PATH:PROVIDER:NAME), known to user space by the
+	// attachment it came from rather than carried as text.
+	KindProbe
 )
 
 // Type is the type of an expression, a map key or a map value.
@@ -151,6 +155,8 @@ func (t Type) String() string {
 		return "ustack"
 	case KindVoid:
 		return "none"
+	case KindProbe:
+		return "probe"
 	case KindArray:
 		return fmt.Sprintf("%s[%d]", t.Elem.String(), t.Len)
 	}
