@@ -1,0 +1,85 @@
+package lang
+
+import (
+	"fmt"
+	"io"
+	"strings"
+)
+
+// Error is one diagnostic: a message about the source range Span, with an
+// optional hint printed after it.
+type Error struct {
+	Span Span
+	Msg  string
+	Hint string
+}
+
+// Error formats the diagnostic as "LINE:COL-COL: message".
+func (e *Error) Error() string {
+	return e.location() + ": " + e.Msg
+}
+
+// location is the LINE:COL-COL (or LINE-LINE) part of a diagnostic.
+func (e *Error) location() string {
+	s := e.Span
+	if s.End.Line > s.Start.Line {
+		return fmt.Sprintf("%d-%d", s.Start.Line, s.End.Line)
+	}
+	return fmt.Sprintf("%d:%d-%d", s.Start.Line, s.Start.Col, s.End.Col)
+}
+
+// ErrorList is the error Parse and Check return: every problem found in a
+// script, in source order.
+type ErrorList []*Error
+
+// Error returns the first diagnostic, and how many more there are.
+func (l ErrorList) Error() string {
+	switch len(l) {
+	case 0:
+		return "no errors"
+	case 1:
+		return l[0].Error()
+	}
+	return fmt.Sprintf("%s (and %d more errors)", l[0].Error(), len(l)-1)
+}
+
+// Write prints every diagnostic the way bpftrace does:
+//
+//	FILE:LINE:COL-COL: ERROR: message
+//	the source line
+//	      ~~~~~
+//
+// A span over several lines prints as FILE:LINE-LINE: and quotes no source.
+// file is the script's name, "stdin" for -e.
+func (l ErrorList) Write(w io.Writer, file, src string) {
+	lines := strings.Split(src, "\n")
+	for _, e := range l {
+		fmt.Fprintf(w, "%s:%s: ERROR: %s\n", file, e.location(), e.Msg)
+		s := e.Span
+		if s.End.Line == s.Start.Line && s.Start.Line >= 1 && s.Start.Line <= len(lines) {
+			line := lines[s.Start.Line-1]
+			fmt.Fprintf(w, "%s\n", line)
+			fmt.Fprintf(w, "%s\n", underline(line, s.Start.Col, s.End.Col))
+		}
+		if e.Hint != "" {
+			fmt.Fprintf(w, "HINT: %s\n", e.Hint)
+		}
+	}
+}
+
+// underline returns the marker line for columns [from, to) of line: spaces
+// up to from, keeping tabs so that the marks line up, then a "~" per column.
+func underline(line string, from, to int) string {
+	var b strings.Builder
+	for i := 1; i < from; i++ {
+		if i <= len(line) && line[i-1] == '\t' {
+			b.WriteByte('\t')
+		} else {
+			b.WriteByte(' ')
+		}
+	}
+	for i := from; i < to; i++ {
+		b.WriteByte('~')
+	}
+	return b.String()
+}

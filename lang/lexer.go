@@ -1,0 +1,397 @@
+package lang
+
+import (
+	"fmt"
+	"io"
+	"sort"
+	"strings"
+
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// Token types of the bpftrace lexer. Keywords such as if, else and struct
+// come through as tokIdent and are matched by value in the grammar.
+const (
+	tokEOF        = lexer.EOF
+	tokIdent      = lexer.TokenType(-2 - iota)
+	tokInt        // 42, 0x2a, 052, 1_000, 1e6 (validated by the lexer)
+	tokString     // "..." as written, quotes and escapes included
+	tokVar        // $x
+	tokMap        // @x or @
+	tokParam      // $1
+	tokParamCount // $#
+	tokAttach     // usdt:./bitcoind:net:inbound_message, as written
+	tokEndPred    // the "/" that closes a predicate (followed by "{")
+	tokPunct      // operators and punctuation
+)
+
+var tokenSymbols = map[string]lexer.TokenType{
+	"EOF":        tokEOF,
+	"Ident":      tokIdent,
+	"Int":        tokInt,
+	"String":     tokString,
+	"Var":        tokVar,
+	"Map":        tokMap,
+	"Param":      tokParam,
+	"ParamCount": tokParamCount,
+	"Attach":     tokAttach,
+	"EndPred":    tokEndPred,
+	"Punct":      tokPunct,
+}
+
+// maxNesting bounds brackets, braces and chains of prefix operators, casts
+// and ternaries, so that hostile input cannot exhaust the parser's stack.
+const maxNesting = 200
+
+// punctuation, longest first so that "<<=" wins over "<<" and "<".
+var puncts = []string{
+	"<<=", ">>=",
+	"++", "--", "<<", ">>", "<=", ">=", "==", "!=", "&&", "||", "->",
+	"+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=",
+	"+", "-", "*", "/", "%", "<", ">", "=", "!", "~", "&", "|", "^",
+	"?", ":", ";", ",", ".", "(", ")", "[", "]", "{", "}",
+}
+
+// lexToken is a token with the position just after its last character.
+type lexToken struct {
+	lexer.Token
+	End lexer.Position
+}
+
+// scanner turns a script into tokens. It tracks just enough context to
+// tell attach points (only at the top level) and the predicate's closing
+// slash (a "/" followed by "{") from expressions.
+type scanner struct {
+	file string
+	src  string
+	off  int
+	line int
+	col  int
+
+	toks []lexToken
+
+	braces  int  // depth of {}
+	parens  int  // depth of () and []
+	inPred  bool // between a probe's "/" and its "{"
+	chain   int  // prefix operators, casts and "?" since the last statement boundary
+	elses   int  // "else" tokens in the current probe
+	lastTok lexer.TokenType
+	lastVal string
+}
+
+// scan lexes src completely.
+func scan(file, src string) ([]lexToken, *Error) {
+	s := &scanner{file: file, src: src, line: 1, col: 1, lastTok: tokEOF}
+	if strings.HasPrefix(src, "#!") {
+		n := strings.IndexByte(src, '\n')
+		if n < 0 {
+			n = len(src)
+		}
+		s.advance(n)
+	}
+	for {
+		if err := s.skipSpace(); err != nil {
+			return nil, err
+		}
+		if s.off >= len(s.src) {
+			s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: tokEOF, Pos: s.pos()}, End: s.pos()})
+			return s.toks, nil
+		}
+		if err := s.next(); err != nil {
+			return nil, err
+		}
+	}
+}
+
+func (s *scanner) pos() lexer.Position {
+	return lexer.Position{Filename: s.file, Offset: s.off, Line: s.line, Column: s.col}
+}
+
+// advance moves n bytes forward, keeping line and column.
+func (s *scanner) advance(n int) {
+	for _, c := range []byte(s.src[s.off : s.off+n]) {
+		if c == '\n' {
+			s.line++
+			s.col = 1
+		} else {
+			s.col++
+		}
+	}
+	s.off += n
+}
+
+func (s *scanner) errorf(start lexer.Position, n int, format string, args ...any) *Error {
+	end := Pos{Line: start.Line, Col: start.Column + n}
+	return &Error{Span: Span{Start: Pos{Line: start.Line, Col: start.Column}, End: end}, Msg: fmt.Sprintf(format, args...)}
+}
+
+func (s *scanner) skipSpace() *Error {
+	for s.off < len(s.src) {
+		c := s.src[s.off]
+		switch {
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
+			s.advance(1)
+		case strings.HasPrefix(s.src[s.off:], "//"):
+			n := strings.IndexByte(s.src[s.off:], '\n')
+			if n < 0 {
+				n = len(s.src) - s.off
+			}
+			s.advance(n)
+		case strings.HasPrefix(s.src[s.off:], "/*"):
+			n := strings.Index(s.src[s.off+2:], "*/")
+			if n < 0 {
+				return s.errorf(s.pos(), 2, "unterminated comment")
+			}
+			s.advance(n + 4)
+		default:
+			return nil
+		}
+	}
+	return nil
+}
+
+func isIdentStart(c byte) bool {
+	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
+}
+
+func isIdentChar(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
+
+// emit appends a token of n bytes starting at the current offset.
+func (s *scanner) emit(typ lexer.TokenType, n int) {
+	start := s.pos()
+	val := s.src[s.off : s.off+n]
+	s.advance(n)
+	s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: typ, Value: val, Pos: start}, End: s.pos()})
+	s.lastTok, s.lastVal = typ, val
+}
+
+// operandEnd reports whether the previous token ends an operand, so that a
+// following "-", "*", "&", "++" or "--" is binary or postfix.
+func (s *scanner) operandEnd() bool {
+	switch s.lastTok {
+	case tokIdent, tokInt, tokString, tokVar, tokMap, tokParam, tokParamCount:
+		return true
+	case tokPunct:
+		return s.lastVal == ")" || s.lastVal == "]" || s.lastVal == "++" || s.lastVal == "--"
+	}
+	return false
+}
+
+func (s *scanner) next() *Error {
+	rest := s.src[s.off:]
+	c := rest[0]
+	top := s.braces == 0 && !s.inPred
+	switch {
+	case isIdentStart(c):
+		n := 1
+		for n < len(rest) && isIdentChar(rest[n]) {
+			n++
+		}
+		if top && n < len(rest) && rest[n] == ':' {
+			return s.attachPoint()
+		}
+		if rest[:n] == "else" {
+			s.elses++
+			if s.elses > maxNesting {
+				return s.errorf(s.pos(), n, "too many else branches in one probe (limit %d)", maxNesting)
+			}
+		}
+		s.emit(tokIdent, n)
+	case c >= '0' && c <= '9':
+		n := 1
+		for n < len(rest) && isIdentChar(rest[n]) {
+			n++
+		}
+		if _, err := parseInt(rest[:n]); err != nil {
+			return s.errorf(s.pos(), n, "%v", err)
+		}
+		s.emit(tokInt, n)
+	case c == '"':
+		n := 1
+		for n < len(rest) && rest[n] != '"' && rest[n] != '\n' {
+			if rest[n] == '\\' && n+1 < len(rest) && rest[n+1] != '\n' {
+				n++
+			}
+			n++
+		}
+		if n >= len(rest) || rest[n] != '"' {
+			return s.errorf(s.pos(), n, "unterminated string")
+		}
+		s.emit(tokString, n+1)
+	case c == '$':
+		switch {
+		case len(rest) > 1 && rest[1] == '#':
+			s.emit(tokParamCount, 2)
+		case len(rest) > 1 && rest[1] >= '0' && rest[1] <= '9':
+			n := 2
+			for n < len(rest) && rest[n] >= '0' && rest[n] <= '9' {
+				n++
+			}
+			s.emit(tokParam, n)
+		case len(rest) > 1 && isIdentStart(rest[1]):
+			n := 2
+			for n < len(rest) && isIdentChar(rest[n]) {
+				n++
+			}
+			s.emit(tokVar, n)
+		default:
+			return s.errorf(s.pos(), 1, "syntax error, unexpected $")
+		}
+	case c == '@':
+		n := 1
+		for n < len(rest) && isIdentChar(rest[n]) {
+			n++
+		}
+		s.emit(tokMap, n)
+	case c == '#':
+		n := strings.IndexByte(rest, '\n')
+		if n < 0 {
+			n = len(rest)
+		}
+		return s.errorf(s.pos(), n, "preprocessor directives are not supported: %s", strings.TrimSpace(rest[:n]))
+	default:
+		return s.punct()
+	}
+	return nil
+}
+
+// attachPoint lexes `type:rest` at the top level: everything up to a space,
+// a comma or a brace, with "double-quoted" sections (C++ names) kept whole.
+func (s *scanner) attachPoint() *Error {
+	rest := s.src[s.off:]
+	n := 0
+loop:
+	for n < len(rest) {
+		switch rest[n] {
+		case ' ', '\t', '\n', '\r', '\f', '\v', ',', '{', '}':
+			break loop
+		case '"':
+			m := strings.IndexAny(rest[n+1:], "\"\n")
+			if m < 0 || rest[n+1+m] != '"' {
+				return s.errorf(s.pos(), n+1, "unterminated string in attach point")
+			}
+			n += m + 2
+		default:
+			n++
+		}
+	}
+	s.emit(tokAttach, n)
+	return nil
+}
+
+func (s *scanner) punct() *Error {
+	rest := s.src[s.off:]
+	var p string
+	for _, q := range puncts {
+		if strings.HasPrefix(rest, q) {
+			p = q
+			break
+		}
+	}
+	if p == "" {
+		return s.errorf(s.pos(), 1, "invalid character '%s'", printable(rest[0]))
+	}
+	prefix := !s.operandEnd()
+	switch p {
+	case "/":
+		if s.braces == 0 && !s.inPred {
+			s.inPred = true
+			break
+		}
+		if s.braces == 0 && s.inPred && s.parens == 0 {
+			// The closing slash of a predicate is "/" followed by "{".
+			i := 1
+			for i < len(rest) && strings.IndexByte(" \t\n\r\f\v", rest[i]) >= 0 {
+				i++
+			}
+			if i < len(rest) && rest[i] == '{' {
+				s.emit(tokEndPred, 1)
+				s.inPred = false
+				return nil
+			}
+		}
+	case "{":
+		s.braces++
+		s.inPred = false
+		s.chain = 0
+	case "}":
+		if s.braces > 0 {
+			s.braces--
+		}
+		if s.braces == 0 {
+			s.elses = 0
+		}
+		s.chain = 0
+	case ";":
+		s.chain = 0
+	case "(", "[":
+		s.parens++
+		s.chain++
+	case ")", "]":
+		if s.parens > 0 {
+			s.parens--
+		}
+	case "?":
+		s.chain++
+	case "!", "~":
+		s.chain++
+	case "-", "*", "&", "++", "--":
+		if prefix {
+			s.chain++
+		}
+	}
+	if s.braces+s.parens > maxNesting || s.chain > maxNesting {
+		return s.errorf(s.pos(), len(p), "expression nested too deeply (limit %d)", maxNesting)
+	}
+	s.emit(tokPunct, len(p))
+	return nil
+}
+
+func printable(c byte) string {
+	if c >= 0x20 && c < 0x7f {
+		return string(c)
+	}
+	return fmt.Sprintf("\\x%02x", c)
+}
+
+// tokenDef adapts the scanner to participle. Lex is only called through
+// Parse, which scans first and hands over the tokens.
+type tokenDef struct{}
+
+func (tokenDef) Symbols() map[string]lexer.TokenType { return tokenSymbols }
+
+func (tokenDef) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
+	b, err := io.ReadAll(r)
+	if err != nil {
+		return nil, fmt.Errorf("read script: %w", err)
+	}
+	return tokenDef{}.LexString(filename, string(b))
+}
+
+func (tokenDef) LexString(filename, src string) (lexer.Lexer, error) {
+	toks, lerr := scan(filename, src)
+	if lerr != nil {
+		return nil, ErrorList{lerr}
+	}
+	return &tokenStream{toks: toks}, nil
+}
+
+// tokenStream replays scanned tokens to participle.
+type tokenStream struct {
+	toks []lexToken
+	i    int
+}
+
+func (t *tokenStream) Next() (lexer.Token, error) {
+	tok := t.toks[t.i]
+	if t.i < len(t.toks)-1 {
+		t.i++
+	}
+	return tok.Token, nil
+}
+
+// tokenIndex finds the token that starts at byte offset off, or the first
+// token after it.
+func tokenIndex(toks []lexToken, off int) int {
+	return sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+}

@@ -1,0 +1,941 @@
+package lang
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/alecthomas/participle/v2"
+	"github.com/alecthomas/participle/v2/lexer"
+)
+
+// The participle grammar. These structs stay private: Parse converts them
+// into the AST of ast.go.
+
+type gProgram struct {
+	Items []*gItem `parser:"@@*"`
+}
+
+type gItem struct {
+	Struct *gStruct `parser:"  @@"`
+	Probe  *gProbe  `parser:"| @@"`
+}
+
+type gStruct struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Name   string    `parser:"\"struct\" @Ident \"{\""`
+	Fields []*gField `parser:"@@* \"}\" \";\"?"`
+}
+
+type gField struct {
+	Pos   lexer.Position
+	Words []string `parser:"@Ident+"`
+	Stars []string `parser:"@\"*\"*"`
+	Name  string   `parser:"@Ident?"`
+	Dims  []string `parser:"(\"[\" @Int \"]\")* \";\""`
+}
+
+type gProbe struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Attach []*gAttach `parser:"@@ (\",\" @@)*"`
+	Pred   *gExpr     `parser:"(\"/\" @@ EndPred)?"`
+	Body   *gBlock    `parser:"@@"`
+}
+
+type gAttach struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Raw    string `parser:"@(Attach | Ident)"`
+}
+
+type gBlock struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Stmts  []*gStmt `parser:"\"{\" @@* \"}\""`
+}
+
+type gStmt struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	If     *gIf       `parser:"(  @@"`
+	Unroll *gUnroll   `parser:" | @@"`
+	While  *gWhile    `parser:" | @@"`
+	Jump   string     `parser:" | @(\"break\" | \"continue\" | \"return\")"`
+	Expr   *gExprStmt `parser:" | @@ )"`
+	Semi   []string   `parser:"@\";\"*"`
+}
+
+type gIf struct {
+	Cond   *gExpr  `parser:"\"if\" \"(\" @@ \")\""`
+	Then   *gBlock `parser:"@@"`
+	ElseIf *gIf    `parser:"(\"else\" ( @@"`
+	Else   *gBlock `parser:"        | @@ ) )?"`
+}
+
+type gUnroll struct {
+	Count *gExpr  `parser:"\"unroll\" \"(\" @@ \")\""`
+	Body  *gBlock `parser:"@@"`
+}
+
+type gWhile struct {
+	Cond *gExpr  `parser:"\"while\" \"(\" @@ \")\""`
+	Body *gBlock `parser:"@@"`
+}
+
+type gExprStmt struct {
+	X   *gExpr `parser:"@@"`
+	Op  string `parser:"( @(\"=\" | \"+=\" | \"-=\" | \"*=\" | \"/=\" | \"%=\" | \"&=\" | \"|=\" | \"^=\" | \"<<=\" | \">>=\")"`
+	RHS *gExpr `parser:"  @@ )?"`
+}
+
+// gExpr is a ternary over a flat list of binary operations; convert applies
+// C's precedence to the list.
+type gExpr struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Head   *gUnary    `parser:"@@"`
+	Ops    []*gBinary `parser:"@@*"`
+	Then   *gExpr     `parser:"( \"?\" @@"`
+	Else   *gExpr     `parser:"  \":\" @@ )?"`
+}
+
+type gBinary struct {
+	Pos lexer.Position
+	Op  string  `parser:"@(\"||\" | \"&&\" | \"|\" | \"^\" | \"&\" | \"==\" | \"!=\" | \"<=\" | \">=\" | \"<\" | \">\" | \"<<\" | \">>\" | \"+\" | \"-\" | \"*\" | \"/\":Punct | \"%\")"`
+	Y   *gUnary `parser:"@@"`
+}
+
+type gUnary struct {
+	Pos     lexer.Position
+	EndPos  lexer.Position
+	Op      string    `parser:"(  @(\"!\" | \"~\" | \"-\" | \"*\" | \"++\" | \"--\")"`
+	X       *gUnary   `parser:"   @@"`
+	Cast    *gCast    `parser:" | @@"`
+	Postfix *gPostfix `parser:" | @@ )"`
+}
+
+type gCast struct {
+	Struct string   `parser:"\"(\" ( \"struct\" @Ident"`
+	Type   string   `parser:"    | @Ident )"`
+	Stars  []string `parser:"@\"*\"* \")\""`
+	X      *gUnary  `parser:"@@"`
+}
+
+type gPostfix struct {
+	Pos  lexer.Position
+	X    *gPrimary  `parser:"@@"`
+	Suff []*gSuffix `parser:"@@*"`
+}
+
+type gSuffix struct {
+	EndPos lexer.Position
+	Index  []*gExpr `parser:"(  \"[\" @@ (\",\" @@)* \"]\""`
+	Arrow  bool     `parser:" | ( \".\" | @\"->\" )"`
+	Field  string   `parser:"   @(Ident | Int)"`
+	IncDec string   `parser:" | @(\"++\" | \"--\") )"`
+}
+
+type gPrimary struct {
+	Pos        lexer.Position
+	EndPos     lexer.Position
+	Int        *string  `parser:"(  @Int"`
+	Str        *string  `parser:" | @String"`
+	Var        string   `parser:" | @Var"`
+	Param      string   `parser:" | @Param"`
+	ParamCount bool     `parser:" | @ParamCount"`
+	Map        *gMap    `parser:" | @@"`
+	Call       *gCall   `parser:" | @@"`
+	Paren      []*gExpr `parser:" | \"(\" @@ (\",\" @@)* \")\" )"`
+}
+
+type gMap struct {
+	Name string   `parser:"@Map"`
+	Keys []*gExpr `parser:"( \"[\" @@ (\",\" @@)* \"]\" )?"`
+}
+
+type gCall struct {
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Name   string   `parser:"@Ident"`
+	Open   bool     `parser:"( @\"(\""`
+	Args   []*gExpr `parser:"  ( @@ (\",\" @@)* )? \")\" )?"`
+}
+
+var grammar = participle.MustBuild[gProgram](
+	participle.Lexer(tokenDef{}),
+	participle.UseLookahead(6),
+)
+
+// Parse parses a bpftrace script. file is the name diagnostics use ("stdin"
+// for -e). On bad input the error is an ErrorList.
+func Parse(file, src string) (*Program, error) {
+	toks, lerr := scan(file, src)
+	if lerr != nil {
+		return nil, ErrorList{lerr}
+	}
+	stream := &tokenStream{toks: toks}
+	peek, err := lexer.Upgrade(stream)
+	if err != nil {
+		return nil, fmt.Errorf("parse %s: %w", file, err)
+	}
+	g, err := grammar.ParseFromLexer(peek)
+	if err != nil {
+		return nil, ErrorList{syntaxError(toks, err)}
+	}
+	c := &converter{toks: toks}
+	p := &Program{File: file, Source: src}
+	for _, it := range g.Items {
+		if it.Struct != nil {
+			p.Structs = append(p.Structs, c.structDef(it.Struct))
+			continue
+		}
+		p.Probes = append(p.Probes, c.probe(it.Probe))
+	}
+	if len(c.errs) > 0 {
+		return nil, c.errs
+	}
+	return p, nil
+}
+
+// syntaxError turns a participle error into a bison-style diagnostic.
+func syntaxError(toks []lexToken, err error) *Error {
+	var ute *participle.UnexpectedTokenError
+	if errors.As(err, &ute) {
+		i := tokenIndex(toks, ute.Unexpected.Pos.Offset)
+		return &Error{Span: tokSpan(toks[i]), Msg: "syntax error, unexpected " + tokenName(toks[i])}
+	}
+	var perr participle.Error
+	if errors.As(err, &perr) {
+		i := tokenIndex(toks, perr.Position().Offset)
+		if i >= len(toks) {
+			i = len(toks) - 1
+		}
+		return &Error{Span: tokSpan(toks[i]), Msg: "syntax error, unexpected " + tokenName(toks[i])}
+	}
+	return &Error{Msg: err.Error()}
+}
+
+// tokenName names a token the way bpftrace's parser does in its messages.
+func tokenName(t lexToken) string {
+	switch t.Type {
+	case tokEOF:
+		return "end of file"
+	case tokIdent:
+		switch t.Value {
+		case "if", "else", "unroll", "while", "return", "break", "continue", "struct":
+			return t.Value
+		}
+		if isBuiltin(t.Value) {
+			return "builtin"
+		}
+		return "identifier"
+	case tokInt:
+		return "integer"
+	case tokString:
+		return "string"
+	case tokVar:
+		return "variable"
+	case tokMap:
+		return "map"
+	case tokParam:
+		return "positional parameter"
+	case tokParamCount:
+		return "$#"
+	case tokAttach:
+		return "path"
+	case tokEndPred:
+		return "/"
+	}
+	return t.Value
+}
+
+func tokSpan(t lexToken) Span {
+	return Span{Start: Pos{Line: t.Pos.Line, Col: t.Pos.Column}, End: Pos{Line: t.End.Line, Col: t.End.Column}}
+}
+
+// converter turns the grammar structs into the AST.
+type converter struct {
+	toks []lexToken
+	errs ErrorList
+	// structs and structAlign are the structs defined so far, for nested
+	// struct fields.
+	structs     map[string]*StructDef
+	structAlign map[string]int
+}
+
+func (c *converter) errorf(s Span, format string, args ...any) {
+	c.errs = append(c.errs, &Error{Span: s, Msg: fmt.Sprintf(format, args...)})
+}
+
+// span is the range from start to the end of the last token before end
+// (participle's EndPos is the start of the following token).
+func (c *converter) span(start, end lexer.Position) Span {
+	i := tokenIndex(c.toks, end.Offset)
+	e := Pos{Line: start.Line, Col: start.Column}
+	if i > 0 {
+		t := c.toks[i-1]
+		if t.Pos.Offset >= start.Offset {
+			e = Pos{Line: t.End.Line, Col: t.End.Column}
+		}
+	}
+	return Span{Start: Pos{Line: start.Line, Col: start.Column}, End: e}
+}
+
+func (c *converter) probe(g *gProbe) *Probe {
+	p := &Probe{Loc: c.span(g.Pos, g.EndPos)}
+	for _, a := range g.Attach {
+		p.Attach = append(p.Attach, c.attach(a))
+	}
+	if g.Pred != nil {
+		p.Pred = c.expr(g.Pred)
+	}
+	p.Body = c.block(g.Body)
+	return p
+}
+
+func (c *converter) block(g *gBlock) *Block {
+	b := &Block{Loc: c.span(g.Pos, g.EndPos)}
+	for i, s := range g.Stmts {
+		if s.Expr != nil || s.Jump != "" {
+			if len(s.Semi) == 0 && i < len(g.Stmts)-1 {
+				// A simple statement needs a ";" unless it ends the block.
+				next := c.toks[tokenIndex(c.toks, g.Stmts[i+1].Pos.Offset)]
+				c.errs = append(c.errs, &Error{Span: tokSpan(next), Msg: "syntax error, unexpected " + tokenName(next) + ", expecting ; or }"})
+			}
+		}
+		b.Stmts = append(b.Stmts, c.stmt(s))
+	}
+	return b
+}
+
+var assignable = "an assignment needs a variable or a map on its left"
+
+func (c *converter) stmt(g *gStmt) Stmt {
+	loc := c.span(g.Pos, g.EndPos)
+	switch {
+	case g.If != nil:
+		return c.ifStmt(g.If, g.Pos, g.EndPos)
+	case g.Unroll != nil:
+		return &UnrollStmt{Loc: loc, Count: c.expr(g.Unroll.Count), Body: c.block(g.Unroll.Body)}
+	case g.While != nil:
+		return &WhileStmt{Loc: loc, Cond: c.expr(g.While.Cond), Body: c.block(g.While.Body)}
+	case g.Jump != "":
+		return &JumpStmt{Loc: tokSpan(c.toks[tokenIndex(c.toks, g.Pos.Offset)]), Kind: g.Jump}
+	}
+	x := c.expr(g.Expr.X)
+	if g.Expr.Op == "" {
+		return &ExprStmt{Loc: x.Span(), X: x}
+	}
+	switch x.(type) {
+	case *Var, *MapExpr:
+	default:
+		c.errorf(x.Span(), "%s", assignable)
+	}
+	rhs := c.expr(g.Expr.RHS)
+	return &AssignStmt{Loc: Span{Start: x.Span().Start, End: rhs.Span().End}, Op: g.Expr.Op, LHS: x, RHS: rhs}
+}
+
+func (c *converter) ifStmt(g *gIf, start, end lexer.Position) *IfStmt {
+	s := &IfStmt{Loc: c.span(start, end), Cond: c.expr(g.Cond), Then: c.block(g.Then)}
+	switch {
+	case g.ElseIf != nil:
+		s.Else = c.ifStmt(g.ElseIf, g.ElseIf.Then.Pos, end)
+	case g.Else != nil:
+		s.Else = c.block(g.Else)
+	}
+	return s
+}
+
+// precedence of the binary operators, higher binds tighter.
+var precedence = map[string]int{
+	"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5,
+	"==": 6, "!=": 6,
+	"<": 7, "<=": 7, ">": 7, ">=": 7,
+	"<<": 8, ">>": 8,
+	"+": 9, "-": 9,
+	"*": 10, "/": 10, "%": 10,
+}
+
+func (c *converter) expr(g *gExpr) Expr {
+	operands := []Expr{c.unary(g.Head)}
+	var ops []string
+	reduce := func() {
+		n := len(operands)
+		x, y := operands[n-2], operands[n-1]
+		op := ops[len(ops)-1]
+		ops = ops[:len(ops)-1]
+		b := &Binary{Op: op, X: x, Y: y}
+		b.Loc = Span{Start: x.Span().Start, End: y.Span().End}
+		operands = append(operands[:n-2], b)
+	}
+	for _, b := range g.Ops {
+		for len(ops) > 0 && precedence[ops[len(ops)-1]] >= precedence[b.Op] {
+			reduce()
+		}
+		ops = append(ops, b.Op)
+		operands = append(operands, c.unary(b.Y))
+	}
+	for len(ops) > 0 {
+		reduce()
+	}
+	x := operands[0]
+	if g.Then == nil {
+		return x
+	}
+	t := &Ternary{Cond: x, Then: c.expr(g.Then), Else: c.expr(g.Else)}
+	t.Loc = Span{Start: x.Span().Start, End: t.Else.Span().End}
+	return t
+}
+
+func (c *converter) unary(g *gUnary) Expr {
+	loc := c.span(g.Pos, g.EndPos)
+	switch {
+	case g.Op == "++" || g.Op == "--":
+		e := &IncDec{Op: g.Op, X: c.unary(g.X)}
+		e.Loc = loc
+		return e
+	case g.Op != "":
+		e := &Unary{Op: g.Op, X: c.unary(g.X)}
+		e.Loc = loc
+		return e
+	case g.Cast != nil:
+		return c.cast(g.Cast, loc)
+	}
+	return c.postfix(g.Postfix)
+}
+
+// intTypes are the integer type names a cast may use.
+var intTypes = map[string]Type{
+	"int8": Int(1, true), "int16": Int(2, true), "int32": Int(4, true), "int64": Int(8, true),
+	"uint8": Int(1, false), "uint16": Int(2, false), "uint32": Int(4, false), "uint64": Int(8, false),
+}
+
+func (c *converter) cast(g *gCast, loc Span) Expr {
+	e := &Cast{X: c.unary(g.X)}
+	e.Loc = loc
+	var to Type
+	switch t, ok := intTypes[g.Type]; {
+	case g.Struct != "":
+		e.TypeName = "struct " + g.Struct
+		to = Type{Kind: KindStruct, Struct: g.Struct}
+	case ok:
+		e.TypeName = g.Type
+		to = t
+	default:
+		// bpftrace reads `(char *)` as a pointer to a struct named char; the
+		// checker reports the unknown struct.
+		e.TypeName = g.Type
+		to = Type{Kind: KindStruct, Struct: g.Type}
+		if len(g.Stars) == 0 {
+			c.errorf(loc, "syntax error, unexpected %s", g.Type)
+		}
+	}
+	for range g.Stars {
+		elem := to
+		to = Type{Kind: KindPointer, Size: 8, Elem: &elem}
+	}
+	if len(g.Stars) > 0 {
+		e.TypeName += " " + strings.Repeat("*", len(g.Stars))
+	}
+	e.To = to
+	return e
+}
+
+func (c *converter) postfix(g *gPostfix) Expr {
+	x := c.primary(g.X)
+	for _, s := range g.Suff {
+		loc := c.span(g.Pos, s.EndPos)
+		switch {
+		case s.IncDec != "":
+			e := &IncDec{Op: s.IncDec, Post: true, X: x}
+			e.Loc = loc
+			x = e
+		case s.Index != nil:
+			if len(s.Index) > 1 {
+				c.errorf(loc, "syntax error, unexpected ,, expecting ]")
+			}
+			e := &IndexExpr{X: x, Index: c.expr(s.Index[0])}
+			e.Loc = loc
+			x = e
+		default:
+			e := &FieldAccess{X: x}
+			e.Loc = loc
+			if s.Field[0] >= '0' && s.Field[0] <= '9' {
+				n, err := parseInt(s.Field)
+				if err != nil || n > 1<<31 {
+					c.errorf(loc, "invalid tuple index %s", s.Field)
+				}
+				e.Index = int(n)
+			} else {
+				e.Field = s.Field
+				e.Arrow = s.Arrow
+			}
+			x = e
+		}
+	}
+	return x
+}
+
+func (c *converter) primary(g *gPrimary) Expr {
+	loc := c.span(g.Pos, g.EndPos)
+	switch {
+	case g.Int != nil:
+		v, _ := parseInt(*g.Int) // validated by the lexer
+		e := &IntLit{Value: v}
+		e.Loc = loc
+		return e
+	case g.Str != nil:
+		s, errs := unquoteC(*g.Str, loc.Start)
+		c.errs = append(c.errs, errs...)
+		e := &StrLit{Value: s}
+		e.Loc = loc
+		return e
+	case g.Var != "":
+		e := &Var{Name: g.Var}
+		e.Loc = loc
+		return e
+	case g.Param != "":
+		n, err := strconv.Atoi(g.Param[1:])
+		if err != nil || n < 1 {
+			c.errorf(loc, "invalid positional parameter %s", g.Param)
+		}
+		e := &PositionalParam{N: n}
+		e.Loc = loc
+		return e
+	case g.ParamCount:
+		e := &PositionalParam{Count: true}
+		e.Loc = loc
+		return e
+	case g.Map != nil:
+		e := &MapExpr{Name: g.Map.Name}
+		for _, k := range g.Map.Keys {
+			e.Keys = append(e.Keys, c.expr(k))
+		}
+		e.Loc = loc
+		return e
+	case g.Call != nil:
+		if !g.Call.Open {
+			e := &Builtin{Name: g.Call.Name}
+			e.Loc = loc
+			return e
+		}
+		e := &Call{Name: g.Call.Name}
+		e.Loc = loc
+		e.NameLoc = tokSpan(c.toks[tokenIndex(c.toks, g.Call.Pos.Offset)])
+		for _, a := range g.Call.Args {
+			e.Args = append(e.Args, c.expr(a))
+		}
+		return e
+	}
+	if len(g.Paren) == 1 {
+		// Parentheses only group; the inner expression keeps its own span.
+		return c.expr(g.Paren[0])
+	}
+	e := &Tuple{}
+	for _, x := range g.Paren {
+		e.Elems = append(e.Elems, c.expr(x))
+	}
+	e.Loc = loc
+	return e
+}
+
+// builtins are the builtin variables; an identifier outside this list is
+// still a *Builtin, which the checker reports as unknown.
+var builtins = map[string]bool{
+	"pid": true, "tid": true, "uid": true, "gid": true, "nsecs": true, "elapsed": true,
+	"numaid": true, "cpu": true, "comm": true, "kstack": true, "ustack": true, "stack": true,
+	"func": true, "probe": true, "curtask": true, "rand": true, "cgroup": true, "cpid": true,
+	"retval": true, "username": true, "ctx": true, "args": true, "jiffies": true,
+}
+
+func isBuiltin(name string) bool {
+	if builtins[name] {
+		return true
+	}
+	for _, p := range []string{"arg", "sarg"} {
+		if rest, ok := strings.CutPrefix(name, p); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// parseInt reads an integer literal: decimal, 0x hex, 0 octal, with "_"
+// separators in decimal, or the 1e6 form (mantissa times a power of ten).
+func parseInt(s string) (uint64, error) {
+	bad := fmt.Errorf("syntax error, unexpected identifier")
+	switch {
+	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
+		v, err := strconv.ParseUint(s[2:], 16, 64)
+		if err != nil || strings.ContainsAny(s[2:], "_+-") {
+			return 0, rangeOr(err, bad, s)
+		}
+		return v, nil
+	case strings.ContainsAny(s, "eE"):
+		m, e, _ := strings.Cut(strings.ToLower(s), "e")
+		mant, err := parseDecimal(m)
+		if err != nil {
+			return 0, rangeOr(err, bad, s)
+		}
+		exp, err := strconv.ParseUint(e, 10, 64)
+		if err != nil || strings.ContainsAny(e, "_+-") {
+			return 0, bad
+		}
+		if exp > 19 {
+			return 0, fmt.Errorf("Exponent will overflow integer range: %s", e)
+		}
+		v := mant
+		for range exp {
+			if v > (1<<64-1)/10 {
+				return 0, fmt.Errorf("Exponent will overflow integer range: %s", e)
+			}
+			v *= 10
+		}
+		return v, nil
+	case len(s) > 1 && s[0] == '0':
+		v, err := strconv.ParseUint(s[1:], 8, 64)
+		if err != nil || strings.ContainsAny(s, "_+-") {
+			return 0, rangeOr(err, bad, s)
+		}
+		return v, nil
+	}
+	v, err := parseDecimal(s)
+	if err != nil {
+		return 0, rangeOr(err, bad, s)
+	}
+	return v, nil
+}
+
+func parseDecimal(s string) (uint64, error) {
+	if s == "" || s[0] == '_' || s[len(s)-1] == '_' || strings.Contains(s, "__") || strings.ContainsAny(s, "+-") {
+		return 0, strconv.ErrSyntax
+	}
+	return strconv.ParseUint(strings.ReplaceAll(s, "_", ""), 10, 64)
+}
+
+// rangeOr returns a clear message for a literal too large for 64 bits, and
+// bad for any other malformed literal.
+func rangeOr(err, bad error, s string) error {
+	if errors.Is(err, strconv.ErrRange) {
+		return fmt.Errorf("integer literal out of range: %s", s)
+	}
+	return bad
+}
+
+// unquoteC decodes a string literal with C escapes: \n \t \r \\ \" \0,
+// octal \NNN (at most \377) and hex \xH or \xHH. Other escapes are errors
+// spanning from the opening quote to the escape, as bpftrace reports them.
+func unquoteC(lit string, start Pos) (string, ErrorList) {
+	body := lit[1 : len(lit)-1]
+	var b strings.Builder
+	var errs ErrorList
+	for i := 0; i < len(body); i++ {
+		ch := body[i]
+		if ch != '\\' {
+			b.WriteByte(ch)
+			continue
+		}
+		j := i + 1
+		if j >= len(body) {
+			break
+		}
+		esc := body[j]
+		switch {
+		case esc == 'n':
+			b.WriteByte('\n')
+		case esc == 't':
+			b.WriteByte('\t')
+		case esc == 'r':
+			b.WriteByte('\r')
+		case esc == '\\':
+			b.WriteByte('\\')
+		case esc == '"':
+			b.WriteByte('"')
+		case esc >= '0' && esc <= '7':
+			k := j
+			v := 0
+			for k < len(body) && k < j+3 && body[k] >= '0' && body[k] <= '7' {
+				v = v*8 + int(body[k]-'0')
+				k++
+			}
+			if v > 0377 {
+				errs = append(errs, &Error{Span: Span{Start: start, End: Pos{Line: start.Line, Col: start.Col + 1 + k}}, Msg: fmt.Sprintf("octal escape sequence out of range '\\%s'", body[j:k])})
+			}
+			b.WriteByte(byte(v))
+			j = k - 1
+		case esc == 'x':
+			k := j + 1
+			v := 0
+			for k < len(body) && k < j+3 && isHex(body[k]) {
+				v = v*16 + hexVal(body[k])
+				k++
+			}
+			if k == j+1 {
+				errs = append(errs, &Error{Span: Span{Start: start, End: Pos{Line: start.Line, Col: start.Col + 1 + k}}, Msg: "invalid escape character '\\x'"})
+			}
+			b.WriteByte(byte(v))
+			j = k - 1
+		default:
+			errs = append(errs, &Error{Span: Span{Start: start, End: Pos{Line: start.Line, Col: start.Col + 2 + j}}, Msg: fmt.Sprintf("invalid escape character '\\%c'", esc)})
+		}
+		i = j
+	}
+	return b.String(), errs
+}
+
+func isHex(c byte) bool {
+	return c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F'
+}
+
+func hexVal(c byte) int {
+	switch {
+	case c >= 'a':
+		return int(c-'a') + 10
+	case c >= 'A':
+		return int(c-'A') + 10
+	}
+	return int(c - '0')
+}
+
+// probeTypes maps the probe type names and bpftrace's short aliases to kinds.
+var probeTypes = map[string]ProbeKind{
+	"BEGIN": ProbeBegin, "END": ProbeEnd,
+	"usdt": ProbeUSDT, "U": ProbeUSDT,
+	"uprobe": ProbeUprobe, "u": ProbeUprobe,
+	"uretprobe": ProbeUretprobe, "ur": ProbeUretprobe,
+	"interval": ProbeInterval, "i": ProbeInterval,
+	"profile": ProbeProfile, "p": ProbeProfile,
+	"tracepoint": ProbeTracepoint, "t": ProbeTracepoint,
+	"kprobe": ProbeKprobe, "k": ProbeKprobe,
+	"kretprobe": ProbeKretprobe, "kr": ProbeKretprobe,
+}
+
+// splitAttach splits an attach point on colons outside double quotes and
+// removes the quotes.
+func splitAttach(raw string) []string {
+	var parts []string
+	var cur strings.Builder
+	quoted := false
+	for i := 0; i < len(raw); i++ {
+		switch ch := raw[i]; {
+		case ch == '"':
+			quoted = !quoted
+		case ch == ':' && !quoted:
+			parts = append(parts, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(ch)
+		}
+	}
+	return append(parts, cur.String())
+}
+
+func (c *converter) attach(g *gAttach) *AttachPoint {
+	loc := c.span(g.Pos, g.EndPos)
+	a := &AttachPoint{Loc: loc, Raw: g.Raw}
+	parts := splitAttach(g.Raw)
+	kind, ok := probeTypes[parts[0]]
+	if !ok {
+		c.errorf(loc, "Invalid probe type: %s", parts[0])
+		return a
+	}
+	a.Kind = kind
+	args := parts[1:]
+	need := func(n int, what string) bool {
+		if len(args) != n {
+			c.errorf(loc, "%s probe type requires %s", parts[0], what)
+			return false
+		}
+		return true
+	}
+	switch kind {
+	case ProbeBegin, ProbeEnd:
+		need(0, "0 arguments")
+	case ProbeUSDT:
+		switch len(args) {
+		case 2:
+			a.Target, a.Func = args[0], args[1]
+		case 3:
+			a.Target, a.Provider, a.Func = args[0], args[1], args[2]
+		default:
+			c.errorf(loc, "%s probe type requires 2 or 3 arguments", parts[0])
+		}
+	case ProbeUprobe, ProbeUretprobe:
+		if need(2, "2 arguments") {
+			a.Target, a.Func = args[0], args[1]
+			if strings.HasPrefix(a.Func, "0x") {
+				v, err := strconv.ParseUint(a.Func[2:], 16, 64)
+				if err != nil {
+					c.errorf(loc, "invalid address %s", a.Func)
+				}
+				a.Address, a.Func = v, ""
+			}
+		}
+	case ProbeTracepoint:
+		if need(2, "2 arguments") {
+			a.Target, a.Func = args[0], args[1]
+		}
+	case ProbeKprobe, ProbeKretprobe:
+		if need(1, "1 argument") {
+			a.Func = args[0]
+		}
+	case ProbeInterval, ProbeProfile:
+		if !need(2, "2 arguments") {
+			return a
+		}
+		a.Unit = args[0]
+		switch a.Unit {
+		case "s", "ms", "us", "hz":
+		default:
+			c.errorf(loc, "%s is not an accepted unit of time", a.Unit)
+		}
+		v, err := strconv.ParseUint(args[1], 10, 64)
+		if err != nil {
+			c.errorf(loc, "%s probe needs a number, not %q", parts[0], args[1])
+		}
+		if kind == ProbeProfile && err == nil && v == 0 {
+			c.errorf(loc, "profile frequency should be a positive integer")
+		}
+		a.Freq = v
+	}
+	return a
+}
+
+// cTypes are the C scalar types struct definitions may use, by their words
+// in canonical order (signed and int dropped where C allows).
+var cTypes = map[string]Type{
+	"char": Int(1, true), "signed char": Int(1, true), "unsigned char": Int(1, false),
+	"short": Int(2, true), "unsigned short": Int(2, false),
+	"int": Int(4, true), "unsigned": Int(4, false),
+	"long": Int(8, true), "unsigned long": Int(8, false),
+	"long long": Int(8, true), "unsigned long long": Int(8, false),
+	"bool": Int(1, false), "_Bool": Int(1, false),
+	"int8_t": Int(1, true), "int16_t": Int(2, true), "int32_t": Int(4, true), "int64_t": Int(8, true),
+	"uint8_t": Int(1, false), "uint16_t": Int(2, false), "uint32_t": Int(4, false), "uint64_t": Int(8, false),
+	"s8": Int(1, true), "s16": Int(2, true), "s32": Int(4, true), "s64": Int(8, true),
+	"u8": Int(1, false), "u16": Int(2, false), "u32": Int(4, false), "u64": Int(8, false),
+	"__s8": Int(1, true), "__s16": Int(2, true), "__s32": Int(4, true), "__s64": Int(8, true),
+	"__u8": Int(1, false), "__u16": Int(2, false), "__u32": Int(4, false), "__u64": Int(8, false),
+	"size_t": Int(8, false), "ssize_t": Int(8, true), "uintptr_t": Int(8, false), "intptr_t": Int(8, true),
+	"pid_t": Int(4, true), "uid_t": Int(4, false), "gid_t": Int(4, false),
+	"int8": Int(1, true), "int16": Int(2, true), "int32": Int(4, true), "int64": Int(8, true),
+	"uint8": Int(1, false), "uint16": Int(2, false), "uint32": Int(4, false), "uint64": Int(8, false),
+}
+
+// cTypeName canonicalises C type words: qualifiers go, "signed" and "int"
+// go where they are redundant ("unsigned long int" is "unsigned long").
+func cTypeName(words []string) string {
+	var keep []string
+	for _, w := range words {
+		switch w {
+		case "const", "volatile":
+			continue
+		}
+		keep = append(keep, w)
+	}
+	if len(keep) > 1 && keep[len(keep)-1] == "int" {
+		keep = keep[:len(keep)-1]
+	}
+	if len(keep) > 1 && keep[0] == "signed" && keep[1] != "char" {
+		keep = keep[1:]
+	}
+	if len(keep) == 1 && keep[0] == "signed" {
+		return "int"
+	}
+	return strings.Join(keep, " ")
+}
+
+func (c *converter) structDef(g *gStruct) *StructDef {
+	loc := c.span(g.Pos, g.EndPos)
+	def := &StructDef{Loc: loc, Name: g.Name}
+	if c.structs == nil {
+		c.structs = map[string]*StructDef{}
+	}
+	if c.structs[g.Name] != nil {
+		c.errorf(loc, "redefinition of struct %s", g.Name)
+	}
+	off, align := 0, 1
+	seen := map[string]bool{}
+	for _, f := range g.Fields {
+		floc := tokSpan(c.toks[tokenIndex(c.toks, f.Pos.Offset)])
+		words, name := f.Words, f.Name
+		if name == "" {
+			if len(words) < 2 {
+				c.errorf(floc, "struct %s: field needs a type and a name", g.Name)
+				continue
+			}
+			words, name = words[:len(words)-1], words[len(words)-1]
+		}
+		if seen[name] {
+			c.errorf(floc, "struct %s: duplicate field %s", g.Name, name)
+		}
+		seen[name] = true
+		var t Type
+		size, falign := 0, 1
+		if words[0] == "struct" {
+			if len(words) != 2 {
+				c.errorf(floc, "struct %s: bad field type %s", g.Name, strings.Join(words, " "))
+				continue
+			}
+			t = Type{Kind: KindStruct, Struct: words[1]}
+			if len(f.Stars) == 0 {
+				inner := c.structs[words[1]]
+				if inner == nil {
+					c.errorf(floc, "struct %s: field %s uses struct %s before its definition", g.Name, name, words[1])
+					continue
+				}
+				size, falign = inner.Size, c.structAlign[words[1]]
+			}
+		} else {
+			tn := cTypeName(words)
+			switch it, ok := cTypes[tn]; {
+			case ok:
+				t = it
+				size, falign = it.Size, it.Size
+			case tn == "void" && len(f.Stars) > 0:
+				t = Type{Kind: KindPointer, Size: 8}
+			default:
+				c.errorf(floc, "struct %s: unknown type %s", g.Name, tn)
+				continue
+			}
+		}
+		for i := range f.Stars {
+			if i == 0 && t.Kind == KindPointer && t.Elem == nil {
+				continue // void *
+			}
+			elem := t
+			t = Type{Kind: KindPointer, Size: 8, Elem: &elem}
+		}
+		if len(f.Stars) > 0 {
+			size, falign = 8, 8
+		}
+		for i := len(f.Dims) - 1; i >= 0; i-- {
+			n, err := parseInt(f.Dims[i])
+			if err != nil || n == 0 || n > 1<<20 {
+				c.errorf(floc, "struct %s: bad array size %s", g.Name, f.Dims[i])
+				n = 1
+			}
+			if t.Kind == KindInt && t.Size == 1 && t.Signed && i == len(f.Dims)-1 && cTypeName(words) == "char" {
+				t = String(int(n))
+			} else {
+				elem := t
+				t = Type{Kind: KindArray, Elem: &elem, Len: int(n), Size: size * int(n)}
+			}
+			size *= int(n)
+		}
+		off = (off + falign - 1) / falign * falign
+		def.Fields = append(def.Fields, StructField{Name: name, Type: t, Offset: off})
+		off += size
+		align = max(align, falign)
+	}
+	def.Size = (off + align - 1) / align * align
+	c.structs[g.Name] = def
+	if c.structAlign == nil {
+		c.structAlign = map[string]int{}
+	}
+	c.structAlign[g.Name] = align
+	return def
+}

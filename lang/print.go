@@ -1,0 +1,199 @@
+package lang
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+)
+
+// probeKindNames are the canonical probe type names, for Dump.
+var probeKindNames = map[ProbeKind]string{
+	ProbeUnknown: "unknown", ProbeBegin: "BEGIN", ProbeEnd: "END", ProbeUSDT: "usdt",
+	ProbeUprobe: "uprobe", ProbeUretprobe: "uretprobe", ProbeInterval: "interval",
+	ProbeProfile: "profile", ProbeTracepoint: "tracepoint", ProbeKprobe: "kprobe",
+	ProbeKretprobe: "kretprobe",
+}
+
+// Dump writes p as an indented tree, one node per line, one space of
+// indentation per level. Expressions the checker has typed end in
+// ":: TYPE". The output is stable, for golden tests and `gotrace -d ast`.
+func Dump(w io.Writer, p *Program) {
+	d := &dumper{w: w}
+	d.line(0, "Program")
+	for _, s := range p.Structs {
+		d.line(1, "struct %s size %d", s.Name, s.Size)
+		for _, f := range s.Fields {
+			d.line(2, "%s %s offset %d", f.Name, f.Type, f.Offset)
+		}
+	}
+	for _, pr := range p.Probes {
+		d.line(1, "probe")
+		for _, a := range pr.Attach {
+			d.line(2, "%s", attachString(a))
+		}
+		if pr.Pred != nil {
+			d.line(2, "predicate")
+			d.expr(3, pr.Pred)
+		}
+		d.stmts(2, pr.Body.Stmts)
+	}
+}
+
+// attachString describes an attach point by its parsed fields.
+func attachString(a *AttachPoint) string {
+	parts := []string{probeKindNames[a.Kind]}
+	add := func(k, v string) {
+		if v != "" {
+			parts = append(parts, k+"="+strconv.Quote(v))
+		}
+	}
+	add("target", a.Target)
+	add("provider", a.Provider)
+	add("func", a.Func)
+	if a.Address != 0 {
+		parts = append(parts, fmt.Sprintf("address=%#x", a.Address))
+	}
+	if a.Unit != "" {
+		parts = append(parts, fmt.Sprintf("unit=%s freq=%d", a.Unit, a.Freq))
+	}
+	return strings.Join(parts, " ")
+}
+
+type dumper struct {
+	w io.Writer
+}
+
+func (d *dumper) line(depth int, format string, args ...any) {
+	fmt.Fprintf(d.w, "%s%s\n", strings.Repeat(" ", depth), fmt.Sprintf(format, args...))
+}
+
+func (d *dumper) stmts(depth int, stmts []Stmt) {
+	for _, s := range stmts {
+		d.stmt(depth, s)
+	}
+}
+
+func (d *dumper) stmt(depth int, s Stmt) {
+	switch s := s.(type) {
+	case *Block:
+		d.line(depth, "block")
+		d.stmts(depth+1, s.Stmts)
+	case *ExprStmt:
+		d.expr(depth, s.X)
+	case *AssignStmt:
+		d.line(depth, "%s", s.Op)
+		d.expr(depth+1, s.LHS)
+		d.expr(depth+1, s.RHS)
+	case *IfStmt:
+		d.line(depth, "if")
+		d.expr(depth+1, s.Cond)
+		d.line(depth+1, "then")
+		d.stmts(depth+2, s.Then.Stmts)
+		if s.Else != nil {
+			d.line(depth+1, "else")
+			if b, ok := s.Else.(*Block); ok {
+				d.stmts(depth+2, b.Stmts)
+			} else {
+				d.stmt(depth+2, s.Else)
+			}
+		}
+	case *UnrollStmt:
+		if s.N > 0 {
+			d.line(depth, "unroll %d", s.N)
+		} else {
+			d.line(depth, "unroll")
+		}
+		d.expr(depth+1, s.Count)
+		d.line(depth+1, "body")
+		d.stmts(depth+2, s.Body.Stmts)
+	case *WhileStmt:
+		d.line(depth, "while")
+		d.expr(depth+1, s.Cond)
+		d.line(depth+1, "body")
+		d.stmts(depth+2, s.Body.Stmts)
+	case *JumpStmt:
+		d.line(depth, "%s", s.Kind)
+	default:
+		d.line(depth, "?stmt %T", s)
+	}
+}
+
+func (d *dumper) expr(depth int, e Expr) {
+	typed := func(format string, args ...any) {
+		text := fmt.Sprintf(format, args...)
+		if t := TypeOf(e); t.Kind != KindNone {
+			text += " :: " + t.String()
+		}
+		d.line(depth, "%s", text)
+	}
+	switch e := e.(type) {
+	case *IntLit:
+		typed("int %d", e.Value)
+	case *StrLit:
+		typed("string %s", strconv.Quote(e.Value))
+	case *Var:
+		typed("variable %s", e.Name)
+	case *MapExpr:
+		typed("map %s", e.Name)
+		for _, k := range e.Keys {
+			d.expr(depth+1, k)
+		}
+	case *Builtin:
+		typed("builtin %s", e.Name)
+	case *PositionalParam:
+		if e.Count {
+			typed("param $#")
+		} else {
+			typed("param $%d", e.N)
+		}
+	case *Call:
+		typed("call %s", e.Name)
+		for _, a := range e.Args {
+			d.expr(depth+1, a)
+		}
+	case *Binary:
+		typed("%s", e.Op)
+		d.expr(depth+1, e.X)
+		d.expr(depth+1, e.Y)
+	case *Unary:
+		typed("unary %s", e.Op)
+		d.expr(depth+1, e.X)
+	case *IncDec:
+		if e.Post {
+			typed("post %s", e.Op)
+		} else {
+			typed("pre %s", e.Op)
+		}
+		d.expr(depth+1, e.X)
+	case *Ternary:
+		typed("?:")
+		d.expr(depth+1, e.Cond)
+		d.expr(depth+1, e.Then)
+		d.expr(depth+1, e.Else)
+	case *Cast:
+		typed("cast (%s)", e.TypeName)
+		d.expr(depth+1, e.X)
+	case *Tuple:
+		typed("tuple")
+		for _, x := range e.Elems {
+			d.expr(depth+1, x)
+		}
+	case *FieldAccess:
+		switch {
+		case e.Field == "":
+			typed(".%d", e.Index)
+		case e.Arrow:
+			typed("->%s", e.Field)
+		default:
+			typed(".%s", e.Field)
+		}
+		d.expr(depth+1, e.X)
+	case *IndexExpr:
+		typed("[]")
+		d.expr(depth+1, e.X)
+		d.expr(depth+1, e.Index)
+	default:
+		d.line(depth, "?expr %T", e)
+	}
+}
