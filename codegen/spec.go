@@ -61,6 +61,9 @@ type Attachment struct {
 	// Interval: the period (interval:s:1 is one second). BEGIN, END and
 	// interval programs are run by the runtime with BPF_PROG_TEST_RUN.
 	Period time.Duration
+	// ProbeName is the text of the probe builtin in this program
+	// (usdt:PATH:PROVIDER:NAME, uprobe:PATH:SYMBOL, BEGIN, interval:s:1).
+	ProbeName string
 }
 
 // Site is one USDT location to attach to.
@@ -115,12 +118,21 @@ type Event struct {
 }
 
 // Field is one value inside a record or a map key.
+//
+// Integers of every declared size take 8 bytes, sign- or zero-extended
+// per Type. A KindProbe value is a u64 index into Spec.Attachments (print
+// its ProbeName); KindUsym (func) is a u64 code address; KindTimestamp
+// (strftime) is a u64 bpf_ktime_get_ns time formatted with Format.
 type Field struct {
-	Type   lang.Type
+	Type lang.Type
+	// Offset is the field's offset: in a record, counted from just after
+	// the u64 event id; in a key or a tuple, from its start.
 	Offset int
 	// Size is the field's size in bytes in the record (strings: the buffer
 	// size; buf: length u64 followed by the data bytes).
 	Size int
+	// Format is strftime's format for a KindTimestamp field.
+	Format string
 }
 
 // Map describes one user map and how its key and value are laid out.
