@@ -58,6 +58,9 @@ func readFile(path string) ([]Probe, error) {
 // readProbes reads the probes of the ELF file r, naming them path.
 func readProbes(r io.ReaderAt, path string) ([]Probe, error) {
 	ef, err := elf.NewFile(r)
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+		return nil, fmt.Errorf("truncated ELF file: %w", err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("not a readable ELF file: %w", err)
 	}
