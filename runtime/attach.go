@@ -1,0 +1,176 @@
+package runtime
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	cxxdemangle "github.com/ianlancetaylor/demangle"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/lang"
+)
+
+// site is one place a program runs: what bpftrace counts in "Attaching N
+// probes...". BEGIN, END and every interval are one site each, a USDT
+// probe one site per location, a uprobe one site per matching symbol.
+type site struct {
+	att *codegen.Attachment
+	// path is the absolute ELF path of USDT and uprobe sites.
+	path string
+	// usdt is the location of a USDT site.
+	usdt codegen.Site
+	// symbol and offset place a uprobe: an ELF symbol, or a file offset
+	// when symbol is empty.
+	symbol string
+	offset uint64
+}
+
+// planSites expands the attachments of spec into sites. Uprobe symbols are
+// resolved here, before anything is loaded, so that the count printed
+// first is right; an attach point that matches nothing drops out silently,
+// as in bpftrace.
+func planSites(spec *codegen.Spec) ([]site, error) {
+	var sites []site
+	syms := map[string][]elf.Symbol{}
+	for i := range spec.Attachments {
+		a := &spec.Attachments[i]
+		switch a.Kind {
+		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval:
+			sites = append(sites, site{att: a})
+		case lang.ProbeUSDT:
+			for _, s := range a.Sites {
+				sites = append(sites, site{att: a, path: a.Path, usdt: s})
+			}
+		case lang.ProbeUprobe, lang.ProbeUretprobe:
+			path, err := absPath(a.Path)
+			if err != nil {
+				return nil, err
+			}
+			if a.Symbol == "" {
+				off, err := fileOffset(path, a.Address)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", a.Probe.Raw, err)
+				}
+				sites = append(sites, site{att: a, path: path, offset: off})
+				continue
+			}
+			fs, ok := syms[path]
+			if !ok {
+				fs, err = functionSymbols(path)
+				if err != nil {
+					return nil, fmt.Errorf("%s: %w", a.Probe.Raw, err)
+				}
+				syms[path] = fs
+			}
+			for _, name := range matchSymbols(fs, a.Symbol) {
+				sites = append(sites, site{att: a, path: path, symbol: name})
+			}
+		default:
+			return nil, fmt.Errorf("%s: probes of this kind cannot be attached", a.Probe.Raw)
+		}
+	}
+	return sites, nil
+}
+
+// functionSymbols returns the defined function symbols of an ELF file, from
+// its symbol table and its dynamic symbol table.
+func functionSymbols(path string) ([]elf.Symbol, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, err)
+	}
+	defer f.Close()
+	var all []elf.Symbol
+	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+		syms, err := read()
+		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+			return nil, fmt.Errorf("read symbols of %s: %w", path, err)
+		}
+		for _, s := range syms {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
+				all = append(all, s)
+			}
+		}
+	}
+	return all, nil
+}
+
+// matchSymbols returns the sorted, distinct names of the symbols that
+// pattern names: the mangled name itself, or, for C++, the demangled name
+// (with * wildcards in either).
+func matchSymbols(syms []elf.Symbol, pattern string) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, s := range syms {
+		if seen[s.Name] {
+			continue
+		}
+		if wildcardMatch(pattern, s.Name) || (strings.HasPrefix(s.Name, "_Z") && wildcardMatch(pattern, demangle(s.Name))) {
+			seen[s.Name] = true
+			names = append(names, s.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// fileOffset turns a virtual address of an ELF file into the file offset a
+// uprobe takes.
+func fileOffset(path string, addr uint64) (uint64, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && addr >= p.Vaddr && addr < p.Vaddr+p.Memsz {
+			return addr - p.Vaddr + p.Off, nil
+		}
+	}
+	return 0, fmt.Errorf("address %#x is not in an executable segment of %s", addr, path)
+}
+
+// attachSite attaches the program of a USDT or uprobe site, filtered on
+// pid when it is not 0.
+func attachSite(s site, prog *ebpf.Program, execs map[string]*link.Executable, pid int) (link.Link, error) {
+	ex, ok := execs[s.path]
+	if !ok {
+		var err error
+		if ex, err = link.OpenExecutable(s.path); err != nil {
+			return nil, fmt.Errorf("attach %s: %w", s.att.Probe.Raw, err)
+		}
+		execs[s.path] = ex
+	}
+	var l link.Link
+	var err error
+	switch s.att.Kind {
+	case lang.ProbeUSDT:
+		l, err = ex.Uprobe("", prog, &link.UprobeOptions{
+			Address:      s.usdt.Offset,
+			RefCtrOffset: s.usdt.SemaphoreOffset,
+			Cookie:       s.usdt.Cookie,
+			PID:          pid,
+		})
+	case lang.ProbeUprobe:
+		l, err = ex.Uprobe(s.symbol, prog, &link.UprobeOptions{Address: s.offset, PID: pid})
+	case lang.ProbeUretprobe:
+		l, err = ex.Uretprobe(s.symbol, prog, &link.UprobeOptions{Address: s.offset, PID: pid})
+	default:
+		return nil, fmt.Errorf("attach %s: probes of this kind cannot be attached", s.att.Probe.Raw)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("attach %s in %s at %#x: %w", s.att.Probe.Raw, s.path, s.usdt.Offset+s.offset, err)
+	}
+	return l, nil
+}
+
+// demangle returns the demangled form of a C++ symbol, in c++filt's
+// notation, or the name itself when it is not a mangled name.
+func demangle(name string) string {
+	return cxxdemangle.Filter(name, cxxdemangle.NoClones)
+}

@@ -1,0 +1,63 @@
+package runtime
+
+import (
+	"bytes"
+	"encoding/binary"
+	"fmt"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/lang"
+)
+
+// recordHeader is the size of the event id every ring-buffer record starts
+// with.
+const recordHeader = 8
+
+// splitRecord returns the event a record belongs to and the bytes after
+// its id, where the event's fields are laid out.
+func splitRecord(events []codegen.Event, raw []byte) (*codegen.Event, []byte, error) {
+	if len(raw) < recordHeader {
+		return nil, nil, fmt.Errorf("decode record: %d bytes is too short for an event id", len(raw))
+	}
+	id := binary.LittleEndian.Uint64(raw)
+	if id >= uint64(len(events)) {
+		return nil, nil, fmt.Errorf("decode record: unknown event id %d", id)
+	}
+	ev := &events[id]
+	data := raw[recordHeader:]
+	for _, f := range ev.Args {
+		if f.Offset+fieldSize(f) > len(data) {
+			return nil, nil, fmt.Errorf("decode record: event %d is %d bytes, too short for its fields", id, len(raw))
+		}
+	}
+	return ev, data, nil
+}
+
+// fieldSize is the number of bytes a field occupies.
+func fieldSize(f codegen.Field) int {
+	if f.Type.Kind == lang.KindBuf {
+		return 8 + f.Type.Size
+	}
+	return f.Size
+}
+
+// u64 reads a little-endian u64 at off.
+func u64(b []byte, off int) uint64 { return binary.LittleEndian.Uint64(b[off:]) }
+
+// cString returns the bytes of b up to its first NUL.
+func cString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return string(b)
+}
+
+// bufBytes returns the data of a buf field: a u64 length followed by up to
+// size bytes.
+func bufBytes(b []byte, size int) []byte {
+	n := u64(b, 0)
+	if n > uint64(size) {
+		n = uint64(size)
+	}
+	return b[8 : 8+n]
+}

@@ -1,0 +1,123 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+)
+
+// verifierTail is how many lines of a verifier log an error shows: enough
+// to see the failing instruction and the state that led to it, never the
+// million lines of a program that ran into the complexity limit.
+const verifierTail = 20
+
+// load creates the maps and programs of spec in the kernel. When the
+// verifier rejects a program, the error names the script line the failing
+// instruction came from.
+func load(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) {
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{})
+	if err == nil {
+		return coll, nil
+	}
+	var ve *ebpf.VerifierError
+	if !errors.As(err, &ve) {
+		return nil, fmt.Errorf("load program: %w", err)
+	}
+	return nil, verifierError(spec, err, ve)
+}
+
+// VerifierError is the kernel's verifier rejecting a program. Its message
+// names the script position of the failing instruction, when the code
+// generator left one, and quotes the end of the verifier log.
+type VerifierError struct {
+	// Program is the rejected program's name in the collection.
+	Program string
+	// Source is the "FILE:LINE:COL: ..." comment of the failing
+	// instruction, or "" when none was found.
+	Source string
+	// Log is the verifier log's last lines.
+	Log []string
+	// Err is the error from the loader.
+	Err error
+}
+
+func (e *VerifierError) Error() string {
+	var b strings.Builder
+	if e.Source != "" {
+		loc, what, _ := strings.Cut(e.Source, " ")
+		fmt.Fprintf(&b, "%s the kernel's verifier rejected the code for %q in program %s", loc, strings.TrimSpace(what), e.Program)
+	} else {
+		fmt.Fprintf(&b, "the kernel's verifier rejected program %s", e.Program)
+	}
+	b.WriteString("; the end of its log:")
+	for _, l := range e.Log {
+		b.WriteString("\n  ")
+		b.WriteString(l)
+	}
+	return b.String()
+}
+
+func (e *VerifierError) Unwrap() error { return e.Err }
+
+// insnLine matches a verifier log line about an instruction, "17: (85) call ...".
+var insnLine = regexp.MustCompile(`^(\d+): \(`)
+
+// programName finds the rejected program in the loader's error, which
+// reads "program NAME: ...".
+func programName(spec *ebpf.CollectionSpec, err error) string {
+	msg := err.Error()
+	rest, ok := strings.CutPrefix(msg, "program ")
+	if !ok {
+		return ""
+	}
+	name, _, _ := strings.Cut(rest, ":")
+	if _, ok := spec.Programs[name]; !ok {
+		return ""
+	}
+	return name
+}
+
+func verifierError(spec *ebpf.CollectionSpec, err error, ve *ebpf.VerifierError) *VerifierError {
+	e := &VerifierError{Program: programName(spec, err), Err: err}
+	log := ve.Log
+	for len(log) > 0 && strings.TrimSpace(log[len(log)-1]) == "" {
+		log = log[:len(log)-1]
+	}
+	if len(log) > verifierTail {
+		e.Log = log[len(log)-verifierTail:]
+	} else {
+		e.Log = log
+	}
+	failed := -1
+	for i := len(log) - 1; i >= 0; i-- {
+		if m := insnLine.FindStringSubmatch(log[i]); m != nil {
+			failed, _ = strconv.Atoi(m[1])
+			break
+		}
+	}
+	if ps := spec.Programs[e.Program]; ps != nil && failed >= 0 {
+		e.Source = sourceAt(ps.Instructions, failed)
+	}
+	return e
+}
+
+// sourceAt returns the last source comment at or before raw instruction
+// offset off.
+func sourceAt(insns asm.Instructions, off int) string {
+	src := ""
+	iter := insns.Iterate()
+	for iter.Next() {
+		if int(iter.Offset) > off {
+			break
+		}
+		if c, ok := iter.Ins.Source().(asm.Comment); ok {
+			src = string(c)
+		}
+	}
+	return src
+}

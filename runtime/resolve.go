@@ -1,0 +1,299 @@
+package runtime
+
+import (
+	"bufio"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// errNoProbes is returned when no attach point of the script matches
+// anything: bpftrace's wording.
+var errNoProbes = errors.New("No probes to attach")
+
+// checkKernelSupport refuses attach points this kernel cannot serve, before
+// anything is loaded, so that the user learns why instead of seeing a
+// kernel error code.
+func checkKernelSupport(p *lang.Program) error {
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			switch ap.Kind {
+			case lang.ProbeKprobe, lang.ProbeKretprobe:
+				if _, err := os.Stat("/sys/bus/event_source/devices/kprobe"); err != nil {
+					return fmt.Errorf("%s: kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no /sys/bus/event_source/devices/kprobe", ap.Raw)
+				}
+				return fmt.Errorf("%s: gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END and interval probes", ap.Raw)
+			case lang.ProbeTracepoint:
+				if _, err := os.Stat("/sys/kernel/tracing/events"); err != nil {
+					return fmt.Errorf("%s: tracepoints are not available: tracefs is not mounted at /sys/kernel/tracing", ap.Raw)
+				}
+				return fmt.Errorf("%s: gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END and interval probes", ap.Raw)
+			case lang.ProbeProfile:
+				return fmt.Errorf("%s: profile probes are not supported by gotrace", ap.Raw)
+			case lang.ProbeUnknown:
+				return fmt.Errorf("%s: unknown probe type", ap.Raw)
+			}
+		}
+	}
+	return nil
+}
+
+// wildcardPath reports whether a usdt or uprobe target means "every object
+// of the traced process" (empty or *).
+func wildcardPath(target string) bool { return target == "" || target == "*" }
+
+// absPath resolves a probe's target path against the working directory.
+func absPath(target string) (string, error) {
+	path, err := filepath.Abs(target)
+	if err != nil {
+		return "", fmt.Errorf("resolve path %s: %w", target, err)
+	}
+	return path, nil
+}
+
+// probeReader reads the USDT probes of ELF files, each file once.
+type probeReader struct {
+	files map[string][]usdt.Probe
+	errs  map[string]error
+}
+
+func (r *probeReader) read(path string) ([]usdt.Probe, error) {
+	if r.files == nil {
+		r.files = map[string][]usdt.Probe{}
+		r.errs = map[string]error{}
+	}
+	if ps, ok := r.files[path]; ok {
+		return ps, r.errs[path]
+	}
+	ps, err := usdt.ReadFile(path)
+	r.files[path], r.errs[path] = ps, err
+	return ps, err
+}
+
+// resolveUSDT finds the probes every usdt attach point of p matches. objs
+// are the objects an attach point without a path looks in: those the -p
+// process maps or the -c command loads. An attach point that matches
+// nothing gets an empty list: like bpftrace, the runtime fails only when no
+// attach point of the script matches anything.
+func resolveUSDT(p *lang.Program, objs []string) (map[*lang.AttachPoint][]*usdt.Probe, error) {
+	var r probeReader
+	res := map[*lang.AttachPoint][]*usdt.Probe{}
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if ap.Kind != lang.ProbeUSDT {
+				continue
+			}
+			var paths []string
+			wild := wildcardPath(ap.Target)
+			if wild {
+				if len(objs) == 0 {
+					return nil, fmt.Errorf("%s: a usdt probe without a path needs -p PID or -c CMD", ap.Raw)
+				}
+				paths = objs
+			} else {
+				path, err := absPath(ap.Target)
+				if err != nil {
+					return nil, err
+				}
+				paths = []string{path}
+			}
+			matched := []*usdt.Probe{}
+			for _, path := range paths {
+				ps, err := r.read(path)
+				if err != nil {
+					if wild {
+						// A mapped object that is not a readable ELF
+						// file has no probes to offer.
+						continue
+					}
+					return nil, fmt.Errorf("%s: usdt target file '%s' does not exist or is not executable: %w", ap.Raw, ap.Target, err)
+				}
+				for i := range ps {
+					if matchUSDT(ap, &ps[i]) {
+						matched = append(matched, &ps[i])
+					}
+				}
+			}
+			res[ap] = matched
+		}
+	}
+	return res, nil
+}
+
+// matchUSDT reports whether probe pr matches attach point ap: provider and
+// name patterns may hold * wildcards, and an attach point with no provider
+// (usdt:PATH:NAME) matches any provider.
+func matchUSDT(ap *lang.AttachPoint, pr *usdt.Probe) bool {
+	if ap.Provider != "" && !wildcardMatch(ap.Provider, pr.Provider) {
+		return false
+	}
+	return wildcardMatch(ap.Func, pr.Name)
+}
+
+// wildcardMatch matches s against pattern, where * stands for any run of
+// characters and every other character for itself, as in bpftrace.
+func wildcardMatch(pattern, s string) bool {
+	star := strings.IndexByte(pattern, '*')
+	if star < 0 {
+		return pattern == s
+	}
+	if !strings.HasPrefix(s, pattern[:star]) {
+		return false
+	}
+	s = s[star:]
+	pattern = pattern[star+1:]
+	if pattern == "" {
+		return true
+	}
+	for i := 0; i <= len(s); i++ {
+		if wildcardMatch(pattern, s[i:]) {
+			return true
+		}
+	}
+	return false
+}
+
+// commandObjects returns the executable of a -c command, looked up on PATH,
+// followed by the shared libraries it needs at start-up, in load order.
+func commandObjects(command string) ([]string, error) {
+	argv, err := splitCommand(command)
+	if err != nil {
+		return nil, fmt.Errorf("parse command %q: %w", command, err)
+	}
+	if len(argv) == 0 {
+		return nil, errors.New("parse command: the command is empty")
+	}
+	path, err := exec.LookPath(argv[0])
+	if err != nil {
+		return nil, fmt.Errorf("failed to fork child: path '%s' does not exist or is not executable", argv[0])
+	}
+	if path, err = absPath(path); err != nil {
+		return nil, err
+	}
+	return append([]string{path}, neededLibraries(path)...), nil
+}
+
+// processObjects returns the files process pid maps, by the paths gotrace
+// sees them under: their own when gotrace shares the process's mount
+// namespace, /proc/PID/root/... otherwise.
+func processObjects(pid int) ([]string, error) {
+	objs, err := usdt.MappedObjects(pid)
+	if err != nil {
+		return nil, fmt.Errorf("failed to find the objects of process %d: %w", pid, err)
+	}
+	paths := make([]string, 0, len(objs))
+	for _, o := range objs {
+		path := o.OpenPath
+		own, err1 := os.Stat(o.Path)
+		theirs, err2 := os.Stat(o.OpenPath)
+		if err1 == nil && err2 == nil && os.SameFile(own, theirs) {
+			path = o.Path
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// neededLibraries resolves the DT_NEEDED closure of an executable the way
+// the dynamic loader would find it: RPATH/RUNPATH (with $ORIGIN),
+// LD_LIBRARY_PATH, the ld.so.conf directories and the default ones.
+// Libraries that cannot be found are left out: the loader would fail on
+// them, and the command with it.
+func neededLibraries(exe string) []string {
+	dirs := loaderDirs()
+	seen := map[string]bool{exe: true}
+	var libs []string
+	queue := []string{exe}
+	for len(queue) > 0 {
+		obj := queue[0]
+		queue = queue[1:]
+		f, err := elf.Open(obj)
+		if err != nil {
+			continue
+		}
+		needed, _ := f.ImportedLibraries()
+		var search []string
+		for _, tag := range []elf.DynTag{elf.DT_RPATH, elf.DT_RUNPATH} {
+			vals, _ := f.DynString(tag)
+			for _, v := range vals {
+				for _, d := range strings.Split(v, ":") {
+					search = append(search, strings.ReplaceAll(d, "$ORIGIN", filepath.Dir(obj)))
+				}
+			}
+		}
+		f.Close()
+		search = append(search, dirs...)
+		for _, name := range needed {
+			path := findLibrary(name, search)
+			if path == "" || seen[path] {
+				continue
+			}
+			seen[path] = true
+			libs = append(libs, path)
+			queue = append(queue, path)
+		}
+	}
+	return libs
+}
+
+func findLibrary(name string, dirs []string) string {
+	if strings.ContainsRune(name, '/') {
+		return name
+	}
+	for _, d := range dirs {
+		p := filepath.Join(d, name)
+		if _, err := os.Stat(p); err == nil {
+			if real, err := filepath.EvalSymlinks(p); err == nil {
+				return real
+			}
+			return p
+		}
+	}
+	return ""
+}
+
+// loaderDirs lists the directories the dynamic loader searches after a
+// library's own RPATH/RUNPATH.
+func loaderDirs() []string {
+	var dirs []string
+	if v := os.Getenv("LD_LIBRARY_PATH"); v != "" {
+		dirs = append(dirs, strings.Split(v, ":")...)
+	}
+	dirs = append(dirs, ldSoConfDirs("/etc/ld.so.conf", 0)...)
+	return append(dirs, "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
+}
+
+// ldSoConfDirs reads an ld.so.conf file and the files it includes.
+func ldSoConfDirs(conf string, depth int) []string {
+	f, err := os.Open(conf)
+	if err != nil || depth > 4 {
+		return nil
+	}
+	defer f.Close()
+	var dirs []string
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if i := strings.IndexByte(line, '#'); i >= 0 {
+			line = strings.TrimSpace(line[:i])
+		}
+		if rest, ok := strings.CutPrefix(line, "include "); ok {
+			matches, _ := filepath.Glob(strings.TrimSpace(rest))
+			for _, m := range matches {
+				dirs = append(dirs, ldSoConfDirs(m, depth+1)...)
+			}
+			continue
+		}
+		if line != "" {
+			dirs = append(dirs, line)
+		}
+	}
+	return dirs
+}

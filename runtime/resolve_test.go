@@ -1,0 +1,201 @@
+package runtime
+
+import (
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+func TestWildcardMatch(t *testing.T) {
+	for _, tc := range []struct {
+		pattern, s string
+		want       bool
+	}{
+		{"inbound_message", "inbound_message", true},
+		{"inbound_message", "outbound_message", false},
+		{"*", "", true},
+		{"*", "anything", true},
+		{"*_message", "inbound_message", true},
+		{"in*", "inbound_message", true},
+		{"in*", "outbound", false},
+		{"*bound*", "outbound_connection", true},
+		{"a*b*c", "axxbyyc", true},
+		{"a*b*c", "axxbyy", false},
+		{"function__entry", "function__return", false},
+		{"a?c", "abc", false},
+	} {
+		if got := wildcardMatch(tc.pattern, tc.s); got != tc.want {
+			t.Errorf("wildcardMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
+		}
+	}
+}
+
+func TestSplitCommand(t *testing.T) {
+	for _, tc := range []struct {
+		in   string
+		want []string
+		err  bool
+	}{
+		{"java -version", []string{"java", "-version"}, false},
+		{"  ./bitcoind   --rounds 3 ", []string{"./bitcoind", "--rounds", "3"}, false},
+		{`sh -c 'exit 3'`, []string{"sh", "-c", "exit 3"}, false},
+		{`echo "a  b" c`, []string{"echo", "a  b", "c"}, false},
+		{`echo "say \"hi\"" a\ b`, []string{"echo", `say "hi"`, "a b"}, false},
+		{`echo ''`, []string{"echo", ""}, false},
+		{"", nil, false},
+		{`echo 'open`, nil, true},
+		{`echo "open`, nil, true},
+	} {
+		got, err := splitCommand(tc.in)
+		if (err != nil) != tc.err {
+			t.Errorf("splitCommand(%q) error = %v, want error %v", tc.in, err, tc.err)
+			continue
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("splitCommand(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestExpandParams(t *testing.T) {
+	params := []string{"/usr/bin/python3.11", "python"}
+	for _, tc := range []struct {
+		in, want string
+		err      bool
+	}{
+		{"$1", "/usr/bin/python3.11", false},
+		{"usdt:$1:$2:x", "usdt:/usr/bin/python3.11:python:x", false},
+		{"no params", "no params", false},
+		{"cost$", "cost$", false},
+		{"$3", "", true},
+		{"$0", "", true},
+	} {
+		got, err := expandParams(tc.in, params)
+		if (err != nil) != tc.err || got != tc.want {
+			t.Errorf("expandParams(%q) = %q, %v; want %q, error %v", tc.in, got, err, tc.want, tc.err)
+		}
+	}
+}
+
+// usdtProgram returns a program with one usdt attach point per raw
+// string, parsed from the usdt:TARGET:PROVIDER:NAME form.
+func usdtProgram(raws ...string) *lang.Program {
+	p := &lang.Program{File: "test.bt"}
+	for _, raw := range raws {
+		parts := strings.Split(raw, ":")
+		ap := &lang.AttachPoint{Raw: raw, Kind: lang.ProbeUSDT, Target: parts[1]}
+		if len(parts) == 4 {
+			ap.Provider, ap.Func = parts[2], parts[3]
+		} else {
+			ap.Func = parts[2]
+		}
+		p.Probes = append(p.Probes, &lang.Probe{Attach: []*lang.AttachPoint{ap}, Body: &lang.Block{}})
+	}
+	return p
+}
+
+func TestResolveUSDT(t *testing.T) {
+	bin := fixture.Build(t, "bitcoind")
+	wd, err := os.Getwd()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rel, err := filepath.Rel(wd, bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		raw  string
+		objs []string
+		want []string // provider:name of every match, sorted
+	}{
+		{"usdt:" + bin + ":net:inbound_message", nil, []string{"net:inbound_message"}},
+		{"usdt:" + rel + ":net:inbound_message", nil, []string{"net:inbound_message"}},
+		{"usdt:" + bin + ":net:*bound_message", nil, []string{"net:inbound_message", "net:outbound_message"}},
+		{"usdt:" + bin + ":connect_block", nil, []string{"validation:connect_block"}},
+		{"usdt:" + bin + ":utxocache:*", nil, []string{"utxocache:add", "utxocache:flush", "utxocache:spent", "utxocache:uncache"}},
+		{"usdt:" + bin + ":net:nope", nil, []string{}},
+		{"usdt::validation:block_connected", []string{"/no/such/lib.so", bin}, []string{"validation:block_connected"}},
+		{"usdt:*:validation:block_connected", []string{bin}, []string{"validation:block_connected"}},
+	} {
+		p := usdtProgram(tc.raw)
+		res, err := resolveUSDT(p, tc.objs)
+		if err != nil {
+			t.Errorf("%s: %v", tc.raw, err)
+			continue
+		}
+		got := []string{}
+		for _, pr := range res[p.Probes[0].Attach[0]] {
+			got = append(got, pr.Provider+":"+pr.Name)
+			if pr.Path != bin {
+				t.Errorf("%s: probe path %s, want %s", tc.raw, pr.Path, bin)
+			}
+		}
+		slices.Sort(got)
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: matched %q, want %q", tc.raw, got, tc.want)
+		}
+	}
+}
+
+func TestResolveUSDTErrors(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want string
+	}{
+		{"usdt:/no/such/binary:net:x", "usdt target file '/no/such/binary' does not exist or is not executable"},
+		{"usdt::net:x", "needs -p PID or -c CMD"},
+	} {
+		_, err := resolveUSDT(usdtProgram(tc.raw), nil)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: error %v, want it to contain %q", tc.raw, err, tc.want)
+		}
+	}
+}
+
+func TestMatchedProgram(t *testing.T) {
+	p := usdtProgram("usdt:/a:p:x", "usdt:/a:p:y")
+	both := &lang.Probe{Attach: []*lang.AttachPoint{p.Probes[0].Attach[0], p.Probes[1].Attach[0]}}
+	begin := &lang.Probe{Attach: []*lang.AttachPoint{{Raw: "BEGIN", Kind: lang.ProbeBegin}}}
+	p.Probes = append(p.Probes, both, begin)
+	x, y := p.Probes[0].Attach[0], p.Probes[1].Attach[0]
+	probes := map[*lang.AttachPoint][]*usdt.Probe{x: {{Name: "x"}}, y: {}}
+	q := matchedProgram(p, probes)
+	if len(q.Probes) != 3 || q.Probes[0] != p.Probes[0] || q.Probes[2] != begin {
+		t.Fatalf("matchedProgram kept %d probes, want x, x of both, BEGIN", len(q.Probes))
+	}
+	if got := q.Probes[1].Attach; len(got) != 1 || got[0] != x {
+		t.Errorf("the block on x and y kept %d attach points, want x only", len(got))
+	}
+	if len(both.Attach) != 2 || len(p.Probes) != 4 {
+		t.Error("matchedProgram changed its input")
+	}
+}
+
+func TestCommandObjects(t *testing.T) {
+	objs, err := commandObjects("sh -c true")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !filepath.IsAbs(objs[0]) || filepath.Base(objs[0]) != "sh" {
+		t.Errorf("executable %s, want an absolute path to sh", objs[0])
+	}
+	libc := false
+	for _, o := range objs[1:] {
+		if strings.HasPrefix(filepath.Base(o), "libc.so") {
+			libc = true
+		}
+	}
+	if !libc {
+		t.Errorf("libraries of sh %q do not include libc", objs[1:])
+	}
+	if _, err := commandObjects("/no/such/command"); err == nil || !strings.Contains(err.Error(), "does not exist or is not executable") {
+		t.Errorf("missing command: error %v", err)
+	}
+}

@@ -1,0 +1,450 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"github.com/cilium/ebpf/ringbuf"
+	"github.com/cilium/ebpf/rlimit"
+	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/lang"
+)
+
+// lostPoll is how often the runtime looks for records the programs could
+// not reserve, to report them as "Lost N events" close to when they
+// happened.
+const lostPoll = 100 * time.Millisecond
+
+// childGrace is how long a -c command that is still running at the end
+// gets to exit after SIGTERM before it is killed.
+const childGrace = time.Second
+
+// Run traces: it compiles and loads p, attaches its probes, prints what
+// the programs ask for and, when the trace ends (exit(), ctx cancelled by
+// SIGINT/SIGTERM, the -c command or the -p process exiting), runs END,
+// prints the maps and detaches everything. It returns nil on such a normal
+// end. Every kernel object it created is gone when it returns, whatever
+// the path out.
+func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Err == nil {
+		opts.Err = io.Discard
+	}
+	// Kernels with memcg accounting need no RLIMIT_MEMLOCK; where raising
+	// it is refused, loading may still work.
+	_ = rlimit.RemoveMemlock()
+
+	t := &tracer{opts: opts, pid: opts.PID, execs: map[string]*link.Executable{}, exit: make(chan struct{})}
+	defer t.close()
+
+	var objs []string
+	switch {
+	case opts.Command != "":
+		if objs, err = commandObjects(opts.Command); err != nil {
+			return err
+		}
+		if t.child, err = startChild(opts.Command); err != nil {
+			return err
+		}
+		t.pid = t.child.PID
+	case opts.PID != 0:
+		if t.pidfd, err = unix.PidfdOpen(opts.PID, 0); err != nil {
+			return fmt.Errorf("failed to open process %d: %w", opts.PID, err)
+		}
+		if objs, err = processObjects(opts.PID); err != nil {
+			return err
+		}
+	}
+	if t.spec, err = compile(p, opts, objs); err != nil {
+		return err
+	}
+	sites, err := planSites(t.spec)
+	if err != nil {
+		return err
+	}
+	if len(sites) == 0 {
+		return errNoProbes
+	}
+	if t.coll, err = load(t.spec.Collection); err != nil {
+		return err
+	}
+	if err := t.openReaders(); err != nil {
+		return err
+	}
+	if !opts.Quiet {
+		t.attaching(len(sites))
+	}
+	for _, s := range sites {
+		if err := t.attach(s); err != nil {
+			return err
+		}
+	}
+	if err := t.storeStart(); err != nil {
+		return err
+	}
+	t.startReaders()
+	for _, prog := range t.begin {
+		if err := runProgram(prog); err != nil {
+			return fmt.Errorf("run BEGIN: %w", err)
+		}
+	}
+	if t.child != nil {
+		if err := t.child.release(); err != nil {
+			return err
+		}
+	}
+	t.startIntervals()
+	t.wait(ctx)
+	return t.finish()
+}
+
+// tracer is the state of one Run.
+type tracer struct {
+	opts  Options
+	spec  *codegen.Spec
+	coll  *ebpf.Collection
+	pid   int
+	child *child
+	pidfd int
+
+	execs map[string]*link.Executable
+	links []link.Link
+	// begin, end and intervals are the programs the runtime runs itself.
+	begin, end []*ebpf.Program
+	intervals  []interval
+
+	events, control *ringbuf.Reader
+	// readers counts the reader goroutines; flushed receives one value
+	// from the events reader each time a Flush has been read through.
+	readers sync.WaitGroup
+	flushed chan struct{}
+	// eventsDone is closed when the events reader goroutine has returned.
+	eventsDone chan struct{}
+	// exit is closed by the first exit() record.
+	exit     chan struct{}
+	exitOnce sync.Once
+	// stop ends interval tickers and the lost-event poller.
+	stop     chan struct{}
+	tickers  sync.WaitGroup
+	stopOnce sync.Once
+
+	// mu serialises everything written to Out and Err, and the map reads
+	// that print() and clear() ask for.
+	mu   sync.Mutex
+	lost uint64
+	// runErr is the first runtime error a reader met.
+	runErr error
+}
+
+// interval is an interval probe's program and period.
+type interval struct {
+	prog   *ebpf.Program
+	period time.Duration
+}
+
+// attach attaches one site, or records the program of a BEGIN, END or
+// interval site for the runtime to run.
+func (t *tracer) attach(s site) error {
+	prog := t.coll.Programs[s.att.Program]
+	if prog == nil {
+		return fmt.Errorf("attach %s: program %s is missing from the collection", s.att.Probe.Raw, s.att.Program)
+	}
+	switch s.att.Kind {
+	case lang.ProbeBegin:
+		t.begin = append(t.begin, prog)
+		return nil
+	case lang.ProbeEnd:
+		t.end = append(t.end, prog)
+		return nil
+	case lang.ProbeInterval:
+		t.intervals = append(t.intervals, interval{prog: prog, period: s.att.Period})
+		return nil
+	}
+	l, err := attachSite(s, prog, t.execs, t.pid)
+	if err != nil {
+		return err
+	}
+	t.links = append(t.links, l)
+	if t.opts.Verbose {
+		fmt.Fprintf(t.opts.Err, "attached %s: %s%s at %#x (semaphore %#x)\n", s.att.Probe.Raw, s.path, symbolSuffix(s.symbol), s.usdt.Offset+s.offset, s.usdt.SemaphoreOffset)
+	}
+	return nil
+}
+
+func symbolSuffix(sym string) string {
+	if sym == "" {
+		return ""
+	}
+	return ":" + sym
+}
+
+// runProgram runs a BEGIN, END or interval program once, in the kernel,
+// with BPF_PROG_TEST_RUN.
+func runProgram(prog *ebpf.Program) error {
+	opts := &ebpf.RunOptions{}
+	if prog.Type() != ebpf.RawTracepoint {
+		// Packet-based program types want at least an Ethernet header.
+		opts.Data = make([]byte, 14)
+	}
+	_, err := prog.Run(opts)
+	return err
+}
+
+// storeStart records the start time for the elapsed builtin, on the clock
+// of bpf_ktime_get_ns.
+func (t *tracer) storeStart() error {
+	m := t.coll.Maps[t.spec.StartMap]
+	if m == nil {
+		return nil
+	}
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return fmt.Errorf("read the clock: %w", err)
+	}
+	if err := m.Put(uint32(0), uint64(ts.Nano())); err != nil {
+		return fmt.Errorf("store start time: %w", err)
+	}
+	return nil
+}
+
+// openReaders opens the ring-buffer readers.
+func (t *tracer) openReaders() error {
+	var err error
+	if t.events, err = ringbuf.NewReader(t.coll.Maps[t.spec.EventsMap]); err != nil {
+		return fmt.Errorf("open events ring buffer: %w", err)
+	}
+	if t.control, err = ringbuf.NewReader(t.coll.Maps[t.spec.ControlMap]); err != nil {
+		return fmt.Errorf("open control ring buffer: %w", err)
+	}
+	return nil
+}
+
+// startReaders starts one goroutine per ring buffer and the lost-event
+// poller.
+func (t *tracer) startReaders() {
+	t.flushed = make(chan struct{})
+	t.eventsDone = make(chan struct{})
+	t.stop = make(chan struct{})
+	t.readers.Add(2)
+	go func() {
+		defer close(t.eventsDone)
+		t.read(t.events, t.flushed)
+	}()
+	go t.read(t.control, nil)
+	t.tickers.Add(1)
+	go func() {
+		defer t.tickers.Done()
+		tick := time.NewTicker(lostPoll)
+		defer tick.Stop()
+		for {
+			select {
+			case <-t.stop:
+				return
+			case <-tick.C:
+				t.mu.Lock()
+				t.reportLost()
+				t.mu.Unlock()
+			}
+		}
+	}()
+}
+
+// read handles the records of one ring buffer until the reader is closed.
+// After a Flush it signals flushed (when not nil).
+func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}) {
+	defer t.readers.Done()
+	var rec ringbuf.Record
+	for {
+		err := rd.ReadInto(&rec)
+		switch {
+		case err == nil:
+			t.mu.Lock()
+			err = t.handle(rec.RawSample)
+			if err != nil && t.runErr == nil {
+				t.runErr = err
+			}
+			t.mu.Unlock()
+			if err != nil {
+				t.requestExit()
+			}
+		case errors.Is(err, ringbuf.ErrFlushed):
+			if flushed != nil {
+				flushed <- struct{}{}
+			}
+		case errors.Is(err, os.ErrClosed):
+			return
+		default:
+			t.mu.Lock()
+			if t.runErr == nil {
+				t.runErr = fmt.Errorf("read ring buffer: %w", err)
+			}
+			t.mu.Unlock()
+			t.requestExit()
+			return
+		}
+	}
+}
+
+// requestExit ends the trace as exit() does.
+func (t *tracer) requestExit() {
+	t.exitOnce.Do(func() { close(t.exit) })
+}
+
+// startIntervals runs every interval program on its own ticker.
+func (t *tracer) startIntervals() {
+	for _, iv := range t.intervals {
+		t.tickers.Add(1)
+		go func() {
+			defer t.tickers.Done()
+			tick := time.NewTicker(iv.period)
+			defer tick.Stop()
+			for {
+				select {
+				case <-t.stop:
+					return
+				case <-tick.C:
+					if err := runProgram(iv.prog); err != nil {
+						t.mu.Lock()
+						if t.runErr == nil {
+							t.runErr = fmt.Errorf("run interval program: %w", err)
+						}
+						t.mu.Unlock()
+						t.requestExit()
+						return
+					}
+				}
+			}
+		}()
+	}
+}
+
+// wait blocks until the trace should end: exit(), ctx done, or the traced
+// command or process gone.
+func (t *tracer) wait(ctx context.Context) {
+	var gone <-chan struct{}
+	switch {
+	case t.child != nil:
+		gone = t.child.done
+	case t.pidfd > 0:
+		gone = waitPidfd(t.pidfd, t.exit)
+	}
+	select {
+	case <-t.exit:
+	case <-ctx.Done():
+	case <-gone:
+	}
+}
+
+// waitPidfd returns a channel closed when the process behind pidfd exits.
+// The goroutine gives up when stop is closed.
+func waitPidfd(pidfd int, stop <-chan struct{}) <-chan struct{} {
+	gone := make(chan struct{})
+	go func() {
+		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
+		for {
+			select {
+			case <-stop:
+				return
+			default:
+			}
+			n, err := unix.Poll(fds, 200)
+			if err != nil && !errors.Is(err, syscall.EINTR) {
+				return
+			}
+			if n > 0 {
+				close(gone)
+				return
+			}
+		}
+	}()
+	return gone
+}
+
+// finish ends the trace: it stops the timers, detaches the probes, prints
+// the records still in the buffer, runs END, prints the maps and returns
+// the first runtime error.
+func (t *tracer) finish() error {
+	t.stopTickers()
+	t.requestExit()
+	t.detach()
+	t.drain()
+	for _, prog := range t.end {
+		if err := runProgram(prog); err != nil {
+			return fmt.Errorf("run END: %w", err)
+		}
+	}
+	t.drain()
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.reportLost()
+	if err := t.printAllMaps(); err != nil {
+		return err
+	}
+	t.reportFull()
+	return t.runErr
+}
+
+// drain prints every record already in the events ring buffer.
+func (t *tracer) drain() {
+	if err := t.events.Flush(); err != nil {
+		return
+	}
+	select {
+	case <-t.flushed:
+	case <-t.eventsDone:
+	}
+}
+
+func (t *tracer) stopTickers() {
+	t.stopOnce.Do(func() {
+		if t.stop != nil {
+			close(t.stop)
+		}
+	})
+	t.tickers.Wait()
+}
+
+// detach closes every uprobe link, so that no probe fires any more and the
+// semaphores of a traced process go back to zero.
+func (t *tracer) detach() {
+	for _, l := range t.links {
+		l.Close()
+	}
+	t.links = nil
+}
+
+// close releases everything, on every path out of Run: the child (killed
+// when it is still held or running), the readers, the links, the programs
+// and the maps.
+func (t *tracer) close() {
+	t.stopTickers()
+	t.detach()
+	if t.events != nil {
+		t.events.Close()
+	}
+	if t.control != nil {
+		t.control.Close()
+	}
+	t.readers.Wait()
+	if t.coll != nil {
+		t.coll.Close()
+	}
+	if t.child != nil {
+		t.child.terminate(childGrace)
+	}
+	if t.pidfd > 0 {
+		unix.Close(t.pidfd)
+	}
+}

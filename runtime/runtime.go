@@ -1,0 +1,178 @@
+// Package runtime runs a checked bpftrace program: it resolves the attach
+// points (USDT probes of files, of a -p process or of a -c command), has
+// the code generator compile the program, loads it, attaches the uprobes,
+// runs BEGIN, reads the ring buffers and prints what the program asks for,
+// and at the end runs END, prints the maps and detaches everything.
+package runtime
+
+import (
+	"fmt"
+	"io"
+	"strconv"
+	"strings"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// Options configure a run; the command line fills them in.
+type Options struct {
+	// Out receives the trace: printf output, "Attaching N probes..." and
+	// the maps (standard output or the -o file).
+	Out io.Writer
+	// Err receives warnings and runtime errors.
+	Err io.Writer
+	// Format is "text" or "json".
+	Format string
+	// Quiet suppresses "Attaching N probes..." (-q).
+	Quiet bool
+	// PID traces only this process and enables its USDT probes (-p).
+	PID int
+	// Command is run and traced; the trace ends when it exits (-c). It is
+	// split into words like a shell does (quotes, backslashes; no
+	// expansions).
+	Command string
+	// Params are the positional parameters $1, $2, ...
+	Params []string
+	// Unsafe allows system() (--unsafe).
+	Unsafe bool
+	// StrLen is the default string size (BPFTRACE_STRLEN); 0 means 64.
+	StrLen int
+	// MapKeysMax bounds every keyed map (BPFTRACE_MAP_KEYS_MAX); 0 means
+	// 4096.
+	MapKeysMax int
+	// Verbose prints what the runtime resolves and attaches to Err.
+	Verbose bool
+}
+
+// Compile resolves the attach points of p and compiles it. It never loads
+// anything into the kernel; with Command set it does not start the command
+// either, it only reads its executable and libraries.
+func Compile(p *lang.Program, opts Options) (*codegen.Spec, error) {
+	objs, err := traceObjects(opts)
+	if err != nil {
+		return nil, err
+	}
+	return compile(p, opts, objs)
+}
+
+// traceObjects returns the objects an attach point without a path looks
+// in: those of the -c command or of the -p process.
+func traceObjects(opts Options) ([]string, error) {
+	switch {
+	case opts.Command != "":
+		return commandObjects(opts.Command)
+	case opts.PID != 0:
+		return processObjects(opts.PID)
+	}
+	return nil, nil
+}
+
+// compile substitutes positional parameters in attach points, refuses the
+// attach points this kernel cannot serve, resolves USDT probes in objs and
+// runs the code generator on the attach points that matched something.
+func compile(p *lang.Program, opts Options, objs []string) (*codegen.Spec, error) {
+	if err := substituteParams(p, opts.Params); err != nil {
+		return nil, err
+	}
+	if err := checkKernelSupport(p); err != nil {
+		return nil, err
+	}
+	probes, err := resolveUSDT(p, objs)
+	if err != nil {
+		return nil, err
+	}
+	matched := matchedProgram(p, probes)
+	if len(matched.Probes) == 0 {
+		return nil, errNoProbes
+	}
+	if opts.Verbose {
+		for _, pr := range p.Probes {
+			for _, ap := range pr.Attach {
+				if ps, ok := probes[ap]; ok && len(ps) == 0 {
+					fmt.Fprintf(opts.Err, "%s matches no probe: skipped\n", ap.Raw)
+				}
+			}
+		}
+	}
+	return codegen.Compile(matched, codegen.Options{
+		USDT:       probes,
+		StrLen:     opts.StrLen,
+		MapKeysMax: opts.MapKeysMax,
+		Params:     opts.Params,
+	})
+}
+
+// matchedProgram returns p without the usdt attach points that matched no
+// probe, and without the probe blocks left with no attach point: bpftrace
+// skips them silently. p itself is not changed.
+func matchedProgram(p *lang.Program, probes map[*lang.AttachPoint][]*usdt.Probe) *lang.Program {
+	q := *p
+	q.Probes = nil
+	for _, pr := range p.Probes {
+		var aps []*lang.AttachPoint
+		for _, ap := range pr.Attach {
+			if ps, ok := probes[ap]; !ok || len(ps) > 0 {
+				aps = append(aps, ap)
+			}
+		}
+		switch len(aps) {
+		case 0:
+		case len(pr.Attach):
+			q.Probes = append(q.Probes, pr)
+		default:
+			kept := *pr
+			kept.Attach = aps
+			q.Probes = append(q.Probes, &kept)
+		}
+	}
+	return &q
+}
+
+// substituteParams replaces $N in the target, provider and function of
+// every attach point by the Nth positional parameter, as bpftrace does
+// (usdt:$1:net:inbound_message).
+func substituteParams(p *lang.Program, params []string) error {
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			for _, f := range []*string{&ap.Target, &ap.Provider, &ap.Func, &ap.Raw} {
+				s, err := expandParams(*f, params)
+				if err != nil {
+					return fmt.Errorf("%s: %w", ap.Raw, err)
+				}
+				*f = s
+			}
+		}
+	}
+	return nil
+}
+
+// expandParams replaces every $N in s by params[N-1].
+func expandParams(s string, params []string) (string, error) {
+	if !strings.Contains(s, "$") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			continue
+		}
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			b.WriteByte(s[i])
+			continue
+		}
+		n, err := strconv.Atoi(s[i+1 : j])
+		if err != nil || n < 1 || n > len(params) {
+			return "", fmt.Errorf("positional parameter $%s is not given", s[i+1:j])
+		}
+		b.WriteString(params[n-1])
+		i = j - 1
+	}
+	return b.String(), nil
+}
