@@ -68,7 +68,8 @@ func (l ErrorList) Write(w io.Writer, file, src string) {
 }
 
 // underline returns the marker line for columns [from, to) of line: spaces
-// up to from, keeping tabs so that the marks line up, then a "~" per column.
+// up to from, keeping tabs so that the marks line up, then a "~" per column
+// that the line has.
 func underline(line string, from, to int) string {
 	var b strings.Builder
 	for i := 1; i < from; i++ {
@@ -78,7 +79,7 @@ func underline(line string, from, to int) string {
 			b.WriteByte(' ')
 		}
 	}
-	for i := from; i < to; i++ {
+	for i := from; i < to && i <= len(line); i++ {
 		b.WriteByte('~')
 	}
 	return b.String()

@@ -52,10 +52,13 @@ var puncts = []string{
 	"?", ":", ";", ",", ".", "(", ")", "[", "]", "{", "}",
 }
 
-// lexToken is a token with the position just after its last character.
+// lexToken is a token with the position just after its last character and
+// the start of its run: the first character after the blanks or comment
+// before it, where bison's error locations begin.
 type lexToken struct {
 	lexer.Token
 	End lexer.Position
+	Run lexer.Position
 }
 
 // scanner turns a script into tokens. It tracks just enough context to
@@ -77,6 +80,7 @@ type scanner struct {
 	elses   int  // "else" tokens in the current probe
 	lastTok lexer.TokenType
 	lastVal string
+	run     lexer.Position // start of the current run of non-blank characters
 }
 
 // scan lexes src completely.
@@ -94,7 +98,7 @@ func scan(file, src string) ([]lexToken, *Error) {
 			return nil, err
 		}
 		if s.off >= len(s.src) {
-			s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: tokEOF, Pos: s.pos()}, End: s.pos()})
+			s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: tokEOF, Pos: s.pos()}, End: s.pos(), Run: s.run})
 			return s.toks, nil
 		}
 		if err := s.next(); err != nil {
@@ -126,6 +130,11 @@ func (s *scanner) errorf(start lexer.Position, n int, format string, args ...any
 }
 
 func (s *scanner) skipSpace() *Error {
+	defer func(off int) {
+		if s.off > off || off == 0 {
+			s.run = s.pos()
+		}
+	}(s.off)
 	for s.off < len(s.src) {
 		c := s.src[s.off]
 		switch {
@@ -161,7 +170,7 @@ func (s *scanner) emit(typ lexer.TokenType, n int) {
 	start := s.pos()
 	val := s.src[s.off : s.off+n]
 	s.advance(n)
-	s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: typ, Value: val, Pos: start}, End: s.pos()})
+	s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: typ, Value: val, Pos: start}, End: s.pos(), Run: s.run})
 	s.lastTok, s.lastVal = typ, val
 }
 
@@ -215,6 +224,9 @@ func (s *scanner) next() *Error {
 			n++
 		}
 		if n >= len(rest) || rest[n] != '"' {
+			if n < len(rest) {
+				n++ // bpftrace's span takes in the newline
+			}
 			return s.errorf(s.pos(), n, "unterminated string")
 		}
 		s.emit(tokString, n+1)
@@ -294,12 +306,8 @@ func (s *scanner) punct() *Error {
 	prefix := !s.operandEnd()
 	switch p {
 	case "/":
-		if s.braces == 0 && !s.inPred {
-			s.inPred = true
-			break
-		}
-		if s.braces == 0 && s.inPred && s.parens == 0 {
-			// The closing slash of a predicate is "/" followed by "{".
+		if s.braces == 0 && (!s.inPred || s.parens == 0) {
+			// At the top level, "/" followed by "{" closes a predicate.
 			i := 1
 			for i < len(rest) && strings.IndexByte(" \t\n\r\f\v", rest[i]) >= 0 {
 				i++
@@ -309,6 +317,9 @@ func (s *scanner) punct() *Error {
 				s.inPred = false
 				return nil
 			}
+		}
+		if s.braces == 0 && !s.inPred {
+			s.inPred = true
 		}
 	case "{":
 		s.braces++

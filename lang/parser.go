@@ -40,7 +40,7 @@ type gField struct {
 type gProbe struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Attach []*gAttach `parser:"@@ (\",\" @@)*"`
+	Attach []*gAttach `parser:"@@ (\",\" @@?)*"`
 	Pred   *gExpr     `parser:"(\"/\" @@ EndPred)?"`
 	Body   *gBlock    `parser:"@@"`
 }
@@ -48,7 +48,7 @@ type gProbe struct {
 type gAttach struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Raw    string `parser:"@(Attach | Ident)"`
+	Raw    string `parser:"@(Attach | Ident | Int)"`
 }
 
 type gBlock struct {
@@ -176,6 +176,9 @@ func Parse(file, src string) (*Program, error) {
 	if lerr != nil {
 		return nil, ErrorList{lerr}
 	}
+	if serr := recognize(toks); serr != nil {
+		return nil, ErrorList{serr}
+	}
 	stream := &tokenStream{toks: toks}
 	peek, err := lexer.Upgrade(stream)
 	if err != nil {
@@ -247,7 +250,10 @@ func tokenName(t lexToken) string {
 	case tokAttach:
 		return "path"
 	case tokEndPred:
-		return "/"
+		return "end predicate"
+	}
+	if t.Value == "," {
+		return `","`
 	}
 	return t.Value
 }
@@ -287,6 +293,9 @@ func (c *converter) span(start, end lexer.Position) Span {
 func (c *converter) probe(g *gProbe) *Probe {
 	p := &Probe{Loc: c.span(g.Pos, g.EndPos)}
 	for _, a := range g.Attach {
+		if a == nil {
+			continue
+		}
 		p.Attach = append(p.Attach, c.attach(a))
 	}
 	if g.Pred != nil {
@@ -597,6 +606,9 @@ func parseInt(s string) (uint64, error) {
 		return v, nil
 	case len(s) > 1 && s[0] == '0':
 		v, err := strconv.ParseUint(s[1:], 8, 64)
+		if err != nil && strings.Trim(s, "0123456789") == "" && !errors.Is(err, strconv.ErrRange) {
+			return 0, errors.New("Found trailing non-numeric characters")
+		}
 		if err != nil || strings.ContainsAny(s, "_+-") {
 			return 0, rangeOr(err, bad, s)
 		}
@@ -938,4 +950,428 @@ func (c *converter) structDef(g *gStruct) *StructDef {
 	}
 	c.structAlign[g.Name] = align
 	return def
+}
+
+// Syntax errors. participle cannot say what it expected the way bison does,
+// so before building the tree Parse runs a small recogniser over the tokens
+// that follows bpftrace's grammar and reports the first syntax error as
+// bpftrace 0.17 does: "syntax error, unexpected X[, expecting Y]", placed on
+// the offending token from the start of its run of non-blank characters.
+
+// syntaxBail carries the first syntax error out of the recogniser.
+type syntaxBail struct{ err *Error }
+
+// Expectations bison lists after a complete expression, by context.
+const (
+	expectStmt    = "}"
+	expectArgs    = `) or ","`
+	expectKeys    = `] or ","`
+	expectIndex   = "]"
+	expectParen   = ")"
+	expectColon   = ":"
+	expectEndPred = "end predicate"
+	expectNothing = ""
+)
+
+type recognizer struct {
+	toks []lexToken
+	i    int
+}
+
+// recognize checks toks against the grammar and returns the first syntax
+// error, or nil.
+func recognize(toks []lexToken) (err *Error) {
+	r := &recognizer{toks: toks}
+	defer func() {
+		if v := recover(); v != nil {
+			b, ok := v.(syntaxBail)
+			if !ok {
+				panic(v)
+			}
+			err = b.err
+		}
+	}()
+	r.program()
+	return nil
+}
+
+func (r *recognizer) tok() lexToken { return r.toks[r.i] }
+
+func (r *recognizer) peek(n int) lexToken {
+	if r.i+n < len(r.toks) {
+		return r.toks[r.i+n]
+	}
+	return r.toks[len(r.toks)-1]
+}
+
+func (r *recognizer) is(val string) bool {
+	t := r.tok()
+	return (t.Type == tokPunct || t.Type == tokIdent) && t.Value == val
+}
+
+func (r *recognizer) next() lexToken {
+	t := r.tok()
+	if t.Type != tokEOF {
+		r.i++
+	}
+	return t
+}
+
+// fail reports the current token as unexpected.
+func (r *recognizer) fail(expect string) {
+	t := r.tok()
+	msg := "syntax error, unexpected " + r.name(r.i)
+	if expect != "" {
+		msg += ", expecting " + expect
+	}
+	panic(syntaxBail{&Error{Span: runSpan(t), Msg: msg}})
+}
+
+func (r *recognizer) expect(val, expect string) {
+	if !r.is(val) {
+		r.fail(expect)
+	}
+	r.next()
+}
+
+// runSpan is where bison places an error on t: from the start of the run
+// of non-blank characters t belongs to, to the end of t.
+func runSpan(t lexToken) Span {
+	return Span{Start: Pos{Line: t.Run.Line, Col: t.Run.Column}, End: Pos{Line: t.End.Line, Col: t.End.Column}}
+}
+
+// name names token i the way bpftrace's parser does in its messages.
+func (r *recognizer) name(i int) string {
+	t := r.toks[i]
+	if t.Type == tokIdent && !keywords[t.Value] && i+1 < len(r.toks) && r.toks[i+1].Type == tokPunct && r.toks[i+1].Value == "(" {
+		return "call"
+	}
+	return tokenName(t)
+}
+
+var keywords = map[string]bool{
+	"if": true, "else": true, "unroll": true, "while": true, "return": true,
+	"break": true, "continue": true, "struct": true,
+}
+
+func (r *recognizer) program() {
+	for r.tok().Type != tokEOF {
+		if r.is("struct") {
+			r.structDef()
+			continue
+		}
+		r.probe()
+	}
+}
+
+func (r *recognizer) structDef() {
+	r.next()
+	if r.tok().Type != tokIdent {
+		r.fail(expectNothing)
+	}
+	r.next()
+	r.expect("{", "{")
+	for !r.is("}") {
+		if r.tok().Type != tokIdent {
+			r.fail(expectNothing)
+		}
+		for r.tok().Type == tokIdent {
+			r.next()
+		}
+		for r.is("*") {
+			r.next()
+		}
+		if r.tok().Type == tokIdent {
+			r.next()
+		}
+		for r.is("[") {
+			r.next()
+			if r.tok().Type != tokInt {
+				r.fail(expectNothing)
+			}
+			r.next()
+			r.expect("]", "]")
+		}
+		r.expect(";", ";")
+	}
+	r.next()
+	if r.is(";") {
+		r.next()
+	}
+}
+
+func (r *recognizer) probe() {
+	start := r.tok()
+	if r.is("{") {
+		panic(syntaxBail{&Error{Span: Span{Start: Pos{start.Pos.Line, start.Pos.Column}, End: Pos{start.Pos.Line, start.Pos.Column}}, Msg: "No attach points for probe"}})
+	}
+	for {
+		if t := r.tok(); t.Type != tokAttach && t.Type != tokInt && (t.Type != tokIdent || keywords[t.Value]) {
+			r.fail("{")
+		}
+		r.next()
+		// bpftrace glues words after an attach point onto it ("BEGIN
+		// exit(" fails at the "("), unless a "{", "," or "/" follows the
+		// word, which points at a missing comma.
+		for t := r.tok(); t.Type == tokIdent || t.Type == tokInt; t = r.tok() {
+			if n := r.peek(1); n.Type == tokEndPred || n.Type == tokPunct && (n.Value == "{" || n.Value == "," || n.Value == "/") {
+				break
+			}
+			r.next()
+		}
+		if !r.is(",") {
+			break
+		}
+		r.next()
+		if r.is("{") || r.is("/") || r.tok().Type == tokEndPred {
+			break // bpftrace ignores an empty last attach point
+		}
+	}
+	if r.tok().Type == tokEOF {
+		end := r.tok()
+		panic(syntaxBail{&Error{Span: Span{Start: Pos{start.Pos.Line, start.Pos.Column}, End: Pos{end.Pos.Line, end.Pos.Column}}, Msg: "unexpected end of file, expected {"}})
+	}
+	if r.is("/") {
+		r.next()
+		r.expr(expectEndPred)
+		if r.tok().Type != tokEndPred {
+			r.fail(expectEndPred)
+		}
+		r.next()
+	}
+	r.block()
+}
+
+func (r *recognizer) block() {
+	r.expect("{", "{")
+	for !r.is("}") {
+		switch {
+		case r.is("if"):
+			r.ifStmt()
+			continue
+		case r.is("while"):
+			r.next()
+			r.expect("(", "(")
+			r.expr(expectParen)
+			r.expect(")", expectParen)
+			r.block()
+			continue
+		case r.is("unroll"):
+			r.next()
+			r.expect("(", "(")
+			switch t := r.tok(); {
+			case t.Type == tokInt || t.Type == tokParam || t.Type == tokParamCount:
+				r.next()
+			case r.is("-") && r.peek(1).Type == tokInt:
+				r.next()
+				r.next()
+			default:
+				r.fail("$# or - or positional parameter or integer")
+			}
+			r.expect(")", expectParen)
+			r.block()
+			continue
+		case r.is("break") || r.is("continue") || r.is("return"):
+			r.next()
+		case r.operandStart():
+			lvalue := r.expr(expectStmt)
+			if r.tok().Type == tokPunct && assignOps[r.tok().Value] && lvalue {
+				r.next()
+				r.expr(expectStmt)
+			}
+		default:
+			r.fail(expectStmt)
+		}
+		if r.is("}") {
+			break
+		}
+		r.expect(";", expectStmt)
+	}
+	r.next()
+}
+
+func (r *recognizer) ifStmt() {
+	r.next()
+	r.expect("(", "(")
+	r.expr(expectParen)
+	r.expect(")", expectParen)
+	r.block()
+	if !r.is("else") {
+		return
+	}
+	r.next()
+	switch {
+	case r.is("if"):
+		r.ifStmt()
+	case r.is("{"):
+		r.block()
+	default:
+		r.fail("{ or if")
+	}
+}
+
+var assignOps = map[string]bool{
+	"=": true, "+=": true, "-=": true, "*=": true, "/=": true, "%=": true,
+	"&=": true, "|=": true, "^=": true, "<<=": true, ">>=": true,
+}
+
+// operandStart reports whether the current token can start an expression.
+func (r *recognizer) operandStart() bool {
+	t := r.tok()
+	switch t.Type {
+	case tokInt, tokString, tokVar, tokMap, tokParam, tokParamCount:
+		return true
+	case tokIdent:
+		return !keywords[t.Value]
+	case tokPunct:
+		switch t.Value {
+		case "(", "!", "~", "-", "*", "++", "--":
+			return true
+		}
+	}
+	return false
+}
+
+// expr recognises an expression; after it the caller checks the token that
+// follows, and reports expect if it does not fit. It returns whether the
+// expression was a bare variable or map, which may be assigned to.
+func (r *recognizer) expr(expect string) bool {
+	lvalue := r.operand()
+	for {
+		t := r.tok()
+		if t.Type == tokPunct && precedence[t.Value] > 0 {
+			r.next()
+			r.operand()
+			lvalue = false
+			continue
+		}
+		break
+	}
+	if r.is("?") {
+		r.next()
+		r.expr(expectColon)
+		r.expect(":", expectColon)
+		r.expr(expect)
+		return false
+	}
+	return lvalue
+}
+
+func (r *recognizer) operand() bool {
+	prefixed := false
+	for r.tok().Type == tokPunct {
+		switch r.tok().Value {
+		case "!", "~", "-", "*", "++", "--":
+			r.next()
+			prefixed = true
+			continue
+		}
+		break
+	}
+	if r.isCast() {
+		r.next()
+		if r.is("struct") {
+			r.next()
+		}
+		r.next()
+		for r.is("*") {
+			r.next()
+		}
+		r.expect(")", expectArgs)
+		r.operand()
+		return false
+	}
+	lvalue := r.primary() && !prefixed
+	for {
+		switch {
+		case r.is("["):
+			r.next()
+			r.expr(expectIndex)
+			r.expect("]", expectIndex)
+		case r.is(".") || r.is("->"):
+			r.next()
+			if t := r.tok(); t.Type != tokIdent && (t.Type != tokInt || r.toks[r.i-1].Value == "->") {
+				r.fail(expectNothing)
+			}
+			r.next()
+		case r.is("++") || r.is("--"):
+			r.next()
+		default:
+			return lvalue
+		}
+		lvalue = false
+	}
+}
+
+// isCast reports whether a cast starts here: "(" followed by an integer type,
+// "struct", or a type name and "*".
+func (r *recognizer) isCast() bool {
+	if !r.is("(") || r.peek(1).Type != tokIdent {
+		return false
+	}
+	name := r.peek(1).Value
+	if _, ok := intTypes[name]; ok || name == "struct" {
+		return true
+	}
+	n := 2
+	for r.peek(n).Type == tokPunct && r.peek(n).Value == "*" {
+		n++
+	}
+	return n > 2 && r.peek(n).Type == tokPunct && r.peek(n).Value == ")"
+}
+
+// primary recognises an operand and reports whether it is a variable or a
+// map.
+func (r *recognizer) primary() bool {
+	t := r.tok()
+	switch t.Type {
+	case tokInt, tokString, tokParam, tokParamCount:
+		r.next()
+		return false
+	case tokVar:
+		r.next()
+		return true
+	case tokMap:
+		r.next()
+		if r.is("[") {
+			r.next()
+			r.list("]", expectKeys)
+		}
+		return true
+	case tokIdent:
+		if keywords[t.Value] {
+			break
+		}
+		r.next()
+		if r.is("(") {
+			r.next()
+			if !r.is(")") {
+				r.list(")", expectArgs)
+			} else {
+				r.next()
+			}
+		}
+		return false
+	case tokPunct:
+		if t.Value == "(" {
+			r.next()
+			r.list(")", expectArgs)
+			return false
+		}
+	}
+	r.fail(expectNothing)
+	return false
+}
+
+// list recognises "expr (, expr)* close".
+func (r *recognizer) list(close, expect string) {
+	for {
+		r.expr(expect)
+		if r.is(",") {
+			r.next()
+			continue
+		}
+		r.expect(close, expect)
+		return
+	}
 }
