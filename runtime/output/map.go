@@ -1,0 +1,209 @@
+package output
+
+import (
+	"cmp"
+	"slices"
+	"strconv"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// Map is a user map read at print() or at exit, with every aggregate
+// already merged across CPUs.
+type Map struct {
+	// Name is the map's script name, "@x" or "@".
+	Name string
+	// Kind is the map's value type kind (lang.MapInfo.Value.Kind): an
+	// aggregation (lang.KindCount ... lang.KindLhist) or a plain value
+	// (lang.KindInt, lang.KindString, lang.KindTuple, lang.KindBuf ...).
+	Kind lang.Kind
+	// Lhist holds lhist()'s bounds when Kind is lang.KindLhist.
+	Lhist lang.LhistParams
+	// Entries are the map's entries in any order; the writer sorts them.
+	// A map without keys has at most one entry, with a nil Key.
+	Entries []Entry
+}
+
+// Entry is one key of a map and its merged value.
+type Entry struct {
+	// Key holds the key's elements: one for @x[k], several for @x[a, b],
+	// none for @x.
+	Key []Value
+	// Value is the value of a plain map and of count (unsigned), sum, min
+	// and max (signed) maps.
+	Value Value
+	// Count and Total are an avg or stats map's number of values and
+	// their sum.
+	Count uint64
+	Total int64
+	// Buckets are a hist or lhist map's counts by bucket index, numbered
+	// as docs/design.md says (hist: 0 negative, 1 zero, k+2 for
+	// [2^k, 2^(k+1)); lhist: 0 below min, 1+i for each step, last for max
+	// and above). Missing trailing buckets count as zero.
+	Buckets []uint64
+}
+
+// average is an avg or stats entry's mean, truncated toward zero.
+func (e *Entry) average() int64 {
+	if e.Count == 0 {
+		return 0
+	}
+	return e.Total / int64(e.Count)
+}
+
+// bucketTotal is the sum of a hist entry's bucket counts.
+func (e *Entry) bucketTotal() uint64 {
+	var n uint64
+	for _, c := range e.Buckets {
+		n += c
+	}
+	return n
+}
+
+// sortedEntries returns m's entries in the order bpftrace 0.17 prints them,
+// ascending: integer-valued maps (count, sum, min, max, ints) by value,
+// avg and stats by average, hist and lhist by their total count, maps of
+// strings, tuples and bufs by key. Equal values, which bpftrace leaves in
+// hash order, are ordered by key.
+func sortedEntries(m *Map) []Entry {
+	es := slices.Clone(m.Entries)
+	slices.SortStableFunc(es, func(a, b Entry) int {
+		var c int
+		switch m.Kind {
+		case lang.KindAvg, lang.KindStats:
+			c = cmp.Compare(a.average(), b.average())
+		case lang.KindHist, lang.KindLhist:
+			c = cmp.Compare(a.bucketTotal(), b.bucketTotal())
+		default:
+			if a.Value.Kind == ValueInt && b.Value.Kind == ValueInt {
+				c = compareIntValues(a.Value, b.Value)
+			}
+		}
+		if c != 0 {
+			return c
+		}
+		return compareKeys(a.Key, b.Key)
+	})
+	return es
+}
+
+// topEntries returns the last top entries of es (all when top is 0).
+func topEntries(es []Entry, top uint64) []Entry {
+	if top > 0 && top < uint64(len(es)) {
+		return es[uint64(len(es))-top:]
+	}
+	return es
+}
+
+// bucket is one printed histogram bucket: its text label, its inclusive
+// bounds in decimal for JSON ("" for the open end of the under and over
+// buckets), and its count, divided and raw (the bars use the raw counts).
+type bucket struct {
+	label    string
+	min, max string
+	count    uint64
+	raw      uint64
+}
+
+// histBuckets returns the buckets bpftrace prints for a hist or lhist
+// entry: those from the first to the last non-empty one, with counts
+// divided by div (the bars use the raw counts).
+func histBuckets(m *Map, e *Entry, div uint64) []bucket {
+	first, last := -1, -1
+	for i, c := range e.Buckets {
+		if c != 0 {
+			if first < 0 {
+				first = i
+			}
+			last = i
+		}
+	}
+	if first < 0 {
+		return nil
+	}
+	bs := make([]bucket, 0, last-first+1)
+	for i := first; i <= last; i++ {
+		var bk bucket
+		if m.Kind == lang.KindLhist {
+			bk = lhistBucket(m.Lhist, i)
+		} else {
+			bk = histBucket(i)
+		}
+		bk.raw = e.Buckets[i]
+		bk.count = bk.raw
+		if div > 1 {
+			bk.count /= div
+		}
+		bs = append(bs, bk)
+	}
+	return bs
+}
+
+// histBucket describes hist() bucket i.
+func histBucket(i int) bucket {
+	switch i {
+	case 0:
+		return bucket{label: "(..., 0)", max: "-1"}
+	case 1:
+		return bucket{label: "[0]", min: "0", max: "0"}
+	case 2:
+		return bucket{label: "[1]", min: "1", max: "1"}
+	}
+	k := i - 2
+	lo := uint64(1) << k
+	hi := lo<<1 - 1 // wraps to 2^64-1 for k = 63
+	return bucket{
+		label: "[" + powerLabel(k) + ", " + powerLabel(k+1) + ")",
+		min:   strconv.FormatUint(lo, 10),
+		max:   strconv.FormatUint(hi, 10),
+	}
+}
+
+// powerLabel names 2^k with a binary suffix: 512, 1K, 2M, 16E.
+func powerLabel(k int) string {
+	const suffixes = " KMGTPE"
+	s := strconv.FormatUint(uint64(1)<<(k%10), 10)
+	if k >= 10 {
+		s += string(suffixes[k/10])
+	}
+	return s
+}
+
+// lhistBucket describes lhist() bucket i.
+func lhistBucket(p lang.LhistParams, i int) bucket {
+	n := int64(0)
+	if p.Step > 0 {
+		n = (p.Max - p.Min) / p.Step
+	}
+	switch {
+	case i == 0:
+		return bucket{label: "(..., " + lhistLabel(p.Min) + ")", max: strconv.FormatInt(p.Min-1, 10)}
+	case int64(i) > n:
+		return bucket{label: "[" + lhistLabel(p.Max) + ", ...)", min: strconv.FormatInt(p.Max, 10)}
+	}
+	lo := p.Min + int64(i-1)*p.Step
+	hi := lo + p.Step
+	return bucket{
+		label: "[" + lhistLabel(lo) + ", " + lhistLabel(hi) + ")",
+		min:   strconv.FormatInt(lo, 10),
+		max:   strconv.FormatInt(hi-1, 10),
+	}
+}
+
+// lhistLabel names an lhist bound: with a K, M, G ... suffix when it is a
+// non-zero multiple of 1024, else in decimal (1000000, 3K, 1M).
+func lhistLabel(v int64) string {
+	const suffixes = "KMGTPE"
+	if v == 0 {
+		return "0"
+	}
+	s := 0
+	for s < len(suffixes) && v%1024 == 0 {
+		v /= 1024
+		s++
+	}
+	if s == 0 {
+		return strconv.FormatInt(v, 10)
+	}
+	return strconv.FormatInt(v, 10) + string(suffixes[s-1])
+}

@@ -1,0 +1,251 @@
+// Package output prints what a bpftrace program produces, byte for byte as
+// bpftrace 0.17 does: printf records, print() of values and maps, and the
+// maps printed at exit, as text or as bpftrace's NDJSON (-f json).
+//
+// It only formats: the runtime decodes ring-buffer records and BPF maps
+// into the values of this package (Value, Map, Entry), merging per-CPU
+// aggregates first, and hands them to a Writer.
+package output
+
+import (
+	"strconv"
+	"strings"
+	"unicode/utf8"
+)
+
+// ValueKind is the kind of a Value.
+type ValueKind int
+
+// The value kinds.
+const (
+	// ValueInt is an integer; see Value.Bits and Value.Signed.
+	ValueInt ValueKind = iota + 1
+	// ValueString is a string; it ends at its first NUL byte, if any.
+	// Values that bpftrace prints as strings (usym, ntop, ustack,
+	// strftime, probe) are passed as strings too.
+	ValueString
+	// ValueBuf is buf()'s bytes, printed with \xNN escapes.
+	ValueBuf
+	// ValueTuple is a tuple of Elems.
+	ValueTuple
+)
+
+// Value is one decoded value: a printf argument, a map key element, or a
+// map value.
+type Value struct {
+	Kind ValueKind
+	// Bits holds an integer sign- or zero-extended to 64 bits, as the
+	// records and maps store it.
+	Bits uint64
+	// Signed says whether the integer prints as signed.
+	Signed bool
+	// Str is a string value; Bytes a buf value.
+	Str   string
+	Bytes []byte
+	// Elems are the elements of a tuple.
+	Elems []Value
+}
+
+// Int returns a signed integer value.
+func Int(v int64) Value { return Value{Kind: ValueInt, Bits: uint64(v), Signed: true} }
+
+// Uint returns an unsigned integer value.
+func Uint(v uint64) Value { return Value{Kind: ValueInt, Bits: v} }
+
+// Str returns a string value.
+func Str(s string) Value { return Value{Kind: ValueString, Str: s} }
+
+// Buf returns a buf value.
+func Buf(b []byte) Value { return Value{Kind: ValueBuf, Bytes: b} }
+
+// Tuple returns a tuple value.
+func Tuple(elems ...Value) Value { return Value{Kind: ValueTuple, Elems: elems} }
+
+// cstr returns s up to its first NUL byte.
+func cstr(s string) string {
+	if i := strings.IndexByte(s, 0); i >= 0 {
+		return s[:i]
+	}
+	return s
+}
+
+// appendInt appends the integer in v in decimal.
+func appendInt(b []byte, v Value) []byte {
+	if v.Signed {
+		return strconv.AppendInt(b, int64(v.Bits), 10)
+	}
+	return strconv.AppendUint(b, v.Bits, 10)
+}
+
+// appendBufEscaped appends buf bytes the way %r prints them: printable
+// ASCII as is, every other byte as \xNN in lowercase hex.
+func appendBufEscaped(b []byte, data []byte) []byte {
+	for _, c := range data {
+		if c >= 0x20 && c < 0x7f {
+			b = append(b, c)
+			continue
+		}
+		b = append(b, '\\', 'x', hexDigits[c>>4], hexDigits[c&15])
+	}
+	return b
+}
+
+const hexDigits = "0123456789abcdef"
+
+// appendText appends v as bpftrace prints a value in text: integers in
+// decimal, strings raw, bufs escaped, tuples as "(1, abc)".
+func appendText(b []byte, v Value) []byte {
+	switch v.Kind {
+	case ValueInt:
+		return appendInt(b, v)
+	case ValueString:
+		return append(b, cstr(v.Str)...)
+	case ValueBuf:
+		return appendBufEscaped(b, v.Bytes)
+	case ValueTuple:
+		b = append(b, '(')
+		for i, e := range v.Elems {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendText(b, e)
+		}
+		return append(b, ')')
+	}
+	return append(b, "<invalid value>"...)
+}
+
+// appendJSON appends v as a JSON value the way bpftrace writes it:
+// integers as numbers, strings and bufs as strings, tuples as arrays
+// without spaces.
+func appendJSON(b []byte, v Value) []byte {
+	switch v.Kind {
+	case ValueInt:
+		return appendInt(b, v)
+	case ValueString:
+		return appendJSONString(b, cstr(v.Str))
+	case ValueBuf:
+		return appendJSONString(b, string(appendBufEscaped(nil, v.Bytes)))
+	case ValueTuple:
+		b = append(b, '[')
+		for i, e := range v.Elems {
+			if i > 0 {
+				b = append(b, ',')
+			}
+			b = appendJSON(b, e)
+		}
+		return append(b, ']')
+	}
+	return append(b, "null"...)
+}
+
+// compareKeyValue orders two key elements as bpftrace 0.17 orders keys of
+// maps it sorts by key: integers by their unsigned 64-bit value (so -1
+// comes last), strings and bufs bytewise, tuples element by element.
+func compareKeyValue(a, b Value) int {
+	if a.Kind != b.Kind {
+		return int(a.Kind) - int(b.Kind)
+	}
+	switch a.Kind {
+	case ValueInt:
+		return compareUint(a.Bits, b.Bits)
+	case ValueString:
+		return strings.Compare(cstr(a.Str), cstr(b.Str))
+	case ValueBuf:
+		return strings.Compare(string(a.Bytes), string(b.Bytes))
+	case ValueTuple:
+		return compareKeys(a.Elems, b.Elems)
+	}
+	return 0
+}
+
+// compareKeys orders two map keys element by element.
+func compareKeys(a, b []Value) int {
+	for i := 0; i < len(a) && i < len(b); i++ {
+		if c := compareKeyValue(a[i], b[i]); c != 0 {
+			return c
+		}
+	}
+	return len(a) - len(b)
+}
+
+func compareUint(a, b uint64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+func compareInt(a, b int64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// compareIntValues orders two integers by value, signed or not.
+func compareIntValues(a, b Value) int {
+	if a.Signed {
+		return compareInt(int64(a.Bits), int64(b.Bits))
+	}
+	return compareUint(a.Bits, b.Bits)
+}
+
+// divide divides an integer value by div, truncating toward zero as C
+// does; div 0 or 1 leaves it alone.
+func divide(v Value, div uint64) Value {
+	if v.Kind != ValueInt || div <= 1 {
+		return v
+	}
+	if v.Signed {
+		v.Bits = uint64(int64(v.Bits) / int64(div))
+	} else {
+		v.Bits /= div
+	}
+	return v
+}
+
+// appendJSONString appends s as a JSON string with bpftrace's escapes: \"
+// \\ \n \r \t, other control bytes as \u00XX. Valid UTF-8 passes through;
+// a byte that is not valid UTF-8 is written as \u00XX (bpftrace 0.17
+// writes a broken \uffffffXX there).
+func appendJSONString(b []byte, s string) []byte {
+	b = append(b, '"')
+	for i := 0; i < len(s); {
+		c := s[i]
+		switch {
+		case c == '"':
+			b = append(b, '\\', '"')
+		case c == '\\':
+			b = append(b, '\\', '\\')
+		case c == '\n':
+			b = append(b, '\\', 'n')
+		case c == '\r':
+			b = append(b, '\\', 'r')
+		case c == '\t':
+			b = append(b, '\\', 't')
+		case c < 0x20:
+			b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+		case c < 0x80:
+			b = append(b, c)
+		default:
+			r, n := utf8.DecodeRuneInString(s[i:])
+			if r == utf8.RuneError && n <= 1 {
+				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
+				i++
+				continue
+			}
+			b = append(b, s[i:i+n]...)
+			i += n
+			continue
+		}
+		i++
+	}
+	return append(b, '"')
+}

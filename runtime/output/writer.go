@@ -1,0 +1,350 @@
+package output
+
+import (
+	"fmt"
+	"io"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// Format is an output format: bpftrace's -f option.
+type Format int
+
+// The output formats.
+const (
+	// Text is bpftrace's default human-readable output.
+	Text Format = iota
+	// JSON is bpftrace's -f json: one JSON object per line.
+	JSON
+)
+
+// ParseFormat returns the Format named by -f: "text" or "json".
+func ParseFormat(name string) (Format, error) {
+	switch name {
+	case "text":
+		return Text, nil
+	case "json":
+		return JSON, nil
+	}
+	return Text, fmt.Errorf("parse output format %q: want text or json", name)
+}
+
+// Message names the kind of text a Writer.Message call prints; in JSON it
+// is the object's "type".
+type Message string
+
+// The messages other than printf that carry text made by the runtime.
+const (
+	MessageTime    Message = "time"    // time()
+	MessageCat     Message = "cat"     // cat()
+	MessageSyscall Message = "syscall" // system()'s command output
+	MessageJoin    Message = "join"    // join()
+)
+
+// Writer prints a program's output to an io.Writer in one Format. Every
+// call makes a single Write of whole lines, so wrap the destination in a
+// bufio.Writer for speed and flush it when tracing stops. A Writer is not
+// safe for concurrent use.
+type Writer struct {
+	w      io.Writer
+	format Format
+	buf    []byte
+}
+
+// NewWriter returns a Writer printing to w in format f.
+func NewWriter(w io.Writer, f Format) *Writer {
+	return &Writer{w: w, format: f}
+}
+
+func (w *Writer) flush() error {
+	_, err := w.w.Write(w.buf)
+	w.buf = w.buf[:0]
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
+}
+
+// AttachedProbes prints "Attaching N probes..." (text) or the
+// attached_probes object (JSON).
+func (w *Writer) AttachedProbes(n int) error {
+	if w.format == JSON {
+		w.buf = fmt.Appendf(w.buf, "{\"type\": \"attached_probes\", \"data\": {\"probes\": %d}}\n", n)
+	} else if n == 1 {
+		w.buf = append(w.buf, "Attaching 1 probe...\n"...)
+	} else {
+		w.buf = fmt.Appendf(w.buf, "Attaching %d probes...\n", n)
+	}
+	return w.flush()
+}
+
+// LostEvents prints "Lost N events" (text) or the lost_events object
+// (JSON).
+func (w *Writer) LostEvents(n uint64) error {
+	if w.format == JSON {
+		w.buf = fmt.Appendf(w.buf, "{\"type\": \"lost_events\", \"data\": {\"events\": %d}}\n", n)
+	} else {
+		w.buf = fmt.Appendf(w.buf, "Lost %d events\n", n)
+	}
+	return w.flush()
+}
+
+// Printf prints one printf record: parts from lang.ParseFormat, args
+// decoded from the record (see AppendPrintf). In JSON the text becomes a
+// printf object's data. On an error nothing is printed.
+func (w *Writer) Printf(parts []lang.FormatPart, args []Value) error {
+	if w.format == JSON {
+		text, err := AppendPrintf(nil, parts, args)
+		if err != nil {
+			return err
+		}
+		w.buf = append(w.buf, "{\"type\": \"printf\", \"data\": "...)
+		w.buf = appendJSONString(w.buf, string(text))
+		w.buf = append(w.buf, "}\n"...)
+		return w.flush()
+	}
+	var err error
+	w.buf, err = AppendPrintf(w.buf, parts, args)
+	if err != nil {
+		w.buf = w.buf[:0]
+		return err
+	}
+	return w.flush()
+}
+
+// Message prints text the runtime produced for time(), cat(), system() or
+// join(): as it is in text, as a JSON object of type kind in JSON.
+func (w *Writer) Message(kind Message, text string) error {
+	if w.format == JSON {
+		w.buf = append(w.buf, "{\"type\": \""...)
+		w.buf = append(w.buf, kind...)
+		w.buf = append(w.buf, "\", \"data\": "...)
+		w.buf = appendJSONString(w.buf, text)
+		w.buf = append(w.buf, "}\n"...)
+	} else {
+		w.buf = append(w.buf, text...)
+	}
+	return w.flush()
+}
+
+// Value prints print(expr) of a non-map value: "5", "abc", "(1, abc)" on
+// a line, or a JSON value object.
+func (w *Writer) Value(v Value) error {
+	if w.format == JSON {
+		w.buf = append(w.buf, "{\"type\": \"value\", \"data\": "...)
+		w.buf = appendJSON(w.buf, v)
+		w.buf = append(w.buf, "}\n"...)
+	} else {
+		w.buf = appendText(w.buf, v)
+		w.buf = append(w.buf, '\n')
+	}
+	return w.flush()
+}
+
+// Map prints print(@m, top, div): the top entries with the largest values
+// (all when top is 0), with values divided by div (integer division; 0 or
+// 1 divide nothing). Like bpftrace 0.17, stats maps ignore top and div,
+// avg maps divide their averages and hist maps their bucket counts.
+func (w *Writer) Map(m *Map, top, div uint64) error {
+	if m.Kind == lang.KindStats {
+		top, div = 0, 0
+	}
+	es := topEntries(sortedEntries(m), top)
+	if w.format == JSON {
+		w.appendMapJSON(m, es, div)
+	} else {
+		w.appendMapText(m, es, div)
+	}
+	return w.flush()
+}
+
+// Exit prints the maps at the end of tracing: bpftrace's two newlines
+// (in JSON too), then every map sorted by name as Map prints them.
+func (w *Writer) Exit(maps []*Map) error {
+	w.buf = append(w.buf, "\n\n"...)
+	sorted := slices.Clone(maps)
+	slices.SortFunc(sorted, func(a, b *Map) int { return strings.Compare(a.Name, b.Name) })
+	for _, m := range sorted {
+		es := sortedEntries(m)
+		if w.format == JSON {
+			w.appendMapJSON(m, es, 0)
+		} else {
+			w.appendMapText(m, es, 0)
+		}
+	}
+	return w.flush()
+}
+
+// appendKeyText appends "@name[k1, k2]" (or "@name" without keys).
+func appendKeyText(b []byte, name string, key []Value) []byte {
+	b = append(b, name...)
+	if len(key) == 0 {
+		return b
+	}
+	b = append(b, '[')
+	for i, k := range key {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = appendText(b, k)
+	}
+	return append(b, ']')
+}
+
+// appendMapText prints entries es of m as text. Like bpftrace 0.17, an
+// empty map prints an empty line, each hist is followed by an empty line,
+// and so is a whole avg or stats map.
+func (w *Writer) appendMapText(m *Map, es []Entry, div uint64) {
+	b := w.buf
+	if len(es) == 0 {
+		b = append(b, '\n')
+	}
+	for i := range es {
+		e := &es[i]
+		b = appendKeyText(b, m.Name, e.Key)
+		b = append(b, ": "...)
+		switch m.Kind {
+		case lang.KindHist, lang.KindLhist:
+			b = append(b, '\n')
+			b = appendHistText(b, histBuckets(m, e, div))
+			b = append(b, '\n')
+			continue
+		case lang.KindStats:
+			b = fmt.Appendf(b, "count %d, average %d, total %d", e.Count, e.average(), e.Total)
+		case lang.KindAvg:
+			b = appendInt(b, divide(Int(e.average()), div))
+		default:
+			b = appendText(b, divide(e.Value, div))
+		}
+		b = append(b, '\n')
+	}
+	if m.Kind == lang.KindAvg || m.Kind == lang.KindStats {
+		b = append(b, '\n')
+	}
+	w.buf = b
+}
+
+// histBarWidth is the width of the widest bar of a histogram.
+const histBarWidth = 52
+
+// appendHistText appends a histogram's bucket lines: the label left in 16
+// columns, the count right in 8, and a bar of @ scaled so that the largest
+// bucket fills histBarWidth columns.
+func appendHistText(b []byte, bs []bucket) []byte {
+	var most uint64
+	for _, bk := range bs {
+		most = max(most, bk.raw)
+	}
+	for _, bk := range bs {
+		b = append(b, bk.label...)
+		b = appendRepeat(b, ' ', 16-len(bk.label))
+		count := strconv.FormatUint(bk.count, 10)
+		b = appendRepeat(b, ' ', 8-len(count))
+		b = append(b, count...)
+		b = append(b, " |"...)
+		bar := 0
+		if most > 0 {
+			bar = int(mulDiv(bk.raw, histBarWidth, most))
+		}
+		b = appendRepeat(b, '@', bar)
+		b = appendRepeat(b, ' ', histBarWidth-bar)
+		b = append(b, "|\n"...)
+	}
+	return b
+}
+
+// mulDiv returns a*m/d for a <= d without overflowing.
+func mulDiv(a, m, d uint64) uint64 {
+	if a <= ^uint64(0)/m {
+		return a * m / d
+	}
+	return uint64(float64(a) / float64(d) * float64(m))
+}
+
+// appendKeyJSON appends a JSON object key for a map key: its elements as
+// text joined by commas ("1,abc").
+func appendKeyJSON(b []byte, key []Value) []byte {
+	var s []byte
+	for i, k := range key {
+		if i > 0 {
+			s = append(s, ',')
+		}
+		s = appendText(s, k)
+	}
+	return appendJSONString(b, string(s))
+}
+
+// appendMapJSON prints entries es of m as one JSON object: type map, hist
+// or stats (avg maps are "stats" too), data {"@name": value} for a map
+// without keys or {"@name": {"key": value, ...}}. Empty maps print
+// nothing.
+func (w *Writer) appendMapJSON(m *Map, es []Entry, div uint64) {
+	if len(es) == 0 {
+		return
+	}
+	kind := "map"
+	switch m.Kind {
+	case lang.KindHist, lang.KindLhist:
+		kind = "hist"
+	case lang.KindAvg, lang.KindStats:
+		kind = "stats"
+	}
+	b := w.buf
+	b = append(b, "{\"type\": \""...)
+	b = append(b, kind...)
+	b = append(b, "\", \"data\": {"...)
+	b = appendJSONString(b, m.Name)
+	b = append(b, ": "...)
+	keyed := len(es[0].Key) > 0
+	if keyed {
+		b = append(b, '{')
+	}
+	for i := range es {
+		e := &es[i]
+		if keyed {
+			if i > 0 {
+				b = append(b, ", "...)
+			}
+			b = appendKeyJSON(b, e.Key)
+			b = append(b, ": "...)
+		}
+		switch m.Kind {
+		case lang.KindHist, lang.KindLhist:
+			b = append(b, '[')
+			for j, bk := range histBuckets(m, e, div) {
+				if j > 0 {
+					b = append(b, ", "...)
+				}
+				b = append(b, '{')
+				if bk.min != "" {
+					b = append(b, "\"min\": "...)
+					b = append(b, bk.min...)
+					b = append(b, ", "...)
+				}
+				if bk.max != "" {
+					b = append(b, "\"max\": "...)
+					b = append(b, bk.max...)
+					b = append(b, ", "...)
+				}
+				b = append(b, "\"count\": "...)
+				b = strconv.AppendUint(b, bk.count, 10)
+				b = append(b, '}')
+			}
+			b = append(b, ']')
+		case lang.KindStats:
+			b = fmt.Appendf(b, "{\"count\": %d, \"average\": %d, \"total\": %d}", e.Count, e.average(), e.Total)
+		case lang.KindAvg:
+			b = appendInt(b, divide(Int(e.average()), div))
+		default:
+			b = appendJSON(b, divide(e.Value, div))
+		}
+	}
+	if keyed {
+		b = append(b, '}')
+	}
+	b = append(b, "}}\n"...)
+	w.buf = b
+}
