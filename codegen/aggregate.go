@@ -1,0 +1,203 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// isAggregationCall reports whether name is an aggregation function,
+// which is assigned to a map rather than called for its value.
+func isAggregationCall(name string) bool {
+	switch name {
+	case "count", "sum", "avg", "min", "max", "stats", "hist", "lhist":
+		return true
+	}
+	return false
+}
+
+// aggregate lowers `@m[k] = count()` and the other aggregations into an
+// update of this CPU's value in a per-CPU hash map. Values (design.md):
+// count and hist/lhist buckets a u64 count; sum an i64; min/max an i64
+// plus a u64 "set" flag; avg/stats a u64 count plus an i64 total.
+func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
+	m, index, err := f.mapOf(e, e.Name)
+	if err != nil {
+		return err
+	}
+	kind := m.Info.Value.Kind
+	want := map[string]lang.Kind{
+		"count": lang.KindCount, "sum": lang.KindSum, "avg": lang.KindAvg, "min": lang.KindMin,
+		"max": lang.KindMax, "stats": lang.KindStats, "hist": lang.KindHist, "lhist": lang.KindLhist,
+	}[call.Name]
+	if kind != want {
+		return f.c.errorf(call, "map %s holds %s, not %s", e.Name, m.Info.Value, call.Name)
+	}
+	n := 1
+	switch kind {
+	case lang.KindCount:
+		n = 0
+	case lang.KindLhist:
+		n = 4
+	}
+	if len(call.Args) != n {
+		return f.c.errorf(call, "%s() takes %d arguments, got %d", call.Name, n, len(call.Args))
+	}
+	slot, err := f.pushSlot(call)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	if n > 0 {
+		if err := f.intExpr(call.Args[0]); err != nil {
+			return err
+		}
+		f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	}
+	koff, err := f.mapKey(e, m)
+	if err != nil {
+		return err
+	}
+	switch kind {
+	case lang.KindHist:
+		f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
+		f.histBucket()
+		f.emit(asm.StoreMem(regScratch, int16(koff+m.KeySize-8), asm.R0, asm.DWord))
+	case lang.KindLhist:
+		p := m.Info.Lhist
+		if p.Step <= 0 || p.Max <= p.Min {
+			return f.c.errorf(call, "lhist(): bad bounds min %d max %d step %d", p.Min, p.Max, p.Step)
+		}
+		f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
+		f.lhistBucket(p)
+		f.emit(asm.StoreMem(regScratch, int16(koff+m.KeySize-8), asm.R0, asm.DWord))
+	}
+
+	found, done := f.label("aggfound"), f.label("aggdone")
+	f.lookup(e.Name, koff)
+	f.emit(asm.JNE.Imm(asm.R0, 0, found))
+
+	// A new element: its first value.
+	voff := f.alloc(m.ValueSize)
+	f.emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord))
+	switch kind {
+	case lang.KindCount, lang.KindHist, lang.KindLhist:
+		f.emit(storeImm64(regScratch, int16(voff), 1))
+	case lang.KindSum:
+		f.emit(asm.StoreMem(regScratch, int16(voff), asm.R1, asm.DWord))
+	case lang.KindMin, lang.KindMax:
+		f.emit(
+			asm.StoreMem(regScratch, int16(voff), asm.R1, asm.DWord),
+			storeImm64(regScratch, int16(voff+8), 1),
+		)
+	case lang.KindAvg, lang.KindStats:
+		f.emit(
+			storeImm64(regScratch, int16(voff), 1),
+			asm.StoreMem(regScratch, int16(voff+8), asm.R1, asm.DWord),
+		)
+	}
+	f.update(e.Name, index, koff, voff)
+	f.emit(asm.Ja.Label(done))
+
+	// An existing element: update this CPU's value in place.
+	f.place(found)
+	f.emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord))
+	switch kind {
+	case lang.KindCount, lang.KindHist, lang.KindLhist:
+		f.emit(
+			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+			asm.Add.Imm(asm.R2, 1),
+			asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord),
+		)
+	case lang.KindSum:
+		f.emit(
+			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord),
+		)
+	case lang.KindMin, lang.KindMax:
+		set := f.label("aggset")
+		keep := asm.JSGE // min: keep the current value when v >= it
+		if kind == lang.KindMax {
+			keep = asm.JSLE
+		}
+		f.emit(
+			asm.LoadMem(asm.R2, asm.R0, 8, asm.DWord),
+			asm.JEq.Imm(asm.R2, 0, set),
+			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+			keep.Reg(asm.R1, asm.R2, done),
+		)
+		f.place(set)
+		f.emit(
+			asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+			storeImm64(asm.R0, 8, 1),
+		)
+	case lang.KindAvg, lang.KindStats:
+		f.emit(
+			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
+			asm.Add.Imm(asm.R2, 1),
+			asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord),
+			asm.LoadMem(asm.R2, asm.R0, 8, asm.DWord),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.StoreMem(asm.R0, 8, asm.R2, asm.DWord),
+		)
+	}
+	f.place(done)
+	return nil
+}
+
+// histBucket replaces the value in R0 with its hist() bucket: 0 for
+// v < 0, 1 for v == 0, k+2 for 2^k <= v < 2^(k+1). log2 is a binary
+// search over shifts, without loops. It clobbers R1 and R2.
+func (f *fn) histBucket() {
+	done := f.label("histdone")
+	f.emit(
+		asm.Mov.Imm(asm.R1, 0),
+		asm.JSLT.Imm(asm.R0, 0, done),
+		asm.Mov.Imm(asm.R1, 1),
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.Mov.Imm(asm.R1, 2),
+	)
+	for _, s := range []int32{32, 16, 8, 4, 2, 1} {
+		skip := f.label("histskip")
+		f.emit(
+			asm.Mov.Reg(asm.R2, asm.R0),
+			asm.RSh.Imm(asm.R2, s),
+			asm.JEq.Imm(asm.R2, 0, skip),
+			asm.Mov.Reg(asm.R0, asm.R2),
+			asm.Add.Imm(asm.R1, s),
+		)
+		f.place(skip)
+	}
+	f.place(done)
+	f.emit(asm.Mov.Reg(asm.R0, asm.R1))
+}
+
+// lhistBucket replaces the value in R0 with its lhist() bucket: 0 below
+// min, 1+(v-min)/step inside, (max-min)/step+1 at or above max. It
+// clobbers R1.
+func (f *fn) lhistBucket(p lang.LhistParams) {
+	done, ge, in := f.label("lhistdone"), f.label("lhistge"), f.label("lhistin")
+	f.emit(
+		movImm(asm.R1, p.Min),
+		asm.JSGE.Reg(asm.R0, asm.R1, ge),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Ja.Label(done),
+	)
+	f.place(ge)
+	f.emit(
+		movImm(asm.R1, p.Max),
+		asm.JSLT.Reg(asm.R0, asm.R1, in),
+		movImm(asm.R0, (p.Max-p.Min)/p.Step+1),
+		asm.Ja.Label(done),
+	)
+	f.place(in)
+	f.emit(
+		movImm(asm.R1, p.Min),
+		asm.Sub.Reg(asm.R0, asm.R1),
+		movImm(asm.R1, p.Step),
+		asm.Div.Reg(asm.R0, asm.R1),
+		asm.Add.Imm(asm.R0, 1),
+	)
+	f.place(done)
+}

@@ -1,0 +1,45 @@
+package codegen
+
+import "github.com/gotrace/gotrace/lang"
+
+// Typed AST builders for tests that do not go through the checker.
+
+func base(t lang.Type) lang.ExprBase { return lang.ExprBase{Type: t} }
+
+func intLit(v int64) *lang.IntLit {
+	return &lang.IntLit{ExprBase: base(lang.Int64), Value: uint64(v)}
+}
+
+func strLit(s string) *lang.StrLit {
+	return &lang.StrLit{ExprBase: base(lang.String(len(s) + 1)), Value: s}
+}
+
+func call(name string, t lang.Type, args ...lang.Expr) *lang.Call {
+	return &lang.Call{ExprBase: base(t), Name: name, Args: args}
+}
+
+func void(name string, args ...lang.Expr) *lang.ExprStmt {
+	return &lang.ExprStmt{X: call(name, lang.Type{Kind: lang.KindVoid}, args...)}
+}
+
+func bin(op string, t lang.Type, x, y lang.Expr) *lang.Binary {
+	return &lang.Binary{ExprBase: base(t), Op: op, X: x, Y: y}
+}
+
+func builtinVar(name string, t lang.Type) *lang.Builtin {
+	return &lang.Builtin{ExprBase: base(t), Name: name}
+}
+
+func mapExpr(name string, t lang.Type, keys ...lang.Expr) *lang.MapExpr {
+	return &lang.MapExpr{ExprBase: base(t), Name: name, Keys: keys}
+}
+
+func assign(lhs, rhs lang.Expr) *lang.AssignStmt {
+	return &lang.AssignStmt{Op: "=", LHS: lhs, RHS: rhs}
+}
+
+func probeBlock(ap *lang.AttachPoint, pred lang.Expr, body ...lang.Stmt) *lang.Probe {
+	return &lang.Probe{Attach: []*lang.AttachPoint{ap}, Pred: pred, Body: &lang.Block{Stmts: body}}
+}
+
+func beginAP() *lang.AttachPoint { return &lang.AttachPoint{Raw: "BEGIN", Kind: lang.ProbeBegin} }

@@ -1,0 +1,368 @@
+package codegen
+
+import (
+	"errors"
+	"fmt"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/cilium/ebpf"
+
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// Options are the inputs of Compile besides the program.
+type Options struct {
+	// USDT holds, for every usdt attach point of the program, the probes
+	// the runtime resolved it to, with their locations and parsed args.
+	USDT map[*lang.AttachPoint][]*usdt.Probe
+	// StrLen is the default string buffer size (BPFTRACE_STRLEN); the
+	// checker's types decide the size of each string, StrLen only bounds
+	// str() reads whose type says nothing else. Default 64.
+	StrLen int
+	// MapKeysMax is the MaxEntries of user maps. Default 4096.
+	MapKeysMax int
+	// EventsSize and ControlSize are the byte sizes of the two ring
+	// buffers (powers of two, at least a page). Defaults 16 MiB and 64 KiB.
+	EventsSize  int
+	ControlSize int
+	// Params are the positional parameters $1, $2, ...: compile-time
+	// constants. A missing parameter reads as 0 or "".
+	Params []string
+}
+
+// ErrUnsupported is wrapped by errors about constructs gotrace cannot
+// compile (kprobes on a kernel without them, unknown functions).
+var ErrUnsupported = errors.New("not supported")
+
+// The names of the internal maps in Spec.Collection.Maps. User maps start
+// with '@', so they never collide.
+const (
+	eventsMapName  = "events"
+	controlMapName = "control"
+	lostMapName    = "lost"
+	fullMapName    = "full"
+	startMapName   = "start"
+	scratchMapName = "scratch"
+	zerosMapName   = "zeros"
+)
+
+// maxLoopIterations caps every while loop so that the verifier can prove
+// it terminates.
+const maxLoopIterations = 1024
+
+// stackSize is the BPF stack of one program.
+const stackSize = 512
+
+// Compile lowers a checked program into a Spec. The same program and
+// options always give the same Spec.
+func Compile(p *lang.Program, opts Options) (*Spec, error) {
+	if opts.StrLen <= 0 {
+		opts.StrLen = 64
+	}
+	if opts.MapKeysMax <= 0 {
+		opts.MapKeysMax = 4096
+	}
+	if opts.EventsSize <= 0 {
+		opts.EventsSize = 16 << 20
+	}
+	if opts.ControlSize <= 0 {
+		opts.ControlSize = 64 << 10
+	}
+	c := &compiler{prog: p, opts: opts, maps: map[string]*Map{}}
+	c.spec = &Spec{
+		Collection: &ebpf.CollectionSpec{
+			Maps:     map[string]*ebpf.MapSpec{},
+			Programs: map[string]*ebpf.ProgramSpec{},
+		},
+		EventsMap:  eventsMapName,
+		ControlMap: controlMapName,
+		LostMap:    lostMapName,
+		FullMap:    fullMapName,
+		StartMap:   startMapName,
+	}
+	if err := c.layoutMaps(); err != nil {
+		return nil, err
+	}
+	for _, probe := range p.Probes {
+		for _, ap := range probe.Attach {
+			if err := c.compileAttachPoint(probe, ap); err != nil {
+				return nil, err
+			}
+		}
+	}
+	c.internalMaps()
+	c.spec.Events = c.events
+	return c.spec, nil
+}
+
+// compiler holds the state of one Compile call.
+type compiler struct {
+	prog   *lang.Program
+	opts   Options
+	spec   *Spec
+	maps   map[string]*Map
+	events []Event
+	// scratchSize and zerosSize are the largest per-CPU scratch area and
+	// zero source any program needs.
+	scratchSize int
+	zerosSize   int
+}
+
+// layoutMaps fills Spec.Maps and the user map specs from Program.Maps.
+func (c *compiler) layoutMaps() error {
+	names := make([]string, 0, len(c.prog.Maps))
+	for name := range c.prog.Maps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		info := c.prog.Maps[name]
+		m := Map{Name: name, Info: info}
+		var keyTypes []lang.Type
+		switch info.Key.Kind {
+		case lang.KindNone:
+		case lang.KindTuple:
+			keyTypes = info.Key.Elems
+		default:
+			keyTypes = []lang.Type{info.Key}
+		}
+		m.KeyFields, m.KeySize = Layout(keyTypes...)
+		bucketed := info.Value.Kind == lang.KindHist || info.Value.Kind == lang.KindLhist
+		if bucketed || m.KeySize == 0 {
+			m.KeySize += 8
+		}
+		switch info.Value.Kind {
+		case lang.KindCount, lang.KindSum, lang.KindHist, lang.KindLhist:
+			m.ValueSize, m.PerCPU = 8, true
+		case lang.KindMin, lang.KindMax, lang.KindAvg, lang.KindStats:
+			m.ValueSize, m.PerCPU = 16, true
+		default:
+			m.ValueSize = sizeOf(info.Value)
+		}
+		if m.ValueSize == 0 {
+			return fmt.Errorf("compile map %s: value type %s: %w", name, info.Value, ErrUnsupported)
+		}
+		maxEntries := c.opts.MapKeysMax
+		if len(keyTypes) == 0 && !bucketed {
+			maxEntries = 1
+		}
+		typ := ebpf.Hash
+		if m.PerCPU {
+			typ = ebpf.PerCPUHash
+		}
+		c.spec.Collection.Maps[name] = &ebpf.MapSpec{
+			Name:       kernelName("AT_" + strings.TrimPrefix(name, "@")),
+			Type:       typ,
+			KeySize:    uint32(m.KeySize),
+			ValueSize:  uint32(m.ValueSize),
+			MaxEntries: uint32(maxEntries),
+		}
+		c.spec.Maps = append(c.spec.Maps, m)
+	}
+	for i := range c.spec.Maps {
+		c.maps[c.spec.Maps[i].Name] = &c.spec.Maps[i]
+	}
+	return nil
+}
+
+// internalMaps adds the ring buffers, counters and scratch maps.
+func (c *compiler) internalMaps() {
+	ms := c.spec.Collection.Maps
+	ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.EventsSize)}
+	ms[controlMapName] = &ebpf.MapSpec{Name: "gt_control", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.ControlSize)}
+	ms[lostMapName] = &ebpf.MapSpec{Name: "gt_lost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	ms[fullMapName] = &ebpf.MapSpec{Name: "gt_full", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(max(1, len(c.spec.Maps)))}
+	ms[startMapName] = &ebpf.MapSpec{Name: "gt_start", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	ms[scratchMapName] = &ebpf.MapSpec{Name: "gt_scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(max(8, c.scratchSize)), MaxEntries: 1}
+	if c.zerosSize > 0 {
+		ms[zerosMapName] = &ebpf.MapSpec{Name: "gt_zeros", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.zerosSize), MaxEntries: 1}
+	}
+}
+
+// kernelName turns s into a name the kernel accepts for a map or program:
+// only [A-Za-z0-9_.], at most 15 characters.
+func kernelName(s string) string {
+	var b strings.Builder
+	for _, r := range s {
+		if r == '_' || r == '.' || r >= '0' && r <= '9' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' {
+			b.WriteRune(r)
+		}
+		if b.Len() == 15 {
+			break
+		}
+	}
+	return b.String()
+}
+
+// compileAttachPoint adds the programs and attachments of one attach
+// point of a probe block.
+func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) error {
+	switch ap.Kind {
+	case lang.ProbeBegin, lang.ProbeEnd:
+		name := "BEGIN"
+		if ap.Kind == lang.ProbeEnd {
+			name = "END"
+		}
+		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, Attachment{Kind: ap.Kind})
+	case lang.ProbeInterval:
+		period, err := intervalPeriod(ap)
+		if err != nil {
+			return err
+		}
+		name := fmt.Sprintf("interval:%s:%d", ap.Unit, ap.Freq)
+		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, Attachment{Kind: ap.Kind, Period: period})
+	case lang.ProbeUprobe, lang.ProbeUretprobe:
+		prefix := "uprobe"
+		if ap.Kind == lang.ProbeUretprobe {
+			prefix = "uretprobe"
+		}
+		fn := ap.Func
+		if fn == "" {
+			fn = fmt.Sprintf("%#x", ap.Address)
+		}
+		t := &target{kind: ap.Kind, probeName: prefix + ":" + ap.Target + ":" + fn}
+		return c.addProgram(probe, ap, t, Attachment{Kind: ap.Kind, Path: ap.Target, Symbol: ap.Func, Address: ap.Address})
+	case lang.ProbeUSDT:
+		probes := c.opts.USDT[ap]
+		if len(probes) == 0 {
+			return fmt.Errorf("%s: compile %s: no USDT probe matched", c.pos(ap.Loc), ap.Raw)
+		}
+		for _, up := range probes {
+			t, sites := usdtTarget(up)
+			att := Attachment{Kind: ap.Kind, Path: up.Path, USDT: up, Sites: sites}
+			if err := c.addProgram(probe, ap, t, att); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	return fmt.Errorf("%s: compile %s: this probe type is %w on this system", c.pos(ap.Loc), ap.Raw, ErrUnsupported)
+}
+
+// intervalPeriod converts interval:UNIT:N into a duration.
+func intervalPeriod(ap *lang.AttachPoint) (time.Duration, error) {
+	if ap.Freq == 0 {
+		return 0, fmt.Errorf("compile %s: interval must be positive", ap.Raw)
+	}
+	n := time.Duration(ap.Freq)
+	switch ap.Unit {
+	case "s":
+		return n * time.Second, nil
+	case "ms":
+		return n * time.Millisecond, nil
+	case "us":
+		return n * time.Microsecond, nil
+	case "hz":
+		return time.Second / n, nil
+	}
+	return 0, fmt.Errorf("compile %s: unknown interval unit %q", ap.Raw, ap.Unit)
+}
+
+// target is what a program runs for: the probe kind, the text of the
+// probe builtin and, for USDT, the argument layouts.
+type target struct {
+	// index is the program's index in Spec.Attachments: the value of the
+	// probe builtin.
+	index     int
+	kind      lang.ProbeKind
+	probeName string
+	usdt      *usdt.Probe
+	layouts   []argLayout
+}
+
+// argLayout is one way the locations of a USDT probe pass their args.
+type argLayout struct {
+	args    []usdt.Arg
+	argsErr error
+	pc      uint64
+}
+
+// usdtTarget groups the locations of a probe by argument layout: a site's
+// cookie is the index of its layout. Locations whose args are %rip
+// relative depend on their own PC and get a layout each.
+func usdtTarget(up *usdt.Probe) (*target, []Site) {
+	t := &target{
+		kind:      lang.ProbeUSDT,
+		probeName: "usdt:" + up.Path + ":" + up.Provider + ":" + up.Name,
+		usdt:      up,
+	}
+	index := map[string]int{}
+	var sites []Site
+	for _, loc := range up.Locations {
+		key := loc.ArgString
+		if strings.Contains(key, "(%rip)") {
+			key = fmt.Sprintf("%s@%#x", key, loc.PC)
+		}
+		i, ok := index[key]
+		if !ok {
+			i = len(t.layouts)
+			index[key] = i
+			t.layouts = append(t.layouts, argLayout{args: loc.Args, argsErr: loc.ArgsErr, pc: loc.PC})
+		}
+		sites = append(sites, Site{Offset: loc.Offset, SemaphoreOffset: loc.SemaphoreOffset, Cookie: uint64(i)})
+	}
+	return t, sites
+}
+
+// addProgram compiles one probe block for one target and records where
+// it attaches.
+func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target, att Attachment) error {
+	t.index = len(c.spec.Attachments)
+	key := fmt.Sprintf("prog%d", t.index)
+	f := newFn(c, t)
+	insns, err := f.compile(probe)
+	if err != nil {
+		return err
+	}
+	typ := ebpf.RawTracepoint
+	if t.kind == lang.ProbeUSDT || t.kind == lang.ProbeUprobe || t.kind == lang.ProbeUretprobe {
+		typ = ebpf.Kprobe
+	}
+	c.spec.Collection.Programs[key] = &ebpf.ProgramSpec{
+		Name:         kernelName("gt_" + key),
+		Type:         typ,
+		License:      "GPL",
+		Instructions: insns,
+	}
+	att.Program = key
+	att.Probe = ap
+	att.ProbeName = t.probeName
+	c.spec.Attachments = append(c.spec.Attachments, att)
+	c.scratchSize = max(c.scratchSize, f.scratchMax)
+	c.zerosSize = max(c.zerosSize, f.zerosMax)
+	return nil
+}
+
+// pos formats a span's start as FILE:LINE:COL.
+func (c *compiler) pos(s lang.Span) string {
+	return fmt.Sprintf("%s:%d:%d", c.prog.File, s.Start.Line, s.Start.Col)
+}
+
+// errorf returns an error positioned at node n.
+func (c *compiler) errorf(n lang.Node, format string, args ...any) error {
+	return fmt.Errorf("%s: %w", c.pos(n.Span()), fmt.Errorf(format, args...))
+}
+
+// snippet returns the first line of n's source text, shortened, for
+// instruction comments.
+func (c *compiler) snippet(n lang.Node) string {
+	lines := strings.Split(c.prog.Source, "\n")
+	s := n.Span()
+	if s.Start.Line < 1 || s.Start.Line > len(lines) {
+		return ""
+	}
+	line := lines[s.Start.Line-1]
+	start := min(max(s.Start.Col-1, 0), len(line))
+	end := len(line)
+	if s.End.Line == s.Start.Line && s.End.Col-1 >= start && s.End.Col-1 <= len(line) {
+		end = s.End.Col - 1
+	}
+	text := strings.TrimSpace(line[start:end])
+	if len(text) > 40 {
+		text = text[:37] + "..."
+	}
+	return text
+}

@@ -1,0 +1,230 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// joinMaxArgs is how many argv strings join() reads.
+const joinMaxArgs = 16
+
+// callStmt lowers a call used as a statement.
+func (f *fn) callStmt(call *lang.Call) error {
+	switch call.Name {
+	case "printf":
+		return f.formatted(call, EventPrintf)
+	case "system":
+		return f.formatted(call, EventSystem)
+	case "cat":
+		return f.formatted(call, EventCat)
+	case "print":
+		return f.print(call)
+	case "clear", "zero":
+		if len(call.Args) != 1 {
+			return f.c.errorf(call, "%s() takes one map", call.Name)
+		}
+		m, ok := call.Args[0].(*lang.MapExpr)
+		if !ok || len(m.Keys) != 0 {
+			return f.c.errorf(call, "%s() takes a map without keys", call.Name)
+		}
+		if _, _, err := f.mapOf(m, m.Name); err != nil {
+			return err
+		}
+		kind := EventClear
+		if call.Name == "zero" {
+			kind = EventZero
+		}
+		return f.event(call, Event{Kind: kind, Map: m.Name}, nil, eventsMapName)
+	case "exit":
+		if err := f.event(call, Event{Kind: EventExit}, nil, controlMapName); err != nil {
+			return err
+		}
+		f.emit(asm.Ja.Label(exitLabel))
+		return nil
+	case "time":
+		format := "%H:%M:%S\n"
+		if len(call.Args) > 0 {
+			lit, ok := call.Args[0].(*lang.StrLit)
+			if !ok {
+				return f.c.errorf(call, "time() takes a string literal")
+			}
+			format = lit.Value
+		}
+		return f.event(call, Event{Kind: EventTime, Format: format}, nil, eventsMapName)
+	case "join":
+		return f.join(call)
+	case "delete":
+		return f.deleteElem(call)
+	case "str", "buf":
+		return f.valueInto(call, f.alloc(sizeOf(lang.TypeOf(call))))
+	}
+	if isAggregationCall(call.Name) {
+		return f.c.errorf(call, "%s() must be assigned to a map", call.Name)
+	}
+	return f.c.errorf(call, "function %s: %w", call.Name, ErrUnsupported)
+}
+
+// formatted lowers printf, system and cat: a format string literal and
+// its arguments.
+func (f *fn) formatted(call *lang.Call, kind EventKind) error {
+	if len(call.Args) == 0 {
+		return f.c.errorf(call, "%s() needs a format string", call.Name)
+	}
+	lit, ok := call.Args[0].(*lang.StrLit)
+	if !ok {
+		return f.c.errorf(call.Args[0], "%s(): the format must be a string literal", call.Name)
+	}
+	return f.event(call, Event{Kind: kind, Format: lit.Value}, call.Args[1:], eventsMapName)
+}
+
+// print lowers print(@m[, top[, div]]) and print(value).
+func (f *fn) print(call *lang.Call) error {
+	if len(call.Args) == 0 || len(call.Args) > 3 {
+		return f.c.errorf(call, "print() takes 1 to 3 arguments")
+	}
+	if m, ok := call.Args[0].(*lang.MapExpr); ok && len(m.Keys) == 0 {
+		if _, _, err := f.mapOf(m, m.Name); err != nil {
+			return err
+		}
+		ev := Event{Kind: EventPrint, Map: m.Name}
+		for i, a := range call.Args[1:] {
+			v, err := f.constInt(a)
+			if err != nil {
+				return err
+			}
+			if i == 0 {
+				ev.Top = v
+			} else {
+				ev.Div = v
+			}
+		}
+		return f.event(call, ev, nil, eventsMapName)
+	}
+	if len(call.Args) != 1 {
+		return f.c.errorf(call, "print() of a value takes one argument")
+	}
+	return f.event(call, Event{Kind: EventPrint}, call.Args, eventsMapName)
+}
+
+// constInt returns the value of an integer literal or positional
+// parameter.
+func (f *fn) constInt(e lang.Expr) (int64, error) {
+	switch e := e.(type) {
+	case *lang.IntLit:
+		return int64(e.Value), nil
+	case *lang.PositionalParam:
+		return f.paramInt(e)
+	}
+	return 0, f.c.errorf(e, "expected an integer constant")
+}
+
+// event adds ev to Spec.Events and emits code that writes its record:
+// the u64 event index, then args laid out by Layout (Field.Offset counts
+// from just after the index), into the ring buffer ring.
+// A record that does not fit is counted in LostMap.
+func (f *fn) event(call *lang.Call, ev Event, args []lang.Expr, ring string) error {
+	types := make([]lang.Type, len(args))
+	for i, a := range args {
+		types[i] = lang.TypeOf(a)
+		if sizeOf(types[i]) == 0 {
+			return f.c.errorf(a, "%s(): argument of type %s: %w", call.Name, types[i], ErrUnsupported)
+		}
+	}
+	fields, size := Layout(types...)
+	for i, a := range args {
+		if c, ok := a.(*lang.Call); ok && c.Name == "strftime" && len(c.Args) > 0 {
+			if lit, ok := c.Args[0].(*lang.StrLit); ok {
+				fields[i].Format = lit.Value
+			}
+		}
+	}
+	ev.Args = fields
+	ev.Pos = call.Loc
+	id := len(f.c.events)
+	f.c.events = append(f.c.events, ev)
+
+	rec := f.alloc(8 + size)
+	for i, a := range args {
+		if err := f.valueAs(a, rec+8+fields[i].Offset, types[i]); err != nil {
+			return err
+		}
+	}
+	f.emit(storeImm64(regScratch, int16(rec), int32(id)))
+	f.output(ring, rec, 8+size)
+	return nil
+}
+
+// output emits bpf_ringbuf_output(ring, scratch+off, size, 0), counting
+// a failure in LostMap.
+func (f *fn) output(ring string, off, size int) {
+	ok := f.label("sent")
+	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(ring))
+	f.scratchPtr(asm.R2, off)
+	f.emit(
+		asm.Mov.Imm(asm.R3, int32(size)),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnRingbufOutput.Call(),
+		asm.JEq.Imm(asm.R0, 0, ok),
+	)
+	f.incrementCounter(lostMapName, 0)
+	f.place(ok)
+}
+
+// join lowers join(argv[, sep]): up to joinMaxArgs strings read through
+// the NULL-terminated pointer array argv; Format is the separator.
+func (f *fn) join(call *lang.Call) error {
+	if len(call.Args) == 0 || len(call.Args) > 2 {
+		return f.c.errorf(call, "join() takes 1 or 2 arguments")
+	}
+	sep := " "
+	if len(call.Args) == 2 {
+		lit, ok := call.Args[1].(*lang.StrLit)
+		if !ok {
+			return f.c.errorf(call.Args[1], "join(): the separator must be a string literal")
+		}
+		sep = lit.Value
+	}
+	st := lang.String(f.c.opts.StrLen)
+	types := make([]lang.Type, joinMaxArgs)
+	for i := range types {
+		types[i] = st
+	}
+	fields, size := Layout(types...)
+	id := len(f.c.events)
+	f.c.events = append(f.c.events, Event{Kind: EventJoin, Format: sep, Args: fields, Pos: call.Loc})
+
+	rec := f.alloc(8 + size)
+	f.zero(regScratch, rec, 8+size)
+	if err := f.intExpr(call.Args[0]); err != nil {
+		return err
+	}
+	slot, err := f.pushSlot(call)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	argv := f.alloc(8)
+	f.emit(asm.StoreMem(regScratch, int16(argv), asm.R0, asm.DWord))
+	done := f.label("joindone")
+	for i := range fields {
+		f.emit(
+			storeImm64(asm.RFP, slot, 0),
+			asm.Mov.Reg(asm.R1, asm.RFP),
+			asm.Add.Imm(asm.R1, int32(slot)),
+			asm.Mov.Imm(asm.R2, 8),
+			asm.LoadMem(asm.R3, regScratch, int16(argv), asm.DWord),
+			asm.Add.Imm(asm.R3, int32(8*i)),
+			asm.FnProbeReadUser.Call(),
+			asm.LoadMem(asm.R3, asm.RFP, slot, asm.DWord),
+			asm.JEq.Imm(asm.R3, 0, done),
+			asm.Mov.Imm(asm.R2, int32(st.Size)),
+		)
+		f.scratchPtr(asm.R1, rec+8+fields[i].Offset)
+		f.emit(asm.FnProbeReadUserStr.Call())
+	}
+	f.place(done)
+	f.emit(storeImm64(regScratch, int16(rec), int32(id)))
+	f.output(eventsMapName, rec, 8+size)
+	return nil
+}

@@ -1,0 +1,857 @@
+package codegen
+
+import (
+	"encoding/binary"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// intExpr lowers an integer, pointer or struct-address expression into R0,
+// as a 64-bit value sign- or zero-extended from its type. It clobbers
+// R0-R5 and R7-R8.
+func (f *fn) intExpr(e lang.Expr) error {
+	f.mark(e)
+	switch e := e.(type) {
+	case *lang.IntLit:
+		f.emit(movImm(asm.R0, int64(e.Value)))
+		return nil
+	case *lang.PositionalParam:
+		v, err := f.paramInt(e)
+		if err != nil {
+			return err
+		}
+		f.emit(movImm(asm.R0, v))
+		return nil
+	case *lang.Var:
+		v, ok := f.vars[e.Name]
+		if !ok || !isScalar(v.typ) {
+			return f.c.errorf(e, "variable %s is not an integer", e.Name)
+		}
+		f.emit(asm.LoadMem(asm.R0, asm.RFP, v.slot, asm.DWord))
+		return nil
+	case *lang.MapExpr:
+		return f.mapReadInt(e)
+	case *lang.Builtin:
+		return f.builtin(e)
+	case *lang.Binary:
+		return f.binary(e)
+	case *lang.Unary:
+		return f.unary(e)
+	case *lang.IncDec:
+		return f.incDec(e)
+	case *lang.Ternary:
+		return f.ternaryInt(e)
+	case *lang.Cast:
+		return f.cast(e)
+	case *lang.FieldAccess:
+		return f.fieldInt(e)
+	case *lang.IndexExpr:
+		return f.index(e)
+	case *lang.Call:
+		switch {
+		case e.Name == "strftime" && len(e.Args) == 2:
+			// The time; its format travels in the record's Field.Format.
+			return f.intExpr(e.Args[1])
+		case (e.Name == "uptr" || e.Name == "usym") && len(e.Args) == 1:
+			return f.intExpr(e.Args[0])
+		}
+		return f.c.errorf(e, "%s() as an integer value: %w", e.Name, ErrUnsupported)
+	}
+	return f.c.errorf(e, "%s is not an integer", lang.TypeOf(e))
+}
+
+// paramInt returns the value of $N or $# as an integer constant.
+func (f *fn) paramInt(e *lang.PositionalParam) (int64, error) {
+	if e.Count {
+		return int64(len(f.c.opts.Params)), nil
+	}
+	if e.N < 1 || e.N > len(f.c.opts.Params) {
+		return 0, nil
+	}
+	s := f.c.opts.Params[e.N-1]
+	v, err := strconv.ParseInt(s, 0, 64)
+	if err != nil {
+		u, uerr := strconv.ParseUint(s, 0, 64)
+		if uerr != nil {
+			return 0, f.c.errorf(e, "$%d: parameter %q is not an integer", e.N, s)
+		}
+		v = int64(u)
+	}
+	return v, nil
+}
+
+// paramString returns $N as a string constant.
+func (f *fn) paramString(e *lang.PositionalParam) string {
+	if e.Count {
+		return strconv.Itoa(len(f.c.opts.Params))
+	}
+	if e.N < 1 || e.N > len(f.c.opts.Params) {
+		return ""
+	}
+	return f.c.opts.Params[e.N-1]
+}
+
+// binary lowers a binary operator.
+func (f *fn) binary(e *lang.Binary) error {
+	xt, yt := lang.TypeOf(e.X), lang.TypeOf(e.Y)
+	switch {
+	case e.Op == "&&" || e.Op == "||":
+		return f.logical(e)
+	case xt.Kind == lang.KindString || yt.Kind == lang.KindString:
+		return f.strCompare(e)
+	}
+	if err := f.intExpr(e.X); err != nil {
+		return err
+	}
+	slot, err := f.pushSlot(e)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	if err := f.intExpr(e.Y); err != nil {
+		return err
+	}
+	f.emit(
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+	)
+	return f.applyOp(e, e.Op, xt, yt)
+}
+
+// applyOp computes R0 = R0 op R1 with bpftrace 0.17's semantics: 64-bit
+// arithmetic; / % and >> unsigned; x/0 and x%0 are 0; shifts by 64 or
+// more give 0; comparisons are signed only when both sides are signed;
+// pointer +/- integer scales by the pointee size.
+func (f *fn) applyOp(n lang.Node, op string, xt, yt lang.Type) error {
+	switch op {
+	case "+", "-":
+		if xt.Kind == lang.KindPointer && yt.Kind != lang.KindPointer {
+			if s := f.elemSize(xt); s != 1 {
+				f.emit(asm.Mul.Imm(asm.R1, int32(s)))
+			}
+		} else if op == "+" && yt.Kind == lang.KindPointer && xt.Kind != lang.KindPointer {
+			if s := f.elemSize(yt); s != 1 {
+				f.emit(asm.Mul.Imm(asm.R0, int32(s)))
+			}
+		}
+		if op == "+" {
+			f.emit(asm.Add.Reg(asm.R0, asm.R1))
+		} else {
+			f.emit(asm.Sub.Reg(asm.R0, asm.R1))
+		}
+	case "*":
+		f.emit(asm.Mul.Reg(asm.R0, asm.R1))
+	case "&":
+		f.emit(asm.And.Reg(asm.R0, asm.R1))
+	case "|":
+		f.emit(asm.Or.Reg(asm.R0, asm.R1))
+	case "^":
+		f.emit(asm.Xor.Reg(asm.R0, asm.R1))
+	case "/", "%", "<<", ">>":
+		ok, end := f.label("op"), f.label("opend")
+		if op == "/" || op == "%" {
+			f.emit(asm.JNE.Imm(asm.R1, 0, ok))
+		} else {
+			f.emit(asm.JLT.Imm(asm.R1, 64, ok))
+		}
+		f.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(end))
+		f.place(ok)
+		switch op {
+		case "/":
+			f.emit(asm.Div.Reg(asm.R0, asm.R1))
+		case "%":
+			f.emit(asm.Mod.Reg(asm.R0, asm.R1))
+		case "<<":
+			f.emit(asm.LSh.Reg(asm.R0, asm.R1))
+		case ">>":
+			f.emit(asm.RSh.Reg(asm.R0, asm.R1))
+		}
+		f.place(end)
+	case "==", "!=", "<", "<=", ">", ">=":
+		signed := xt.Kind == lang.KindInt && yt.Kind == lang.KindInt && xt.Signed && yt.Signed
+		jump := map[string][2]asm.JumpOp{
+			"==": {asm.JEq, asm.JEq}, "!=": {asm.JNE, asm.JNE},
+			"<": {asm.JLT, asm.JSLT}, "<=": {asm.JLE, asm.JSLE},
+			">": {asm.JGT, asm.JSGT}, ">=": {asm.JGE, asm.JSGE},
+		}[op]
+		j := jump[0]
+		if signed {
+			j = jump[1]
+		}
+		yes, end := f.label("true"), f.label("cmpend")
+		f.emit(j.Reg(asm.R0, asm.R1, yes), asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(end))
+		f.place(yes)
+		f.emit(asm.Mov.Imm(asm.R0, 1))
+		f.place(end)
+	default:
+		return f.c.errorf(n, "operator %s: %w", op, ErrUnsupported)
+	}
+	return nil
+}
+
+// logical lowers && and || with short-circuit evaluation; the result is
+// 0 or 1.
+func (f *fn) logical(e *lang.Binary) error {
+	short, end := f.label("short"), f.label("logend")
+	// &&: a false side decides (result 0); ||: a true side (result 1).
+	jump, shortVal, fullVal := asm.JEq, int32(0), int32(1)
+	if e.Op == "||" {
+		jump, shortVal, fullVal = asm.JNE, 1, 0
+	}
+	if err := f.intExpr(e.X); err != nil {
+		return err
+	}
+	f.emit(jump.Imm(asm.R0, 0, short))
+	if err := f.intExpr(e.Y); err != nil {
+		return err
+	}
+	f.emit(jump.Imm(asm.R0, 0, short), asm.Mov.Imm(asm.R0, fullVal), asm.Ja.Label(end))
+	f.place(short)
+	f.emit(asm.Mov.Imm(asm.R0, shortVal))
+	f.place(end)
+	return nil
+}
+
+// strCompare lowers == and != on strings: equal when the bytes up to the
+// first NUL (or the end of the buffer) are equal.
+func (f *fn) strCompare(e *lang.Binary) error {
+	if e.Op != "==" && e.Op != "!=" {
+		return f.c.errorf(e, "operator %s on strings: %w", e.Op, ErrUnsupported)
+	}
+	xt, yt := lang.TypeOf(e.X), lang.TypeOf(e.Y)
+	if xt.Kind != lang.KindString || yt.Kind != lang.KindString {
+		return f.c.errorf(e, "comparing %s with %s", xt, yt)
+	}
+	xo, yo := f.alloc(sizeOf(xt)), f.alloc(sizeOf(yt))
+	if err := f.valueInto(e.X, xo); err != nil {
+		return err
+	}
+	if err := f.valueInto(e.Y, yo); err != nil {
+		return err
+	}
+	eq, ne, end := f.label("streq"), f.label("strne"), f.label("strend")
+	n := min(xt.Size, yt.Size)
+	for i := 0; i < n; i++ {
+		f.emit(
+			asm.LoadMem(asm.R1, regScratch, int16(xo+i), asm.Byte),
+			asm.LoadMem(asm.R2, regScratch, int16(yo+i), asm.Byte),
+			asm.JNE.Reg(asm.R1, asm.R2, ne),
+			asm.JEq.Imm(asm.R1, 0, eq),
+		)
+	}
+	// The shorter buffer ended: the longer string must end there too.
+	if xt.Size > n {
+		f.emit(asm.LoadMem(asm.R1, regScratch, int16(xo+n), asm.Byte), asm.JNE.Imm(asm.R1, 0, ne))
+	} else if yt.Size > n {
+		f.emit(asm.LoadMem(asm.R1, regScratch, int16(yo+n), asm.Byte), asm.JNE.Imm(asm.R1, 0, ne))
+	}
+	eqVal, neVal := int32(1), int32(0)
+	if e.Op == "!=" {
+		eqVal, neVal = 0, 1
+	}
+	f.place(eq)
+	f.emit(asm.Mov.Imm(asm.R0, eqVal), asm.Ja.Label(end))
+	f.place(ne)
+	f.emit(asm.Mov.Imm(asm.R0, neVal))
+	f.place(end)
+	return nil
+}
+
+// unary lowers ! ~ - and the dereference *.
+func (f *fn) unary(e *lang.Unary) error {
+	if err := f.intExpr(e.X); err != nil {
+		return err
+	}
+	switch e.Op {
+	case "!":
+		yes, end := f.label("not"), f.label("notend")
+		f.emit(asm.JEq.Imm(asm.R0, 0, yes), asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(end))
+		f.place(yes)
+		f.emit(asm.Mov.Imm(asm.R0, 1))
+		f.place(end)
+	case "~":
+		f.emit(asm.Xor.Imm(asm.R0, -1))
+	case "-":
+		f.emit(asm.Neg.Imm(asm.R0, 0))
+	case "*":
+		xt := lang.TypeOf(e.X)
+		if xt.Kind != lang.KindPointer {
+			return f.c.errorf(e, "dereferencing %s, not a pointer", xt)
+		}
+		return f.load(e, f.pointee(xt))
+	default:
+		return f.c.errorf(e, "operator %s: %w", e.Op, ErrUnsupported)
+	}
+	return nil
+}
+
+// pointee returns the type a pointer points to (an unsigned integer of
+// the pointer's Size when Elem is nil, a byte for void *).
+func (f *fn) pointee(t lang.Type) lang.Type {
+	if t.Elem != nil {
+		return *t.Elem
+	}
+	if t.Size > 0 && t.Size <= 8 {
+		return lang.Int(t.Size, false)
+	}
+	return lang.Int(1, false)
+}
+
+// elemSize is the size of what pointer or array type t points to.
+func (f *fn) elemSize(t lang.Type) int {
+	e := f.pointee(t)
+	switch e.Kind {
+	case lang.KindInt, lang.KindArray, lang.KindString:
+		return max(e.Size, 1)
+	case lang.KindStruct:
+		if sd := f.structDef(e.Struct); sd != nil && sd.Size > 0 {
+			return sd.Size
+		}
+		return 1
+	}
+	return 8
+}
+
+// structDef finds a struct defined in the script.
+func (f *fn) structDef(name string) *lang.StructDef {
+	for _, sd := range f.c.prog.Structs {
+		if sd.Name == name {
+			return sd
+		}
+	}
+	return nil
+}
+
+// load replaces the user-space address in R0 with the value of type t
+// stored there: integers and pointers are read with probe_read_user into
+// a zeroed slot and extended; a struct or an array stays an address.
+func (f *fn) load(n lang.Node, t lang.Type) error {
+	size, signed := 8, false
+	switch t.Kind {
+	case lang.KindStruct, lang.KindArray:
+		return nil
+	case lang.KindInt:
+		size, signed = t.Size, t.Signed
+	case lang.KindPointer:
+	default:
+		return f.c.errorf(n, "reading a %s through a pointer: %w", t, ErrUnsupported)
+	}
+	slot, err := f.pushSlot(n)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	f.emit(
+		asm.Mov.Reg(asm.R3, asm.R0),
+		storeImm64(asm.RFP, slot, 0),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, int32(size)),
+		asm.FnProbeReadUser.Call(),
+		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+	)
+	f.emit(extend(asm.R0, size, signed)...)
+	return nil
+}
+
+// incDec lowers ++ and -- on a variable or a map element.
+func (f *fn) incDec(e *lang.IncDec) error {
+	delta := int32(1)
+	if e.Op == "--" {
+		delta = -1
+	}
+	switch x := e.X.(type) {
+	case *lang.Var:
+		v, ok := f.vars[x.Name]
+		if !ok || !isScalar(v.typ) {
+			return f.c.errorf(e, "%s on %s, not an integer variable", e.Op, x.Name)
+		}
+		f.emit(
+			asm.LoadMem(asm.R0, asm.RFP, v.slot, asm.DWord),
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.Add.Imm(asm.R1, delta),
+			asm.StoreMem(asm.RFP, v.slot, asm.R1, asm.DWord),
+		)
+		if !e.Post {
+			f.emit(asm.Mov.Reg(asm.R0, asm.R1))
+		}
+		return nil
+	case *lang.MapExpr:
+		return f.mapIncDec(e, x, delta)
+	}
+	return f.c.errorf(e, "%s on %T", e.Op, e.X)
+}
+
+// ternaryInt lowers an integer `c ? a : b`.
+func (f *fn) ternaryInt(e *lang.Ternary) error {
+	if err := f.intExpr(e.Cond); err != nil {
+		return err
+	}
+	elseL, end := f.label("telse"), f.label("tend")
+	f.emit(asm.JEq.Imm(asm.R0, 0, elseL))
+	if err := f.intExpr(e.Then); err != nil {
+		return err
+	}
+	f.emit(asm.Ja.Label(end))
+	f.place(elseL)
+	if err := f.intExpr(e.Else); err != nil {
+		return err
+	}
+	f.place(end)
+	return nil
+}
+
+// cast lowers an integer or pointer cast: integers are truncated and
+// extended to the new type; pointers keep the value.
+func (f *fn) cast(e *lang.Cast) error {
+	if err := f.intExpr(e.X); err != nil {
+		return err
+	}
+	if e.To.Kind == lang.KindInt {
+		f.emit(extend(asm.R0, e.To.Size, e.To.Signed)...)
+	}
+	return nil
+}
+
+// fieldInt lowers `t.N` of a tuple and `s.f` / `p->f` of a struct to an
+// integer, pointer or struct address.
+func (f *fn) fieldInt(e *lang.FieldAccess) error {
+	xt := lang.TypeOf(e.X)
+	if xt.Kind == lang.KindTuple {
+		off, err := f.tupleField(e)
+		if err != nil {
+			return err
+		}
+		f.emit(asm.LoadMem(asm.R0, regScratch, int16(off), asm.DWord))
+		return nil
+	}
+	field, err := f.structField(e)
+	if err != nil {
+		return err
+	}
+	if err := f.intExpr(e.X); err != nil {
+		return err
+	}
+	if field.Offset != 0 {
+		f.emit(asm.Add.Imm(asm.R0, int32(field.Offset)))
+	}
+	return f.load(e, field.Type)
+}
+
+// structField finds the member a struct field access names.
+func (f *fn) structField(e *lang.FieldAccess) (lang.StructField, error) {
+	xt := lang.TypeOf(e.X)
+	st := xt
+	if xt.Kind == lang.KindPointer {
+		st = f.pointee(xt)
+	}
+	if st.Kind != lang.KindStruct {
+		return lang.StructField{}, f.c.errorf(e, "field %s of %s, not a struct", e.Field, xt)
+	}
+	sd := f.structDef(st.Struct)
+	if sd == nil {
+		return lang.StructField{}, f.c.errorf(e, "unknown struct %s", st.Struct)
+	}
+	for _, fld := range sd.Fields {
+		if fld.Name == e.Field {
+			return fld, nil
+		}
+	}
+	return lang.StructField{}, f.c.errorf(e, "struct %s has no field %s", sd.Name, e.Field)
+}
+
+// tupleField evaluates the tuple of `t.N` and returns the scratch offset
+// of element N.
+func (f *fn) tupleField(e *lang.FieldAccess) (int, error) {
+	xt := lang.TypeOf(e.X)
+	fields, _ := Layout(xt.Elems...)
+	if e.Index < 0 || e.Index >= len(fields) {
+		return 0, f.c.errorf(e, "tuple index %d out of range", e.Index)
+	}
+	if v, ok := e.X.(*lang.Var); ok {
+		if vv, ok := f.vars[v.Name]; ok && vv.typ.Kind == lang.KindTuple {
+			vf, _ := Layout(vv.typ.Elems...)
+			if vv.typ.Elems[e.Index].Equal(xt.Elems[e.Index]) {
+				return vv.off + vf[e.Index].Offset, nil
+			}
+		}
+	}
+	tmp := f.alloc(sizeOf(xt))
+	if err := f.valueInto(e.X, tmp); err != nil {
+		return 0, err
+	}
+	return tmp + fields[e.Index].Offset, nil
+}
+
+// index lowers p[i] on a pointer or an array: the element at
+// p + i*size.
+func (f *fn) index(e *lang.IndexExpr) error {
+	xt := lang.TypeOf(e.X)
+	if xt.Kind != lang.KindPointer && xt.Kind != lang.KindArray {
+		return f.c.errorf(e, "indexing %s, not a pointer or an array", xt)
+	}
+	if err := f.intExpr(e.X); err != nil {
+		return err
+	}
+	slot, err := f.pushSlot(e)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	if err := f.intExpr(e.Index); err != nil {
+		return err
+	}
+	if s := f.elemSize(xt); s != 1 {
+		f.emit(asm.Mul.Imm(asm.R0, int32(s)))
+	}
+	f.emit(
+		asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord),
+		asm.Add.Reg(asm.R0, asm.R1),
+	)
+	return f.load(e, f.pointee(xt))
+}
+
+// valueInto lowers a string, buf or tuple expression into the scratch
+// area at off, writing all sizeOf(TypeOf(e)) bytes (padding zeroed).
+func (f *fn) valueInto(e lang.Expr, off int) error {
+	f.mark(e)
+	t := lang.TypeOf(e)
+	switch e := e.(type) {
+	case *lang.StrLit:
+		f.writeString(off, e.Value, t.Size)
+		return nil
+	case *lang.PositionalParam:
+		f.writeString(off, f.paramString(e), t.Size)
+		return nil
+	case *lang.Var:
+		v, ok := f.vars[e.Name]
+		if !ok {
+			return f.c.errorf(e, "undefined variable %s", e.Name)
+		}
+		return f.convert(regScratch, off, t, regScratch, v.off, v.typ)
+	case *lang.MapExpr:
+		return f.mapReadValue(e, off)
+	case *lang.Builtin:
+		switch e.Name {
+		case "comm":
+			f.zero(regScratch, off, t.Size)
+			f.scratchPtr(asm.R1, off)
+			f.emit(asm.Mov.Imm(asm.R2, int32(min(t.Size, 16))), asm.FnGetCurrentComm.Call())
+			return nil
+		case "probe":
+			f.writeString(off, f.t.probeName, t.Size)
+			return nil
+		}
+	case *lang.Call:
+		switch e.Name {
+		case "str":
+			return f.str(e, off)
+		case "buf":
+			return f.buf(e, off)
+		}
+	case *lang.Ternary:
+		if err := f.intExpr(e.Cond); err != nil {
+			return err
+		}
+		elseL, end := f.label("telse"), f.label("tend")
+		f.emit(asm.JEq.Imm(asm.R0, 0, elseL))
+		if err := f.valueAs(e.Then, off, t); err != nil {
+			return err
+		}
+		f.emit(asm.Ja.Label(end))
+		f.place(elseL)
+		if err := f.valueAs(e.Else, off, t); err != nil {
+			return err
+		}
+		f.place(end)
+		return nil
+	case *lang.Tuple:
+		fields, _ := Layout(t.Elems...)
+		for i, el := range e.Elems {
+			if err := f.valueAs(el, off+fields[i].Offset, t.Elems[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *lang.FieldAccess:
+		if lang.TypeOf(e.X).Kind == lang.KindTuple {
+			src, err := f.tupleField(e)
+			if err != nil {
+				return err
+			}
+			f.copyMem(regScratch, off, regScratch, src, sizeOf(t))
+			return nil
+		}
+		if t.Kind == lang.KindString {
+			return f.structString(e, off)
+		}
+	}
+	return f.c.errorf(e, "%T of type %s as a value: %w", e, t, ErrUnsupported)
+}
+
+// valueAs lowers e into the scratch area at off as a value of type want,
+// converting strings and tuples to want's sizes.
+func (f *fn) valueAs(e lang.Expr, off int, want lang.Type) error {
+	t := lang.TypeOf(e)
+	if isScalar(want) {
+		if err := f.intExpr(e); err != nil {
+			return err
+		}
+		f.emit(asm.StoreMem(regScratch, int16(off), asm.R0, asm.DWord))
+		return nil
+	}
+	switch {
+	case t.Equal(want):
+		return f.valueInto(e, off)
+	case t.Kind == lang.KindString && want.Kind == lang.KindString && t.Size < want.Size:
+		if err := f.valueInto(e, off); err != nil {
+			return err
+		}
+		f.zero(regScratch, off+sizeOf(t), sizeOf(want)-sizeOf(t))
+		return nil
+	}
+	if tup, ok := e.(*lang.Tuple); ok && want.Kind == lang.KindTuple && len(want.Elems) == len(tup.Elems) {
+		fields, _ := Layout(want.Elems...)
+		for i, el := range tup.Elems {
+			if err := f.valueAs(el, off+fields[i].Offset, want.Elems[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	tmp := f.alloc(sizeOf(t))
+	if err := f.valueInto(e, tmp); err != nil {
+		return err
+	}
+	return f.convert(regScratch, off, want, regScratch, tmp, t)
+}
+
+// convert copies a value of type st at *(src+srcOff) to *(dst+dstOff) as
+// type dt: strings are truncated (keeping a NUL) or zero-padded, tuples
+// converted element by element.
+func (f *fn) convert(dst asm.Register, dstOff int, dt lang.Type, src asm.Register, srcOff int, st lang.Type) error {
+	switch {
+	case dt.Equal(st):
+		f.copyMem(dst, dstOff, src, srcOff, sizeOf(dt))
+	case isScalar(dt) && isScalar(st):
+		f.copyMem(dst, dstOff, src, srcOff, 8)
+	case dt.Kind == lang.KindString && st.Kind == lang.KindString:
+		if st.Size <= dt.Size {
+			f.copyMem(dst, dstOff, src, srcOff, st.Size)
+			f.zero(dst, dstOff+sizeOf(st), sizeOf(dt)-sizeOf(st))
+			return nil
+		}
+		f.copyMem(dst, dstOff, src, srcOff, dt.Size)
+		for i := dt.Size - 1; i < sizeOf(dt); i++ {
+			f.emit(asm.StoreImm(dst, int16(dstOff+i), 0, asm.Byte))
+		}
+	case dt.Kind == lang.KindTuple && st.Kind == lang.KindTuple && len(dt.Elems) == len(st.Elems):
+		df, _ := Layout(dt.Elems...)
+		sf, _ := Layout(st.Elems...)
+		for i := range df {
+			if err := f.convert(dst, dstOff+df[i].Offset, dt.Elems[i], src, srcOff+sf[i].Offset, st.Elems[i]); err != nil {
+				return err
+			}
+		}
+	default:
+		return fmt.Errorf("convert %s to %s: %w", st, dt, ErrUnsupported)
+	}
+	return nil
+}
+
+// writeString stores s as a NUL-terminated string in a buffer of size
+// bytes at scratch offset off, zero-padded to a multiple of 8.
+func (f *fn) writeString(off int, s string, size int) {
+	if len(s) > size-1 {
+		s = s[:max(size-1, 0)]
+	}
+	buf := make([]byte, align8(size))
+	copy(buf, s)
+	for i := 0; i < len(buf); i += 8 {
+		lo := int32(binary.LittleEndian.Uint32(buf[i:]))
+		hi := int32(binary.LittleEndian.Uint32(buf[i+4:]))
+		if lo == 0 && hi == 0 {
+			f.emit(storeImm64(regScratch, int16(off+i), 0))
+			continue
+		}
+		f.emit(
+			asm.StoreImm(regScratch, int16(off+i), int64(lo), asm.Word),
+			asm.StoreImm(regScratch, int16(off+i+4), int64(hi), asm.Word),
+		)
+	}
+}
+
+// str lowers str(p[, n]): at most n bytes (and at most the buffer) of the
+// NUL-terminated user-space string at p, into a zeroed buffer.
+func (f *fn) str(e *lang.Call, off int) error {
+	t := lang.TypeOf(e)
+	if len(e.Args) == 0 || len(e.Args) > 2 {
+		return f.c.errorf(e, "str() takes 1 or 2 arguments")
+	}
+	if lang.TypeOf(e.Args[0]).Kind == lang.KindString {
+		return f.valueAs(e.Args[0], off, t)
+	}
+	f.zero(regScratch, off, t.Size)
+	var slot int16
+	if len(e.Args) == 2 {
+		if err := f.intExpr(e.Args[1]); err != nil {
+			return err
+		}
+		ok := f.label("strlen")
+		f.emit(
+			asm.Add.Imm(asm.R0, 1),
+			asm.JLE.Imm(asm.R0, int32(t.Size), ok),
+			asm.Mov.Imm(asm.R0, int32(t.Size)),
+		)
+		f.place(ok)
+		var err error
+		if slot, err = f.pushSlot(e); err != nil {
+			return err
+		}
+		defer f.popSlot()
+		f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	}
+	if err := f.intExpr(e.Args[0]); err != nil {
+		return err
+	}
+	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	if len(e.Args) == 2 {
+		ok := f.label("strlen")
+		f.emit(
+			asm.LoadMem(asm.R2, asm.RFP, slot, asm.DWord),
+			asm.JLE.Imm(asm.R2, int32(t.Size), ok),
+			asm.Mov.Imm(asm.R2, int32(t.Size)),
+		)
+		f.place(ok)
+	} else {
+		f.emit(asm.Mov.Imm(asm.R2, int32(t.Size)))
+	}
+	f.scratchPtr(asm.R1, off)
+	f.emit(asm.FnProbeReadUserStr.Call())
+	return nil
+}
+
+// buf lowers buf(p, n): a u64 length min(n, capacity) followed by that
+// many bytes read from user space at p, the rest zeroed.
+func (f *fn) buf(e *lang.Call, off int) error {
+	t := lang.TypeOf(e)
+	if len(e.Args) != 2 {
+		return f.c.errorf(e, "buf() takes 2 arguments")
+	}
+	f.zero(regScratch, off, sizeOf(t))
+	if err := f.intExpr(e.Args[1]); err != nil {
+		return err
+	}
+	ok := f.label("buflen")
+	f.emit(
+		asm.JLE.Imm(asm.R0, int32(t.Size), ok),
+		asm.Mov.Imm(asm.R0, int32(t.Size)),
+	)
+	f.place(ok)
+	f.emit(asm.StoreMem(regScratch, int16(off), asm.R0, asm.DWord))
+	if err := f.intExpr(e.Args[0]); err != nil {
+		return err
+	}
+	ok2 := f.label("buflen")
+	f.emit(
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.LoadMem(asm.R2, regScratch, int16(off), asm.DWord),
+		asm.JLE.Imm(asm.R2, int32(t.Size), ok2),
+		asm.Mov.Imm(asm.R2, int32(t.Size)),
+	)
+	f.place(ok2)
+	f.scratchPtr(asm.R1, off+8)
+	f.emit(asm.FnProbeReadUser.Call())
+	return nil
+}
+
+// builtin lowers an integer builtin variable.
+func (f *fn) builtin(e *lang.Builtin) error {
+	switch e.Name {
+	case "nsecs":
+		f.emit(asm.FnKtimeGetNs.Call())
+	case "elapsed":
+		slot, err := f.pushSlot(e)
+		if err != nil {
+			return err
+		}
+		defer f.popSlot()
+		done := f.label("elapsed")
+		f.emit(asm.FnKtimeGetNs.Call(), asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+		f.lookupZeroKey(startMapName)
+		f.emit(
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+			asm.JEq.Imm(asm.R1, 0, done),
+			asm.LoadMem(asm.R1, asm.R1, 0, asm.DWord),
+			asm.Sub.Reg(asm.R0, asm.R1),
+		)
+		f.place(done)
+	case "pid":
+		f.emit(asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32))
+	case "tid":
+		f.emit(asm.FnGetCurrentPidTgid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
+	case "uid":
+		f.emit(asm.FnGetCurrentUidGid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
+	case "gid":
+		f.emit(asm.FnGetCurrentUidGid.Call(), asm.RSh.Imm(asm.R0, 32))
+	case "cpu":
+		f.emit(asm.FnGetSmpProcessorId.Call())
+	case "rand":
+		f.emit(asm.FnGetPrandomU32.Call())
+	case "cgroup":
+		f.emit(asm.FnGetCurrentCgroupId.Call())
+	case "curtask":
+		f.emit(asm.FnGetCurrentTask.Call())
+	case "probe":
+		f.emit(asm.Mov.Imm(asm.R0, int32(f.t.index)))
+	case "func":
+		switch f.t.kind {
+		case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
+			f.emit(asm.LoadMem(asm.R0, regCtx, ptRegsRIP, asm.DWord))
+		default:
+			return f.c.errorf(e, "func is not available in %s", f.t.probeName)
+		}
+	case "retval":
+		if f.t.kind != lang.ProbeUretprobe {
+			return f.c.errorf(e, "retval is only available in uretprobes")
+		}
+		f.emit(asm.LoadMem(asm.R0, regCtx, ptRegsRAX, asm.DWord))
+	default:
+		if n, ok := strings.CutPrefix(e.Name, "arg"); ok {
+			i, err := strconv.Atoi(n)
+			if err == nil && i >= 0 {
+				return f.arg(e, i)
+			}
+		}
+		return f.c.errorf(e, "builtin %s as an integer: %w", e.Name, ErrUnsupported)
+	}
+	return nil
+}
+
+// structString reads a `char name[N]` struct member, a string of N
+// bytes, into a zeroed buffer at scratch offset off; the last byte stays
+// NUL.
+func (f *fn) structString(e *lang.FieldAccess, off int) error {
+	t := lang.TypeOf(e)
+	field, err := f.structField(e)
+	if err != nil {
+		return err
+	}
+	f.zero(regScratch, off, t.Size)
+	if err := f.intExpr(e.X); err != nil {
+		return err
+	}
+	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	f.emit(addConst(asm.R3, int64(field.Offset))...)
+	f.scratchPtr(asm.R1, off)
+	f.emit(asm.Mov.Imm(asm.R2, int32(max(t.Size-1, 0))), asm.FnProbeReadUser.Call())
+	return nil
+}

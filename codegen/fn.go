@@ -1,0 +1,281 @@
+package codegen
+
+import (
+	"fmt"
+
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// Register use in every program:
+//
+//	R6  the context (pt_regs for uprobes and USDT)
+//	R9  the per-CPU scratch area (strings, tuples, keys, records)
+//	R0  the value of the integer expression just lowered
+//	R1-R5, R7, R8  short-lived, within one lowering step
+//
+// Integer temporaries and integer variables live in 8-byte stack slots;
+// everything larger lives in the scratch area at offsets fixed at compile
+// time.
+const (
+	regCtx     = asm.R6
+	regScratch = asm.R9
+)
+
+// Fixed stack slots.
+const (
+	// slotZero always holds a u32 zero: the key of one-entry arrays.
+	slotZero = -8
+	// slotCookie holds the attach cookie of a USDT program with several
+	// argument layouts.
+	slotCookie = -16
+	// slotIndex holds a u32 key for counter arrays.
+	slotIndex = -24
+	// firstFreeSlot is where variables and temporaries start.
+	firstFreeSlot = -24
+)
+
+// fn builds one program.
+type fn struct {
+	c     *compiler
+	t     *target
+	insns asm.Instructions
+
+	// stack is the lowest stack offset in use (negative).
+	stack int16
+	// scratch is the first free byte of the scratch area, scratchMax the
+	// area's high-water mark; zerosMax the largest zero source needed.
+	scratch    int
+	scratchMax int
+	zerosMax   int
+
+	vars map[string]variable
+
+	labels  int
+	pending string
+	// dead is set after an unconditional jump: what follows is
+	// unreachable until the next label.
+	dead bool
+	// refs are the labels that emitted jumps refer to.
+	refs    map[string]bool
+	comment string
+	loops   []loopLabels
+}
+
+// variable is a scratch variable: an integer in a stack slot or a larger
+// value in the scratch area.
+type variable struct {
+	typ  lang.Type
+	slot int16
+	off  int
+}
+
+// loopLabels are the targets of break and continue.
+type loopLabels struct {
+	brk, cont string
+}
+
+func newFn(c *compiler, t *target) *fn {
+	return &fn{c: c, t: t, stack: firstFreeSlot, vars: map[string]variable{}, refs: map[string]bool{}}
+}
+
+// emit appends instructions, attaching a pending label and source comment
+// to the first one. Instructions after an unconditional jump or an exit
+// are dropped until a label makes the code reachable again: the verifier
+// refuses unreachable instructions (code after exit(), say).
+func (f *fn) emit(insns ...asm.Instruction) {
+	for _, ins := range insns {
+		if f.pending != "" {
+			ins = ins.WithSymbol(f.pending)
+			f.pending = ""
+			f.dead = false
+		}
+		if f.dead {
+			continue
+		}
+		if ins.Reference() != "" {
+			f.refs[ins.Reference()] = true
+		}
+		if op := ins.OpCode.JumpOp(); ins.OpCode.Class().IsJump() && (op == asm.Ja || op == asm.Exit) {
+			f.dead = true
+		}
+		if f.comment != "" {
+			ins = ins.WithSource(asm.Comment(f.comment))
+			f.comment = ""
+		}
+		f.insns = append(f.insns, ins)
+	}
+}
+
+// label makes a fresh label name.
+func (f *fn) label(prefix string) string {
+	f.labels++
+	return fmt.Sprintf("%s_%d", prefix, f.labels)
+}
+
+// place puts label l on the next instruction emitted. In dead code a
+// label no jump refers to changes nothing.
+func (f *fn) place(l string) {
+	if f.dead && f.pending == "" && !f.refs[l] {
+		return
+	}
+	if f.pending != "" {
+		// Two labels on one spot: a jump of 0 carries the first.
+		f.emit(asm.Instruction{OpCode: asm.Ja.Op(asm.ImmSource)})
+	}
+	f.pending = l
+}
+
+// mark records where the lowering of node n starts, for the comment on
+// its first instruction.
+func (f *fn) mark(n lang.Node) {
+	s := n.Span()
+	f.comment = fmt.Sprintf("%s:%d:%d: %s", f.c.prog.File, s.Start.Line, s.Start.Col, f.c.snippet(n))
+}
+
+// pushSlot reserves an 8-byte stack slot.
+func (f *fn) pushSlot(n lang.Node) (int16, error) {
+	if int(f.stack)-8 < -stackSize {
+		return 0, f.c.errorf(n, "expression too complex: out of BPF stack (%d bytes)", stackSize)
+	}
+	f.stack -= 8
+	return f.stack, nil
+}
+
+// popSlot releases the most recent stack slot.
+func (f *fn) popSlot() { f.stack += 8 }
+
+// alloc reserves size bytes of scratch, 8-aligned. Statements release
+// their temporaries by resetting f.scratch.
+func (f *fn) alloc(size int) int {
+	off := f.scratch
+	f.scratch += align8(size)
+	f.scratchMax = max(f.scratchMax, f.scratch)
+	return off
+}
+
+func align8(n int) int { return (n + 7) &^ 7 }
+
+// storeImm64 stores a 64-bit zero-or-small constant to *(dst+off): the
+// ST|DW|IMM instruction that asm.StoreImm refuses to build.
+func storeImm64(dst asm.Register, off int16, v int32) asm.Instruction {
+	return asm.Instruction{OpCode: asm.StoreImmOp(asm.DWord), Dst: dst, Offset: off, Constant: int64(v)}
+}
+
+// movImm loads a 64-bit constant into r.
+func movImm(r asm.Register, v int64) asm.Instruction {
+	if v >= -1<<31 && v < 1<<31 {
+		return asm.Mov.Imm(r, int32(v))
+	}
+	return asm.LoadImm(r, v, asm.DWord)
+}
+
+// extend sign- or zero-extends the low size bytes of r to 64 bits.
+func extend(r asm.Register, size int, signed bool) asm.Instructions {
+	if size >= 8 || size <= 0 {
+		return nil
+	}
+	shift := int32(64 - 8*size)
+	if signed {
+		return asm.Instructions{asm.LSh.Imm(r, shift), asm.ArSh.Imm(r, shift)}
+	}
+	return asm.Instructions{asm.LSh.Imm(r, shift), asm.RSh.Imm(r, shift)}
+}
+
+// scratchPtr sets r to the scratch area plus off.
+func (f *fn) scratchPtr(r asm.Register, off int) {
+	f.emit(asm.Mov.Reg(r, regScratch))
+	if off != 0 {
+		f.emit(asm.Add.Imm(r, int32(off)))
+	}
+}
+
+// zero clears size bytes at *(base+off), where base is the scratch
+// register or a map value pointer kept in R7/R8.
+func (f *fn) zero(base asm.Register, off, size int) {
+	size = align8(size)
+	if size <= 256 {
+		for i := 0; i < size; i += 8 {
+			f.emit(storeImm64(base, int16(off+i), 0))
+		}
+		return
+	}
+	f.zerosMax = max(f.zerosMax, size)
+	ok := f.label("zeros")
+	f.emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(zerosMapName),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, slotZero),
+		asm.FnMapLookupElem.Call(),
+		asm.JNE.Imm(asm.R0, 0, ok),
+	)
+	// The zeros map always has its entry; this path only calms the verifier.
+	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	f.place(ok)
+	f.emit(
+		asm.Mov.Reg(asm.R3, asm.R0),
+		asm.Mov.Reg(asm.R1, base),
+		asm.Add.Imm(asm.R1, int32(off)),
+		asm.Mov.Imm(asm.R2, int32(size)),
+		asm.FnProbeReadKernel.Call(),
+	)
+}
+
+// copyMem copies size bytes from *(src+srcOff) to *(dst+dstOff). Both
+// areas must be 8-aligned and hold align8(size) bytes. It clobbers R0-R5.
+func (f *fn) copyMem(dst asm.Register, dstOff int, src asm.Register, srcOff int, size int) {
+	size = align8(size)
+	if size <= 256 {
+		for i := 0; i < size; i += 8 {
+			f.emit(
+				asm.LoadMem(asm.R0, src, int16(srcOff+i), asm.DWord),
+				asm.StoreMem(dst, int16(dstOff+i), asm.R0, asm.DWord),
+			)
+		}
+		return
+	}
+	f.emit(
+		asm.Mov.Reg(asm.R1, dst),
+		asm.Add.Imm(asm.R1, int32(dstOff)),
+		asm.Mov.Imm(asm.R2, int32(size)),
+		asm.Mov.Reg(asm.R3, src),
+		asm.Add.Imm(asm.R3, int32(srcOff)),
+		asm.FnProbeReadKernel.Call(),
+	)
+}
+
+// lookupZeroKey sets R0 to the value of entry 0 of the one-entry array
+// map name, or NULL.
+func (f *fn) lookupZeroKey(name string) {
+	f.emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(name),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, slotZero),
+		asm.FnMapLookupElem.Call(),
+	)
+}
+
+// incrementCounter adds one to entry index of the per-CPU u64 array map
+// name. It clobbers R0-R5.
+func (f *fn) incrementCounter(name string, index int) {
+	done := f.label("counted")
+	if index == 0 {
+		f.lookupZeroKey(name)
+	} else {
+		f.emit(
+			asm.StoreImm(asm.RFP, slotIndex, int64(index), asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(name),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, slotIndex),
+			asm.FnMapLookupElem.Call(),
+		)
+	}
+	f.emit(
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+	)
+	f.place(done)
+}

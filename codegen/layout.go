@@ -1,0 +1,54 @@
+package codegen
+
+import "github.com/gotrace/gotrace/lang"
+
+// Layout lays out values of the given types one after the other, the way
+// records, map keys, map values and tuples hold them: every field starts
+// at a multiple of 8; integers (of any declared size, already sign- or
+// zero-extended) and pointers take 8 bytes; a string takes its buffer
+// size rounded up to 8 (Field.Size is the buffer size); a buf takes a u64
+// length followed by its data; a tuple nests its own Layout. It returns
+// the fields and the total size, a multiple of 8.
+func Layout(types ...lang.Type) ([]Field, int) {
+	fields := make([]Field, 0, len(types))
+	off := 0
+	for _, t := range types {
+		f := Field{Type: t, Offset: off, Size: sizeOf(t)}
+		switch t.Kind {
+		case lang.KindString:
+			f.Size = t.Size
+		case lang.KindBuf:
+			f.Size = 8 + t.Size
+		}
+		fields = append(fields, f)
+		off += sizeOf(t)
+	}
+	return fields, off
+}
+
+// sizeOf is the number of bytes a value of type t takes in the scratch
+// area, a record or a map: a multiple of 8.
+func sizeOf(t lang.Type) int {
+	switch t.Kind {
+	case lang.KindString:
+		return align8(t.Size)
+	case lang.KindBuf:
+		return 8 + align8(t.Size)
+	case lang.KindTuple:
+		_, size := Layout(t.Elems...)
+		return size
+	case lang.KindNone, lang.KindVoid:
+		return 0
+	}
+	return 8
+}
+
+// isScalar reports whether values of type t are lowered into a register
+// (integers, pointers, struct addresses) rather than into memory.
+func isScalar(t lang.Type) bool {
+	switch t.Kind {
+	case lang.KindString, lang.KindBuf, lang.KindTuple:
+		return false
+	}
+	return true
+}

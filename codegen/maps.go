@@ -1,0 +1,225 @@
+package codegen
+
+import (
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// bpfAny is BPF_ANY, the map update flag that creates or replaces.
+const bpfAny = 0
+
+// mapOf returns the layout of the map named by e and its index in
+// Spec.Maps (and in the FullMap counters).
+func (f *fn) mapOf(n lang.Node, name string) (*Map, int, error) {
+	m, ok := f.c.maps[name]
+	if !ok {
+		return nil, 0, f.c.errorf(n, "map %s unknown to the checker", name)
+	}
+	for i := range f.c.spec.Maps {
+		if f.c.spec.Maps[i].Name == name {
+			return m, i, nil
+		}
+	}
+	return m, 0, nil
+}
+
+// mapKey builds the key of e in a zeroed scratch buffer of m.KeySize
+// bytes and returns its offset. For hist and lhist maps the caller fills
+// the bucket index in the last 8 bytes.
+func (f *fn) mapKey(e *lang.MapExpr, m *Map) (int, error) {
+	off := f.alloc(m.KeySize)
+	f.zero(regScratch, off, m.KeySize)
+	switch {
+	case len(e.Keys) == 0 && len(m.KeyFields) == 0:
+	case len(e.Keys) == len(m.KeyFields):
+		for i, k := range e.Keys {
+			if err := f.valueAs(k, off+m.KeyFields[i].Offset, m.KeyFields[i].Type); err != nil {
+				return 0, err
+			}
+		}
+	case len(e.Keys) == 1 && m.Info.Key.Kind == lang.KindTuple:
+		// @m[$t] with a tuple variable as the whole key.
+		if err := f.valueAs(e.Keys[0], off, m.Info.Key); err != nil {
+			return 0, err
+		}
+	default:
+		return 0, f.c.errorf(e, "map %s used with %d keys, declared with %d", e.Name, len(e.Keys), len(m.KeyFields))
+	}
+	return off, nil
+}
+
+// lookup emits bpf_map_lookup_elem(map, scratch+koff): R0 is the value
+// pointer or NULL.
+func (f *fn) lookup(name string, koff int) {
+	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(name))
+	f.scratchPtr(asm.R2, koff)
+	f.emit(asm.FnMapLookupElem.Call())
+}
+
+// lookupInt sets R0 to the u64 at the start of the value for the key at
+// koff, or 0 when there is none.
+func (f *fn) lookupInt(name string, koff int) {
+	found, end := f.label("found"), f.label("lookupend")
+	f.lookup(name, koff)
+	f.emit(asm.JNE.Imm(asm.R0, 0, found), asm.Ja.Label(end))
+	f.place(found)
+	f.emit(asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord))
+	f.place(end)
+}
+
+// update emits bpf_map_update_elem(map, scratch+koff, scratch+voff, ANY)
+// and counts a failure (a full map) in FullMap.
+func (f *fn) update(name string, index, koff, voff int) {
+	ok := f.label("updated")
+	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(name))
+	f.scratchPtr(asm.R2, koff)
+	f.scratchPtr(asm.R3, voff)
+	f.emit(
+		asm.Mov.Imm(asm.R4, bpfAny),
+		asm.FnMapUpdateElem.Call(),
+		asm.JSGE.Imm(asm.R0, 0, ok),
+	)
+	f.incrementCounter(fullMapName, index)
+	f.place(ok)
+}
+
+// mapReadInt lowers a read of an integer map element into R0; a missing
+// element reads as 0. Aggregations read this CPU's count, sum, min or max.
+func (f *fn) mapReadInt(e *lang.MapExpr) error {
+	m, _, err := f.mapOf(e, e.Name)
+	if err != nil {
+		return err
+	}
+	switch m.Info.Value.Kind {
+	case lang.KindAvg, lang.KindStats, lang.KindHist, lang.KindLhist:
+		return f.c.errorf(e, "reading %s map %s: %w", m.Info.Value, e.Name, ErrUnsupported)
+	}
+	if !isScalar(m.Info.Value) {
+		return f.c.errorf(e, "map %s holds %s, not an integer", e.Name, m.Info.Value)
+	}
+	koff, err := f.mapKey(e, m)
+	if err != nil {
+		return err
+	}
+	f.lookupInt(e.Name, koff)
+	return nil
+}
+
+// mapReadValue lowers a read of a string or tuple map element into the
+// scratch area at off; a missing element reads as zeroes.
+func (f *fn) mapReadValue(e *lang.MapExpr, off int) error {
+	m, _, err := f.mapOf(e, e.Name)
+	if err != nil {
+		return err
+	}
+	koff, err := f.mapKey(e, m)
+	if err != nil {
+		return err
+	}
+	t := lang.TypeOf(e)
+	found, end := f.label("found"), f.label("lookupend")
+	f.lookup(e.Name, koff)
+	f.emit(asm.JNE.Imm(asm.R0, 0, found))
+	f.zero(regScratch, off, sizeOf(t))
+	f.emit(asm.Ja.Label(end))
+	f.place(found)
+	f.emit(asm.Mov.Reg(asm.R7, asm.R0))
+	if err := f.convert(regScratch, off, t, asm.R7, 0, m.Info.Value); err != nil {
+		return f.c.errorf(e, "%w", err)
+	}
+	f.place(end)
+	return nil
+}
+
+// assignMap lowers `@m[k] op= v` for plain (non-aggregation) maps.
+func (f *fn) assignMap(s *lang.AssignStmt, e *lang.MapExpr) error {
+	m, index, err := f.mapOf(e, e.Name)
+	if err != nil {
+		return err
+	}
+	vt := m.Info.Value
+	if vt.IsAggregation() {
+		return f.c.errorf(s, "map %s holds %s: assign it with %s()", e.Name, vt, vt)
+	}
+	voff := f.alloc(m.ValueSize)
+	if s.Op == "=" {
+		if err := f.valueAs(s.RHS, voff, vt); err != nil {
+			return err
+		}
+		koff, err := f.mapKey(e, m)
+		if err != nil {
+			return err
+		}
+		f.update(e.Name, index, koff, voff)
+		return nil
+	}
+	if !isScalar(vt) {
+		return f.c.errorf(s, "operator %s on %s: %w", s.Op, vt, ErrUnsupported)
+	}
+	koff, err := f.mapKey(e, m)
+	if err != nil {
+		return err
+	}
+	f.lookupInt(e.Name, koff)
+	if err := f.applyRHS(s, vt); err != nil {
+		return err
+	}
+	f.emit(asm.StoreMem(regScratch, int16(voff), asm.R0, asm.DWord))
+	f.update(e.Name, index, koff, voff)
+	return nil
+}
+
+// mapIncDec lowers @m[k]++ and friends; R0 is the old value (postfix)
+// or the new one (prefix).
+func (f *fn) mapIncDec(e *lang.IncDec, x *lang.MapExpr, delta int32) error {
+	m, index, err := f.mapOf(x, x.Name)
+	if err != nil {
+		return err
+	}
+	if !isScalar(m.Info.Value) || m.Info.Value.IsAggregation() {
+		return f.c.errorf(e, "%s on map %s of %s", e.Op, x.Name, m.Info.Value)
+	}
+	koff, err := f.mapKey(x, m)
+	if err != nil {
+		return err
+	}
+	voff := f.alloc(8)
+	f.lookupInt(x.Name, koff)
+	f.emit(
+		asm.Add.Imm(asm.R0, delta),
+		asm.StoreMem(regScratch, int16(voff), asm.R0, asm.DWord),
+	)
+	f.update(x.Name, index, koff, voff)
+	f.emit(asm.LoadMem(asm.R0, regScratch, int16(voff), asm.DWord))
+	if e.Post {
+		f.emit(asm.Add.Imm(asm.R0, -delta))
+	}
+	return nil
+}
+
+// deleteElem lowers delete(@m[k]).
+func (f *fn) deleteElem(call *lang.Call) error {
+	if len(call.Args) != 1 {
+		return f.c.errorf(call, "delete() takes one map element")
+	}
+	e, ok := call.Args[0].(*lang.MapExpr)
+	if !ok {
+		return f.c.errorf(call, "delete() takes a map element")
+	}
+	m, _, err := f.mapOf(e, e.Name)
+	if err != nil {
+		return err
+	}
+	if m.Info.Value.Kind == lang.KindHist || m.Info.Value.Kind == lang.KindLhist {
+		return f.c.errorf(call, "delete() on %s map %s: %w", m.Info.Value, e.Name, ErrUnsupported)
+	}
+	koff, err := f.mapKey(e, m)
+	if err != nil {
+		return err
+	}
+	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(e.Name))
+	f.scratchPtr(asm.R2, koff)
+	f.emit(asm.FnMapDeleteElem.Call())
+	return nil
+}

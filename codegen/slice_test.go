@@ -1,0 +1,113 @@
+package codegen
+
+import (
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// TestHandBuiltBegin compiles a typed AST built by hand (printf of ints
+// and strings, count() into a map, exit()) and runs it in the kernel.
+func TestHandBuiltBegin(t *testing.T) {
+	countT := lang.Type{Kind: lang.KindCount}
+	p := &lang.Program{
+		File: "test.bt",
+		Probes: []*lang.Probe{probeBlock(beginAP(), nil,
+			void("printf", strLit("%d %s %s\n"),
+				bin("+", lang.Int64, intLit(1), bin("*", lang.Int64, intLit(2), intLit(-3))),
+				strLit("hi"),
+				builtinVar("comm", lang.String(16))),
+			assign(mapExpr("@c", countT), call("count", countT)),
+			assign(mapExpr("@c", countT), call("count", countT)),
+			assign(mapExpr("@s", lang.String(8), intLit(7)), strLit("seven")),
+			void("exit"),
+			void("printf", strLit("unreachable\n")),
+		)},
+		Maps: map[string]*lang.MapInfo{
+			"@c": {Name: "@c", Value: countT},
+			"@s": {Name: "@s", Key: lang.Int64, Value: lang.String(8)},
+		},
+	}
+	spec, err := Compile(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := load(t, spec)
+	got := printfs(t, l)
+	want := []string{"-5 hi codegen.test"}
+	if !slices.Equal(got, want) {
+		t.Errorf("printf records = %q, want %q", got, want)
+	}
+	ctl := l.drain(t, spec.ControlMap)
+	if len(ctl) != 1 || ctl[0].ev.Kind != EventExit {
+		t.Errorf("control records = %v, want one exit", ctl)
+	}
+	var counts []uint64
+	if err := l.coll.Maps["@c"].Lookup(uint64(0), &counts); err != nil {
+		t.Fatal(err)
+	}
+	var total uint64
+	for _, c := range counts {
+		total += c
+	}
+	if total != 2 {
+		t.Errorf("@c = %d, want 2", total)
+	}
+	var s [8]byte
+	if err := l.coll.Maps["@s"].Lookup(uint64(7), &s); err != nil {
+		t.Fatal(err)
+	}
+	if string(s[:]) != "seven\x00\x00\x00" {
+		t.Errorf("@s[7] = %q", s)
+	}
+}
+
+// TestUSDTProgramLoads compiles a USDT probe block reading args of two
+// locations with different layouts and checks that the kernel accepts it.
+func TestUSDTProgramLoads(t *testing.T) {
+	rdi := usdt.Register{Name: "rdi", PtRegsOffset: 112, Width: 8}
+	eax := usdt.Register{Name: "eax", PtRegsOffset: 80, Width: 4}
+	rbp := usdt.Register{Name: "rbp", PtRegsOffset: 32, Width: 8}
+	up := &usdt.Probe{Path: "/bin/fake", Provider: "net", Name: "msg", Locations: []usdt.Location{
+		{PC: 0x1000, Offset: 0x1000, ArgString: "-8@%rdi -4@%eax", Args: []usdt.Arg{
+			{Size: 8, Signed: true, Loc: usdt.ArgRegister, Reg: rdi},
+			{Size: 4, Signed: true, Loc: usdt.ArgRegister, Reg: eax},
+		}},
+		{PC: 0x2000, Offset: 0x2000, SemaphoreOffset: 0x3000, ArgString: "8@-8(%rbp) 1@$-56", Args: []usdt.Arg{
+			{Size: 8, Loc: usdt.ArgMemory, Reg: rbp, Disp: -8},
+			{Size: 1, Loc: usdt.ArgConstant, Const: -56},
+		}},
+	}}
+	ap := &lang.AttachPoint{Raw: "usdt:/bin/fake:net:msg", Kind: lang.ProbeUSDT, Target: "/bin/fake", Provider: "net", Func: "msg"}
+	countT := lang.Type{Kind: lang.KindCount}
+	p := &lang.Program{
+		File: "test.bt",
+		Probes: []*lang.Probe{probeBlock(ap, bin(">", lang.Int64, builtinVar("arg1", lang.Int64), intLit(0)),
+			void("printf", strLit("%d %d\n"), builtinVar("arg0", lang.Int64), builtinVar("arg1", lang.Int64)),
+			assign(mapExpr("@n", countT, builtinVar("arg1", lang.Int64)), call("count", countT)),
+		)},
+		Maps: map[string]*lang.MapInfo{"@n": {Name: "@n", Key: lang.Int64, Value: countT}},
+	}
+	spec, err := Compile(p, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {up}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := spec.Attachments[0]
+	wantSites := []Site{{Offset: 0x1000, Cookie: 0}, {Offset: 0x2000, SemaphoreOffset: 0x3000, Cookie: 1}}
+	if !slices.Equal(a.Sites, wantSites) || a.ProbeName != "usdt:/bin/fake:net:msg" {
+		t.Errorf("attachment = %+v", a)
+	}
+	load(t, spec)
+
+	// arg2 does not exist: the error names the probe.
+	p.Probes[0].Body.Stmts = append(p.Probes[0].Body.Stmts,
+		void("printf", strLit("%d\n"), builtinVar("arg2", lang.Int64)))
+	_, err = Compile(p, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {up}}})
+	if err == nil || !strings.Contains(err.Error(), "usdt:/bin/fake:net:msg has only 2 arguments") {
+		t.Errorf("arg2: err = %v", err)
+	}
+}
+

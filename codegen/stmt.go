@@ -1,0 +1,383 @@
+package codegen
+
+import (
+	"fmt"
+	"sort"
+
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// exitLabel is the shared return path of every program.
+const exitLabel = "exit"
+
+// compile lowers one probe block for f's target.
+func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
+	f.comment = fmt.Sprintf("%s:%d:%d: %s", f.c.prog.File, probe.Loc.Start.Line, probe.Loc.Start.Col, f.t.probeName)
+	f.emit(
+		asm.Mov.Reg(regCtx, asm.R1),
+		storeImm64(asm.RFP, slotZero, 0),
+		storeImm64(asm.RFP, slotCookie, 0),
+	)
+	f.lookupZeroKey(scratchMapName)
+	f.emit(
+		asm.JEq.Imm(asm.R0, 0, exitLabel),
+		asm.Mov.Reg(regScratch, asm.R0),
+	)
+	if f.t.kind == lang.ProbeUSDT && len(f.t.layouts) > 1 {
+		f.emit(
+			asm.Mov.Reg(asm.R1, regCtx),
+			asm.FnGetAttachCookie.Call(),
+			asm.StoreMem(asm.RFP, slotCookie, asm.R0, asm.DWord),
+		)
+	}
+	if err := f.declareVars(probe); err != nil {
+		return nil, err
+	}
+	if probe.Pred != nil {
+		f.mark(probe.Pred)
+		if err := f.intExpr(probe.Pred); err != nil {
+			return nil, err
+		}
+		f.emit(asm.JEq.Imm(asm.R0, 0, exitLabel))
+		f.scratch = f.varsEnd()
+	}
+	if err := f.block(probe.Body); err != nil {
+		return nil, err
+	}
+	f.place(exitLabel)
+	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	return f.insns, nil
+}
+
+// varsEnd is where the scratch temporaries start: after the variables.
+func (f *fn) varsEnd() int {
+	end := 0
+	for _, v := range f.vars {
+		if !isScalar(v.typ) {
+			end = max(end, v.off+align8(sizeOf(v.typ)))
+		}
+	}
+	return end
+}
+
+// declareVars gives every scratch variable of the probe its slot, zeroed:
+// variables are probe-wide, so one first assigned inside an if reads as
+// zero when the if was not taken.
+func (f *fn) declareVars(probe *lang.Probe) error {
+	types := map[string]lang.Type{}
+	var firstUse = map[string]lang.Node{}
+	visit := func(n lang.Node) {
+		v, ok := n.(*lang.Var)
+		if !ok {
+			return
+		}
+		t := lang.TypeOf(v)
+		if old, seen := types[v.Name]; seen {
+			t = widen(old, t)
+		} else {
+			firstUse[v.Name] = v
+		}
+		types[v.Name] = t
+	}
+	if probe.Pred != nil {
+		inspect(probe.Pred, visit)
+	}
+	inspect(probe.Body, visit)
+	names := make([]string, 0, len(types))
+	for name := range types {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		t := types[name]
+		v := variable{typ: t}
+		if isScalar(t) {
+			slot, err := f.pushSlot(firstUse[name])
+			if err != nil {
+				return err
+			}
+			v.slot = slot
+			f.emit(storeImm64(asm.RFP, slot, 0))
+		} else {
+			if sizeOf(t) == 0 {
+				return f.c.errorf(firstUse[name], "variable %s: type %s: %w", name, t, ErrUnsupported)
+			}
+			v.off = f.alloc(sizeOf(t))
+			f.zero(regScratch, v.off, sizeOf(t))
+		}
+		f.vars[name] = v
+	}
+	return nil
+}
+
+// widen returns the type that holds values of both a and b: the larger
+// string, element by element for tuples.
+func widen(a, b lang.Type) lang.Type {
+	switch {
+	case a.Kind == lang.KindString && b.Kind == lang.KindString:
+		return lang.String(max(a.Size, b.Size))
+	case a.Kind == lang.KindTuple && b.Kind == lang.KindTuple && len(a.Elems) == len(b.Elems):
+		t := lang.Type{Kind: lang.KindTuple, Elems: make([]lang.Type, len(a.Elems))}
+		for i := range a.Elems {
+			t.Elems[i] = widen(a.Elems[i], b.Elems[i])
+		}
+		return t
+	case a.Kind == lang.KindNone:
+		return b
+	}
+	return a
+}
+
+// block lowers the statements of b.
+func (f *fn) block(b *lang.Block) error {
+	for _, s := range b.Stmts {
+		if err := f.stmt(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// stmt lowers one statement. Scratch temporaries die with it.
+func (f *fn) stmt(s lang.Stmt) error {
+	mark := f.scratch
+	defer func() { f.scratch = mark }()
+	f.mark(s)
+	switch s := s.(type) {
+	case *lang.Block:
+		return f.block(s)
+	case *lang.ExprStmt:
+		return f.exprStmt(s.X)
+	case *lang.AssignStmt:
+		return f.assign(s)
+	case *lang.IfStmt:
+		return f.ifStmt(s)
+	case *lang.UnrollStmt:
+		for i := 0; i < s.N; i++ {
+			if err := f.block(s.Body); err != nil {
+				return err
+			}
+		}
+		return nil
+	case *lang.WhileStmt:
+		return f.whileStmt(s)
+	case *lang.JumpStmt:
+		return f.jump(s)
+	}
+	return f.c.errorf(s, "statement %T: %w", s, ErrUnsupported)
+}
+
+// exprStmt lowers an expression whose value is dropped.
+func (f *fn) exprStmt(e lang.Expr) error {
+	if call, ok := e.(*lang.Call); ok {
+		return f.callStmt(call)
+	}
+	t := lang.TypeOf(e)
+	if isScalar(t) {
+		return f.intExpr(e)
+	}
+	return f.valueInto(e, f.alloc(sizeOf(t)))
+}
+
+// assign lowers `LHS op RHS`.
+func (f *fn) assign(s *lang.AssignStmt) error {
+	switch lhs := s.LHS.(type) {
+	case *lang.Var:
+		return f.assignVar(s, lhs)
+	case *lang.MapExpr:
+		if call, ok := s.RHS.(*lang.Call); ok && s.Op == "=" && isAggregationCall(call.Name) {
+			return f.aggregate(lhs, call)
+		}
+		return f.assignMap(s, lhs)
+	}
+	return f.c.errorf(s.LHS, "cannot assign to %T", s.LHS)
+}
+
+// assignVar lowers an assignment to a scratch variable.
+func (f *fn) assignVar(s *lang.AssignStmt, lhs *lang.Var) error {
+	v, ok := f.vars[lhs.Name]
+	if !ok {
+		return f.c.errorf(lhs, "undefined variable %s", lhs.Name)
+	}
+	if isScalar(v.typ) {
+		if s.Op == "=" {
+			if err := f.intExpr(s.RHS); err != nil {
+				return err
+			}
+		} else {
+			f.emit(asm.LoadMem(asm.R0, asm.RFP, v.slot, asm.DWord))
+			if err := f.applyRHS(s, v.typ); err != nil {
+				return err
+			}
+		}
+		f.emit(asm.StoreMem(asm.RFP, v.slot, asm.R0, asm.DWord))
+		return nil
+	}
+	if s.Op != "=" {
+		return f.c.errorf(s, "operator %s on %s: %w", s.Op, v.typ, ErrUnsupported)
+	}
+	// Through a temporary: the right side may read the variable.
+	rt := lang.TypeOf(s.RHS)
+	tmp := f.alloc(sizeOf(rt))
+	if err := f.valueInto(s.RHS, tmp); err != nil {
+		return err
+	}
+	return f.convert(regScratch, v.off, v.typ, regScratch, tmp, rt)
+}
+
+// applyRHS computes R0 = R0 op RHS for a compound assignment (s.Op is
+// "+=", "<<=", ...). lt is the type of the left side.
+func (f *fn) applyRHS(s *lang.AssignStmt, lt lang.Type) error {
+	slot, err := f.pushSlot(s)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	if err := f.intExpr(s.RHS); err != nil {
+		return err
+	}
+	f.emit(
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+	)
+	op := s.Op[:len(s.Op)-1]
+	return f.applyOp(s, op, lt, lang.TypeOf(s.RHS))
+}
+
+// ifStmt lowers if/else.
+func (f *fn) ifStmt(s *lang.IfStmt) error {
+	if err := f.intExpr(s.Cond); err != nil {
+		return err
+	}
+	elseL, end := f.label("else"), f.label("endif")
+	f.emit(asm.JEq.Imm(asm.R0, 0, elseL))
+	if err := f.block(s.Then); err != nil {
+		return err
+	}
+	if s.Else == nil {
+		f.place(elseL)
+		return nil
+	}
+	f.emit(asm.Ja.Label(end))
+	f.place(elseL)
+	if err := f.stmt(s.Else); err != nil {
+		return err
+	}
+	f.place(end)
+	return nil
+}
+
+// whileStmt lowers a while loop with an iteration cap, so the verifier
+// sees that it ends.
+func (f *fn) whileStmt(s *lang.WhileStmt) error {
+	counter, err := f.pushSlot(s)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	top, end := f.label("while"), f.label("endwhile")
+	f.emit(storeImm64(asm.RFP, counter, 0))
+	f.place(top)
+	f.emit(
+		asm.LoadMem(asm.R0, asm.RFP, counter, asm.DWord),
+		asm.JGE.Imm(asm.R0, maxLoopIterations, end),
+		asm.Add.Imm(asm.R0, 1),
+		asm.StoreMem(asm.RFP, counter, asm.R0, asm.DWord),
+	)
+	f.mark(s.Cond)
+	if err := f.intExpr(s.Cond); err != nil {
+		return err
+	}
+	f.emit(asm.JEq.Imm(asm.R0, 0, end))
+	f.loops = append(f.loops, loopLabels{brk: end, cont: top})
+	err = f.block(s.Body)
+	f.loops = f.loops[:len(f.loops)-1]
+	if err != nil {
+		return err
+	}
+	f.emit(asm.Ja.Label(top))
+	f.place(end)
+	return nil
+}
+
+// jump lowers break, continue and return.
+func (f *fn) jump(s *lang.JumpStmt) error {
+	if s.Kind == "return" {
+		f.emit(asm.Ja.Label(exitLabel))
+		return nil
+	}
+	if len(f.loops) == 0 {
+		return f.c.errorf(s, "%s outside a loop", s.Kind)
+	}
+	l := f.loops[len(f.loops)-1]
+	if s.Kind == "break" {
+		f.emit(asm.Ja.Label(l.brk))
+	} else {
+		f.emit(asm.Ja.Label(l.cont))
+	}
+	return nil
+}
+
+// inspect calls visit for n and every node below it, in source order.
+func inspect(n lang.Node, visit func(lang.Node)) {
+	if n == nil {
+		return
+	}
+	visit(n)
+	switch n := n.(type) {
+	case *lang.Block:
+		for _, s := range n.Stmts {
+			inspect(s, visit)
+		}
+	case *lang.ExprStmt:
+		inspect(n.X, visit)
+	case *lang.AssignStmt:
+		inspect(n.LHS, visit)
+		inspect(n.RHS, visit)
+	case *lang.IfStmt:
+		inspect(n.Cond, visit)
+		inspect(n.Then, visit)
+		if n.Else != nil {
+			inspect(n.Else, visit)
+		}
+	case *lang.UnrollStmt:
+		inspect(n.Count, visit)
+		inspect(n.Body, visit)
+	case *lang.WhileStmt:
+		inspect(n.Cond, visit)
+		inspect(n.Body, visit)
+	case *lang.MapExpr:
+		for _, k := range n.Keys {
+			inspect(k, visit)
+		}
+	case *lang.Call:
+		for _, a := range n.Args {
+			inspect(a, visit)
+		}
+	case *lang.Binary:
+		inspect(n.X, visit)
+		inspect(n.Y, visit)
+	case *lang.Unary:
+		inspect(n.X, visit)
+	case *lang.IncDec:
+		inspect(n.X, visit)
+	case *lang.Ternary:
+		inspect(n.Cond, visit)
+		inspect(n.Then, visit)
+		inspect(n.Else, visit)
+	case *lang.Cast:
+		inspect(n.X, visit)
+	case *lang.Tuple:
+		for _, e := range n.Elems {
+			inspect(e, visit)
+		}
+	case *lang.FieldAccess:
+		inspect(n.X, visit)
+	case *lang.IndexExpr:
+		inspect(n.X, visit)
+		inspect(n.Index, visit)
+	}
+}
