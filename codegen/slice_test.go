@@ -110,4 +110,3 @@ func TestUSDTProgramLoads(t *testing.T) {
 		t.Errorf("arg2: err = %v", err)
 	}
 }
-
