@@ -1,0 +1,303 @@
+package runtime
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/lang"
+)
+
+// syncBuffer is an io.Writer safe for the tracer's goroutines that can
+// tell when a string has appeared.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+	// watch is closed once the output contains want.
+	want  string
+	watch chan struct{}
+}
+
+func newSyncBuffer(want string) *syncBuffer {
+	return &syncBuffer{want: want, watch: make(chan struct{})}
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	n, err := b.buf.Write(p)
+	if b.want != "" && strings.Contains(b.buf.String(), b.want) {
+		close(b.watch)
+		b.want = ""
+	}
+	return n, err
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// compileScript parses and checks src.
+func compileScript(t *testing.T, src string, params ...string) *lang.Program {
+	t.Helper()
+	p, err := lang.Parse("test.bt", src)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if err := lang.Check(p, lang.Config{Params: params}); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	return p
+}
+
+// runScript runs src to its end with opts (Out and Err are filled in) and
+// returns what it printed.
+func runScript(t *testing.T, ctx context.Context, src string, opts Options) (string, string, error) {
+	t.Helper()
+	p := compileScript(t, src, opts.Params...)
+	out, errOut := newSyncBuffer(""), newSyncBuffer("")
+	opts.Out, opts.Err = out, errOut
+	err := Run(ctx, p, opts)
+	checkNoBPFFiles(t)
+	return out.String(), errOut.String(), err
+}
+
+// checkNoBPFFiles fails t when this process still holds a BPF program,
+// map or link, or a perf event (a uprobe), after Run returned.
+func checkNoBPFFiles(t *testing.T) {
+	t.Helper()
+	fds, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, fd := range fds {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", fd.Name()))
+		if err != nil {
+			continue
+		}
+		for _, kind := range []string{"bpf-map", "bpf-prog", "bpf_link", "perf_event", "bpf-link"} {
+			if strings.Contains(target, kind) {
+				t.Errorf("after Run, fd %s is still open: %s", fd.Name(), target)
+			}
+		}
+	}
+}
+
+func TestRunBeginExit(t *testing.T) {
+	testenv.RequireRoot(t)
+	out, _, err := runScript(t, context.Background(), `BEGIN { printf("hello %d\n", 42); @x = 5; @c = count(); exit(); } END { printf("bye\n"); }`, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Attaching 2 probes...\nhello 42\nbye\n", "@c: 1\n", "@x: 5\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output %q does not contain %q", out, want)
+		}
+	}
+	if strings.Index(out, "@c: 1") > strings.Index(out, "@x: 5") {
+		t.Errorf("maps not printed in name order:\n%s", out)
+	}
+}
+
+func TestRunQuiet(t *testing.T) {
+	testenv.RequireRoot(t)
+	out, _, err := runScript(t, context.Background(), `BEGIN { printf("only\n"); exit(); }`, Options{Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "only\n" {
+		t.Errorf("output %q, want only the printf", out)
+	}
+}
+
+func TestRunNoProbes(t *testing.T) {
+	bin := fixture.Private(t, "bitcoind")
+	_, _, err := runScript(t, context.Background(), fmt.Sprintf(`usdt:%s:net:no_such_probe { exit(); }`, bin), Options{})
+	if !errors.Is(err, errNoProbes) || err.Error() != "No probes to attach" {
+		t.Errorf("error %v, want No probes to attach", err)
+	}
+}
+
+func TestRunUnsupportedKinds(t *testing.T) {
+	for _, src := range []string{
+		`kprobe:do_nanosleep { exit(); }`,
+		`tracepoint:syscalls:sys_enter_openat { exit(); }`,
+	} {
+		p, err := lang.Parse("test.bt", src)
+		if err != nil {
+			t.Fatalf("parse %s: %v", src, err)
+		}
+		if err := lang.Check(p, lang.Config{}); err != nil {
+			// The checker may refuse these itself: that is a clear
+			// error too.
+			continue
+		}
+		_, err = Compile(p, Options{})
+		if err == nil || !strings.Contains(err.Error(), "not available") {
+			t.Errorf("%s: error %v, want one saying the kind is not available", src, err)
+		}
+	}
+}
+
+// TestRunCommand traces the fixture started with -c: the probes are
+// attached before it runs, so every semaphore-guarded event fires, and
+// the trace ends when it exits.
+func TestRunCommand(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := fixture.Private(t, "bitcoind")
+	summary := filepath.Join(t.TempDir(), "summary")
+	src := fmt.Sprintf(`
+usdt:%[1]s:net:outbound_message { @out[str(arg3)] = count(); }
+usdt:%[1]s:validation:block_connected { printf("block %%d\n", arg1); }
+END { printf("end\n"); }`, bin)
+	// sh execs the fixture in place, so the PID gotrace filters on stays
+	// the same and the fixture's summary lands in a file.
+	cmd := fmt.Sprintf(`sh -c 'exec %s --linger-ms 0 > %s'`, bin, summary)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, stderr, err := runScript(t, ctx, src, Options{Command: cmd})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if ctx.Err() != nil {
+		t.Fatal("the trace did not end when the command exited")
+	}
+	var blocks strings.Builder
+	for h := 800000; h < 800006; h++ {
+		fmt.Fprintf(&blocks, "block %d\n", h)
+	}
+	if !strings.Contains(out, "Attaching 3 probes...\n"+blocks.String()+"end\n") {
+		t.Errorf("output:\n%s\nwant the 6 blocks in order, then end", out)
+	}
+	for _, want := range []string{"@out[ping]: 12\n", "@out[getdata]: 38\n", "@out[inv]: 32\n", "@out[headers]: 18\n", "@out[version]: 4\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output:\n%s\ndoes not contain %q", out, want)
+		}
+	}
+	b, err := os.ReadFile(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := fixture.ParseSummary(string(b))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := s.Probes["net:outbound_message"]; c.Fired != c.Attempted || c.Fired != 128 {
+		t.Errorf("net:outbound_message attempted %d, fired %d: want 128 and 128", c.Attempted, c.Fired)
+	}
+	if c := s.Probes["net:inbound_message"]; c.Fired != 0 {
+		t.Errorf("net:inbound_message fired %d times without a probe attached", c.Fired)
+	}
+}
+
+// startFixture starts the fixture with args and returns it and its
+// standard output.
+func startFixture(t *testing.T, bin string, args ...string) (*exec.Cmd, *syncBuffer) {
+	t.Helper()
+	out := newSyncBuffer("")
+	cmd := exec.Command(bin, args...)
+	cmd.Stdout = out
+	cmd.Stderr = out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+	})
+	return cmd, out
+}
+
+// TestRunPIDExit traces a running fixture with -p until exit(): the
+// fixture waits for every semaphore before it starts and checks after its
+// run that gotrace's detach brought them all back to zero.
+func TestRunPIDExit(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := fixture.Private(t, "bitcoind")
+	cmd, fout := startFixture(t, bin, "--wait-attach", "all", "--wait-detach", "all", "--linger-ms", "0")
+	src := fmt.Sprintf(`
+usdt:%[1]s:net:* { @msgs[probe] = count(); }
+usdt:%[1]s:validation:* ,usdt:%[1]s:mempool:*, usdt:%[1]s:coin_selection:* { @other = count(); }
+usdt:%[1]s:utxocache:* { if (arg1 == 3) { printf("final flush\n"); exit(); } }`, bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, stderr, err := runScript(t, ctx, src, Options{PID: cmd.Process.Pid})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("fixture: %v\n%s", err, fout)
+	}
+	s, err := fixture.ParseSummary(fout.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(s.SemaEnd) == 0 {
+		t.Fatalf("fixture reported no semaphores:\n%s", fout)
+	}
+	for probe, n := range s.SemaEnd {
+		if n != 0 {
+			t.Errorf("semaphore of %s is %d after gotrace ended", probe, n)
+		}
+	}
+	if !strings.Contains(out, "final flush\n") {
+		t.Errorf("output:\n%s\nmisses the final flush", out)
+	}
+	if c := s.Probes["net:outbound_message"]; c.Fired != 128 {
+		t.Errorf("net:outbound_message fired %d times, want 128", c.Fired)
+	}
+}
+
+// TestRunPIDSignal ends a -p trace the way SIGINT does (the context is
+// cancelled) while the process keeps running: END runs, maps are printed,
+// and the process's semaphores go back to zero.
+func TestRunPIDSignal(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := fixture.Private(t, "bitcoind")
+	cmd, fout := startFixture(t, bin, "--wait-attach", "net:inbound_message", "--wait-detach", "net:inbound_message", "--linger-ms", "0", "--rounds", "20", "--rate", "500")
+	p := compileScript(t, fmt.Sprintf(`usdt:%s:net:inbound_message { @in = count(); @n = @n + 1; if (@n == 50) { printf("fifty\n"); } } END { printf("end\n"); }`, bin))
+	out, errOut := newSyncBuffer("fifty\n"), newSyncBuffer("")
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, p, Options{PID: cmd.Process.Pid, Out: out, Err: errOut}) }()
+	select {
+	case <-out.watch:
+	case err := <-done:
+		t.Fatalf("Run ended early: %v\n%s%s", err, out, errOut)
+	case <-time.After(30 * time.Second):
+		t.Fatalf("no 50 inbound messages in 30 s:\n%s%s", out, errOut)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	checkNoBPFFiles(t)
+	if !strings.Contains(out.String(), "end\n") || !strings.Contains(out.String(), "@in: ") {
+		t.Errorf("output %q lacks END's printf or the map", out)
+	}
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("fixture: %v\n%s", err, fout)
+	}
+	s, err := fixture.ParseSummary(fout.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n, ok := s.SemaEnd["net:inbound_message"]; !ok || n != 0 {
+		t.Errorf("semaphore of net:inbound_message is %d (reported: %v) after gotrace ended", n, ok)
+	}
+	if c := s.Probes["net:inbound_message"]; c.Fired == 0 || c.Fired >= c.Attempted {
+		t.Errorf("net:inbound_message fired %d of %d times: want some, not all", c.Fired, c.Attempted)
+	}
+}
