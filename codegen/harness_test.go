@@ -136,3 +136,20 @@ func printfs(t *testing.T, l *loaded) []string {
 	}
 	return out
 }
+
+// compileSource parses, checks and compiles a script with no USDT probes.
+func compileSource(t *testing.T, src string, params ...string) *Spec {
+	t.Helper()
+	p, err := lang.Parse("test.bt", src)
+	if err != nil {
+		t.Fatalf("parse: %v", err)
+	}
+	if err := lang.Check(p, lang.Config{Params: params}); err != nil {
+		t.Fatalf("check: %v", err)
+	}
+	spec, err := Compile(p, Options{Params: params})
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	return spec
+}

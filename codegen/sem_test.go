@@ -1,0 +1,181 @@
+package codegen
+
+import (
+	"encoding/binary"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/lang"
+)
+
+// semanticsTests are BEGIN programs whose printf output was captured from
+// bpftrace 0.17 on this machine (TestSemanticsAgainstBpftrace re-checks
+// them when bpftrace is installed). Formats use only %ld, %lu, %lx and %s,
+// which bpftrace prints at full width.
+var semanticsTests = []struct {
+	name   string
+	src    string
+	params []string
+	want   string
+}{
+	{"arithmetic", `BEGIN {
+  $z = (int64)(nsecs * 0);
+  $m7 = $z - 7; $m16 = $z - 16; $five = $z + 5;
+  printf("div %ld %ld %ld %ld\n", $m7/2, 7/($z-2), $m7 % 3, $m7 / ($z-2));
+  printf("shr %ld %ld\n", $m16 >> 2, (uint64)$m16 >> 2);
+  printf("cmp %ld %ld %ld %ld\n", $m7 < 1, (uint64)$m7 < 1, $m7 > $five, $m7 <= (uint32)5);
+  printf("divz %ld %ld\n", $five/$z, $five%$z);
+  printf("cast %ld %ld %ld\n", (int8)($z+200), (uint16)($z-1), (int16)($z+0x18000));
+  printf("mul %ld\n", $m7 * 3);
+  printf("sh %ld %ld\n", $five << 62, $five << 64);
+  printf("bool %ld %ld %ld\n", $five && $z, $five || $z, !$five);
+  printf("x %lx\n", $m7);
+  exit();
+}`, nil, `div 9223372036854775804 0 0 0
+shr 4611686018427387900 4611686018427387900
+cmp 1 0 0 0
+divz 0 0
+cast -56 65535 -32768
+mul -21
+sh 4611686018427387904 0
+bool 0 1 0
+x fffffffffffffff9
+`},
+	{"language", `BEGIN {
+  $s = "hello";
+  $t = $s;
+  $c = 3 > 2 ? "yes" : "no";
+  printf("%s %s %s %ld %ld\n", $s, $t, $c, $s == "hello", $s != "hello");
+  printf("%ld %ld %ld\n", "abc" == "abcd", "abcd" == "abc", "" == "");
+  @m["a"] = 1; @m["b"] = 2; @m["a"] += 10; @m["b"]++; @m["c"]--;
+  printf("%ld %ld %ld %ld\n", @m["a"], @m["b"], @m["c"], @m["zz"]);
+  delete(@m["a"]);
+  printf("%ld\n", @m["a"]);
+  @t[1, "x"] = 5;
+  printf("%ld %ld\n", @t[1, "x"], @t[2, "x"]);
+  $i = 0; $sum = 0;
+  while ($i < 10) { $i++; if ($i == 3) { continue; } if ($i == 8) { break; } $sum += $i; }
+  printf("%ld %ld\n", $i, $sum);
+  $u = 0;
+  unroll(5) { $u = $u * 2 + 1; }
+  printf("%ld\n", $u);
+  $tup = (1, "two", -3);
+  printf("%ld %s %ld\n", $tup.0, $tup.1, $tup.2);
+  @str = "mapstr";
+  @nostr[6] = "q"; printf("%s %s\n", @str, @nostr[5]);
+  printf("%ld %ld\n", $1, $#);
+  printf("%s\n", str($2));
+  if ($i > 100) { printf("big\n"); } else if ($i > 5) { printf("mid\n"); } else { printf("small\n"); }
+  printf("%ld %ld %ld\n", -(3), ~0, !0);
+  printf("%ld %ld\n", (uint8)0x1ff + 1, (int32)0xffffffff * 2);
+  printf("%s\n", 0 ? "longer string here" : "s");
+  exit();
+}`, []string{"42", "word"}, `hello hello yes 1 0
+0 0 1
+11 3 -1 0
+0
+5 0
+8 25
+31
+1 two -3
+mapstr 
+42 2
+word
+mid
+-3 -1 1
+256 -2
+s
+`},
+}
+
+// TestSemantics runs each program in the kernel and compares its printf
+// output with bpftrace's.
+func TestSemantics(t *testing.T) {
+	for _, tt := range semanticsTests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := load(t, compileSource(t, tt.src, tt.params...))
+			l.runKind(t, lang.ProbeBegin)
+			var got strings.Builder
+			for _, r := range l.drain(t, l.spec.EventsMap) {
+				if r.ev.Kind == EventPrintf {
+					got.WriteString(formatRecord(t, r))
+				}
+			}
+			if got.String() != tt.want {
+				t.Errorf("output:\n%s\nwant:\n%s", got.String(), tt.want)
+			}
+		})
+	}
+}
+
+// TestSemanticsAgainstBpftrace checks that the expected outputs above are
+// what bpftrace 0.17 prints.
+func TestSemanticsAgainstBpftrace(t *testing.T) {
+	bpftrace := testenv.RequireTool(t, "bpftrace")
+	testenv.RequireRoot(t)
+	for _, tt := range semanticsTests {
+		t.Run(tt.name, func(t *testing.T) {
+			script := filepath.Join(t.TempDir(), "t.bt")
+			if err := os.WriteFile(script, []byte(tt.src), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			out, err := exec.Command(bpftrace, append([]string{"-q", script}, tt.params...)...).Output()
+			if err != nil {
+				t.Fatalf("bpftrace: %v", err)
+			}
+			// Drop the maps bpftrace prints at exit: they follow a blank line.
+			got, _, _ := strings.Cut(string(out), "\n\n\n")
+			if got+"\n" != tt.want {
+				t.Errorf("bpftrace printed:\n%s\nwant:\n%s", got, tt.want)
+			}
+		})
+	}
+}
+
+// formatRecord formats a printf record, supporting the conversions the
+// tests use: %ld %lu %lx %s and %%.
+func formatRecord(t *testing.T, r record) string {
+	t.Helper()
+	var b strings.Builder
+	format, arg := r.ev.Format, 0
+	for i := 0; i < len(format); i++ {
+		if format[i] != '%' {
+			b.WriteByte(format[i])
+			continue
+		}
+		j := i + 1
+		for j < len(format) && strings.IndexByte("l-0123456789", format[j]) >= 0 {
+			j++
+		}
+		if j == len(format) {
+			t.Fatalf("format %q: dangling %%", format)
+		}
+		verb := format[j]
+		i = j
+		if verb == '%' {
+			b.WriteByte('%')
+			continue
+		}
+		f := r.ev.Args[arg]
+		arg++
+		data := r.data[f.Offset:]
+		switch verb {
+		case 's':
+			b.WriteString(fieldText(f, data))
+		case 'd':
+			fmt.Fprint(&b, int64(binary.LittleEndian.Uint64(data)))
+		case 'u':
+			fmt.Fprint(&b, binary.LittleEndian.Uint64(data))
+		case 'x':
+			fmt.Fprintf(&b, "%x", binary.LittleEndian.Uint64(data))
+		default:
+			t.Fatalf("format %q: verb %c not supported by the test", format, verb)
+		}
+	}
+	return b.String()
+}
