@@ -1,0 +1,115 @@
+package codegen
+
+import (
+	"encoding/binary"
+	"testing"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// TestAggregations checks the per-CPU values the aggregations leave in
+// their maps, summed over CPUs, against the layouts of design.md.
+func TestAggregations(t *testing.T) {
+	src := `BEGIN {
+  @c = count(); @c = count();
+  @s["a"] = sum(5); @s["a"] = sum(-7);
+  @mn = min(5); @mn = min(-3); @mn = min(9);
+  @mx = max(-5); @mx = max(-3); @mx = max(-9);
+  @a = avg(10); @a = avg(21);
+  @st = stats(4); @st = stats(8);
+  @h = hist(0); @h = hist(1); @h = hist(5); @h = hist(1024); @h = hist(-1); @h = hist(1099511627776);
+  @h = hist(0x8000000000000000 - 1);
+  @l = lhist(-1, 0, 100, 10); @l = lhist(0, 0, 100, 10); @l = lhist(55, 0, 100, 10); @l = lhist(100, 0, 100, 10); @l = lhist(99, 0, 100, 10);
+  @kh[7] = hist(3);
+  exit();
+}`
+	l := load(t, compileSource(t, src))
+	l.runKind(t, lang.ProbeBegin)
+
+	tests := []struct {
+		m    string
+		key  []byte
+		want []int64
+	}{
+		{"@c", u64s(0), []int64{2}},
+		{"@s", []byte("a\x00\x00\x00\x00\x00\x00\x00"), []int64{-2}},
+		{"@mn", u64s(0), []int64{-3, 1}},
+		{"@mx", u64s(0), []int64{-3, 1}},
+		{"@a", u64s(0), []int64{2, 31}},
+		{"@st", u64s(0), []int64{2, 12}},
+		{"@h", u64s(0), []int64{1}},
+		{"@h", u64s(1), []int64{1}},
+		{"@h", u64s(2), []int64{1}},
+		{"@h", u64s(4), []int64{1}},
+		{"@h", u64s(12), []int64{1}},
+		{"@h", u64s(42), []int64{1}},
+		{"@h", u64s(64), []int64{1}},
+		{"@l", u64s(0), []int64{1}},
+		{"@l", u64s(1), []int64{1}},
+		{"@l", u64s(6), []int64{1}},
+		{"@l", u64s(10), []int64{1}},
+		{"@l", u64s(11), []int64{1}},
+		{"@kh", u64s(7, 3), []int64{1}},
+	}
+	for _, tt := range tests {
+		got := sumPerCPU(t, l, tt.m, tt.key)
+		for i, w := range tt.want {
+			if got[i] != w {
+				t.Errorf("%s[%x] word %d = %d, want %d", tt.m, tt.key, i, got[i], w)
+			}
+		}
+	}
+	// Nothing else landed in the histograms.
+	for _, name := range []string{"@h", "@l"} {
+		n := 0
+		it := l.coll.Maps[name].Iterate()
+		var k []byte
+		var v [][]byte
+		for it.Next(&k, &v) {
+			n++
+		}
+		if err := it.Err(); err != nil {
+			t.Fatal(err)
+		}
+		if want := map[string]int{"@h": 7, "@l": 5}[name]; n != want {
+			t.Errorf("%s has %d buckets, want %d", name, n, want)
+		}
+	}
+}
+
+func u64s(vs ...uint64) []byte {
+	b := make([]byte, 8*len(vs))
+	for i, v := range vs {
+		binary.LittleEndian.PutUint64(b[8*i:], v)
+	}
+	return b
+}
+
+// sumPerCPU returns the words of a per-CPU map value summed over CPUs,
+// with min/max style values (word 1 a "set" flag) taken from the CPU
+// that set them.
+func sumPerCPU(t *testing.T, l *loaded, name string, key []byte) []int64 {
+	t.Helper()
+	var vals [][]byte
+	if err := l.coll.Maps[name].Lookup(key, &vals); err != nil {
+		t.Fatalf("lookup %s[%x]: %v", name, key, err)
+	}
+	var out []int64
+	for _, v := range vals {
+		if len(out) == 0 {
+			out = make([]int64, len(v)/8)
+		}
+		if (name == "@mn" || name == "@mx") && binary.LittleEndian.Uint64(v[8:]) == 0 {
+			continue
+		}
+		for i := range out {
+			w := int64(binary.LittleEndian.Uint64(v[8*i:]))
+			if name == "@mn" || name == "@mx" {
+				out[i] = w
+			} else {
+				out[i] += w
+			}
+		}
+	}
+	return out
+}
