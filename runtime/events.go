@@ -106,28 +106,3 @@ func (t *tracer) mapKeysMax() int {
 	}
 	return 4096
 }
-
-// printAllMaps prints every map at the end of the trace, in name order as
-// bpftrace does. The caller holds t.mu.
-func (t *tracer) printAllMaps() error {
-	var all []printedMap
-	for i := range t.spec.Maps {
-		m := &t.spec.Maps[i]
-		em := t.coll.Maps[m.Name]
-		if em == nil {
-			return fmt.Errorf("map %s is missing from the collection", m.Name)
-		}
-		entries, err := readMap(m, em)
-		if err != nil {
-			return err
-		}
-		all = append(all, printedMap{m: m, entries: entries})
-	}
-	return t.printMaps(all)
-}
-
-// printedMap is a map read for printing.
-type printedMap struct {
-	m       *codegen.Map
-	entries []*mapEntry
-}

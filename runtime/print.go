@@ -1,249 +1,233 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
-	"sort"
-	"strconv"
 	"strings"
 	"time"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/output"
 )
 
+// catBytesMax is how much of a file cat() prints, bpftrace's
+// BPFTRACE_CAT_BYTES_MAX default.
+const catBytesMax = 10 * 1024
+
 // attaching prints "Attaching N probes...".
-func (t *tracer) attaching(n int) {
-	if t.opts.Format == "json" {
-		fmt.Fprintf(t.opts.Out, "{\"type\": \"attached_probes\", \"data\": {\"probes\": %d}}\n", n)
-		return
-	}
-	if n == 1 {
-		fmt.Fprintln(t.opts.Out, "Attaching 1 probe...")
-		return
-	}
-	fmt.Fprintf(t.opts.Out, "Attaching %d probes...\n", n)
+func (t *tracer) attaching(n int) error {
+	return t.out.AttachedProbes(n)
 }
 
 // printLost reports n records the programs could not reserve.
 func (t *tracer) printLost(n uint64) {
-	if t.opts.Format == "json" {
-		fmt.Fprintf(t.opts.Out, "{\"type\": \"lost_events\", \"data\": {\"events\": %d}}\n", n)
-		return
+	if err := t.out.LostEvents(n); err != nil && t.runErr == nil {
+		t.runErr = err
 	}
-	fmt.Fprintf(t.opts.Out, "Lost %d events\n", n)
 }
 
-// formatRecord formats the fields of a record with a printf format.
-func formatRecord(format string, fields []codegen.Field, data []byte) (string, error) {
-	parts, err := lang.ParseFormat(format)
+// formatParts returns the parsed printf-style format of event ev, parsing
+// it once.
+func (t *tracer) formatParts(ev *codegen.Event) ([]lang.FormatPart, error) {
+	if parts, ok := t.formats[ev]; ok {
+		return parts, nil
+	}
+	parts, err := lang.ParseFormat(ev.Format)
 	if err != nil {
-		return "", fmt.Errorf("format %q: %w", format, err)
+		return nil, fmt.Errorf("parse format %q: %w", ev.Format, err)
 	}
-	var b strings.Builder
-	arg := 0
-	for _, part := range parts {
-		v := part.Verb
-		if v == nil {
-			b.WriteString(part.Literal)
-			continue
-		}
-		if arg >= len(fields) {
-			return "", fmt.Errorf("format %q: not enough arguments", format)
-		}
-		f := fields[arg]
-		arg++
-		if v.Escaped {
-			b.WriteString(v.Text[1:])
-			continue
-		}
-		spec := "%" + v.Flags
-		if v.Width >= 0 {
-			spec += strconv.Itoa(v.Width)
-		}
-		if v.Prec >= 0 {
-			spec += "." + strconv.Itoa(v.Prec)
-		}
-		field := data[f.Offset:]
-		switch v.Arg() {
-		case lang.FormatArgString:
-			fmt.Fprintf(&b, spec+"s", cString(field[:f.Size]))
-		case lang.FormatArgBuf:
-			for _, c := range bufBytes(field, f.Type.Size) {
-				if c >= 0x20 && c < 0x7f && v.Buf == 0 {
-					b.WriteByte(c)
-				} else {
-					fmt.Fprintf(&b, "\\x%02x", c)
-				}
-			}
-		default:
-			n := u64(field, 0)
-			switch v.Conv {
-			case 'd':
-				fmt.Fprintf(&b, spec+"d", int64(n))
-			case 'u':
-				fmt.Fprintf(&b, spec+"d", n)
-			case 'c':
-				b.WriteByte(byte(n))
-			case 'p':
-				fmt.Fprintf(&b, "0x%x", n)
-			default:
-				fmt.Fprintf(&b, spec+string(v.Conv), n)
-			}
-		}
+	t.formats[ev] = parts
+	return parts, nil
+}
+
+// recordArgs decodes the fields of a record.
+func (t *tracer) recordArgs(fields []codegen.Field, data []byte) []output.Value {
+	args := make([]output.Value, len(fields))
+	for i, f := range fields {
+		args[i] = t.value(f, data[f.Offset:])
 	}
-	return b.String(), nil
+	return args
+}
+
+// value decodes one field that starts at b[0], as codegen.Field documents
+// the encodings.
+func (t *tracer) value(f codegen.Field, b []byte) output.Value {
+	typ := f.Type
+	switch typ.Kind {
+	case lang.KindInt, lang.KindPointer:
+		return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: typ.Signed}
+	case lang.KindString:
+		return output.Str(cString(b[:f.Size]))
+	case lang.KindBuf:
+		return output.Buf(clone(bufBytes(b, typ.Size)))
+	case lang.KindTuple:
+		fields, _ := codegen.Layout(typ.Elems...)
+		elems := make([]output.Value, len(fields))
+		for i, ef := range fields {
+			elems[i] = t.value(ef, b[ef.Offset:])
+		}
+		return output.Tuple(elems...)
+	case lang.KindProbe:
+		i := u64(b, 0)
+		if i < uint64(len(t.spec.Attachments)) {
+			return output.Str(t.spec.Attachments[i].ProbeName)
+		}
+		return output.Str(fmt.Sprintf("probe#%d", i))
+	case lang.KindTimestamp:
+		return output.Str(strftime(f.Format, t.wallTime(u64(b, 0))))
+	case lang.KindUsym:
+		return output.Str(fmt.Sprintf("0x%x", u64(b, 0)))
+	}
+	return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: typ.Signed}
+}
+
+// wallTime converts a bpf_ktime_get_ns time (CLOCK_MONOTONIC) into wall
+// clock time.
+func (t *tracer) wallTime(mono uint64) time.Time {
+	return t.bootWall.Add(time.Duration(mono))
 }
 
 // printf prints a printf record.
 func (t *tracer) printf(ev *codegen.Event, data []byte) error {
-	s, err := formatRecord(ev.Format, ev.Args, data)
+	parts, err := t.formatParts(ev)
 	if err != nil {
 		return err
 	}
-	if t.opts.Format == "json" {
-		fmt.Fprintf(t.opts.Out, "{\"type\": \"printf\", \"data\": %s}\n", strconv.Quote(s))
-		return nil
-	}
-	_, err = io.WriteString(t.opts.Out, s)
-	return err
+	return t.out.Printf(parts, t.recordArgs(ev.Args, data))
 }
 
 // printValue prints print(value) for a non-map value.
 func (t *tracer) printValue(ev *codegen.Event, data []byte) error {
-	if len(ev.Args) == 0 {
-		return nil
+	if len(ev.Args) != 1 {
+		return fmt.Errorf("decode print record: %d values, want 1", len(ev.Args))
 	}
-	fmt.Fprintln(t.opts.Out, formatValue(ev.Args[0].Type, data[ev.Args[0].Offset:]))
-	return nil
+	return t.out.Value(t.value(ev.Args[0], data[ev.Args[0].Offset:]))
 }
 
-// formatValue formats a single decoded value.
-func formatValue(typ lang.Type, b []byte) string {
-	switch typ.Kind {
-	case lang.KindString:
-		return cString(b[:typ.Size])
-	case lang.KindInt:
-		if typ.Signed {
-			return strconv.FormatInt(int64(u64(b, 0)), 10)
-		}
-		return strconv.FormatUint(u64(b, 0), 10)
-	case lang.KindTuple:
-		fields, _ := codegen.Layout(typ.Elems...)
-		parts := make([]string, len(fields))
-		for i, f := range fields {
-			parts[i] = formatValue(f.Type, b[f.Offset:])
-		}
-		return "(" + strings.Join(parts, ", ") + ")"
+// outputMap reads a user map and converts it for printing.
+func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
+	em := t.coll.Maps[m.Name]
+	if em == nil {
+		return nil, fmt.Errorf("map %s is missing from the collection", m.Name)
 	}
-	return fmt.Sprintf("%#x", u64(b, 0))
+	entries, err := readMap(m, em)
+	if err != nil {
+		return nil, err
+	}
+	om := &output.Map{Name: m.Name, Kind: m.Info.Value.Kind, Lhist: m.Info.Lhist}
+	for _, e := range entries {
+		oe := output.Entry{Count: e.Count, Total: e.Total, Buckets: e.Buckets}
+		if e.Key != nil {
+			oe.Key = t.recordArgs(m.KeyFields, e.Key)
+		}
+		switch om.Kind {
+		case lang.KindCount:
+			oe.Value = output.Uint(e.Count)
+		case lang.KindSum, lang.KindMin, lang.KindMax:
+			oe.Value = output.Int(e.Total)
+		case lang.KindAvg, lang.KindStats, lang.KindHist, lang.KindLhist:
+		default:
+			_, size := codegen.Layout(m.Info.Value)
+			oe.Value = t.value(codegen.Field{Type: m.Info.Value, Size: valueFieldSize(m.Info.Value, size)}, e.Value)
+		}
+		om.Entries = append(om.Entries, oe)
+	}
+	return om, nil
+}
+
+// valueFieldSize is the Field.Size of a map value of type typ laid out in
+// size bytes: strings count their buffer, everything else its layout.
+func valueFieldSize(typ lang.Type, size int) int {
+	if typ.Kind == lang.KindString {
+		return typ.Size
+	}
+	return size
 }
 
 // printMap prints one map for print(@m, top, div).
 func (t *tracer) printMap(name string, top, div int64) error {
-	m, em, err := t.userMap(name)
+	m, _, err := t.userMap(name)
 	if err != nil {
 		return err
 	}
-	entries, err := readMap(m, em)
+	om, err := t.outputMap(m)
 	if err != nil {
 		return err
 	}
-	return t.writeMap(printedMap{m: m, entries: entries}, top, div)
+	return t.out.Map(om, uint64(max(top, 0)), uint64(max(div, 0)))
 }
 
-// printMaps prints the maps at the end of the trace.
-func (t *tracer) printMaps(all []printedMap) error {
-	if len(all) > 0 {
-		fmt.Fprintln(t.opts.Out)
-	}
-	for _, pm := range all {
-		if len(pm.entries) == 0 {
-			continue
-		}
-		fmt.Fprintln(t.opts.Out)
-		if err := t.writeMap(pm, 0, 1); err != nil {
+// printAllMaps prints every map at the end of the trace. The caller holds
+// t.mu.
+func (t *tracer) printAllMaps() error {
+	maps := make([]*output.Map, 0, len(t.spec.Maps))
+	for i := range t.spec.Maps {
+		om, err := t.outputMap(&t.spec.Maps[i])
+		if err != nil {
 			return err
 		}
+		maps = append(maps, om)
 	}
-	return nil
+	return t.out.Exit(maps)
 }
 
-// writeMap prints the entries of one map, sorted by value.
-func (t *tracer) writeMap(pm printedMap, top, div int64) error {
-	if div <= 0 {
-		div = 1
-	}
-	entries := append([]*mapEntry(nil), pm.entries...)
-	sort.SliceStable(entries, func(i, j int) bool { return entries[i].Total < entries[j].Total })
-	if top > 0 && int64(len(entries)) > top {
-		entries = entries[int64(len(entries))-top:]
-	}
-	for _, e := range entries {
-		key := ""
-		if e.Key != nil {
-			var parts []string
-			for _, f := range pm.m.KeyFields {
-				parts = append(parts, formatValue(f.Type, e.Key[f.Offset:]))
-			}
-			key = "[" + strings.Join(parts, ", ") + "]"
-		}
-		val := ""
-		switch pm.m.Info.Value.Kind {
-		case lang.KindCount, lang.KindSum, lang.KindMin, lang.KindMax:
-			val = strconv.FormatInt(e.Total/div, 10)
-		case lang.KindAvg:
-			if e.Count > 0 {
-				val = strconv.FormatInt(e.Total/int64(e.Count)/div, 10)
-			}
-		default:
-			val = formatValue(pm.m.Info.Value, e.Value)
-		}
-		fmt.Fprintf(t.opts.Out, "%s%s: %s\n", pm.m.Name, key, val)
-	}
-	return nil
-}
-
-// printTime prints time() with its strftime-like format.
+// printTime prints time() with its strftime format.
 func (t *tracer) printTime(ev *codegen.Event) error {
-	fmt.Fprint(t.opts.Out, time.Now().Format("15:04:05\n"))
-	return nil
+	return t.out.Message(output.MessageTime, strftime(ev.Format, time.Now()))
 }
 
-// system runs system()'s command with --unsafe.
+// system runs system()'s command (allowed by --unsafe) with the shell and
+// prints its standard output.
 func (t *tracer) system(ev *codegen.Event, data []byte) error {
-	cmd, err := formatRecord(ev.Format, ev.Args, data)
+	parts, err := t.formatParts(ev)
 	if err != nil {
 		return err
 	}
-	out, _ := exec.Command("/bin/sh", "-c", cmd).Output()
-	_, err = t.opts.Out.Write(out)
-	return err
+	cmd, err := output.AppendPrintf(nil, parts, t.recordArgs(ev.Args, data))
+	if err != nil {
+		return err
+	}
+	c := exec.Command("/bin/sh", "-c", string(cmd))
+	c.Stderr = t.opts.Err
+	out, err := c.Output()
+	var exitErr *exec.ExitError
+	if err != nil && !errors.As(err, &exitErr) {
+		return fmt.Errorf("run system command %q: %w", cmd, err)
+	}
+	return t.out.Message(output.MessageSyscall, string(out))
 }
 
-// cat prints the file cat() names.
+// cat prints the start of the file cat() names.
 func (t *tracer) cat(ev *codegen.Event, data []byte) error {
-	name, err := formatRecord(ev.Format, ev.Args, data)
+	parts, err := t.formatParts(ev)
 	if err != nil {
 		return err
 	}
-	b, err := os.ReadFile(name)
+	name, err := output.AppendPrintf(nil, parts, t.recordArgs(ev.Args, data))
+	if err != nil {
+		return err
+	}
+	f, err := os.Open(string(name))
 	if err != nil {
 		fmt.Fprintf(t.opts.Err, "ERROR: failed to open file '%s': %v\n", name, err)
 		return nil
 	}
-	_, err = t.opts.Out.Write(b)
-	return err
+	defer f.Close()
+	b := make([]byte, catBytesMax)
+	n, _ := f.Read(b)
+	return t.out.Message(output.MessageCat, string(b[:n]))
 }
 
 // join prints join()'s strings separated by its delimiter.
 func (t *tracer) join(ev *codegen.Event, data []byte) error {
 	var parts []string
-	for _, f := range ev.Args {
-		parts = append(parts, cString(data[f.Offset:f.Offset+f.Size]))
+	for _, v := range t.recordArgs(ev.Args, data) {
+		if v.Kind == output.ValueString && v.Str != "" {
+			parts = append(parts, v.Str)
+		}
 	}
-	fmt.Fprintln(t.opts.Out, strings.Join(parts, ev.Format))
-	return nil
+	return t.out.Message(output.MessageJoin, strings.Join(parts, ev.Format)+"\n")
 }

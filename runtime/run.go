@@ -18,6 +18,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/output"
 )
 
 // lostPoll is how often the runtime looks for records the programs could
@@ -46,7 +47,21 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	// it is refused, loading may still work.
 	_ = rlimit.RemoveMemlock()
 
-	t := &tracer{opts: opts, pid: opts.PID, execs: map[string]*link.Executable{}, exit: make(chan struct{})}
+	if opts.Format == "" {
+		opts.Format = "text"
+	}
+	format, err := output.ParseFormat(opts.Format)
+	if err != nil {
+		return err
+	}
+	t := &tracer{
+		opts:    opts,
+		pid:     opts.PID,
+		execs:   map[string]*link.Executable{},
+		exit:    make(chan struct{}),
+		out:     output.NewWriter(opts.Out, format),
+		formats: map[*codegen.Event][]lang.FormatPart{},
+	}
 	defer t.close()
 
 	var objs []string
@@ -84,7 +99,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		return err
 	}
 	if !opts.Quiet {
-		t.attaching(len(sites))
+		if err := t.attaching(len(sites)); err != nil {
+			return err
+		}
 	}
 	for _, s := range sites {
 		if err := t.attach(s); err != nil {
@@ -139,6 +156,14 @@ type tracer struct {
 	stop     chan struct{}
 	tickers  sync.WaitGroup
 	stopOnce sync.Once
+
+	// out formats everything the trace prints to Out.
+	out *output.Writer
+	// formats caches the parsed formats of printf-like events.
+	formats map[*codegen.Event][]lang.FormatPart
+	// bootWall is the wall-clock time of CLOCK_MONOTONIC's zero, to print
+	// bpf_ktime_get_ns times.
+	bootWall time.Time
 
 	// mu serialises everything written to Out and Err, and the map reads
 	// that print() and clear() ask for.
@@ -205,13 +230,14 @@ func runProgram(prog *ebpf.Program) error {
 // storeStart records the start time for the elapsed builtin, on the clock
 // of bpf_ktime_get_ns.
 func (t *tracer) storeStart() error {
-	m := t.coll.Maps[t.spec.StartMap]
-	if m == nil {
-		return nil
-	}
 	var ts unix.Timespec
 	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
 		return fmt.Errorf("read the clock: %w", err)
+	}
+	t.bootWall = time.Now().Add(-time.Duration(ts.Nano()))
+	m := t.coll.Maps[t.spec.StartMap]
+	if m == nil {
+		return nil
 	}
 	if err := m.Put(uint32(0), uint64(ts.Nano())); err != nil {
 		return fmt.Errorf("store start time: %w", err)
