@@ -159,6 +159,32 @@ func (s *scanner) skipSpace() *Error {
 	return nil
 }
 
+// numberLen is the length of the integer literal at the start of s: hex
+// (0x2a), or digits in groups joined by single underscores with an optional
+// exponent (1_000, 1e6). Letters after it start the next token, as in
+// bpftrace, where "12abc" is 12 followed by the identifier abc.
+func numberLen(s string) int {
+	digits := func(i int, ok func(byte) bool) int {
+		for i < len(s) && ok(s[i]) {
+			i++
+		}
+		return i
+	}
+	if len(s) > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'X') && isHex(s[2]) {
+		return digits(2, isHex)
+	}
+	n := digits(0, isDecDigit)
+	for n+1 < len(s) && s[n] == '_' && isDecDigit(s[n+1]) {
+		n = digits(n+1, isDecDigit)
+	}
+	if n+1 < len(s) && (s[n] == 'e' || s[n] == 'E') && isDecDigit(s[n+1]) {
+		n = digits(n+1, isDecDigit)
+	}
+	return n
+}
+
+func isDecDigit(c byte) bool { return c >= '0' && c <= '9' }
+
 func isIdentStart(c byte) bool {
 	return c == '_' || c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z'
 }
@@ -207,10 +233,7 @@ func (s *scanner) next() *Error {
 		}
 		s.emit(tokIdent, n)
 	case c >= '0' && c <= '9':
-		n := 1
-		for n < len(rest) && isIdentChar(rest[n]) {
-			n++
-		}
+		n := numberLen(rest)
 		if _, err := parseInt(rest[:n]); err != nil {
 			return s.errorf(s.pos(), n, "%v", err)
 		}
@@ -301,7 +324,7 @@ func (s *scanner) punct() *Error {
 		}
 	}
 	if p == "" {
-		return s.errorf(s.pos(), 1, "invalid character '%s'", printable(rest[0]))
+		return s.errorf(s.pos(), 1, "invalid character '%s'", printableByte(rest[0]))
 	}
 	prefix := !s.operandEnd()
 	switch p {
@@ -358,7 +381,7 @@ func (s *scanner) punct() *Error {
 	return nil
 }
 
-func printable(c byte) string {
+func printableByte(c byte) string {
 	if c >= 0x20 && c < 0x7f {
 		return string(c)
 	}

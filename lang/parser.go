@@ -92,7 +92,7 @@ type gExprStmt struct {
 }
 
 // gExpr is a ternary over a flat list of binary operations; convert applies
-// C's precedence to the list.
+// C's binaryPrecedence to the list.
 type gExpr struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
@@ -231,7 +231,7 @@ func tokenName(t lexToken) string {
 		case "if", "else", "unroll", "while", "return", "break", "continue", "struct":
 			return t.Value
 		}
-		if isBuiltin(t.Value) {
+		if isBuiltinVar(t.Value) {
 			return "builtin"
 		}
 		return "identifier"
@@ -358,8 +358,8 @@ func (c *converter) ifStmt(g *gIf, start, end lexer.Position) *IfStmt {
 	return s
 }
 
-// precedence of the binary operators, higher binds tighter.
-var precedence = map[string]int{
+// binaryPrecedence of the binary operators, higher binds tighter.
+var binaryPrecedence = map[string]int{
 	"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5,
 	"==": 6, "!=": 6,
 	"<": 7, "<=": 7, ">": 7, ">=": 7,
@@ -381,7 +381,7 @@ func (c *converter) expr(g *gExpr) Expr {
 		operands = append(operands[:n-2], b)
 	}
 	for _, b := range g.Ops {
-		for len(ops) > 0 && precedence[ops[len(ops)-1]] >= precedence[b.Op] {
+		for len(ops) > 0 && binaryPrecedence[ops[len(ops)-1]] >= binaryPrecedence[b.Op] {
 			reduce()
 		}
 		ops = append(ops, b.Op)
@@ -416,8 +416,8 @@ func (c *converter) unary(g *gUnary) Expr {
 	return c.postfix(g.Postfix)
 }
 
-// intTypes are the integer type names a cast may use.
-var intTypes = map[string]Type{
+// castIntTypes are the integer type names a cast may use.
+var castIntTypes = map[string]Type{
 	"int8": Int(1, true), "int16": Int(2, true), "int32": Int(4, true), "int64": Int(8, true),
 	"uint8": Int(1, false), "uint16": Int(2, false), "uint32": Int(4, false), "uint64": Int(8, false),
 }
@@ -426,7 +426,7 @@ func (c *converter) cast(g *gCast, loc Span) Expr {
 	e := &Cast{X: c.unary(g.X)}
 	e.Loc = loc
 	var to Type
-	switch t, ok := intTypes[g.Type]; {
+	switch t, ok := castIntTypes[g.Type]; {
 	case g.Struct != "":
 		e.TypeName = "struct " + g.Struct
 		to = Type{Kind: KindStruct, Struct: g.Struct}
@@ -497,7 +497,7 @@ func (c *converter) primary(g *gPrimary) Expr {
 		e.Loc = loc
 		return e
 	case g.Str != nil:
-		s, errs := unquoteC(*g.Str, loc.Start)
+		s, errs := unquoteC(c.toks[tokenIndex(c.toks, g.Pos.Offset)])
 		c.errs = append(c.errs, errs...)
 		e := &StrLit{Value: s}
 		e.Loc = loc
@@ -551,17 +551,17 @@ func (c *converter) primary(g *gPrimary) Expr {
 	return e
 }
 
-// builtins are the builtin variables; an identifier outside this list is
+// builtinVars are the builtin variables; an identifier outside this list is
 // still a *Builtin, which the checker reports as unknown.
-var builtins = map[string]bool{
+var builtinVars = map[string]bool{
 	"pid": true, "tid": true, "uid": true, "gid": true, "nsecs": true, "elapsed": true,
 	"numaid": true, "cpu": true, "comm": true, "kstack": true, "ustack": true, "stack": true,
 	"func": true, "probe": true, "curtask": true, "rand": true, "cgroup": true, "cpid": true,
 	"retval": true, "username": true, "ctx": true, "args": true, "jiffies": true,
 }
 
-func isBuiltin(name string) bool {
-	if builtins[name] {
+func isBuiltinVar(name string) bool {
+	if builtinVars[name] {
 		return true
 	}
 	for _, p := range []string{"arg", "sarg"} {
@@ -572,76 +572,50 @@ func isBuiltin(name string) bool {
 	return false
 }
 
-// parseInt reads an integer literal: decimal, 0x hex, 0 octal, with "_"
-// separators in decimal, or the 1e6 form (mantissa times a power of ten).
+// parseInt reads an integer literal as the lexer cut it (numberLen): hex,
+// octal with a leading 0, decimal with "_" separators, or the 1e6 form.
 func parseInt(s string) (uint64, error) {
-	bad := fmt.Errorf("syntax error, unexpected identifier")
+	var v uint64
+	var err error
 	switch {
 	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
-		v, err := strconv.ParseUint(s[2:], 16, 64)
-		if err != nil || strings.ContainsAny(s[2:], "_+-") {
-			return 0, rangeOr(err, bad, s)
-		}
-		return v, nil
+		v, err = strconv.ParseUint(s[2:], 16, 64)
 	case strings.ContainsAny(s, "eE"):
 		m, e, _ := strings.Cut(strings.ToLower(s), "e")
-		mant, err := parseDecimal(m)
-		if err != nil {
-			return 0, rangeOr(err, bad, s)
+		if v, err = strconv.ParseUint(strings.ReplaceAll(m, "_", ""), 10, 64); err != nil {
+			break
 		}
-		exp, err := strconv.ParseUint(e, 10, 64)
-		if err != nil || strings.ContainsAny(e, "_+-") {
-			return 0, bad
-		}
-		if exp > 19 {
-			return 0, fmt.Errorf("Exponent will overflow integer range: %s", e)
-		}
-		v := mant
+		exp, _ := strconv.Atoi(e)
 		for range exp {
 			if v > (1<<64-1)/10 {
 				return 0, fmt.Errorf("Exponent will overflow integer range: %s", e)
 			}
 			v *= 10
 		}
-		return v, nil
 	case len(s) > 1 && s[0] == '0':
-		v, err := strconv.ParseUint(s[1:], 8, 64)
-		if err != nil && strings.Trim(s, "0123456789") == "" && !errors.Is(err, strconv.ErrRange) {
+		if strings.ContainsAny(s, "89") {
 			return 0, errors.New("Found trailing non-numeric characters")
 		}
-		if err != nil || strings.ContainsAny(s, "_+-") {
-			return 0, rangeOr(err, bad, s)
-		}
-		return v, nil
+		v, err = strconv.ParseUint(strings.ReplaceAll(s[1:], "_", ""), 8, 64)
+	default:
+		v, err = strconv.ParseUint(strings.ReplaceAll(s, "_", ""), 10, 64)
 	}
-	v, err := parseDecimal(s)
 	if err != nil {
-		return 0, rangeOr(err, bad, s)
+		return 0, fmt.Errorf("integer literal out of range: %s", s)
 	}
 	return v, nil
 }
 
-func parseDecimal(s string) (uint64, error) {
-	if s == "" || s[0] == '_' || s[len(s)-1] == '_' || strings.Contains(s, "__") || strings.ContainsAny(s, "+-") {
-		return 0, strconv.ErrSyntax
-	}
-	return strconv.ParseUint(strings.ReplaceAll(s, "_", ""), 10, 64)
-}
-
-// rangeOr returns a clear message for a literal too large for 64 bits, and
-// bad for any other malformed literal.
-func rangeOr(err, bad error, s string) error {
-	if errors.Is(err, strconv.ErrRange) {
-		return fmt.Errorf("integer literal out of range: %s", s)
-	}
-	return bad
-}
-
-// unquoteC decodes a string literal with C escapes: \n \t \r \\ \" \0,
-// octal \NNN (at most \377) and hex \xH or \xHH. Other escapes are errors
-// spanning from the opening quote to the escape, as bpftrace reports them.
-func unquoteC(lit string, start Pos) (string, ErrorList) {
+// unquoteC decodes the string literal tok with C escapes: \n \t \r \\ \"
+// \0, octal \NNN (at most \377) and hex \xH or \xHH. Other escapes are
+// errors that span, as bpftrace's do, from the start of the token's run to
+// the end of the escape.
+func unquoteC(tok lexToken) (string, ErrorList) {
+	lit := tok.Value
+	start := Pos{Line: tok.Run.Line, Col: tok.Run.Column}
 	body := lit[1 : len(lit)-1]
+	// escEnd is the column just after body[:k].
+	escEnd := func(k int) Pos { return Pos{Line: tok.Pos.Line, Col: tok.Pos.Column + 1 + k} }
 	var b strings.Builder
 	var errs ErrorList
 	for i := 0; i < len(body); i++ {
@@ -674,7 +648,7 @@ func unquoteC(lit string, start Pos) (string, ErrorList) {
 				k++
 			}
 			if v > 0377 {
-				errs = append(errs, &Error{Span: Span{Start: start, End: Pos{Line: start.Line, Col: start.Col + 1 + k}}, Msg: fmt.Sprintf("octal escape sequence out of range '\\%s'", body[j:k])})
+				errs = append(errs, &Error{Span: Span{Start: start, End: escEnd(k)}, Msg: fmt.Sprintf("octal escape sequence out of range '\\%s'", body[j:k])})
 			}
 			b.WriteByte(byte(v))
 			j = k - 1
@@ -686,12 +660,12 @@ func unquoteC(lit string, start Pos) (string, ErrorList) {
 				k++
 			}
 			if k == j+1 {
-				errs = append(errs, &Error{Span: Span{Start: start, End: Pos{Line: start.Line, Col: start.Col + 1 + k}}, Msg: "invalid escape character '\\x'"})
+				errs = append(errs, &Error{Span: Span{Start: start, End: escEnd(k)}, Msg: "invalid escape character '\\x'"})
 			}
 			b.WriteByte(byte(v))
 			j = k - 1
 		default:
-			errs = append(errs, &Error{Span: Span{Start: start, End: Pos{Line: start.Line, Col: start.Col + 2 + j}}, Msg: fmt.Sprintf("invalid escape character '\\%c'", esc)})
+			errs = append(errs, &Error{Span: Span{Start: start, End: escEnd(j + 1)}, Msg: fmt.Sprintf("invalid escape character '\\%c'", esc)})
 		}
 		i = j
 	}
@@ -1043,13 +1017,13 @@ func runSpan(t lexToken) Span {
 // name names token i the way bpftrace's parser does in its messages.
 func (r *recognizer) name(i int) string {
 	t := r.toks[i]
-	if t.Type == tokIdent && !keywords[t.Value] && i+1 < len(r.toks) && r.toks[i+1].Type == tokPunct && r.toks[i+1].Value == "(" {
+	if t.Type == tokIdent && !bisonKeywords[t.Value] && i+1 < len(r.toks) && r.toks[i+1].Type == tokPunct && r.toks[i+1].Value == "(" {
 		return "call"
 	}
 	return tokenName(t)
 }
 
-var keywords = map[string]bool{
+var bisonKeywords = map[string]bool{
 	"if": true, "else": true, "unroll": true, "while": true, "return": true,
 	"break": true, "continue": true, "struct": true,
 }
@@ -1103,10 +1077,11 @@ func (r *recognizer) structDef() {
 func (r *recognizer) probe() {
 	start := r.tok()
 	if r.is("{") {
-		panic(syntaxBail{&Error{Span: Span{Start: Pos{start.Pos.Line, start.Pos.Column}, End: Pos{start.Pos.Line, start.Pos.Column}}, Msg: "No attach points for probe"}})
+		// bpftrace places this error at 1:1, wherever the probe is.
+		panic(syntaxBail{&Error{Span: Span{Start: Pos{1, 1}, End: Pos{1, 1}}, Msg: "No attach points for probe"}})
 	}
 	for {
-		if t := r.tok(); t.Type != tokAttach && t.Type != tokInt && (t.Type != tokIdent || keywords[t.Value]) {
+		if t := r.tok(); t.Type != tokAttach && t.Type != tokInt && (t.Type != tokIdent || bisonKeywords[t.Value]) {
 			r.fail("{")
 		}
 		r.next()
@@ -1222,7 +1197,7 @@ func (r *recognizer) operandStart() bool {
 	case tokInt, tokString, tokVar, tokMap, tokParam, tokParamCount:
 		return true
 	case tokIdent:
-		return !keywords[t.Value]
+		return !bisonKeywords[t.Value]
 	case tokPunct:
 		switch t.Value {
 		case "(", "!", "~", "-", "*", "++", "--":
@@ -1239,7 +1214,7 @@ func (r *recognizer) expr(expect string) bool {
 	lvalue := r.operand()
 	for {
 		t := r.tok()
-		if t.Type == tokPunct && precedence[t.Value] > 0 {
+		if t.Type == tokPunct && binaryPrecedence[t.Value] > 0 {
 			r.next()
 			r.operand()
 			lvalue = false
@@ -1310,7 +1285,7 @@ func (r *recognizer) isCast() bool {
 		return false
 	}
 	name := r.peek(1).Value
-	if _, ok := intTypes[name]; ok || name == "struct" {
+	if _, ok := castIntTypes[name]; ok || name == "struct" {
 		return true
 	}
 	n := 2
@@ -1339,7 +1314,7 @@ func (r *recognizer) primary() bool {
 		}
 		return true
 	case tokIdent:
-		if keywords[t.Value] {
+		if bisonKeywords[t.Value] {
 			break
 		}
 		r.next()
