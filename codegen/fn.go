@@ -57,8 +57,10 @@ type fn struct {
 	// dead is set after an unconditional jump: what follows is
 	// unreachable until the next label.
 	dead bool
-	// refs are the labels that emitted jumps refer to.
+	// refs are the labels that emitted jumps refer to; alias maps a
+	// label placed where another was already pending to that one.
 	refs    map[string]bool
+	alias   map[string]string
 	comment string
 	loops   []loopLabels
 }
@@ -77,7 +79,7 @@ type loopLabels struct {
 }
 
 func newFn(c *compiler, t *target) *fn {
-	return &fn{c: c, t: t, stack: firstFreeSlot, vars: map[string]variable{}, refs: map[string]bool{}}
+	return &fn{c: c, t: t, stack: firstFreeSlot, vars: map[string]variable{}, refs: map[string]bool{}, alias: map[string]string{}}
 }
 
 // emit appends instructions, attaching a pending label and source comment
@@ -93,6 +95,9 @@ func (f *fn) emit(insns ...asm.Instruction) {
 		}
 		if f.dead {
 			continue
+		}
+		if to, ok := f.alias[ins.Reference()]; ok {
+			ins = ins.WithReference(to)
 		}
 		if ins.Reference() != "" {
 			f.refs[ins.Reference()] = true
@@ -121,15 +126,25 @@ func (f *fn) place(l string) {
 		return
 	}
 	if f.pending != "" {
-		// Two labels on one spot: a jump of 0 carries the first.
-		f.emit(asm.Instruction{OpCode: asm.Ja.Op(asm.ImmSource)})
+		// Two labels on one spot: l becomes another name of the pending one.
+		f.alias[l] = f.pending
+		for i := range f.insns {
+			if f.insns[i].Reference() == l {
+				f.insns[i] = f.insns[i].WithReference(f.pending)
+			}
+		}
+		return
 	}
 	f.pending = l
 }
 
 // mark records where the lowering of node n starts, for the comment on
-// its first instruction.
+// its first instruction. When an enclosing statement or expression starts
+// at the same instruction, its comment wins.
 func (f *fn) mark(n lang.Node) {
+	if f.comment != "" {
+		return
+	}
 	s := n.Span()
 	f.comment = fmt.Sprintf("%s:%d:%d: %s", f.c.prog.File, s.Start.Line, s.Start.Col, f.c.snippet(n))
 }

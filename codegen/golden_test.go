@@ -1,0 +1,111 @@
+package codegen
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden listings in testdata/golden")
+
+// goldenTests are small programs whose bytecode listing is kept in
+// testdata/golden/NAME.txt. Run `go test -run Golden -update` after a
+// deliberate change to the lowering and review the diff.
+var goldenTests = []struct {
+	name string
+	src  string
+}{
+	{"begin_printf", `BEGIN { printf("%d %s\n", 1 + 2, "hi"); exit(); }`},
+	{"usdt_count", `usdt:/bin/fake:net:msg /arg1 > 0/ { @n[arg1] = count(); }`},
+	{"hist_str_key", `BEGIN { $s = "k"; @h[$s] = hist(nsecs); }`},
+}
+
+func TestGolden(t *testing.T) {
+	rdi := usdt.Register{Name: "rdi", PtRegsOffset: 112, Width: 8}
+	eax := usdt.Register{Name: "eax", PtRegsOffset: 80, Width: 4}
+	rbp := usdt.Register{Name: "rbp", PtRegsOffset: 32, Width: 8}
+	fake := &usdt.Probe{Path: "/bin/fake", Provider: "net", Name: "msg", Locations: []usdt.Location{
+		{PC: 0x1000, Offset: 0x1000, ArgString: "-8@%rdi -4@%eax", Args: []usdt.Arg{
+			{Size: 8, Signed: true, Loc: usdt.ArgRegister, Reg: rdi},
+			{Size: 4, Signed: true, Loc: usdt.ArgRegister, Reg: eax},
+		}},
+		{PC: 0x2000, Offset: 0x2000, ArgString: "8@-8(%rbp) 1@$-56", Args: []usdt.Arg{
+			{Size: 8, Loc: usdt.ArgMemory, Reg: rbp, Disp: -8},
+			{Size: 1, Loc: usdt.ArgConstant, Const: -56},
+		}},
+	}}
+	for _, tt := range goldenTests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := lang.Parse(tt.name+".bt", tt.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lang.Check(p, lang.Config{}); err != nil {
+				t.Fatal(err)
+			}
+			opts := Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
+			for _, pr := range p.Probes {
+				for _, ap := range pr.Attach {
+					if ap.Kind == lang.ProbeUSDT {
+						opts.USDT[ap] = []*usdt.Probe{fake}
+					}
+				}
+			}
+			spec, err := Compile(p, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := listing(spec)
+			again, err := Compile(p, opts)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if listing(again) != got {
+				t.Fatal("two compilations of the same program differ")
+			}
+			path := filepath.Join("testdata", "golden", tt.name+".txt")
+			if *update {
+				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got != string(want) {
+				t.Errorf("listing differs from %s (rerun with -update and review):\n%s", path, got)
+			}
+			load(t, spec)
+		})
+	}
+}
+
+// listing prints every program of spec and its maps, in name order.
+func listing(spec *Spec) string {
+	var b strings.Builder
+	names := make([]string, 0, len(spec.Collection.Maps))
+	for name := range spec.Collection.Maps {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		m := spec.Collection.Maps[name]
+		fmt.Fprintf(&b, "map %s: %s %s key %d value %d max %d\n", name, m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries)
+	}
+	for _, a := range spec.Attachments {
+		ps := spec.Collection.Programs[a.Program]
+		fmt.Fprintf(&b, "\nprogram %s (%s, %s) sites %v:\n%v", a.Program, ps.Type, a.ProbeName, a.Sites, ps.Instructions)
+	}
+	return b.String()
+}
