@@ -21,7 +21,11 @@ type ListOptions struct {
 	// PID, when not 0, lists the probes of the executable and the shared
 	// objects that this process has mapped.
 	PID int
-	// Verbose adds each probe's locations and arguments (`-lv`).
+	// Verbose (`-lv`) follows each probe's line with its locations
+	// (address, file offset, semaphore) and each location's arguments
+	// (index, bpftrace type, operand), indented. bpftrace 0.17 prints
+	// nothing more for usdt probes with -lv, so these lines are additive:
+	// the probe lines are the same as without Verbose.
 	Verbose bool
 }
 
