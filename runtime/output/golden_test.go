@@ -107,6 +107,7 @@ func TestGoldenBpftrace(t *testing.T) {
 	bpftrace := testenv.RequireTool(t, "bpftrace")
 	for _, file := range goldenFiles(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
 			a, err := txtar.ParseFile(file)
 			if err != nil {
 				t.Fatal(err)
