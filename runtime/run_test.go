@@ -8,6 +8,8 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -300,5 +302,27 @@ func TestRunPIDSignal(t *testing.T) {
 	}
 	if c := s.Probes["net:inbound_message"]; c.Fired == 0 || c.Fired >= c.Attempted {
 		t.Errorf("net:inbound_message fired %d of %d times: want some, not all", c.Fired, c.Attempted)
+	}
+}
+
+// TestRunLostEvents fills a one-page ring buffer faster than it can be
+// read: the records that did not fit are reported as "Lost N events", and
+// the printed and lost records add up to all of them.
+func TestRunLostEvents(t *testing.T) {
+	testenv.RequireRoot(t)
+	const n = 1000
+	src := fmt.Sprintf(`BEGIN { $i = 0; while ($i < %d) { printf("record %%d of a ring buffer that is far too small\n", $i); $i++; } exit(); }`, n)
+	out, _, err := runScript(t, context.Background(), src, Options{BufferPages: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	printed := strings.Count(out, "record ")
+	lost := 0
+	for _, m := range regexp.MustCompile(`(?m)^Lost (\d+) events$`).FindAllStringSubmatch(out, -1) {
+		k, _ := strconv.Atoi(m[1])
+		lost += k
+	}
+	if lost == 0 || printed+lost != n {
+		t.Errorf("%d records printed and %d reported lost, want some lost and %d in all\n%s", printed, lost, n, out)
 	}
 }

@@ -8,6 +8,7 @@ package runtime
 import (
 	"fmt"
 	"io"
+	"os"
 	"strconv"
 	"strings"
 
@@ -44,6 +45,10 @@ type Options struct {
 	MapKeysMax int
 	// Verbose prints what the runtime resolves and attaches to Err.
 	Verbose bool
+	// BufferPages is the size of the ring buffer for printf-like records
+	// in 4 KiB pages, rounded up to a power of two
+	// (BPFTRACE_PERF_RB_PAGES); 0 means 4096 pages (16 MiB).
+	BufferPages int
 }
 
 // Compile resolves the attach points of p and compiles it. It never loads
@@ -101,6 +106,7 @@ func compile(p *lang.Program, opts Options, objs []string) (*codegen.Spec, error
 		StrLen:     opts.StrLen,
 		MapKeysMax: opts.MapKeysMax,
 		Params:     opts.Params,
+		EventsSize: ringSize(opts.BufferPages),
 	})
 }
 
@@ -128,6 +134,19 @@ func matchedProgram(p *lang.Program, probes map[*lang.AttachPoint][]*usdt.Probe)
 		}
 	}
 	return &q
+}
+
+// ringSize is the byte size of a ring buffer of pages pages, rounded up to
+// a power of two; 0 for the code generator's default.
+func ringSize(pages int) int {
+	if pages <= 0 {
+		return 0
+	}
+	size := os.Getpagesize()
+	for size < pages*os.Getpagesize() {
+		size *= 2
+	}
+	return size
 }
 
 // substituteParams replaces $N in the target, provider and function of

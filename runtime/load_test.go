@@ -1,0 +1,74 @@
+package runtime
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+func TestSourceAt(t *testing.T) {
+	insns := asm.Instructions{
+		asm.Mov.Imm(asm.R0, 0).WithSource(asm.Comment("a.bt:1:1: first")),
+		asm.LoadImm(asm.R1, 1, asm.DWord), // two raw slots: 1 and 2
+		asm.Mov.Imm(asm.R2, 0).WithSource(asm.Comment("a.bt:2:3: second")),
+		asm.Return(),
+	}
+	for _, tc := range []struct {
+		off  int
+		want string
+	}{
+		{0, "a.bt:1:1: first"},
+		{2, "a.bt:1:1: first"},
+		{3, "a.bt:2:3: second"},
+		{4, "a.bt:2:3: second"},
+	} {
+		if got := sourceAt(insns, tc.off); got != tc.want {
+			t.Errorf("sourceAt(%d) = %q, want %q", tc.off, got, tc.want)
+		}
+	}
+}
+
+// TestLoadVerifierError loads a program the verifier rejects (it returns
+// without setting R0) and checks that the error names the script position
+// of the failing instruction and quotes only the end of the log.
+func TestLoadVerifierError(t *testing.T) {
+	testenv.RequireRoot(t)
+	insns := asm.Instructions{
+		asm.Mov.Imm(asm.R1, 0).WithSource(asm.Comment("test.bt:3:5: printf(\"x\")")),
+		asm.Mov.Imm(asm.R2, 0),
+	}
+	// A long run of harmless instructions, so the log is longer than what
+	// the error quotes.
+	for range 100 {
+		insns = append(insns, asm.Add.Imm(asm.R2, 1))
+	}
+	insns = append(insns, asm.Mov.Imm(asm.R3, 0).WithSource(asm.Comment("test.bt:7:9: exit()")), asm.Return())
+	spec := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{
+		"prog0": {Name: "gt_prog0", Type: ebpf.SocketFilter, License: "GPL", Instructions: insns},
+	}}
+	_, err := load(spec)
+	var ve *VerifierError
+	if !errors.As(err, &ve) {
+		t.Fatalf("error %v, want a *VerifierError", err)
+	}
+	if ve.Program != "prog0" || ve.Source != "test.bt:7:9: exit()" {
+		t.Errorf("program %q, source %q; want prog0 and test.bt:7:9: exit()", ve.Program, ve.Source)
+	}
+	msg := err.Error()
+	t.Logf("%s", msg)
+	if !strings.HasPrefix(msg, "test.bt:7:9: the kernel's verifier rejected") || !strings.Contains(msg, "R0 !read_ok") {
+		t.Errorf("message does not start with the position or lacks the reason:\n%s", msg)
+	}
+	if n := strings.Count(msg, "\n"); n > verifierTail {
+		t.Errorf("message has %d lines of log, want at most %d", n, verifierTail)
+	}
+	var ebpfErr *ebpf.VerifierError
+	if !errors.As(err, &ebpfErr) {
+		t.Error("the cilium/ebpf VerifierError is not wrapped")
+	}
+}
