@@ -39,6 +39,12 @@ type Spec struct {
 	// (bpf_ktime_get_ns clock, CLOCK_MONOTONIC) in it before running BEGIN;
 	// the elapsed builtin subtracts it from nsecs.
 	StartMap string
+	// ExitedMap is a one-entry u64 array: exit() sets it to 1 before it
+	// sends its record, and from then on USDT, uprobe and interval
+	// programs return at once, so no printf follows exit's record (as in
+	// bpftrace, which stops reading). The runtime may set it too, say on
+	// Ctrl-C before it runs END.
+	ExitedMap string
 }
 
 // Attachment is one program and the place it runs.
