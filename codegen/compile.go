@@ -45,6 +45,7 @@ const (
 	lostMapName    = "lost"
 	fullMapName    = "full"
 	startMapName   = "start"
+	exitedMapName  = "exited"
 	scratchMapName = "scratch"
 	zerosMapName   = "zeros"
 )
@@ -82,6 +83,7 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 		LostMap:    lostMapName,
 		FullMap:    fullMapName,
 		StartMap:   startMapName,
+		ExitedMap:  exitedMapName,
 	}
 	if err := c.layoutMaps(); err != nil {
 		return nil, err
@@ -176,6 +178,7 @@ func (c *compiler) internalMaps() {
 	ms[lostMapName] = &ebpf.MapSpec{Name: "gt_lost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	ms[fullMapName] = &ebpf.MapSpec{Name: "gt_full", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(max(1, len(c.spec.Maps)))}
 	ms[startMapName] = &ebpf.MapSpec{Name: "gt_start", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	ms[exitedMapName] = &ebpf.MapSpec{Name: "gt_exited", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	ms[scratchMapName] = &ebpf.MapSpec{Name: "gt_scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(max(8, c.scratchSize)), MaxEntries: 1}
 	if c.zerosSize > 0 {
 		ms[zerosMapName] = &ebpf.MapSpec{Name: "gt_zeros", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.zerosSize), MaxEntries: 1}

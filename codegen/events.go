@@ -37,6 +37,13 @@ func (f *fn) callStmt(call *lang.Call) error {
 		}
 		return f.event(call, Event{Kind: kind, Map: m.Name}, nil, eventsMapName)
 	case "exit":
+		done := f.label("exited")
+		f.lookupZeroKey(exitedMapName)
+		f.emit(
+			asm.JEq.Imm(asm.R0, 0, done),
+			storeImm64(asm.R0, 0, 1),
+		)
+		f.place(done)
 		if err := f.event(call, Event{Kind: EventExit}, nil, controlMapName); err != nil {
 			return err
 		}

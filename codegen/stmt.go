@@ -20,6 +20,17 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		storeImm64(asm.RFP, slotZero, 0),
 		storeImm64(asm.RFP, slotCookie, 0),
 	)
+	switch f.t.kind {
+	case lang.ProbeBegin, lang.ProbeEnd:
+	default:
+		// After exit(), probes stop.
+		f.lookupZeroKey(exitedMapName)
+		f.emit(
+			asm.JEq.Imm(asm.R0, 0, exitLabel),
+			asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord),
+			asm.JNE.Imm(asm.R0, 0, exitLabel),
+		)
+	}
 	f.lookupZeroKey(scratchMapName)
 	f.emit(
 		asm.JEq.Imm(asm.R0, 0, exitLabel),
