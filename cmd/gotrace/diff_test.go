@@ -1,0 +1,474 @@
+package main
+
+// The differential test: every script of testdata/scripts, scripts and
+// testdata/diff runs under bpftrace 0.17 and under gotrace, with the same
+// arguments and the same traced command, and the two outputs must be the
+// same once known noise is dropped, timings are masked and the lines of a
+// map that bpftrace prints in hash order are put in a fixed order.
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+// diffDirs are the directories whose *.bt files TestDiff runs, relative to
+// this package. Scripts of testdata/scripts and testdata/diff carry the
+// header of testdata/scripts/README.md (in testdata/diff the fixture line
+// may be left out: such a script runs without -c). Scripts of scripts/ are
+// meant for users and have no header; theirs is in
+// testdata/diff/scripts/NAME.header.
+var diffDirs = []string{
+	"../../testdata/scripts",
+	"../../scripts",
+	"../../testdata/diff",
+}
+
+// diffTimeout bounds one tool's run of one script.
+const diffTimeout = 60 * time.Second
+
+// diffScript is a script and how to run it.
+type diffScript struct {
+	*fixture.Script
+	// Name is the script's file name, which the tools are given.
+	Name string
+	// Traced says whether the tools run the fixture with -c.
+	Traced bool
+}
+
+// headerLine matches a header line (testdata/scripts/README.md).
+var headerLine = regexp.MustCompile(`^// ([a-z]+):(?: (.*))?$`)
+
+// loadDiffScript reads the script at path and its header: its own, or for
+// a script of scripts/ the one in testdata/diff/scripts.
+func loadDiffScript(path string) (*diffScript, error) {
+	src, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("load script: %w", err)
+	}
+	header := string(src)
+	if filepath.Clean(filepath.Dir(path)) == filepath.Clean("../../scripts") {
+		h, err := os.ReadFile(filepath.Join("../../testdata/diff/scripts", strings.TrimSuffix(filepath.Base(path), ".bt")+".header"))
+		if err != nil {
+			return nil, fmt.Errorf("load header of %s: %w", path, err)
+		}
+		header = string(h)
+	}
+	lines := strings.Split(header, "\n")
+	if strings.HasPrefix(lines[0], "#!") {
+		lines = lines[1:]
+	}
+	traced := false
+	for _, line := range lines {
+		m := headerLine.FindStringSubmatch(strings.TrimRight(line, "\r"))
+		if m == nil {
+			break
+		}
+		traced = traced || m[1] == "fixture"
+	}
+	if !traced {
+		// fixture.ParseScript insists on the fixture line; give it one
+		// that is not used.
+		lines = append([]string{"// fixture:"}, lines...)
+	}
+	s, err := fixture.ParseScript(path, strings.Join(lines, "\n"))
+	if err != nil {
+		return nil, err
+	}
+	s.Source = string(src)
+	return &diffScript{Script: s, Name: filepath.Base(path), Traced: traced}, nil
+}
+
+// noiseLines are lines bpftrace 0.17 prints on this kind of machine that say
+// nothing about the script: dropped from both tools' outputs. docs/compat.md
+// lists them under "Noise the differential tests ignore".
+var noiseLines = []*regexp.Regexp{
+	// RLIMIT_MEMLOCK cannot be raised without CAP_SYS_RESOURCE; bpftrace
+	// carries on.
+	regexp.MustCompile(`^ERROR: Unknown error -?\d+: couldn't set RLIMIT_MEMLOCK for bpftrace\.`),
+	// tracefs is not mounted, so detaching a uprobe the old way fails.
+	regexp.MustCompile(`^open\(/sys/kernel/(debug/)?tracing/uprobe_events\): No such file or directory$`),
+	regexp.MustCompile(`^ERROR: failed to detach probe: `),
+}
+
+// mapLine matches one entry of a keyed map: "@name[key]: value". A value
+// that is empty starts a keyed histogram.
+var mapLine = regexp.MustCompile(`^(@\w*)\[.*\]: (.*)$`)
+
+// bucketLine matches one bucket of a histogram and captures its count.
+var bucketLine = regexp.MustCompile(`^[\[(].*\s(\d+) \|[@ ]*\|$`)
+
+// normalize prepares one tool output for comparison: it drops noise, then
+// applies the script's drop, mask and sort rules and puts the entries of a
+// keyed map that have equal values in a fixed order.
+func normalize(s *fixture.Script, out string) []string {
+	var kept []string
+	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
+		if !slices.ContainsFunc(noiseLines, func(re *regexp.Regexp) bool { return re.MatchString(line) }) {
+			kept = append(kept, line)
+		}
+	}
+	if len(kept) == 1 && kept[0] == "" {
+		return nil
+	}
+	return sortEqualMapEntries(strings.Split(s.Normalize(strings.Join(kept, "\n")), "\n"))
+}
+
+// mapEntry is one entry of a keyed map as printed: one line, or a
+// histogram's header line, its bucket lines and the blank line after them.
+type mapEntry struct {
+	lines []string
+	// name is the map's name, "" for a line that is no map entry.
+	name string
+	// value is what bpftrace sorts entries by: the printed value, or for a
+	// histogram the total of its buckets.
+	value string
+}
+
+// sortEqualMapEntries puts each run of consecutive entries of one keyed map
+// with equal values in lexical order. bpftrace sorts a map by value and
+// leaves equal values in hash order, which differs from run to run.
+func sortEqualMapEntries(lines []string) []string {
+	var entries []mapEntry
+	for i := 0; i < len(lines); i++ {
+		m := mapLine.FindStringSubmatch(lines[i])
+		if m == nil {
+			entries = append(entries, mapEntry{lines: lines[i : i+1]})
+			continue
+		}
+		e := mapEntry{lines: lines[i : i+1], name: m[1], value: m[2]}
+		if strings.TrimSpace(m[2]) == "" {
+			total := 0
+			j := i + 1
+			for ; j < len(lines); j++ {
+				b := bucketLine.FindStringSubmatch(lines[j])
+				if b == nil {
+					break
+				}
+				c, _ := strconv.Atoi(b[1])
+				total += c
+			}
+			// The blank line after a histogram belongs to it.
+			if j < len(lines) && lines[j] == "" {
+				j++
+			}
+			e.lines = lines[i:j]
+			e.value = "hist " + strconv.Itoa(total)
+			i = j - 1
+		}
+		entries = append(entries, e)
+	}
+	out := make([]string, 0, len(lines))
+	for i := 0; i < len(entries); {
+		j := i + 1
+		if entries[i].name != "" {
+			for j < len(entries) && entries[j].name == entries[i].name && entries[j].value == entries[i].value {
+				j++
+			}
+		}
+		run := entries[i:j]
+		slices.SortStableFunc(run, func(a, b mapEntry) int {
+			return strings.Compare(strings.Join(a.lines, "\n"), strings.Join(b.lines, "\n"))
+		})
+		for _, e := range run {
+			out = append(out, e.lines...)
+		}
+		i = j
+	}
+	return out
+}
+
+// toolResult is what one run of a tool left behind.
+type toolResult struct {
+	Stdout, Stderr string
+	Code           int
+	// Err is set when the tool could not be started or timed out.
+	Err error
+}
+
+// runTool runs bin with args in dir and returns its outputs.
+func runTool(bin, dir string, args []string) toolResult {
+	ctx, cancel := context.WithTimeout(context.Background(), diffTimeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	cmd.WaitDelay = 5 * time.Second
+	err := cmd.Run()
+	r := toolResult{Stdout: stdout.String(), Stderr: stderr.String()}
+	var exit *exec.ExitError
+	switch {
+	case ctx.Err() != nil:
+		r.Err = fmt.Errorf("run %s: timed out after %v", filepath.Base(bin), diffTimeout)
+	case errors.As(err, &exit):
+		r.Code = exit.ExitCode()
+	case err != nil:
+		r.Err = fmt.Errorf("run %s: %w", filepath.Base(bin), err)
+	}
+	return r
+}
+
+var (
+	gotraceOnce sync.Once
+	gotraceBin  string
+	gotraceErr  error
+)
+
+// gotraceBinary builds gotrace once per test run, into a directory removed
+// when the test binary exits (see TestMain).
+func gotraceBinary(t *testing.T) string {
+	t.Helper()
+	gotraceOnce.Do(func() {
+		goTool, err := exec.LookPath("go")
+		if err != nil {
+			gotraceErr = fmt.Errorf("find go: %w", err)
+			return
+		}
+		dir, err := os.MkdirTemp("", "gotrace-bin-")
+		if err != nil {
+			gotraceErr = fmt.Errorf("make build directory: %w", err)
+			return
+		}
+		buildDirs = append(buildDirs, dir)
+		bin := filepath.Join(dir, "gotrace")
+		out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput()
+		if err != nil {
+			gotraceErr = fmt.Errorf("go build gotrace: %w\n%s", err, out)
+			return
+		}
+		gotraceBin = bin
+	})
+	if gotraceErr != nil {
+		t.Fatal(gotraceErr)
+	}
+	return gotraceBin
+}
+
+// buildDirs are removed by TestMain after the tests.
+var buildDirs []string
+
+// diffScripts returns every script TestDiff runs, by directory then name.
+func diffScripts(t *testing.T) []string {
+	t.Helper()
+	var paths []string
+	for _, dir := range diffDirs {
+		m, err := filepath.Glob(filepath.Join(dir, "*.bt"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		paths = append(paths, m...)
+	}
+	if len(paths) == 0 {
+		t.Fatalf("no scripts in %v", diffDirs)
+	}
+	return paths
+}
+
+func TestDiff(t *testing.T) {
+	paths := diffScripts(t)
+	testenv.RequireRoot(t)
+	bpftrace := testenv.RequireTool(t, "bpftrace")
+	gotrace := gotraceBinary(t)
+	for _, path := range paths {
+		name := strings.TrimSuffix(strings.TrimPrefix(path, "../../"), ".bt")
+		t.Run(name, func(t *testing.T) {
+			s, err := loadDiffScript(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			diffScriptRun(t, s, bpftrace, gotrace)
+		})
+	}
+}
+
+// diffRun is one tool's run of a script.
+type diffRun struct {
+	toolResult
+	// Summary is what the fixture printed (--output), pid masked; "" when
+	// the script does not trace it.
+	Summary string
+}
+
+// diffScriptRun runs one script under both tools and compares them.
+func diffScriptRun(t *testing.T, s *diffScript, bpftrace, gotrace string) {
+	want := runScript(t, s, bpftrace)
+	if want.Err != nil {
+		t.Fatalf("bpftrace: %v\nstdout:\n%s\nstderr:\n%s", want.Err, want.Stdout, want.Stderr)
+	}
+	if err := s.CheckExpect(want.Stdout); err != nil {
+		t.Errorf("bpftrace does not meet the script's expect lines (fix the script): %v", err)
+	}
+	got := runScript(t, s, gotrace)
+	if got.Err != nil {
+		t.Fatalf("gotrace: %v\nstdout:\n%s\nstderr:\n%s", got.Err, got.Stdout, got.Stderr)
+	}
+	if msg := compareRuns(s.Script, want, got); msg != "" {
+		t.Errorf("gotrace differs from bpftrace on %s:\n%s", s.Name, msg)
+	}
+	if err := s.CheckExpect(got.Stdout); err != nil {
+		t.Errorf("gotrace: %v", err)
+	}
+}
+
+// runScript runs s under tool in a fresh directory holding the script and,
+// for a traced script, a private copy of the fixture as ./bitcoind.
+func runScript(t *testing.T, s *diffScript, tool string) diffRun {
+	t.Helper()
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, s.Name), []byte(s.Source), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	var args []string
+	summary := filepath.Join(dir, "fixture.out")
+	if s.Traced {
+		// A copy of its own: uprobes attached by path fire in every
+		// process running the same file.
+		bin, err := os.ReadFile(fixture.Build(t, s.Variant))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(filepath.Join(dir, "bitcoind"), bin, 0o755); err != nil {
+			t.Fatal(err)
+		}
+		args = append(args, "-c", s.Command("--output", summary))
+	}
+	args = append(args, s.Name)
+	args = append(args, s.Args...)
+	r := diffRun{toolResult: runTool(tool, dir, args)}
+	if s.Traced {
+		out, err := os.ReadFile(summary)
+		if err != nil {
+			r.Summary = fmt.Sprintf("(no fixture output: %v)", err)
+		} else {
+			r.Summary = readyPID.ReplaceAllString(string(out), "pid=<pid>")
+		}
+	}
+	return r
+}
+
+// readyPID is the fixture's pid in its READY line.
+var readyPID = regexp.MustCompile(`pid=\d+`)
+
+// compareRuns returns "" when got matches want, or a description of every
+// difference. Standard error is compared only when bpftrace failed: then
+// its error message is the output; otherwise it holds warnings that are no
+// part of the contract (testdata/scripts/README.md).
+func compareRuns(s *fixture.Script, want, got diffRun) string {
+	var b strings.Builder
+	if want.Code != got.Code {
+		fmt.Fprintf(&b, "exit code: bpftrace %d, gotrace %d\n", want.Code, got.Code)
+	}
+	b.WriteString(lineDiff("stdout", normalize(s, want.Stdout), normalize(s, got.Stdout)))
+	if want.Code != 0 {
+		b.WriteString(lineDiff("stderr", normalize(s, want.Stderr), normalize(s, got.Stderr)))
+	} else if got.Code != 0 {
+		fmt.Fprintf(&b, "gotrace stderr:\n%s", got.Stderr)
+	}
+	b.WriteString(lineDiff("fixture output", strings.Split(want.Summary, "\n"), strings.Split(got.Summary, "\n")))
+	return b.String()
+}
+
+// lineDiff returns "" when want and got are equal, or both listings with
+// the first difference marked.
+func lineDiff(what string, want, got []string) string {
+	if slices.Equal(want, got) {
+		return ""
+	}
+	first := 0
+	for first < len(want) && first < len(got) && want[first] == got[first] {
+		first++
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "%s: first difference at line %d\n", what, first+1)
+	for _, side := range []struct {
+		name  string
+		lines []string
+	}{{"bpftrace", want}, {"gotrace", got}} {
+		fmt.Fprintf(&b, "--- %s (%d lines)\n", side.name, len(side.lines))
+		for i, l := range side.lines {
+			mark := "  "
+			if i == first {
+				mark = "> "
+			}
+			fmt.Fprintf(&b, "%s%q\n", mark, l)
+		}
+	}
+	return b.String()
+}
+
+func TestSortEqualMapEntries(t *testing.T) {
+	hist := func(key string, counts ...int) []string {
+		lines := []string{"@h[" + key + "]: "}
+		for i, c := range counts {
+			lines = append(lines, fmt.Sprintf("[%d, %d)%*d |@|", i, i+1, 18, c))
+		}
+		return append(lines, "")
+	}
+	join := func(parts ...[]string) []string { return slices.Concat(parts...) }
+	tests := []struct {
+		name     string
+		in, want []string
+	}{
+		{"equal values sorted",
+			[]string{"@c[b]: 1", "@c[a]: 1", "@c[z]: 2"},
+			[]string{"@c[a]: 1", "@c[b]: 1", "@c[z]: 2"}},
+		{"unequal values keep their order",
+			[]string{"@c[b]: 1", "@c[a]: 2"},
+			[]string{"@c[b]: 1", "@c[a]: 2"}},
+		{"runs do not cross maps",
+			[]string{"@a[y]: 1", "@b[x]: 1"},
+			[]string{"@a[y]: 1", "@b[x]: 1"}},
+		{"runs do not cross other lines",
+			[]string{"@a[y]: 1", "text", "@a[x]: 1"},
+			[]string{"@a[y]: 1", "text", "@a[x]: 1"}},
+		{"scalar maps are single lines",
+			[]string{"@z: 1", "@a: 1"},
+			[]string{"@z: 1", "@a: 1"}},
+		{"histograms with equal totals sorted as blocks",
+			join(hist("2", 1, 0), hist("1", 0, 1)),
+			join(hist("1", 0, 1), hist("2", 1, 0))},
+		{"histograms with different totals keep their order",
+			join(hist("2", 1, 0), hist("1", 1, 1)),
+			join(hist("2", 1, 0), hist("1", 1, 1))},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got := sortEqualMapEntries(slices.Clone(tt.in))
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
+			}
+		})
+	}
+}
+
+func TestNormalizeNoise(t *testing.T) {
+	s := &fixture.Script{Masks: []*regexp.Regexp{regexp.MustCompile(`\d+ ms`)}}
+	out := "ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. If your program is not loading, you can try \"ulimit -l 8192\" to fix the problem\n" +
+		"Attaching 1 probe...\n" +
+		"open(/sys/kernel/tracing/uprobe_events): No such file or directory\n" +
+		"ERROR: failed to detach probe: usdt:./bitcoind:net:inbound_message\n" +
+		"took 12 ms\n"
+	want := []string{"Attaching 1 probe...", "took <masked>"}
+	if got := normalize(s, out); !slices.Equal(got, want) {
+		t.Errorf("normalize = %q, want %q", got, want)
+	}
+	if got := normalize(s, ""); got != nil {
+		t.Errorf("normalize of nothing = %q, want nil", got)
+	}
+}
