@@ -121,6 +121,9 @@ type Probe struct {
 // A positional parameter in an attach point (usdt:$1:net:inbound_message)
 // is kept as written, here Target="$1"; the caller substitutes it.
 type AttachPoint struct {
+	// Loc ends with the attach point and starts, as bpftrace's location
+	// does, where the token before it ends (1:1 for the first one), so it
+	// may take in blanks, comments and earlier lines.
 	Loc Span
 	// Raw is the attach point as written.
 	Raw      string
