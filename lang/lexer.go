@@ -78,14 +78,15 @@ type scanner struct {
 	inPred  bool // between a probe's "/" and its "{"
 	chain   int  // prefix operators, casts and "?" since the last statement boundary
 	elses   int  // "else" tokens in the current probe
-	lastTok lexer.TokenType
-	lastVal string
+	// operandEnd says whether the last token ended an operand, so that a
+	// following "-", "*", "++" or "--" is binary or postfix, not prefix.
+	operandEnd bool
 	run     lexer.Position // start of the current run of non-blank characters
 }
 
 // scan lexes src completely.
 func scan(file, src string) ([]lexToken, *Error) {
-	s := &scanner{file: file, src: src, line: 1, col: 1, lastTok: tokEOF}
+	s := &scanner{file: file, src: src, line: 1, col: 1}
 	if strings.HasPrefix(src, "#!") {
 		n := strings.IndexByte(src, '\n')
 		if n < 0 {
@@ -197,19 +198,7 @@ func (s *scanner) emit(typ lexer.TokenType, n int) {
 	val := s.src[s.off : s.off+n]
 	s.advance(n)
 	s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: typ, Value: val, Pos: start}, End: s.pos(), Run: s.run})
-	s.lastTok, s.lastVal = typ, val
-}
-
-// operandEnd reports whether the previous token ends an operand, so that a
-// following "-", "*", "&", "++" or "--" is binary or postfix.
-func (s *scanner) operandEnd() bool {
-	switch s.lastTok {
-	case tokIdent, tokInt, tokString, tokVar, tokMap, tokParam, tokParamCount:
-		return true
-	case tokPunct:
-		return s.lastVal == ")" || s.lastVal == "]" || s.lastVal == "++" || s.lastVal == "--"
-	}
-	return false
+	s.operandEnd = typ != tokPunct && typ != tokAttach && typ != tokEndPred
 }
 
 func (s *scanner) next() *Error {
@@ -326,7 +315,7 @@ func (s *scanner) punct() *Error {
 	if p == "" {
 		return s.errorf(s.pos(), 1, "invalid character '%s'", printableByte(rest[0]))
 	}
-	prefix := !s.operandEnd()
+	prefix := !s.operandEnd
 	switch p {
 	case "/":
 		if s.braces == 0 && (!s.inPred || s.parens == 0) {
@@ -378,6 +367,12 @@ func (s *scanner) punct() *Error {
 		return s.errorf(s.pos(), len(p), "expression nested too deeply (limit %d)", maxNesting)
 	}
 	s.emit(tokPunct, len(p))
+	switch p {
+	case ")", "]":
+		s.operandEnd = true
+	case "++", "--":
+		s.operandEnd = !prefix
+	}
 	return nil
 }
 

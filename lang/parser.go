@@ -721,6 +721,12 @@ func splitAttach(raw string) []string {
 
 func (c *converter) attach(g *gAttach) *AttachPoint {
 	loc := c.span(g.Pos, g.EndPos)
+	// bpftrace's attach point location starts where the token before it
+	// ends, or at 1:1.
+	loc.Start = Pos{Line: 1, Col: 1}
+	if i := tokenIndex(c.toks, g.Pos.Offset); i > 0 {
+		loc.Start = Pos{Line: c.toks[i-1].End.Line, Col: c.toks[i-1].End.Column}
+	}
 	a := &AttachPoint{Loc: loc, Raw: g.Raw}
 	parts := splitAttach(g.Raw)
 	kind, ok := probeTypes[parts[0]]

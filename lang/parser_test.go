@@ -1,0 +1,607 @@
+package lang
+
+import (
+	"bytes"
+	"errors"
+	"flag"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden .ast files of testdata/parse/good")
+
+// sexpr writes an expression as an S-expression, for compact table tests.
+func sexpr(e Expr) string {
+	switch e := e.(type) {
+	case *IntLit:
+		return fmt.Sprint(e.Value)
+	case *StrLit:
+		return fmt.Sprintf("%q", e.Value)
+	case *Var:
+		return e.Name
+	case *Builtin:
+		return e.Name
+	case *PositionalParam:
+		if e.Count {
+			return "$#"
+		}
+		return fmt.Sprintf("$%d", e.N)
+	case *MapExpr:
+		if e.Keys == nil {
+			return e.Name
+		}
+		return "(" + e.Name + "[] " + sexprs(e.Keys) + ")"
+	case *Call:
+		if len(e.Args) == 0 {
+			return "(" + e.Name + ")"
+		}
+		return "(" + e.Name + " " + sexprs(e.Args) + ")"
+	case *Binary:
+		return "(" + e.Op + " " + sexpr(e.X) + " " + sexpr(e.Y) + ")"
+	case *Unary:
+		return "(" + e.Op + " " + sexpr(e.X) + ")"
+	case *IncDec:
+		if e.Post {
+			return "(post" + e.Op + " " + sexpr(e.X) + ")"
+		}
+		return "(pre" + e.Op + " " + sexpr(e.X) + ")"
+	case *Ternary:
+		return "(? " + sexpr(e.Cond) + " " + sexpr(e.Then) + " " + sexpr(e.Else) + ")"
+	case *Cast:
+		return "(cast[" + e.TypeName + "] " + sexpr(e.X) + ")"
+	case *Tuple:
+		return "(tuple " + sexprs(e.Elems) + ")"
+	case *FieldAccess:
+		switch {
+		case e.Field == "":
+			return fmt.Sprintf("(.%d %s)", e.Index, sexpr(e.X))
+		case e.Arrow:
+			return "(->" + e.Field + " " + sexpr(e.X) + ")"
+		}
+		return "(." + e.Field + " " + sexpr(e.X) + ")"
+	case *IndexExpr:
+		return "([] " + sexpr(e.X) + " " + sexpr(e.Index) + ")"
+	}
+	return fmt.Sprintf("?%T", e)
+}
+
+func sexprs(es []Expr) string {
+	parts := make([]string, len(es))
+	for i, e := range es {
+		parts[i] = sexpr(e)
+	}
+	return strings.Join(parts, " ")
+}
+
+// parseExpr parses src as the right-hand side of an assignment in BEGIN.
+func parseExpr(t *testing.T, src string) Expr {
+	t.Helper()
+	p, err := Parse("stdin", "BEGIN { $x = "+src+"; }")
+	if err != nil {
+		t.Fatalf("Parse(%q): %v", src, err)
+	}
+	return p.Probes[0].Body.Stmts[0].(*AssignStmt).RHS
+}
+
+func TestParseExpressions(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"1 + 2 * 3 - 4 / 2 % 3 << 1 == 5 && !$b || ~$c",
+			"(|| (&& (== (<< (- (+ 1 (* 2 3)) (% (/ 4 2) 3)) 1) 5) (! $b)) (~ $c))"},
+		{"1 - 2 - 3", "(- (- 1 2) 3)"},
+		{"1 | 2 ^ 3 & 4", "(| 1 (^ 2 (& 3 4)))"},
+		{"$a < $b == $c > $d", "(== (< $a $b) (> $c $d))"},
+		{"1 << 2 + 3", "(<< 1 (+ 2 3))"},
+		{"$a ? 1 : $b ? 2 : 3", "(? $a 1 (? $b 2 3))"},
+		{"$a || $b ? \"x\" : \"y\"", "(? (|| $a $b) \"x\" \"y\")"},
+		{"-1", "(- 1)"},
+		{"- -$x", "(- (- $x))"},
+		{"!!$x", "(! (! $x))"},
+		{"*(uint8*)($p)", "(* (cast[uint8 *] $p))"},
+		{"*(uint64 *)$p + 1", "(+ (* (cast[uint64 *] $p)) 1)"},
+		{"(uint32)arg0", "(cast[uint32] arg0)"},
+		{"(int8)-1", "(cast[int8] (- 1))"},
+		{"(uint64)arg5/1e6 > $3", "(> (/ (cast[uint64] arg5) 1000000) $3)"},
+		{"((struct CBlockIndex*)arg3)->nHeight", "(->nHeight (cast[struct CBlockIndex *] arg3))"},
+		{"(struct Foo *)arg0", "(cast[struct Foo *] arg0)"},
+		{"(char *)arg0", "(cast[char *] arg0)"},
+		{"(nsecs - @start) / 1000", "(/ (- nsecs @start) 1000)"},
+		{"(nsecs * 2)", "(* nsecs 2)"},
+		{"(1, \"a\", $x)", "(tuple 1 \"a\" $x)"},
+		{"$t.0 + $t.1", "(+ (.0 $t) (.1 $t))"},
+		{"(1, 2).1", "(.1 (tuple 1 2))"},
+		{"$s.f.g", "(.g (.f $s))"},
+		{"$p[3]", "([] $p 3)"},
+		{"@m[1, \"a\"]", "(@m[] 1 \"a\")"},
+		{"@", "@"},
+		{"@[tid]", "(@[] tid)"},
+		{"@x++", "(post++ @x)"},
+		{"--$x", "(pre-- $x)"},
+		{"$x++ + 1", "(+ (post++ $x) 1)"},
+		{"str(arg0, 64)", "(str arg0 64)"},
+		{"exit()", "(exit)"},
+		{"$1 + $#", "(+ $1 $#)"},
+		{"kstack", "kstack"},
+		{"ustack(5)", "(ustack 5)"},
+		{"0x1f + 017 + 1_000 + 1e6", "(+ (+ (+ 31 15) 1000) 1000000)"},
+		{"0xffffffffffffffff", "18446744073709551615"},
+		{"1.5e6", "(.5000000 1)"},
+	}
+	for _, tt := range tests {
+		if got := sexpr(parseExpr(t, tt.src)); got != tt.want {
+			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestParsePredicate(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"usdt:./bitcoind:net:inbound_message /pid / 2 > 1/ { }", "(> (/ pid 2) 1)"},
+		{"BEGIN /arg1 >= $1 && (arg1 <= $2 || $2 == 0)/ { }", "(&& (>= arg1 $1) (|| (<= arg1 $2) (== $2 0)))"},
+		{"BEGIN /$x ? 1:2/ { }", "(? $x 1 2)"},
+		{"BEGIN\n/comm == \"x\"/\n{ }", "(== comm \"x\")"},
+	}
+	for _, tt := range tests {
+		p, err := Parse("stdin", tt.src)
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.src, err)
+			continue
+		}
+		if got := sexpr(p.Probes[0].Pred); got != tt.want {
+			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestParseStatements(t *testing.T) {
+	src := `BEGIN {
+  $x = 1; $x += 2; $x -= 1; $x *= 3; $x /= 2; $x %= 5;
+  $x &= 7; $x |= 8; $x ^= 1; $x <<= 2; $x >>= 1;
+  @m[1] = 2;
+  if ($x) { break } else if ($y) { continue; } else { return; }
+  unroll (4) { $x++ }
+  while ($x < 10) { $x = $x + 1 }
+  printf("%d\n", $x)
+}`
+	p, err := Parse("stdin", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, s := range p.Probes[0].Body.Stmts {
+		switch s := s.(type) {
+		case *AssignStmt:
+			ops = append(ops, s.Op)
+		case *IfStmt:
+			elif := s.Else.(*IfStmt)
+			ops = append(ops, "if:"+s.Then.Stmts[0].(*JumpStmt).Kind+":"+elif.Then.Stmts[0].(*JumpStmt).Kind+":"+elif.Else.(*Block).Stmts[0].(*JumpStmt).Kind)
+		case *UnrollStmt:
+			ops = append(ops, "unroll:"+sexpr(s.Count))
+		case *WhileStmt:
+			ops = append(ops, "while:"+sexpr(s.Cond))
+		case *ExprStmt:
+			ops = append(ops, sexpr(s.X))
+		}
+	}
+	want := `= += -= *= /= %= &= |= ^= <<= >>= = if:break:continue:return unroll:4 while:(< $x 10) (printf "%d\n" $x)`
+	if got := strings.Join(ops, " "); got != want {
+		t.Errorf("statements\n got  %s\n want %s", got, want)
+	}
+}
+
+func TestParseAttachPoints(t *testing.T) {
+	tests := []struct {
+		src  string
+		want AttachPoint
+	}{
+		{"BEGIN", AttachPoint{Kind: ProbeBegin}},
+		{"END", AttachPoint{Kind: ProbeEnd}},
+		{"usdt:./src/bitcoind:net:inbound_message", AttachPoint{Kind: ProbeUSDT, Target: "./src/bitcoind", Provider: "net", Func: "inbound_message"}},
+		{"usdt:/usr/bin/python3.11:function__entry", AttachPoint{Kind: ProbeUSDT, Target: "/usr/bin/python3.11", Func: "function__entry"}},
+		{"usdt::net:inbound_message", AttachPoint{Kind: ProbeUSDT, Provider: "net", Func: "inbound_message"}},
+		{"usdt:*:net:*", AttachPoint{Kind: ProbeUSDT, Target: "*", Provider: "net", Func: "*"}},
+		{"usdt:$1:net:inbound_message", AttachPoint{Kind: ProbeUSDT, Target: "$1", Provider: "net", Func: "inbound_message"}},
+		{"U:/bin/x:a:b", AttachPoint{Kind: ProbeUSDT, Target: "/bin/x", Provider: "a", Func: "b"}},
+		{"uprobe:/lib/libc.so.6:malloc", AttachPoint{Kind: ProbeUprobe, Target: "/lib/libc.so.6", Func: "malloc"}},
+		{"u:/bin/x:main", AttachPoint{Kind: ProbeUprobe, Target: "/bin/x", Func: "main"}},
+		{"uretprobe:/bin/x:main", AttachPoint{Kind: ProbeUretprobe, Target: "/bin/x", Func: "main"}},
+		{"ur:/bin/x:main", AttachPoint{Kind: ProbeUretprobe, Target: "/bin/x", Func: "main"}},
+		{`uprobe:./bitcoind:"CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, bool)"`,
+			AttachPoint{Kind: ProbeUprobe, Target: "./bitcoind", Func: "CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, bool)"}},
+		{"uprobe:/bin/x:0x1234", AttachPoint{Kind: ProbeUprobe, Target: "/bin/x", Address: 0x1234}},
+		{"interval:s:1", AttachPoint{Kind: ProbeInterval, Unit: "s", Freq: 1}},
+		{"i:ms:100", AttachPoint{Kind: ProbeInterval, Unit: "ms", Freq: 100}},
+		{"profile:hz:99", AttachPoint{Kind: ProbeProfile, Unit: "hz", Freq: 99}},
+		{"p:us:5", AttachPoint{Kind: ProbeProfile, Unit: "us", Freq: 5}},
+		{"tracepoint:syscalls:sys_enter_read", AttachPoint{Kind: ProbeTracepoint, Target: "syscalls", Func: "sys_enter_read"}},
+		{"t:sched:sched_switch", AttachPoint{Kind: ProbeTracepoint, Target: "sched", Func: "sched_switch"}},
+		{"kprobe:vfs_read", AttachPoint{Kind: ProbeKprobe, Func: "vfs_read"}},
+		{"k:vfs_read", AttachPoint{Kind: ProbeKprobe, Func: "vfs_read"}},
+		{"kretprobe:vfs_read", AttachPoint{Kind: ProbeKretprobe, Func: "vfs_read"}},
+		{"kr:vfs_read", AttachPoint{Kind: ProbeKretprobe, Func: "vfs_read"}},
+	}
+	for _, tt := range tests {
+		p, err := Parse("stdin", tt.src+" { }")
+		if err != nil {
+			t.Errorf("Parse(%q): %v", tt.src, err)
+			continue
+		}
+		got := *p.Probes[0].Attach[0]
+		tt.want.Raw = tt.src
+		tt.want.Loc = Span{Start: Pos{1, 1}, End: Pos{1, 1 + len(tt.src)}}
+		if got != tt.want {
+			t.Errorf("%s\n got  %+v\n want %+v", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestParseSeveralAttachPoints(t *testing.T) {
+	p, err := Parse("stdin", "usdt:./b:net:inbound_message,\n  usdt:./b:net:outbound_message, BEGIN { }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var funcs []string
+	for _, a := range p.Probes[0].Attach {
+		funcs = append(funcs, a.Func)
+	}
+	if got := strings.Join(funcs, ","); got != "inbound_message,outbound_message," {
+		t.Errorf("funcs = %q", got)
+	}
+}
+
+func TestParseAttachPointSpans(t *testing.T) {
+	// Positions as bpftrace 0.17 reports "usdt target file ... does not
+	// exist" for the last attach point of each script.
+	tests := []struct {
+		src  string
+		want Span
+	}{
+		{"usdt:/nonexist:a:b { }", Span{Pos{1, 1}, Pos{1, 19}}},
+		{"/* x */ usdt:/nonexist:a:b { }", Span{Pos{1, 1}, Pos{1, 27}}},
+		{"BEGIN { exit(); } usdt:/nonexist:a:b { }", Span{Pos{1, 18}, Pos{1, 37}}},
+		{"BEGIN { exit(); }  usdt:/bin/true:a:b,  usdt:/nonexist:a:b { }", Span{Pos{1, 39}, Pos{1, 59}}},
+		{"BEGIN { exit(); }\n\nusdt:/nonexist:a:b { }", Span{Pos{1, 18}, Pos{3, 19}}},
+	}
+	for _, tt := range tests {
+		p, err := Parse("stdin", tt.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		last := p.Probes[len(p.Probes)-1]
+		if got := last.Attach[len(last.Attach)-1].Loc; got != tt.want {
+			t.Errorf("%q: span %v, want %v", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestParseAttachPointErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"usdtx:/bin/true:a:b { }", "stdin:1:1-20: ERROR: Invalid probe type: usdtx"},
+		{"foo { }", "stdin:1:1-4: ERROR: Invalid probe type: foo"},
+		{"usdt:/bin/true { }", "stdin:1:1-15: ERROR: usdt probe type requires 2 or 3 arguments"},
+		{"usdt:/bin/true:a:b:c { }", "stdin:1:1-21: ERROR: usdt probe type requires 2 or 3 arguments"},
+		{"uprobe:/bin/true { }", "stdin:1:1-17: ERROR: uprobe probe type requires 2 arguments"},
+		{"tracepoint:foo { }", "stdin:1:1-15: ERROR: tracepoint probe type requires 2 arguments"},
+		{"BEGIN:x { }", "stdin:1:1-8: ERROR: BEGIN probe type requires 0 arguments"},
+		{"interval:s { }", "stdin:1:1-11: ERROR: interval probe type requires 2 arguments"},
+		{"interval:x:1 { }", "stdin:1:1-13: ERROR: x is not an accepted unit of time"},
+		{"profile:hz:0 { }", "stdin:1:1-13: ERROR: profile frequency should be a positive integer"},
+		{"BEGIN END { }", "stdin:1:7-10: ERROR: syntax error, unexpected identifier, expecting {"},
+	}
+	for _, tt := range tests {
+		if got := firstError(t, tt.src); got != tt.want {
+			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+// firstError parses src, which must fail, and returns the first line of the
+// diagnostics.
+func firstError(t *testing.T, src string) string {
+	t.Helper()
+	_, err := Parse("stdin", src)
+	var list ErrorList
+	if !errors.As(err, &list) {
+		t.Fatalf("Parse(%q) = %v, want an ErrorList", src, err)
+	}
+	var b bytes.Buffer
+	list.Write(&b, "stdin", src)
+	first, _, _ := strings.Cut(b.String(), "\n")
+	return first
+}
+
+func TestParseStructs(t *testing.T) {
+	src := `struct CBlockIndex { const uint8_t *phashBlock; int nHeight; char name[5]; uint64_t w[2]; };
+struct Mixed { char c; short s; char d; long l; unsigned int u; bool b; };
+struct Outer { char c; struct Mixed m; struct Outer *next; void *p; uint8_t h[3][2]; }
+BEGIN { }`
+	p, err := Parse("stdin", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	for _, s := range p.Structs {
+		fmt.Fprintf(&b, "%s %d:", s.Name, s.Size)
+		for _, f := range s.Fields {
+			fmt.Fprintf(&b, " %s %s @%d;", f.Type, f.Name, f.Offset)
+		}
+		b.WriteString("\n")
+	}
+	// Offsets and sizes as gcc lays these structs out on x86-64.
+	want := `CBlockIndex 40: uint8 * phashBlock @0; int32 nHeight @8; string[5] name @12; uint64[2] w @24;
+Mixed 24: int8 c @0; int16 s @2; int8 d @4; int64 l @8; uint32 u @16; uint8 b @20;
+Outer 56: int8 c @0; struct Mixed m @8; struct Outer * next @32; void * p @40; uint8[2][3] h @48;
+`
+	if got := b.String(); got != want {
+		t.Errorf("structs\n got:\n%s want:\n%s", got, want)
+	}
+}
+
+func TestParseStructErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"struct A { float f; }; BEGIN { }", "stdin:1:12-17: ERROR: struct A: unknown type float"},
+		{"struct A { struct B b; }; BEGIN { }", "stdin:1:12-18: ERROR: struct A: field b uses struct B before its definition"},
+		{"struct A { int x; int x; }; BEGIN { }", "stdin:1:19-22: ERROR: struct A: duplicate field x"},
+	}
+	for _, tt := range tests {
+		if got := firstError(t, tt.src); got != tt.want {
+			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestParseStrings(t *testing.T) {
+	tests := []struct{ lit, want string }{
+		{`"plain"`, "plain"},
+		{`"a\nb\tc\r\\\""`, "a\nb\tc\r\\\""},
+		{`"\0"`, "\x00"},
+		{`"\x41\x4"`, "A\x04"},
+		{`"\101\60"`, "A0"},
+		{`"µs"`, "µs"},
+		{`"%s\r\n"`, "%s\r\n"},
+	}
+	for _, tt := range tests {
+		e := parseExpr(t, tt.lit)
+		if s, ok := e.(*StrLit); !ok || s.Value != tt.want {
+			t.Errorf("%s = %s, want %q", tt.lit, sexpr(e), tt.want)
+		}
+	}
+	errs := []struct{ src, want string }{
+		{`BEGIN { $x = "\e"; }`, `stdin:1:14-17: ERROR: invalid escape character '\e'`},
+		{`BEGIN { $x = "\'"; }`, `stdin:1:14-17: ERROR: invalid escape character '\''`},
+		{`BEGIN { $x = "\x"; }`, `stdin:1:14-17: ERROR: invalid escape character '\x'`},
+		{`BEGIN { $x = "ab\777"; }`, `stdin:1:14-21: ERROR: octal escape sequence out of range '\777'`},
+	}
+	for _, tt := range errs {
+		if got := firstError(t, tt.src); got != tt.want {
+			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestParseIntegerErrors(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{"BEGIN { $x = 1e20; }", "stdin:1:14-18: ERROR: Exponent will overflow integer range: 20"},
+		{"BEGIN { $x = 99999999999999999999; }", "stdin:1:14-34: ERROR: integer literal out of range: 99999999999999999999"},
+		{"BEGIN { $x = 09; }", "stdin:1:14-16: ERROR: Found trailing non-numeric characters"},
+		{"BEGIN { $x = 1_; }", "stdin:1:14-16: ERROR: syntax error, unexpected identifier, expecting }"},
+		{"BEGIN { $x = 0x; }", "stdin:1:14-16: ERROR: syntax error, unexpected identifier, expecting }"},
+		{"BEGIN { $x = 2e3e3; }", "stdin:1:14-19: ERROR: syntax error, unexpected identifier, expecting }"},
+	}
+	for _, tt := range tests {
+		if got := firstError(t, tt.src); got != tt.want {
+			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
+		}
+	}
+}
+
+func TestParseSpans(t *testing.T) {
+	src := "BEGIN {\n  $x = bufx(1, 2) + $y;\n  @m[\"a\"]++\n}"
+	p, err := Parse("stdin", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assign := p.Probes[0].Body.Stmts[0].(*AssignStmt)
+	bin := assign.RHS.(*Binary)
+	call := bin.X.(*Call)
+	inc := p.Probes[0].Body.Stmts[1].(*ExprStmt).X.(*IncDec)
+	tests := []struct {
+		name string
+		got  Span
+		want Span
+	}{
+		{"probe", p.Probes[0].Loc, Span{Pos{1, 1}, Pos{4, 2}}},
+		{"body", p.Probes[0].Body.Loc, Span{Pos{1, 7}, Pos{4, 2}}},
+		{"assign", assign.Loc, Span{Pos{2, 3}, Pos{2, 23}}},
+		{"lhs", assign.LHS.Span(), Span{Pos{2, 3}, Pos{2, 5}}},
+		{"binary", bin.Loc, Span{Pos{2, 8}, Pos{2, 23}}},
+		{"call", call.Loc, Span{Pos{2, 8}, Pos{2, 18}}},
+		{"call name", call.NameLoc, Span{Pos{2, 8}, Pos{2, 12}}},
+		{"second arg", call.Args[1].Span(), Span{Pos{2, 16}, Pos{2, 17}}},
+		{"post++", inc.Loc, Span{Pos{3, 3}, Pos{3, 12}}},
+		{"map", inc.X.Span(), Span{Pos{3, 3}, Pos{3, 10}}},
+	}
+	for _, tt := range tests {
+		if tt.got != tt.want {
+			t.Errorf("%s span = %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
+
+// TestParseErrorScripts parses every testdata/parse/*.bt; each holds a
+// mistake and, on its first line, the first line of bpftrace 0.17's
+// diagnostic for it.
+func TestParseErrorScripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/parse/*.bt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no test scripts: %v", err)
+	}
+	for _, f := range files {
+		src, want := readErrorScript(t, f)
+		name := filepath.Base(f)
+		_, err := Parse(name, src)
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Errorf("%s: Parse = %v, want an ErrorList", name, err)
+			continue
+		}
+		var b bytes.Buffer
+		list.Write(&b, name, src)
+		if got, _, _ := strings.Cut(b.String(), "\n"); got != want {
+			t.Errorf("%s:\n got  %s\n want %s", name, got, want)
+		}
+	}
+}
+
+func readErrorScript(t *testing.T, path string) (src, want string) {
+	t.Helper()
+	b, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, _, _ := strings.Cut(string(b), "\n")
+	want, ok := strings.CutPrefix(first, "// error: ")
+	if !ok {
+		t.Fatalf("%s: first line is not an // error: comment", path)
+	}
+	return string(b), want
+}
+
+// TestParseErrorScriptsAgainstBpftrace checks that the expectations in
+// testdata/parse are what bpftrace itself prints.
+func TestParseErrorScriptsAgainstBpftrace(t *testing.T) {
+	testenv.RequireRoot(t)
+	bpftrace := testenv.RequireTool(t, "bpftrace")
+	files, _ := filepath.Glob("testdata/parse/*.bt")
+	for _, f := range files {
+		_, want := readErrorScript(t, f)
+		name := filepath.Base(f)
+		cmd := exec.Command(bpftrace, "-d", name)
+		cmd.Dir = "testdata/parse"
+		out, _ := cmd.CombinedOutput()
+		var got string
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.HasPrefix(line, name+":") {
+				got = line
+				break
+			}
+		}
+		if got != want {
+			t.Errorf("%s: bpftrace says\n %s\nthe test expects\n %s", name, got, want)
+		}
+	}
+}
+
+// TestParseGoodScripts compares the Dump of every testdata/parse/good/*.bt
+// with its .ast golden file (go test -update rewrites them).
+func TestParseGoodScripts(t *testing.T) {
+	files, err := filepath.Glob("testdata/parse/good/*.bt")
+	if err != nil || len(files) == 0 {
+		t.Fatalf("no good scripts: %v", err)
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := Parse(filepath.Base(f), string(src))
+		if err != nil {
+			t.Errorf("%s: %v", f, err)
+			continue
+		}
+		var b bytes.Buffer
+		Dump(&b, p)
+		golden := strings.TrimSuffix(f, ".bt") + ".ast"
+		if *update {
+			if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if b.String() != string(want) {
+			t.Errorf("%s: Dump differs from %s:\n%s", f, golden, b.String())
+		}
+	}
+}
+
+// TestParseProjectScripts parses the scripts the project ships and tests
+// with; each must parse without errors.
+func TestParseProjectScripts(t *testing.T) {
+	var files []string
+	for _, pat := range []string{"../scripts/*.bt", "../testdata/scripts/*.bt"} {
+		m, _ := filepath.Glob(pat)
+		files = append(files, m...)
+	}
+	if len(files) == 0 {
+		t.Skip("no project scripts yet")
+	}
+	for _, f := range files {
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Parse(filepath.Base(f), string(src)); err != nil {
+			var b bytes.Buffer
+			if list, ok := err.(ErrorList); ok {
+				list.Write(&b, f, string(src))
+			}
+			t.Errorf("%s: %v\n%s", f, err, b.String())
+		}
+	}
+}
+
+// TestParseBounded feeds hostile input: deep nesting must be refused with a
+// clear error, and a large script must parse in bounded time.
+func TestParseBounded(t *testing.T) {
+	deep := func(open, close string, n int) string {
+		return "BEGIN { $x = " + strings.Repeat(open, n) + "1" + strings.Repeat(close, n) + "; }"
+	}
+	tests := []struct {
+		name, src, want string
+	}{
+		{"parens", deep("(", ")", 10000), "expression nested too deeply (limit 200)"},
+		{"not", deep("!", "", 10000), "expression nested too deeply (limit 200)"},
+		{"minus", deep("-", "", 10000), "expression nested too deeply (limit 200)"},
+		{"casts", deep("(uint8)", "", 10000), "expression nested too deeply (limit 200)"},
+		{"ternaries", deep("1 ? 2 : ", "", 10000), "expression nested too deeply (limit 200)"},
+		{"map keys", deep("@m[", "]", 10000), "expression nested too deeply (limit 200)"},
+		{"blocks", "BEGIN " + strings.Repeat("{ if (1) ", 10000) + strings.Repeat("}", 10000), "expression nested too deeply (limit 200)"},
+		{"else if", "BEGIN { if (1) { }" + strings.Repeat(" else if (1) { }", 10000) + " }", "too many else branches in one probe (limit 200)"},
+	}
+	for _, tt := range tests {
+		start := time.Now()
+		_, err := Parse("stdin", tt.src)
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", tt.name, err, tt.want)
+		}
+		if d := time.Since(start); d > 2*time.Second {
+			t.Errorf("%s: took %v", tt.name, d)
+		}
+	}
+
+	// About 1 MB of ordinary statements in many probes.
+	var b strings.Builder
+	for b.Len() < 1<<20 {
+		fmt.Fprintf(&b, "usdt:./bitcoind:net:m%d /arg1 > %d/ { @c[str(arg0), arg1 %% 7] = count(); $x = (uint32)arg2 * 3 + 1; if ($x > 5) { printf(\"%%d\\n\", $x); } }\n", b.Len(), b.Len())
+	}
+	start := time.Now()
+	p, err := Parse("big.bt", b.String())
+	if err != nil {
+		t.Fatalf("big script: %v", err)
+	}
+	// About 3 s of CPU here; the bound is loose because the machine is shared.
+	if d := time.Since(start); d > 60*time.Second {
+		t.Errorf("1 MB script took %v", d)
+	}
+	t.Logf("1 MB script: %d probes in %v", len(p.Probes), time.Since(start))
+}
