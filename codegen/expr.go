@@ -837,8 +837,8 @@ func (f *fn) builtin(e *lang.Builtin) error {
 }
 
 // structString reads a `char name[N]` struct member, a string of N
-// bytes, into a zeroed buffer at scratch offset off; the last byte stays
-// NUL.
+// bytes (NUL-terminated or not), into a zeroed buffer at scratch offset
+// off.
 func (f *fn) structString(e *lang.FieldAccess, off int) error {
 	t := lang.TypeOf(e)
 	field, err := f.structField(e)
@@ -852,6 +852,6 @@ func (f *fn) structString(e *lang.FieldAccess, off int) error {
 	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
 	f.emit(addConst(asm.R3, int64(field.Offset))...)
 	f.scratchPtr(asm.R1, off)
-	f.emit(asm.Mov.Imm(asm.R2, int32(max(t.Size-1, 0))), asm.FnProbeReadUser.Call())
+	f.emit(asm.Mov.Imm(asm.R2, int32(t.Size)), asm.FnProbeReadUser.Call())
 	return nil
 }

@@ -138,7 +138,7 @@ func TestSemanticsAgainstBpftrace(t *testing.T) {
 }
 
 // formatRecord formats a printf record, supporting the conversions the
-// tests use: %ld %lu %lx %s and %%.
+// tests use: %ld %lu %lx %s, %r (quoted) and %%.
 func formatRecord(t *testing.T, r record) string {
 	t.Helper()
 	var b strings.Builder
@@ -165,7 +165,7 @@ func formatRecord(t *testing.T, r record) string {
 		arg++
 		data := r.data[f.Offset:]
 		switch verb {
-		case 's':
+		case 's', 'r':
 			b.WriteString(fieldText(f, data))
 		case 'd':
 			fmt.Fprint(&b, int64(binary.LittleEndian.Uint64(data)))
