@@ -49,16 +49,18 @@ func (l ErrorList) Error() string {
 //	the source line
 //	      ~~~~~
 //
-// A span over several lines prints as FILE:LINE-LINE: and quotes no source.
+// followed by "HINT: hint" when the error has one. Tabs in the quoted line
+// print as four spaces. A span over several lines prints as FILE:LINE-LINE:
+// and quotes no source, and neither does a position past the last line.
 // file is the script's name, "stdin" for -e.
 func (l ErrorList) Write(w io.Writer, file, src string) {
-	lines := strings.Split(src, "\n")
+	lines := strings.SplitAfter(src, "\n")
 	for _, e := range l {
 		fmt.Fprintf(w, "%s:%s: ERROR: %s\n", file, e.location(), e.Msg)
 		s := e.Span
-		if s.End.Line == s.Start.Line && s.Start.Line >= 1 && s.Start.Line <= len(lines) {
-			line := lines[s.Start.Line-1]
-			fmt.Fprintf(w, "%s\n", line)
+		if s.End.Line == s.Start.Line && s.Start.Line >= 1 && s.Start.Line <= len(lines) && lines[s.Start.Line-1] != "" {
+			line := strings.TrimRight(lines[s.Start.Line-1], "\r\n")
+			fmt.Fprintf(w, "%s\n", strings.ReplaceAll(line, "\t", "    "))
 			fmt.Fprintf(w, "%s\n", underline(line, s.Start.Col, s.End.Col))
 		}
 		if e.Hint != "" {
@@ -67,20 +69,20 @@ func (l ErrorList) Write(w io.Writer, file, src string) {
 	}
 }
 
-// underline returns the marker line for columns [from, to) of line: spaces
-// up to from, keeping tabs so that the marks line up, then a "~" per column
-// that the line has.
+// underline returns the marker line for columns [from, to) of line: a space
+// per column before from and a "~" per column of the span that the line
+// has, four of either for a tab, as the quoted line expands tabs.
 func underline(line string, from, to int) string {
 	var b strings.Builder
-	for i := 1; i < from; i++ {
-		if i <= len(line) && line[i-1] == '\t' {
-			b.WriteByte('\t')
-		} else {
-			b.WriteByte(' ')
+	for i := 1; i < to && i <= len(line); i++ {
+		mark := " "
+		if i >= from {
+			mark = "~"
 		}
-	}
-	for i := from; i < to && i <= len(line); i++ {
-		b.WriteByte('~')
+		if line[i-1] == '\t' {
+			mark = strings.Repeat(mark, 4)
+		}
+		b.WriteString(mark)
 	}
 	return b.String()
 }

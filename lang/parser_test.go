@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -474,26 +475,39 @@ func readErrorScript(t *testing.T, path string) (src, want string) {
 }
 
 // TestParseErrorScriptsAgainstBpftrace checks that the expectations in
-// testdata/parse are what bpftrace itself prints.
+// testdata/parse are what bpftrace itself prints, and that gotrace's whole
+// first diagnostic (message, quoted line, underline) matches bpftrace's.
 func TestParseErrorScriptsAgainstBpftrace(t *testing.T) {
 	testenv.RequireRoot(t)
 	bpftrace := testenv.RequireTool(t, "bpftrace")
 	files, _ := filepath.Glob("testdata/parse/*.bt")
 	for _, f := range files {
-		_, want := readErrorScript(t, f)
+		src, want := readErrorScript(t, f)
 		name := filepath.Base(f)
 		cmd := exec.Command(bpftrace, "-d", name)
 		cmd.Dir = "testdata/parse"
 		out, _ := cmd.CombinedOutput()
-		var got string
-		for _, line := range strings.Split(string(out), "\n") {
-			if strings.HasPrefix(line, name+":") {
-				got = line
-				break
-			}
+		lines := strings.Split(string(out), "\n")
+		first := slices.IndexFunc(lines, func(l string) bool { return strings.HasPrefix(l, name+":") })
+		if first < 0 {
+			t.Errorf("%s: bpftrace printed no diagnostic:\n%s", name, out)
+			continue
 		}
-		if got != want {
-			t.Errorf("%s: bpftrace says\n %s\nthe test expects\n %s", name, got, want)
+		if lines[first] != want {
+			t.Errorf("%s: bpftrace says\n %s\nthe test expects\n %s", name, lines[first], want)
+		}
+		_, err := Parse(name, src)
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Errorf("%s: Parse = %v, want an ErrorList", name, err)
+			continue
+		}
+		var b bytes.Buffer
+		list[:1].Write(&b, name, src)
+		ours := strings.Split(strings.TrimSuffix(b.String(), "\n"), "\n")
+		theirs := lines[first:min(first+len(ours), len(lines))]
+		if !slices.Equal(ours, theirs) {
+			t.Errorf("%s: gotrace prints\n%s\nbpftrace prints\n%s", name, strings.Join(ours, "\n"), strings.Join(theirs, "\n"))
 		}
 	}
 }
