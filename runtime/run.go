@@ -404,6 +404,12 @@ func waitPidfd(pidfd int, stop <-chan struct{}) <-chan struct{} {
 func (t *tracer) finish() error {
 	t.stopTickers()
 	t.requestExit()
+	if m := t.coll.Maps[t.spec.ExitedMap]; m != nil {
+		// Like exit(): the probes still attached return at once.
+		if err := m.Put(uint32(0), uint64(1)); err != nil {
+			return fmt.Errorf("stop probes: %w", err)
+		}
+	}
 	t.detach()
 	t.drain()
 	for _, prog := range t.end {

@@ -341,7 +341,7 @@ usdt:%[1]s:validation:block_connected {
   @lin = lhist(arg5 / 1000000, 0, 50, 10);
   @mn = min(arg5 / 1000000); @mx = max(arg5 / 1000000);
   @av = avg(arg2); @st = stats(arg2); @sm = sum(arg2);
-  @height[arg1 %% 3] = count();
+  @height[arg1 %% 4] = sum(arg1);
 }
 usdt:%[1]s:mempool:added { @fees[arg1 %% 3] = sum(arg2); @z[1] = count(); }
 usdt:%[1]s:coin_selection:selected_coins { print(@fees, 2); clear(@fees); zero(@z); printf("%%s\n", strftime("%%Y", nsecs)); }
