@@ -65,9 +65,12 @@ func (e *Entry) bucketTotal() uint64 {
 // avg and stats by average, hist and lhist by their total count, maps of
 // strings, tuples and bufs by key. Equal values, which bpftrace leaves in
 // hash order, are ordered by key.
-func sortedEntries(m *Map) []Entry {
-	es := slices.Clone(m.Entries)
-	slices.SortStableFunc(es, func(a, b Entry) int {
+func sortedEntries(m *Map) []*Entry {
+	es := make([]*Entry, len(m.Entries))
+	for i := range m.Entries {
+		es[i] = &m.Entries[i]
+	}
+	slices.SortFunc(es, func(a, b *Entry) int {
 		var c int
 		switch m.Kind {
 		case lang.KindAvg, lang.KindStats:
@@ -88,7 +91,7 @@ func sortedEntries(m *Map) []Entry {
 }
 
 // topEntries returns the last top entries of es (all when top is 0).
-func topEntries(es []Entry, top uint64) []Entry {
+func topEntries(es []*Entry, top uint64) []*Entry {
 	if top > 0 && top < uint64(len(es)) {
 		return es[uint64(len(es))-top:]
 	}

@@ -45,8 +45,10 @@ func AppendPrintf(b []byte, parts []lang.FormatPart, args []Value) ([]byte, erro
 		if err != nil {
 			return b, err
 		}
-		if i := bytes.IndexByte(b[start:], 0); i >= 0 {
-			b = b[:start+i]
+		if v.Conv == 'c' {
+			if i := bytes.IndexByte(b[start:], 0); i >= 0 {
+				b = b[:start+i]
+			}
 		}
 	}
 	if n != len(args) {
@@ -108,12 +110,14 @@ func appendVerb(b []byte, v *lang.FormatVerb, arg Value) ([]byte, error) {
 		}
 		return appendBufEscaped(b, arg.Bytes), nil
 	case 'c':
-		return pad(b, "", string([]byte{byte(arg.Bits)}), v.Width, left, false), nil
-	case 'p':
+		return pad(b, "", []byte{byte(arg.Bits)}, v.Width, left, false), nil
+	}
+	var num [24]byte
+	if v.Conv == 'p' {
 		if arg.Bits == 0 {
 			return pad(b, "", "(nil)", v.Width, left, false), nil
 		}
-		return appendCInt(b, "0x", strconv.FormatUint(arg.Bits, 16), v, left, zero), nil
+		return appendCInt(b, "0x", strconv.AppendUint(num[:0], arg.Bits, 16), v, left, zero), nil
 	}
 	bits := arg.Bits
 	size := 4
@@ -134,17 +138,23 @@ func appendVerb(b []byte, v *lang.FormatVerb, arg Value) ([]byte, error) {
 		shift := 64 - 8*size
 		n := int64(bits<<shift) >> shift
 		if n < 0 {
-			return appendCInt(b, "-", strconv.FormatUint(uint64(-n), 10), v, left, zero), nil
+			return appendCInt(b, "-", strconv.AppendUint(num[:0], uint64(-n), 10), v, left, zero), nil
 		}
-		return appendCInt(b, "", strconv.FormatUint(uint64(n), 10), v, left, zero), nil
+		return appendCInt(b, "", strconv.AppendUint(num[:0], uint64(n), 10), v, left, zero), nil
 	case 'u':
-		return appendCInt(b, "", strconv.FormatUint(bits, 10), v, left, zero), nil
+		return appendCInt(b, "", strconv.AppendUint(num[:0], bits, 10), v, left, zero), nil
 	case 'x':
-		return appendCInt(b, "", strconv.FormatUint(bits, 16), v, left, zero), nil
+		return appendCInt(b, "", strconv.AppendUint(num[:0], bits, 16), v, left, zero), nil
 	case 'X':
-		return appendCInt(b, "", upperHex(strconv.FormatUint(bits, 16)), v, left, zero), nil
+		digits := strconv.AppendUint(num[:0], bits, 16)
+		for i, c := range digits {
+			if 'a' <= c && c <= 'f' {
+				digits[i] = c - 'a' + 'A'
+			}
+		}
+		return appendCInt(b, "", digits, v, left, zero), nil
 	case 'o':
-		return appendCInt(b, "", strconv.FormatUint(bits, 8), v, left, zero), nil
+		return appendCInt(b, "", strconv.AppendUint(num[:0], bits, 8), v, left, zero), nil
 	}
 	return b, fmt.Errorf("format %s: unknown conversion: %w", v.Text, ErrArgs)
 }
@@ -153,21 +163,21 @@ func appendVerb(b []byte, v *lang.FormatVerb, arg Value) ([]byte, error) {
 // precision (minimum digits; precision 0 prints nothing for 0), then pads
 // to the width: with spaces on the right for '-', with zeros after the
 // prefix for '0' without precision, else with spaces on the left.
-func appendCInt(b []byte, prefix, digits string, v *lang.FormatVerb, left, zero bool) []byte {
-	if v.Prec >= 0 {
-		if v.Prec == 0 && digits == "0" {
-			digits = ""
-		}
-		if len(digits) < v.Prec {
-			digits = zeros(v.Prec-len(digits)) + digits
-		}
-		zero = false
+func appendCInt(b []byte, prefix string, digits []byte, v *lang.FormatVerb, left, zero bool) []byte {
+	if v.Prec < 0 {
+		return pad(b, prefix, digits, v.Width, left, zero)
 	}
-	return pad(b, prefix, digits, v.Width, left, zero)
+	if v.Prec == 0 && len(digits) == 1 && digits[0] == '0' {
+		digits = digits[:0]
+	}
+	if n := v.Prec - len(digits); n > 0 {
+		digits = append(appendRepeat(make([]byte, 0, v.Prec), '0', n), digits...)
+	}
+	return pad(b, prefix, digits, v.Width, left, false)
 }
 
 // pad appends prefix and body padded to width.
-func pad(b []byte, prefix, body string, width int, left, zero bool) []byte {
+func pad[S string | []byte](b []byte, prefix string, body S, width int, left, zero bool) []byte {
 	fill := width - len(prefix) - len(body)
 	if fill <= 0 {
 		b = append(b, prefix...)
@@ -193,16 +203,4 @@ func appendRepeat(b []byte, c byte, n int) []byte {
 		b = append(b, c)
 	}
 	return b
-}
-
-func zeros(n int) string { return string(appendRepeat(nil, '0', n)) }
-
-func upperHex(s string) string {
-	b := []byte(s)
-	for i, c := range b {
-		if 'a' <= c && c <= 'f' {
-			b[i] = c - 'a' + 'A'
-		}
-	}
-	return string(b)
 }

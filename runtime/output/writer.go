@@ -197,13 +197,12 @@ func appendKeyText(b []byte, name string, key []Value) []byte {
 // appendMapText prints entries es of m as text. Like bpftrace 0.17, an
 // empty map prints an empty line, each hist is followed by an empty line,
 // and so is a whole avg or stats map.
-func (w *Writer) appendMapText(m *Map, es []Entry, div uint64) {
+func (w *Writer) appendMapText(m *Map, es []*Entry, div uint64) {
 	b := w.buf
 	if len(es) == 0 {
 		b = append(b, '\n')
 	}
-	for i := range es {
-		e := &es[i]
+	for _, e := range es {
 		b = appendKeyText(b, m.Name, e.Key)
 		b = append(b, ": "...)
 		switch m.Kind {
@@ -281,7 +280,7 @@ func appendKeyJSON(b []byte, key []Value) []byte {
 // or stats (avg maps are "stats" too), data {"@name": value} for a map
 // without keys or {"@name": {"key": value, ...}}. Empty maps print
 // nothing.
-func (w *Writer) appendMapJSON(m *Map, es []Entry, div uint64) {
+func (w *Writer) appendMapJSON(m *Map, es []*Entry, div uint64) {
 	if len(es) == 0 {
 		return
 	}
@@ -302,8 +301,7 @@ func (w *Writer) appendMapJSON(m *Map, es []Entry, div uint64) {
 	if keyed {
 		b = append(b, '{')
 	}
-	for i := range es {
-		e := &es[i]
+	for i, e := range es {
 		if keyed {
 			if i > 0 {
 				b = append(b, ", "...)
