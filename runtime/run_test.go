@@ -329,7 +329,7 @@ func TestRunLostEvents(t *testing.T) {
 
 // TestRunMatchesBpftrace runs a script with every aggregation, print(),
 // clear() and zero() on the fixture under gotrace and under bpftrace:
-// the outputs must be the same, byte for byte.
+// the outputs must be the same, byte for byte, as text and as JSON.
 func TestRunMatchesBpftrace(t *testing.T) {
 	testenv.RequireRoot(t)
 	bpftrace := testenv.RequireTool(t, "bpftrace")
@@ -354,19 +354,23 @@ END { printf("end\n"); }`, bin)
 		t.Fatal(err)
 	}
 	command := "/bin/sh " + wrapper
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	out, stderr, err := runScript(t, ctx, src, Options{Command: command})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	b, err := exec.CommandContext(ctx, bpftrace, "-e", src, "-c", bin+" --linger-ms 0").Output()
-	if err != nil {
-		t.Fatalf("bpftrace: %v", err)
-	}
-	ref := fixtureLine.ReplaceAllString(string(b), "")
-	if out != ref {
-		t.Errorf("gotrace printed\n%s\nbpftrace printed\n%s", out, ref)
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out, stderr, err := runScript(t, ctx, src, Options{Command: command, Format: format})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			b, err := exec.CommandContext(ctx, bpftrace, "-f", format, "-e", src, "-c", bin+" --linger-ms 0").Output()
+			if err != nil {
+				t.Fatalf("bpftrace: %v", err)
+			}
+			ref := fixtureLine.ReplaceAllString(string(b), "")
+			if out != ref {
+				t.Errorf("gotrace printed\n%s\nbpftrace printed\n%s", out, ref)
+			}
+		})
 	}
 }
 

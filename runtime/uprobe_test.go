@@ -1,0 +1,123 @@
+package runtime
+
+import (
+	"context"
+	"debug/elf"
+	"fmt"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+// connectBlock is the fixture's uprobe target: bitcoind's old mangled
+// CChainState::ConnectBlock.
+const connectBlock = "_ZN11CChainState12ConnectBlockERK6CBlockR20BlockValidationStateP11CBlockIndexR15CCoinsViewCacheRK12CChainParamsb"
+
+func TestMatchSymbols(t *testing.T) {
+	bin := fixture.Build(t, "bitcoind")
+	syms, err := functionSymbols(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		pattern string
+		want    []string
+	}{
+		{connectBlock, []string{connectBlock}},
+		{"CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, CChainParams const&, bool)", []string{connectBlock}},
+		{"CChainState::Connect*", []string{connectBlock}},
+		{"main", []string{"main"}},
+		{"no_such_function", nil},
+	} {
+		if got := matchSymbols(syms, tc.pattern); !slices.Equal(got, tc.want) {
+			t.Errorf("matchSymbols(%q) = %q, want %q", tc.pattern, got, tc.want)
+		}
+	}
+	stripped := fixture.Build(t, "bitcoind-stripped")
+	syms, err = functionSymbols(stripped)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := matchSymbols(syms, connectBlock); len(got) != 0 {
+		t.Errorf("the stripped fixture has %q", got)
+	}
+}
+
+func TestFileOffset(t *testing.T) {
+	bin := fixture.Build(t, "bitcoind")
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addr uint64
+	for _, s := range syms {
+		if s.Name == connectBlock {
+			addr = s.Value
+		}
+	}
+	off, err := fileOffset(bin, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text := f.Section(".text")
+	if want := addr - text.Addr + text.Offset; off != want {
+		t.Errorf("fileOffset(%#x) = %#x, want %#x", addr, off, want)
+	}
+	if _, err := fileOffset(bin, 1<<40); err == nil {
+		t.Error("an address outside every segment gave no error")
+	}
+}
+
+// TestRunUprobes attaches a uprobe by demangled name, a uretprobe by
+// mangled name and a uprobe by address to the fixture's ConnectBlock,
+// reading a struct field through arg3 as jb55's one-liner does.
+func TestRunUprobes(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := fixture.Private(t, "bitcoind")
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	syms, err := f.Symbols()
+	f.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var addr uint64
+	for _, s := range syms {
+		if s.Name == connectBlock {
+			addr = s.Value
+		}
+	}
+	src := fmt.Sprintf(`
+struct CBlockIndex { const uint8_t *phashBlock; struct CBlockIndex *pprev; struct CBlockIndex *pskip; int nHeight; }
+uprobe:%[1]s:"CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, CChainParams const&, bool)" {
+  printf("height %%d\n", ((struct CBlockIndex *)arg3)->nHeight);
+}
+uretprobe:%[1]s:%[2]s { @ret[retval] = count(); }
+uprobe:%[1]s:%#[3]x { @by_address = count(); }`, bin, connectBlock, addr)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, stderr, err := runScript(t, ctx, src, Options{Command: bin + " --linger-ms 0 --probes legacy"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	var heights strings.Builder
+	for h := 800000; h < 800006; h++ {
+		fmt.Fprintf(&heights, "height %d\n", h)
+	}
+	for _, want := range []string{"Attaching 3 probes...\n" + heights.String(), "@ret[1]: 6\n", "@by_address: 6\n"} {
+		if !strings.Contains(out, want) {
+			t.Errorf("output\n%s\nlacks %q", out, want)
+		}
+	}
+}
