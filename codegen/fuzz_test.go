@@ -1,0 +1,57 @@
+package codegen
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// FuzzCompile compiles every script the checker accepts: Compile must
+// return a Spec or an error, never panic. USDT attach points resolve to
+// a fake probe with two register arguments.
+func FuzzCompile(f *testing.F) {
+	for _, pattern := range []string{"../testdata/diff/*.bt", "../testdata/scripts/*.bt", "../scripts/*.bt"} {
+		files, _ := filepath.Glob(pattern)
+		for _, file := range files {
+			src, err := os.ReadFile(file)
+			if err == nil {
+				f.Add(string(src))
+			}
+		}
+	}
+	for _, tt := range semanticsTests {
+		f.Add(tt.src)
+	}
+	rdi := usdt.Register{Name: "rdi", PtRegsOffset: 112, Width: 8}
+	fake := &usdt.Probe{Path: "/bin/fake", Provider: "p", Name: "n", Locations: []usdt.Location{
+		{PC: 0x1000, Offset: 0x1000, ArgString: "-8@%rdi 8@%rdi", Args: []usdt.Arg{
+			{Size: 8, Signed: true, Loc: usdt.ArgRegister, Reg: rdi},
+			{Size: 8, Loc: usdt.ArgRegister, Reg: rdi},
+		}},
+	}}
+	f.Fuzz(func(t *testing.T, src string) {
+		p, err := lang.Parse("fuzz.bt", src)
+		if err != nil {
+			return
+		}
+		params := []string{"1", "two"}
+		if err := lang.Check(p, lang.Config{Params: params}); err != nil {
+			return
+		}
+		opts := Options{Params: params, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
+		for _, pr := range p.Probes {
+			for _, ap := range pr.Attach {
+				if ap.Kind == lang.ProbeUSDT {
+					opts.USDT[ap] = []*usdt.Probe{fake}
+				}
+			}
+		}
+		spec, err := Compile(p, opts)
+		if err == nil && spec == nil {
+			t.Fatal("Compile returned neither a Spec nor an error")
+		}
+	})
+}
