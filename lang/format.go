@@ -97,20 +97,25 @@ func (v *FormatVerb) Spec() string {
 
 // Accepts reports whether a value of type t can be formatted by v.
 // Integers and pointers go to the integer conversions; strings and the
-// values that print as strings (usym, ntop, ustack, strftime) go to %s;
-// buf() goes to %r.
+// values that print as strings (usym, ntop, ustack, strftime, probe) go to
+// %s; buf() goes to %r.
 func (v *FormatVerb) Accepts(t Type) bool {
 	switch v.Arg() {
 	case FormatArgInt:
 		return t.Kind == KindInt || t.Kind == KindPointer
 	case FormatArgString:
-		switch t.Kind {
-		case KindString, KindUsym, KindInet, KindStack, KindTimestamp:
-			return true
-		}
-		return false
+		return printsAsString(t)
 	}
 	return t.Kind == KindBuf
+}
+
+// printsAsString reports whether values of type t print as text.
+func printsAsString(t Type) bool {
+	switch t.Kind {
+	case KindString, KindUsym, KindInet, KindStack, KindTimestamp, KindProbe:
+		return true
+	}
+	return false
 }
 
 // Mismatch returns bpftrace's message for an argument of type t that v does
@@ -127,11 +132,12 @@ func (v *FormatVerb) Mismatch(t Type) string {
 // formatTypeName names t the way bpftrace 0.17 names a type's category in
 // printf messages.
 func formatTypeName(t Type) string {
+	if printsAsString(t) {
+		return "string"
+	}
 	switch t.Kind {
 	case KindInt, KindPointer:
 		return "integer"
-	case KindString, KindUsym, KindInet, KindStack, KindTimestamp:
-		return "string"
 	case KindBuf:
 		return "buffer"
 	case KindTuple:
@@ -175,7 +181,7 @@ func ParseFormat(format string) ([]FormatPart, error) {
 			return parts, nil
 		}
 		if v.Width > MaxFormatWidth || v.Prec > MaxFormatWidth {
-			return nil, fmt.Errorf("parse format %q: width or precision of %s exceeds %d", format, v.Text, MaxFormatWidth)
+			return nil, fmt.Errorf("format verb %s: width or precision above %d", v.Text, MaxFormatWidth)
 		}
 		lit, escaped := cLiteral(rest[:start])
 		if lit != "" {
