@@ -1,0 +1,507 @@
+// Command bench runs gotrace and bpftrace side by side on the same cases and
+// prints, for each, the median wall time (or the case's own measure) and the
+// median peak RSS of each tool and their ratio gotrace/bpftrace.
+//
+//	go run ./bench [-n 11] [-only NAME] [-json FILE]
+//
+// It must run as root from inside the module: it builds gotrace with go
+// build and a small USDT loop program (bench/loop/loop.c) with gcc into a
+// temporary directory. Runs of the two tools are interleaved, so that a
+// machine that slows down mid-run slows both. See bench/README.md.
+package main
+
+import (
+	"bytes"
+	_ "embed"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"text/tabwriter"
+	"time"
+)
+
+//go:embed loop/loop.c
+var loopSource []byte
+
+// libjvm is the largest USDT target on these machines (500-odd probes).
+const libjvm = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"
+
+// Sizes of the loop runs.
+const (
+	// hitIterations is how often the per-hit cases fire the probe: big
+	// enough that start-up does not matter inside the loop's own timing,
+	// small enough for a few tenths of a second per traced run.
+	hitIterations = 20000
+	// printfEvents is how many printf events the throughput case fires.
+	printfEvents = 500000
+	// mapKeys is the number of keys of the map printed at exit, which is
+	// bpftrace's default BPFTRACE_MAP_KEYS_MAX.
+	mapKeys = 4096
+)
+
+// Kind says what a case measures besides wall time and peak RSS.
+type Kind string
+
+// The kinds of cases.
+const (
+	// KindWall: the tool's wall time.
+	KindWall Kind = "wall"
+	// KindHit: nanoseconds a probe hit adds to one loop iteration.
+	KindHit Kind = "hit"
+	// KindPrintf: printf lines delivered out of printfEvents.
+	KindPrintf Kind = "printf"
+	// KindPrintMap: time from the traced process's end to the tool's.
+	KindPrintMap Kind = "printmap"
+)
+
+// Case is one thing both tools are run on.
+type Case struct {
+	Name string
+	Kind Kind
+	// Args are the tool's arguments; "LOOP" stands for the loop binary.
+	Args []string
+	// TimeTarget and RSSTarget are the ratios gotrace/bpftrace the project
+	// aims at (0: none).
+	TimeTarget, RSSTarget float64
+}
+
+// cases returns every case, in the order they run.
+func cases() []Case {
+	hit := func(name, body string) Case {
+		return Case{Name: "hit-" + name, Kind: KindHit, Args: []string{
+			"-c", fmt.Sprintf("LOOP %d", hitIterations),
+			"-e", "usdt:LOOP:bench:hit { " + body + " }",
+		}}
+	}
+	return []Case{
+		{Name: "list-libjvm", Kind: KindWall, Args: []string{"-l", "usdt:" + libjvm + ":*"},
+			TimeTarget: 0.5, RSSTarget: 0.5},
+		{Name: "startup", Kind: KindWall, Args: []string{"-e", "BEGIN { exit(); }"},
+			TimeTarget: 0.1, RSSTarget: 0.25},
+		hit("empty", ""),
+		hit("count", "@ = count();"),
+		hit("count-str-key", "@[str(arg2)] = count();"),
+		hit("hist-tuple-key", "@h[arg1, str(arg2)] = hist(arg0);"),
+		hit("hist", "@ = hist(arg0);"),
+		hit("lhist", "@ = lhist(arg1, 0, 16, 1);"),
+		{Name: "printf", Kind: KindPrintf, Args: []string{
+			"-c", fmt.Sprintf("LOOP %d", printfEvents),
+			"-e", `usdt:LOOP:bench:hit { printf("%d %s\n", arg0, str(arg2)); }`,
+		}},
+		{Name: "print-map-4096", Kind: KindPrintMap, Args: []string{
+			"-c", fmt.Sprintf("LOOP %d %d", mapKeys, mapKeys),
+			"-e", "usdt:LOOP:bench:hit { @[arg1] = count(); }",
+		}},
+	}
+}
+
+// Run is one run of one tool on one case.
+type Run struct {
+	Wall time.Duration
+	// MaxRSS is the peak resident set size in bytes.
+	MaxRSS int64
+	// Value is the case's measure (KindHit: ns per hit before the untraced
+	// loop is subtracted; KindPrintf: lines; KindPrintMap: seconds).
+	Value float64
+	// Lost is the total of the "Lost N events" lines.
+	Lost int64
+}
+
+// Stats are the medians of a tool's runs of a case.
+type Stats struct {
+	Runs   int     `json:"runs"`
+	Wall   float64 `json:"wall_seconds"`
+	MaxRSS int64   `json:"max_rss_bytes"`
+	Value  float64 `json:"value"`
+	Lost   int64   `json:"lost_events"`
+	// Err is why the tool could not run the case ("" when it could).
+	Err string `json:"error,omitempty"`
+}
+
+// Result is a case's outcome for both tools.
+type Result struct {
+	Case     string  `json:"case"`
+	Kind     Kind    `json:"kind"`
+	Unit     string  `json:"unit"`
+	Bpftrace Stats   `json:"bpftrace"`
+	Gotrace  Stats   `json:"gotrace"`
+	Untraced float64 `json:"untraced_ns_per_iteration,omitempty"`
+	// TimeRatio and RSSRatio are gotrace/bpftrace of the case's measure
+	// and of the peak RSS, 0 when either tool failed.
+	TimeRatio  float64 `json:"time_ratio"`
+	RSSRatio   float64 `json:"rss_ratio"`
+	TimeTarget float64 `json:"time_target,omitempty"`
+	RSSTarget  float64 `json:"rss_target,omitempty"`
+}
+
+func main() {
+	n := flag.Int("n", 11, "runs of each tool per case")
+	only := flag.String("only", "", "run only the cases whose name contains `NAME`")
+	jsonOut := flag.String("json", "", "also write the results as JSON to `FILE`")
+	flag.Parse()
+	if err := run(*n, *only, *jsonOut, os.Stdout); err != nil {
+		fmt.Fprintf(os.Stderr, "bench: %v\n", err)
+		os.Exit(1)
+	}
+}
+
+func run(n int, only, jsonOut string, w io.Writer) error {
+	if n < 1 {
+		return fmt.Errorf("-n must be at least 1, not %d", n)
+	}
+	var selected []Case
+	for _, c := range cases() {
+		if strings.Contains(c.Name, only) {
+			selected = append(selected, c)
+		}
+	}
+	if len(selected) == 0 {
+		return fmt.Errorf("no case matches -only %q", only)
+	}
+	if os.Geteuid() != 0 {
+		return errors.New("must run as root: both tools load eBPF programs")
+	}
+	bpftrace, err := exec.LookPath("bpftrace")
+	if err != nil {
+		return fmt.Errorf("find bpftrace: %w", err)
+	}
+	dir, err := os.MkdirTemp("", "gotrace-bench-")
+	if err != nil {
+		return fmt.Errorf("make work directory: %w", err)
+	}
+	defer os.RemoveAll(dir)
+	gotrace, loop, err := build(dir)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(w, "gotrace vs bpftrace, median of %d runs each, interleaved\n\n", n)
+
+	var results []Result
+	for _, c := range selected {
+		r := Result{Case: c.Name, Kind: c.Kind, Unit: unit(c.Kind), TimeTarget: c.TimeTarget, RSSTarget: c.RSSTarget}
+		if c.Kind == KindHit {
+			r.Untraced, err = untraced(loop, n)
+			if err != nil {
+				return err
+			}
+		}
+		var bRuns, gRuns []Run
+		var bErr, gErr error
+		for i := 0; i < n; i++ {
+			// Alternate which tool goes first.
+			order := []bool{true, false}
+			if i%2 == 1 {
+				order = []bool{false, true}
+			}
+			for _, isB := range order {
+				switch {
+				case isB && bErr == nil:
+					var run Run
+					if run, bErr = measure(bpftrace, loop, c, dir); bErr == nil {
+						bRuns = append(bRuns, run)
+					}
+				case !isB && gErr == nil:
+					var run Run
+					if run, gErr = measure(gotrace, loop, c, dir); gErr == nil {
+						gRuns = append(gRuns, run)
+					}
+				}
+			}
+			if bErr != nil && gErr != nil {
+				break
+			}
+		}
+		r.Bpftrace = summarize(bRuns, bErr, c.Kind, r.Untraced)
+		r.Gotrace = summarize(gRuns, gErr, c.Kind, r.Untraced)
+		if r.Bpftrace.Err == "" && r.Gotrace.Err == "" {
+			r.TimeRatio = ratio(r.Gotrace.measureOf(c.Kind), r.Bpftrace.measureOf(c.Kind))
+			r.RSSRatio = ratio(float64(r.Gotrace.MaxRSS), float64(r.Bpftrace.MaxRSS))
+		}
+		results = append(results, r)
+		printResult(w, r)
+	}
+	printTable(w, results)
+	if jsonOut != "" {
+		b, err := json.MarshalIndent(results, "", "  ")
+		if err != nil {
+			return fmt.Errorf("encode results: %w", err)
+		}
+		if err := os.WriteFile(jsonOut, append(b, '\n'), 0o644); err != nil {
+			return fmt.Errorf("write results: %w", err)
+		}
+	}
+	return nil
+}
+
+// build compiles gotrace and the loop program into dir.
+func build(dir string) (gotrace, loop string, err error) {
+	gotrace = filepath.Join(dir, "gotrace")
+	out, err := exec.Command("go", "build", "-o", gotrace, "github.com/gotrace/gotrace/cmd/gotrace").CombinedOutput()
+	if err != nil {
+		return "", "", fmt.Errorf("build gotrace (run bench from inside the module): %w\n%s", err, out)
+	}
+	src := filepath.Join(dir, "loop.c")
+	if err := os.WriteFile(src, loopSource, 0o644); err != nil {
+		return "", "", fmt.Errorf("write loop.c: %w", err)
+	}
+	loop = filepath.Join(dir, "loop")
+	out, err = exec.Command("gcc", "-O2", "-Wall", "-o", loop, src).CombinedOutput()
+	if err != nil {
+		return "", "", fmt.Errorf("build loop with gcc (needs systemtap-sdt-dev): %w\n%s", err, out)
+	}
+	return gotrace, loop, nil
+}
+
+// unit names what a case's measure is in.
+func unit(k Kind) string {
+	switch k {
+	case KindHit:
+		return "ns/hit"
+	case KindPrintf:
+		return "lines"
+	case KindPrintMap:
+		return "s"
+	}
+	return "s"
+}
+
+var (
+	nsPerIteration = regexp.MustCompile(`(?m)^iterations=\d+ ns_per_iteration=([0-9.]+)`)
+	doneNS         = regexp.MustCompile(`(?m)^done ns=(\d+)$`)
+	lostEvents     = regexp.MustCompile(`(?m)^Lost (\d+) events$`)
+	printfLine     = regexp.MustCompile(`(?m)^\d+ [a-z0-9]+$`)
+)
+
+// untraced returns the median ns per iteration of the loop run n times on
+// its own.
+func untraced(loop string, n int) (float64, error) {
+	var v []float64
+	for i := 0; i < n; i++ {
+		out, err := exec.Command(loop, strconv.Itoa(hitIterations)).Output()
+		if err != nil {
+			return 0, fmt.Errorf("run loop untraced: %w", err)
+		}
+		m := nsPerIteration.FindSubmatch(out)
+		if m == nil {
+			return 0, fmt.Errorf("run loop untraced: no ns_per_iteration in %q", out)
+		}
+		f, _ := strconv.ParseFloat(string(m[1]), 64)
+		v = append(v, f)
+	}
+	return median(v), nil
+}
+
+// measure runs tool on c once in dir and takes its measures.
+func measure(tool, loop string, c Case, dir string) (Run, error) {
+	args := make([]string, len(c.Args))
+	for i, a := range c.Args {
+		args[i] = strings.ReplaceAll(a, "LOOP", loop)
+	}
+	cmd := exec.Command(tool, args...)
+	cmd.Dir = dir
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout = &stdout
+	cmd.Stderr = &stderr
+	start := time.Now()
+	err := cmd.Start()
+	if err != nil {
+		return Run{}, fmt.Errorf("start %s: %w", filepath.Base(tool), err)
+	}
+	done := time.AfterFunc(5*time.Minute, func() { cmd.Process.Kill() })
+	err = cmd.Wait()
+	end := time.Now()
+	done.Stop()
+	if err != nil {
+		return Run{}, fmt.Errorf("%w: %s", err, firstLine(stderr.String()))
+	}
+	r := Run{Wall: end.Sub(start)}
+	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+		r.MaxRSS = ru.Maxrss * 1024
+	}
+	for _, m := range lostEvents.FindAllSubmatch(stdout.Bytes(), -1) {
+		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		r.Lost += n
+	}
+	for _, m := range lostEvents.FindAllSubmatch(stderr.Bytes(), -1) {
+		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		r.Lost += n
+	}
+	switch c.Kind {
+	case KindHit:
+		m := nsPerIteration.FindSubmatch(stdout.Bytes())
+		if m == nil {
+			return Run{}, fmt.Errorf("no ns_per_iteration line from the traced loop: %s", firstLine(stderr.String()))
+		}
+		r.Value, _ = strconv.ParseFloat(string(m[1]), 64)
+	case KindPrintf:
+		r.Value = float64(len(printfLine.FindAllIndex(stdout.Bytes(), -1)))
+	case KindPrintMap:
+		m := doneNS.FindSubmatch(stdout.Bytes())
+		if m == nil {
+			return Run{}, fmt.Errorf("no done line from the traced loop: %s", firstLine(stderr.String()))
+		}
+		ns, _ := strconv.ParseInt(string(m[1]), 10, 64)
+		r.Value = end.Sub(time.Unix(0, ns)).Seconds()
+		if keys := bytes.Count(stdout.Bytes(), []byte("\n@[")); keys != mapKeys {
+			return Run{}, fmt.Errorf("printed %d map keys, want %d", keys, mapKeys)
+		}
+	case KindWall:
+		r.Value = r.Wall.Seconds()
+	}
+	return r, nil
+}
+
+// firstLine returns the first line of s that is not bpftrace's RLIMIT
+// warning, for error messages.
+func firstLine(s string) string {
+	for _, l := range strings.Split(s, "\n") {
+		if l != "" && !strings.Contains(l, "RLIMIT_MEMLOCK") {
+			return l
+		}
+	}
+	return "(no output on stderr)"
+}
+
+// summarize takes the medians of runs; for KindHit the untraced loop's
+// time per iteration is subtracted from the value.
+func summarize(runs []Run, err error, k Kind, untraced float64) Stats {
+	if err != nil {
+		return Stats{Runs: len(runs), Err: err.Error()}
+	}
+	var wall, value []float64
+	var rss, lost []int64
+	for _, r := range runs {
+		wall = append(wall, r.Wall.Seconds())
+		value = append(value, r.Value)
+		rss = append(rss, r.MaxRSS)
+		lost = append(lost, r.Lost)
+	}
+	s := Stats{Runs: len(runs), Wall: median(wall), Value: median(value), MaxRSS: medianInt(rss), Lost: medianInt(lost)}
+	if k == KindHit {
+		s.Value -= untraced
+	}
+	return s
+}
+
+// measureOf returns the number the time ratio is taken of: the value, or
+// the wall time for KindWall.
+func (s Stats) measureOf(k Kind) float64 {
+	if k == KindWall {
+		return s.Wall
+	}
+	return s.Value
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	v = slices.Clone(v)
+	slices.Sort(v)
+	if len(v)%2 == 1 {
+		return v[len(v)/2]
+	}
+	return (v[len(v)/2-1] + v[len(v)/2]) / 2
+}
+
+func medianInt(v []int64) int64 {
+	f := make([]float64, len(v))
+	for i, x := range v {
+		f[i] = float64(x)
+	}
+	return int64(median(f))
+}
+
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// printResult prints one line as soon as a case is done, so a long run
+// shows progress.
+func printResult(w io.Writer, r Result) {
+	fmt.Fprintf(w, "done %-16s bpftrace %s  gotrace %s\n", r.Case, brief(r.Bpftrace, r.Kind), brief(r.Gotrace, r.Kind))
+}
+
+func brief(s Stats, k Kind) string {
+	if s.Err != "" {
+		return "n/a: " + s.Err
+	}
+	return formatMeasure(s.measureOf(k), k) + " " + mib(s.MaxRSS)
+}
+
+// formatMeasure prints a case's measure in its unit.
+func formatMeasure(v float64, k Kind) string {
+	switch k {
+	case KindHit:
+		return fmt.Sprintf("%.0f ns/hit", v)
+	case KindPrintf:
+		return fmt.Sprintf("%.0f/%d lines", v, printfEvents)
+	}
+	return fmt.Sprintf("%.3f s", v)
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
+
+// printTable prints the summary table.
+func printTable(w io.Writer, results []Result) {
+	fmt.Fprintln(w)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tbpftrace\tgotrace\tratio\ttarget\tbpftrace RSS\tgotrace RSS\tratio\ttarget\tlost (b/g)\t")
+	for _, r := range results {
+		cell := func(s Stats) (string, string) {
+			if s.Err != "" {
+				return "n/a", "n/a"
+			}
+			return formatMeasure(s.measureOf(r.Kind), r.Kind), mib(s.MaxRSS)
+		}
+		bm, brss := cell(r.Bpftrace)
+		gm, grss := cell(r.Gotrace)
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d/%d\t\n", r.Case, bm, gm,
+			ratioCell(r.TimeRatio), targetCell(r.TimeTarget), brss, grss,
+			ratioCell(r.RSSRatio), targetCell(r.RSSTarget), r.Bpftrace.Lost, r.Gotrace.Lost)
+	}
+	tw.Flush()
+	for _, r := range results {
+		if r.Kind == KindHit && r.Untraced > 0 {
+			fmt.Fprintf(w, "\nhit-* cases: ns a probe hit adds to the loop's %.1f ns/iteration untraced.\n", r.Untraced)
+			break
+		}
+	}
+	for _, r := range results {
+		for _, s := range []struct {
+			tool string
+			st   Stats
+		}{{"bpftrace", r.Bpftrace}, {"gotrace", r.Gotrace}} {
+			if s.st.Err != "" {
+				fmt.Fprintf(w, "%s %s: n/a: %s\n", r.Case, s.tool, s.st.Err)
+			}
+		}
+	}
+}
+
+func ratioCell(r float64) string {
+	if r == 0 {
+		return "-"
+	}
+	return fmt.Sprintf("%.2fx", r)
+}
+
+func targetCell(t float64) string {
+	if t == 0 {
+		return ""
+	}
+	return fmt.Sprintf("<=%.2fx", t)
+}
