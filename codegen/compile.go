@@ -231,7 +231,7 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 	case lang.ProbeUSDT:
 		probes := c.opts.USDT[ap]
 		if len(probes) == 0 {
-			return fmt.Errorf("%s: compile %s: no USDT probe matched", c.pos(ap.Loc), ap.Raw)
+			return c.errorAt(ap.Loc, "compile %s: no USDT probe matched", ap.Raw)
 		}
 		for _, up := range probes {
 			t, sites := usdtTarget(up)
@@ -242,7 +242,7 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 		}
 		return nil
 	}
-	return fmt.Errorf("%s: compile %s: this probe type is %w on this system", c.pos(ap.Loc), ap.Raw, ErrUnsupported)
+	return c.errorAt(ap.Loc, "compile %s: this probe type is %w on this system", ap.Raw, ErrUnsupported)
 }
 
 // intervalPeriod converts interval:UNIT:N into a duration.
@@ -339,14 +339,40 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 	return nil
 }
 
-// pos formats a span's start as FILE:LINE:COL.
-func (c *compiler) pos(s lang.Span) string {
-	return fmt.Sprintf("%s:%d:%d", c.prog.File, s.Start.Line, s.Start.Col)
+// Error is a compile error about a place in the script. errors.As also
+// turns it into a lang.ErrorList, so the command line prints it the way
+// it prints the checker's diagnostics.
+type Error struct {
+	File string
+	Span lang.Span
+	Err  error
 }
 
-// errorf returns an error positioned at node n.
+// Error formats the error as FILE:LINE:COL: message.
+func (e *Error) Error() string {
+	return fmt.Sprintf("%s:%d:%d: %v", e.File, e.Span.Start.Line, e.Span.Start.Col, e.Err)
+}
+
+// Unwrap returns the underlying error (ErrUnsupported, say).
+func (e *Error) Unwrap() error { return e.Err }
+
+// As sets a *lang.ErrorList target to a one-diagnostic list.
+func (e *Error) As(target any) bool {
+	l, ok := target.(*lang.ErrorList)
+	if ok {
+		*l = lang.ErrorList{{Span: e.Span, Msg: e.Err.Error()}}
+	}
+	return ok
+}
+
+// errorAt returns an *Error about span s.
+func (c *compiler) errorAt(s lang.Span, format string, args ...any) error {
+	return &Error{File: c.prog.File, Span: s, Err: fmt.Errorf(format, args...)}
+}
+
+// errorf returns an *Error about node n.
 func (c *compiler) errorf(n lang.Node, format string, args ...any) error {
-	return fmt.Errorf("%s: %w", c.pos(n.Span()), fmt.Errorf(format, args...))
+	return c.errorAt(n.Span(), format, args...)
 }
 
 // snippet returns the first line of n's source text, shortened, for

@@ -1,0 +1,79 @@
+package codegen
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// TestCompileErrors checks that programs the checker accepts but codegen
+// cannot lower fail with a positioned error, printable as a diagnostic.
+func TestCompileErrors(t *testing.T) {
+	deep := "1" + strings.Repeat(" + (1", 70) + strings.Repeat(")", 70)
+	tests := []struct {
+		src, want string
+		unsupported bool
+	}{
+		{`kprobe:foo { printf("x\n"); }`, "t.bt:1:1: compile kprobe:foo: this probe type is not supported", true},
+		{`tracepoint:a:b { printf("x\n"); }`, "t.bt:1:1: compile tracepoint:a:b: this probe type is not supported", true},
+		{`BEGIN { $x = ` + deep + `; }`, "expression too complex: out of BPF stack (512 bytes)", false},
+		{`usdt:/bin/x:p:n { printf("x\n"); }`, "t.bt:1:1: compile usdt:/bin/x:p:n: no USDT probe matched", false},
+	}
+	for _, tt := range tests {
+		p, err := lang.Parse("t.bt", tt.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := lang.Check(p, lang.Config{}); err != nil {
+			t.Fatalf("check %s: %v", tt.src, err)
+		}
+		_, err = Compile(p, Options{})
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s: err = %v, want %q", tt.src, err, tt.want)
+			continue
+		}
+		if errors.Is(err, ErrUnsupported) != tt.unsupported {
+			t.Errorf("%s: errors.Is(err, ErrUnsupported) = %v", tt.src, !tt.unsupported)
+		}
+		var diags lang.ErrorList
+		if !errors.As(err, &diags) || len(diags) != 1 || diags[0].Span.Start.Line != 1 {
+			t.Errorf("%s: not a diagnostic: %#v", tt.src, diags)
+		}
+	}
+}
+
+// TestProgramsLoad checks that the verifier accepts programs using the
+// less common statements, builtins and events.
+func TestProgramsLoad(t *testing.T) {
+	for _, src := range []string{
+		`interval:s:1 { printf("%d\n", elapsed); @x = count(); } interval:ms:100 { print(@x); }`,
+		`END { print(@x); print("str"); print((1, "a")); time(); time("%H\n"); clear(@x); zero(@x); } BEGIN { @x = 1; }`,
+		`uprobe:/bin/sh:main { printf("%s %s %d %d\n", probe, func, arg0, arg5); @[probe] = count(); }`,
+		`uretprobe:/bin/sh:main { printf("%d\n", retval); }`,
+		`BEGIN { @a[1] = (1, "x"); $t = @a[1]; printf("%d %s\n", $t.0, $t.1); }`,
+		`BEGIN { system("echo %d", 1); cat("/etc/%s", "hostname"); }`,
+		`BEGIN { $s = str($1, 5); printf("%s\n", $s); }`,
+		`BEGIN { @m[comm] = count(); @h[comm, pid] = hist(5); @l[tid] = lhist(cpu, 0, 4, 1); delete(@m[comm]); }`,
+		`BEGIN { $x = 1; $x <<= 3; $x %= 5; @y = 2; @y *= 3; @y /= 0; printf("%d %d\n", $x, @y); }`,
+		`BEGIN { $i = 0; while ($i < 1000) { $i++; if ($i > 500) { break; } } printf("%d %d %d\n", $i, uid + gid + rand, cgroup); }`,
+		`BEGIN { @s[1] = stats(5); @a = avg(1); @mn["x"] = min(3); @mx = max(4); @sm = sum(5); print(@s, 1); print(@a, 2, 10); }`,
+		`uprobe:/bin/sh:main { join(arg1); join(arg1, ","); printf("%s\n", str(*(uint8 **)arg1)); }`,
+		`BEGIN { @x = 1; exit(); @x = 2; } END { if (@x > 1) { exit(); } else { printf("no\n"); return; } }`,
+	} {
+		p, err := lang.Parse("t.bt", src)
+		if err != nil {
+			t.Fatalf("parse %s: %v", src, err)
+		}
+		params := []string{"a"}
+		if err := lang.Check(p, lang.Config{Params: params, Unsafe: true}); err != nil {
+			t.Fatalf("check %s: %v", src, err)
+		}
+		spec, err := Compile(p, Options{Params: params})
+		if err != nil {
+			t.Fatalf("compile %s: %v", src, err)
+		}
+		load(t, spec)
+	}
+}
