@@ -13,7 +13,7 @@ import (
 func TestCompileErrors(t *testing.T) {
 	deep := "1" + strings.Repeat(" + (1", 70) + strings.Repeat(")", 70)
 	tests := []struct {
-		src, want string
+		src, want   string
 		unsupported bool
 	}{
 		{`kprobe:foo { printf("x\n"); }`, "t.bt:1:1: compile kprobe:foo: this probe type is not supported", true},
