@@ -391,3 +391,41 @@ func TestRunInterval(t *testing.T) {
 		t.Errorf("output %q, want 5 ticks", out)
 	}
 }
+
+// TestRunCountsLocations checks "Attaching N probes..." counts every
+// location of a USDT probe, as bpftrace does: the dupsite fixture fires
+// net:outbound_message from two sites that share one semaphore.
+func TestRunCountsLocations(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := fixture.Private(t, "bitcoind-dupsite")
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, stderr, err := runScript(t, ctx, fmt.Sprintf(`usdt:%s:net:outbound_message { @out = count(); } END { }`, bin), Options{Command: bin + " --linger-ms 0"})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.HasPrefix(out, "Attaching 3 probes...\n") || !strings.Contains(out, "@out: 128\n") {
+		t.Errorf("output %q, want 3 probes (2 sites and END) and 128 messages", out)
+	}
+}
+
+// TestRunPIDAllObjects traces usdt::PROVIDER:NAME (no path) with -p: the
+// probes are looked up in every object the process maps.
+func TestRunPIDAllObjects(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := fixture.Private(t, "bitcoind")
+	cmd, fout := startFixture(t, bin, "--wait-attach", "validation:block_connected", "--linger-ms", "0")
+	deadline := time.Now().Add(10 * time.Second)
+	for !strings.Contains(fout.String(), "WAIT") && time.Now().Before(deadline) {
+		time.Sleep(10 * time.Millisecond)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, stderr, err := runScript(t, ctx, `usdt::validation:block_connected { @blocks = count(); }`, Options{PID: cmd.Process.Pid})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "@blocks: 6\n") {
+		t.Errorf("output %q, want 6 blocks", out)
+	}
+}

@@ -1,0 +1,111 @@
+package runtime
+
+import (
+	"bufio"
+	"context"
+	"debug/elf"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+// textByte returns the byte at file offset off of bin as process pid sees
+// it in memory: a uprobe replaces the first byte of its instruction with
+// int3 there.
+func textByte(t *testing.T, pid int, bin string, off uint64) byte {
+	t.Helper()
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || fields[5] != bin || !strings.Contains(fields[1], "x") {
+			continue
+		}
+		bounds := strings.SplitN(fields[0], "-", 2)
+		start, _ := strconv.ParseUint(bounds[0], 16, 64)
+		end, _ := strconv.ParseUint(bounds[1], 16, 64)
+		mapOff, _ := strconv.ParseUint(fields[2], 16, 64)
+		if off < mapOff || off >= mapOff+end-start {
+			continue
+		}
+		mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer mem.Close()
+		b := make([]byte, 1)
+		if _, err := mem.ReadAt(b, int64(start+off-mapOff)); err != nil {
+			t.Fatal(err)
+		}
+		return b[0]
+	}
+	t.Fatalf("offset %#x of %s is not mapped executable in process %d", off, bin, pid)
+	return 0
+}
+
+// symbolOffset returns the file offset of a function symbol.
+func symbolOffset(t *testing.T, bin, name string) (addr, off uint64) {
+	t.Helper()
+	f, err := elf.Open(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	syms, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range syms {
+		if s.Name == name {
+			off, err := fileOffset(bin, s.Value)
+			if err != nil {
+				t.Fatal(err)
+			}
+			return s.Value, off
+		}
+	}
+	t.Fatalf("%s has no symbol %s", bin, name)
+	return 0, 0
+}
+
+// TestRunCleanupAfterFailedAttach makes the second of two uprobes fail
+// to attach (the kernel refuses to probe an int3): Run must fail with
+// the reason, and the first uprobe must be gone from the running target,
+// its instruction restored, with no BPF file left open.
+func TestRunCleanupAfterFailedAttach(t *testing.T) {
+	testenv.RequireRoot(t)
+	gcc := testenv.RequireTool(t, "gcc")
+	bin := filepath.Join(t.TempDir(), "int3")
+	if out, err := exec.Command(gcc, "-O2", "-o", bin, "testdata/int3.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	target := exec.Command(bin)
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		target.Process.Kill()
+		target.Wait()
+	}()
+	trapAddr, _ := symbolOffset(t, bin, "trap")
+	_, workOff := symbolOffset(t, bin, "work")
+	before := textByte(t, target.Process.Pid, bin, workOff)
+	src := fmt.Sprintf(`uprobe:%[1]s:work { @work = count(); } uprobe:%[1]s:%#[2]x { @trap = count(); }`, bin, trapAddr)
+	_, _, err := runScript(t, context.Background(), src, Options{})
+	if err == nil || !strings.Contains(err.Error(), "trap") {
+		t.Fatalf("error %v, want the failure to attach to the int3", err)
+	}
+	if after := textByte(t, target.Process.Pid, bin, workOff); after != before || after == 0xcc {
+		t.Errorf("first byte of work is %#x after Run, was %#x: the uprobe was left behind", after, before)
+	}
+}
