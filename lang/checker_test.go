@@ -1,0 +1,459 @@
+package lang
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+// checkSource parses and checks src with cfg.
+func checkSource(t *testing.T, src string, cfg Config) (*Program, ErrorList) {
+	t.Helper()
+	p, err := Parse("stdin", src)
+	if err != nil {
+		t.Fatalf("parse %q: %v", src, err)
+	}
+	err = Check(p, cfg)
+	if err == nil {
+		return p, nil
+	}
+	var l ErrorList
+	if !errors.As(err, &l) {
+		t.Fatalf("check %q: %v is not an ErrorList", src, err)
+	}
+	return p, l
+}
+
+// diagLines renders errors as "LINE:COL-COL: message" lines.
+func diagLines(l ErrorList) []string {
+	var lines []string
+	for _, e := range l {
+		lines = append(lines, e.Error())
+	}
+	return lines
+}
+
+var (
+	expectRE = regexp.MustCompile(`(?m)^// error: (.*)$`)
+	paramsRE = regexp.MustCompile(`(?m)^// params:(.*)$`)
+	unsafeRE = regexp.MustCompile(`(?m)^// unsafe$`)
+	hintRE   = regexp.MustCompile(`(?m)^// hint: (.*)$`)
+)
+
+// scriptConfig reads the configuration a test script asks for in its
+// comments: "// params: a b" and "// unsafe".
+func scriptConfig(src string) Config {
+	var cfg Config
+	if m := paramsRE.FindStringSubmatch(src); m != nil {
+		cfg.Params = strings.Fields(m[1])
+	}
+	cfg.Unsafe = unsafeRE.MatchString(src)
+	return cfg
+}
+
+// TestCheckBad checks every script in testdata/check/bad and compares its
+// diagnostics with the "// error: LINE:COL-COL: message" comments in it.
+func TestCheckBad(t *testing.T) {
+	files, err := filepath.Glob("testdata/check/bad/*.bt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(files) < 25 {
+		t.Fatalf("found %d bad scripts, want at least 25", len(files))
+	}
+	for _, f := range files {
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(data)
+			var want []string
+			for _, m := range expectRE.FindAllStringSubmatch(src, -1) {
+				want = append(want, m[1])
+			}
+			if len(want) == 0 {
+				t.Fatal("no // error: comment")
+			}
+			_, errs := checkSource(t, src, scriptConfig(src))
+			got := diagLines(errs)
+			if !slices.Equal(got, want) {
+				t.Errorf("diagnostics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+			for _, m := range hintRE.FindAllStringSubmatch(src, -1) {
+				if !slices.ContainsFunc(errs, func(e *Error) bool { return e.Hint == m[1] }) {
+					t.Errorf("no diagnostic has the hint %q", m[1])
+				}
+			}
+		})
+	}
+}
+
+// TestCheckGood checks the scripts that must check clean: testdata/check/
+// good and the project's example and test scripts.
+func TestCheckGood(t *testing.T) {
+	var files []string
+	for _, pat := range []string{"testdata/check/good/*.bt", "../scripts/*.bt", "../testdata/scripts/*.bt"} {
+		m, err := filepath.Glob(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, m...)
+	}
+	if len(files) < 5 {
+		t.Fatalf("found only %d good scripts", len(files))
+	}
+	for _, f := range files {
+		t.Run(f, func(t *testing.T) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			src := string(data)
+			cfg := scriptConfig(src)
+			if cfg.Params == nil {
+				// Scripts that take positional parameters get numeric ones.
+				cfg.Params = []string{"1", "2", "3", "4", "5"}
+			}
+			p, errs := checkSource(t, src, cfg)
+			if errs != nil {
+				var buf bytes.Buffer
+				errs.Write(&buf, f, src)
+				t.Fatalf("check failed:\n%s", buf.String())
+			}
+			assertTyped(t, p)
+		})
+	}
+}
+
+// assertTyped fails when an expression of a checked program has no type
+// (stack modes and the struct-free Builtin in sizeof excepted).
+func assertTyped(t *testing.T, p *Program) {
+	t.Helper()
+	walkExprs(p, func(e Expr) {
+		if TypeOf(e).Kind != KindNone {
+			return
+		}
+		if b, ok := e.(*Builtin); ok && isStackMode(b.Name) {
+			return
+		}
+		t.Errorf("%v: %T has no type", e.Span().Start, e)
+	})
+}
+
+// walkExprs calls f for every expression of p.
+func walkExprs(p *Program, f func(Expr)) {
+	var expr func(e Expr)
+	expr = func(e Expr) {
+		f(e)
+		switch e := e.(type) {
+		case *MapExpr:
+			for _, k := range e.Keys {
+				expr(k)
+			}
+		case *Call:
+			for _, a := range e.Args {
+				expr(a)
+			}
+		case *Binary:
+			expr(e.X)
+			expr(e.Y)
+		case *Unary:
+			expr(e.X)
+		case *IncDec:
+			expr(e.X)
+		case *Ternary:
+			expr(e.Cond)
+			expr(e.Then)
+			expr(e.Else)
+		case *Cast:
+			expr(e.X)
+		case *Tuple:
+			for _, x := range e.Elems {
+				expr(x)
+			}
+		case *FieldAccess:
+			expr(e.X)
+		case *IndexExpr:
+			expr(e.X)
+			expr(e.Index)
+		}
+	}
+	var stmt func(s Stmt)
+	stmt = func(s Stmt) {
+		switch s := s.(type) {
+		case *Block:
+			for _, x := range s.Stmts {
+				stmt(x)
+			}
+		case *ExprStmt:
+			expr(s.X)
+		case *AssignStmt:
+			expr(s.LHS)
+			expr(s.RHS)
+		case *IfStmt:
+			expr(s.Cond)
+			stmt(s.Then)
+			if s.Else != nil {
+				stmt(s.Else)
+			}
+		case *UnrollStmt:
+			expr(s.Count)
+			stmt(s.Body)
+		case *WhileStmt:
+			expr(s.Cond)
+			stmt(s.Body)
+		}
+	}
+	for _, pr := range p.Probes {
+		if pr.Pred != nil {
+			expr(pr.Pred)
+		}
+		stmt(pr.Body)
+	}
+}
+
+// TestCheckTypes checks the type of the value assigned to $v, bpftrace
+// 0.17's types as `bpftrace -d` prints them.
+func TestCheckTypes(t *testing.T) {
+	tests := []struct {
+		probe, body, want string
+	}{
+		{"BEGIN", "$v = 1", "int64"},
+		{"BEGIN", "$v = nsecs", "unsigned int64"},
+		{"BEGIN", "$v = pid", "unsigned int64"},
+		{"BEGIN", "$v = comm", "string[16]"},
+		{"BEGIN", `$v = "abc"`, "string[4]"},
+		{"BEGIN", "$v = str(1)", "string[64]"},
+		{"BEGIN", "$v = str(1, 8)", "string[64]"},
+		{"BEGIN", "$v = buf(1, 8)", "buffer[9]"},
+		{"BEGIN", "$v = buf(1, 1000)", "buffer[65]"},
+		{"BEGIN", "$v = buf(1, nsecs)", "buffer[65]"},
+		{"BEGIN", "$v = (uint8)1", "unsigned int8"},
+		{"BEGIN", "$v = (int16)1 + (uint8)1", "unsigned int64"},
+		{"BEGIN", "$v = (int8)1 + (int32)1", "int64"},
+		{"BEGIN", "$v = 1 < 2", "int64"},
+		{"BEGIN", "$v = 1 < nsecs", "unsigned int64"},
+		{"BEGIN", `$v = "a" == "bc"`, "unsigned int64"},
+		{"BEGIN", "$v = !(uint8)3", "unsigned int8"},
+		{"BEGIN", "$v = -(uint8)3", "unsigned int64"},
+		{"BEGIN", "$v = ~1", "int64"},
+		{"BEGIN", "$v = *(uint8*)1", "unsigned int8"},
+		{"BEGIN", "$v = *(uint64*)1", "unsigned int64"},
+		{"BEGIN", "$v = *1", "unsigned int64"},
+		{"BEGIN", "$v = (int8*)1 + 3", "int8 *"},
+		{"BEGIN", `$v = (1, "a")`, "(int64,string[2])"},
+		{"BEGIN", `$v = (1, "a").1`, "string[2]"},
+		{"BEGIN", `$v = 1 ? "a" : "bcd"`, "string[64]"},
+		{"BEGIN", "$v = 1 ? (uint8)1 : (int32)2", "unsigned int64"},
+		{"BEGIN", `$v = strftime("%H", nsecs)`, "timestamp"},
+		{"BEGIN", "$v = usym(1)", "usym"},
+		{"BEGIN", "$v = ntop(1)", "inet"},
+		{"BEGIN", "$v = ustack", "ustack"},
+		{"BEGIN", "$v = ustack(perf, 3)", "ustack"},
+		{"BEGIN", "$v = probe", "probe"},
+		{"BEGIN", "$v = sizeof(uint32)", "unsigned int64"},
+		{"BEGIN", `$v = strncmp("a", "b", 1)`, "unsigned int64"},
+		{"BEGIN", "$v = uptr(1)", "int64"},
+		{"BEGIN", "$v = uptr((uint8*)1)", "unsigned int8 *"},
+		{"BEGIN", "$v = $1", "int64"},
+		{"BEGIN", "$v = $#", "int64"},
+		{"BEGIN", "$v = str($2)", "string[64]"},
+		{"BEGIN", `$v = "a"; $v = "abcdef"`, "string[7]"},
+		{"BEGIN", "$v = (uint8)1; $v = 300", "unsigned int8"},
+		{"usdt:/bin/x:p:n", "$v = arg0", "unsigned int64"},
+		{"usdt:/bin/x:p:n", "$v = arg11", "unsigned int64"},
+		{"uretprobe:/bin/x:f", "$v = retval", "unsigned int64"},
+		{"uprobe:/bin/x:f", "$v = func", "usym"},
+		{"uprobe:/bin/x:f", "$v = cpid", "unsigned int32"},
+		{"struct S { int a; char n[8]; } uprobe:/bin/x:f", "$v = ((struct S *)arg0)->a", "int32"},
+		{"struct S { int a; char n[8]; } uprobe:/bin/x:f", "$v = ((struct S *)arg0)->n", "string[8]"},
+	}
+	for _, tt := range tests {
+		src := tt.probe + " { " + tt.body + "; }"
+		t.Run(tt.body, func(t *testing.T) {
+			p, errs := checkSource(t, src, Config{Params: []string{"5", "abc"}})
+			if errs != nil {
+				t.Fatalf("%s: %v", src, errs)
+			}
+			stmts := p.Probes[0].Body.Stmts
+			a := stmts[len(stmts)-1].(*AssignStmt)
+			if got := typeName(TypeOf(a.LHS)); got != tt.want {
+				t.Errorf("%s: $v is %s, want %s", src, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestCheckMaps checks Program.Maps: key and value types, lhist bounds,
+// first positions, and the values bpftrace 0.17 makes unsigned.
+func TestCheckMaps(t *testing.T) {
+	src := `BEGIN {
+  @c[comm, pid] = count();
+  @h = lhist(nsecs, 0, 100, 10);
+  @s["ab"] = 1;
+  @s["abcdef"] = 2;
+  @u += 3;
+  @i++;
+  @t = (1, "x");
+  @t = (2, "xyz");
+}
+END { @n = @late + 1; }
+END { @late = (int8)1; }`
+	p, errs := checkSource(t, src, Config{})
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	want := map[string]string{
+		"@c": "key (string[16],unsigned int64) value count",
+		"@h": "key none value lhist {0 100 10}",
+		"@s": "key string[7] value int64",
+		"@u": "key none value unsigned int64",
+		"@i": "key none value int64",
+		"@t": "key none value (int64,string[4])",
+		// Typed while @late was still unknown: unsigned, as in bpftrace.
+		"@n":    "key none value unsigned int64",
+		"@late": "key none value int64",
+	}
+	if len(p.Maps) != len(want) {
+		t.Errorf("%d maps, want %d", len(p.Maps), len(want))
+	}
+	for name, w := range want {
+		m := p.Maps[name]
+		if m == nil {
+			t.Errorf("no map %s", name)
+			continue
+		}
+		got := fmt.Sprintf("key %s value %s", typeName(m.Key), typeName(m.Value))
+		if m.Value.Kind == KindLhist {
+			got += fmt.Sprintf(" %v", m.Lhist)
+		}
+		if got != w {
+			t.Errorf("%s: %s, want %s", name, got, w)
+		}
+	}
+	if pos := p.Maps["@s"].Pos.Start; pos != (Pos{Line: 4, Col: 3}) {
+		t.Errorf("@s first at %v, want 4:3", pos)
+	}
+}
+
+// TestCheckUnrollAndParams checks UnrollStmt.N and Program.NumParams.
+func TestCheckUnrollAndParams(t *testing.T) {
+	src := `BEGIN { $i = 0; unroll(32) { $i++; } unroll($2) { $i++; } printf("%s %d\n", str($3), $#); }`
+	p, errs := checkSource(t, src, Config{Params: []string{"x", "7", "name"}})
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	var ns []int
+	for _, s := range p.Probes[0].Body.Stmts {
+		if u, ok := s.(*UnrollStmt); ok {
+			ns = append(ns, u.N)
+		}
+	}
+	if !slices.Equal(ns, []int{32, 7}) {
+		t.Errorf("unroll counts %v, want [32 7]", ns)
+	}
+	if p.NumParams != 3 {
+		t.Errorf("NumParams %d, want 3", p.NumParams)
+	}
+}
+
+// TestCheckConfig checks that Check refuses a bad configuration.
+func TestCheckConfig(t *testing.T) {
+	p, err := Parse("stdin", "BEGIN { exit(); }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, cfg := range []Config{{StrLen: -1}, {StrLen: MaxStrLen + 1}, {MapKeysMax: -5}} {
+		if err := Check(p, cfg); err == nil {
+			t.Errorf("Check with %+v succeeded", cfg)
+		}
+	}
+	if err := Check(p, Config{StrLen: 128}); err != nil {
+		t.Errorf("Check with StrLen 128: %v", err)
+	}
+}
+
+// TestCheckStrLen checks that str() follows Config.StrLen.
+func TestCheckStrLen(t *testing.T) {
+	p, errs := checkSource(t, "BEGIN { @s = str(0); }", Config{StrLen: 70})
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	if got := p.Maps["@s"].Value; !got.Equal(String(70)) {
+		t.Errorf("@s is %s, want string[70]", typeName(got))
+	}
+}
+
+// TestCheckWrite checks complete diagnostics, as the CLI prints them,
+// against bpftrace 0.17's (captured in bpftrace-compat.md).
+func TestCheckWrite(t *testing.T) {
+	src := "// e01\nBEGIN { $x = bufx(1, 2); exit(); }\n"
+	_, errs := checkSource(t, src, Config{})
+	var buf bytes.Buffer
+	errs.Write(&buf, "e01.bt", src)
+	want := "e01.bt:2:14-18: ERROR: Unknown function: bufx\n" +
+		"BEGIN { $x = bufx(1, 2); exit(); }\n" +
+		"             ~~~~\n" +
+		"HINT: did you mean buf()?\n"
+	if buf.String() != want {
+		t.Errorf("got:\n%s\nwant:\n%s", buf.String(), want)
+	}
+}
+
+// TestCheckAgainstBpftrace runs bpftrace 0.17 on every bad script that is
+// not marked "// gotrace:" (where gotrace differs on purpose) and compares
+// its ERROR lines with the expected diagnostics.
+func TestCheckAgainstBpftrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs bpftrace once per script")
+	}
+	testenv.RequireRoot(t)
+	bpftrace := testenv.RequireTool(t, "bpftrace")
+	files, err := filepath.Glob("testdata/check/bad/*.bt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	errLine := regexp.MustCompile(`(?m)^[^\n]*?\.bt:(\d+:\d+-\d+: )ERROR: (.*)$`)
+	for _, f := range files {
+		data, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		src := string(data)
+		if strings.Contains(src, "// gotrace:") {
+			continue
+		}
+		t.Run(filepath.Base(f), func(t *testing.T) {
+			t.Parallel()
+			cfg := scriptConfig(src)
+			args := []string{"-d"}
+			if cfg.Unsafe {
+				args = append(args, "--unsafe")
+			}
+			args = append(args, f)
+			args = append(args, cfg.Params...)
+			out, _ := exec.Command(bpftrace, args...).CombinedOutput()
+			var got []string
+			for _, m := range errLine.FindAllStringSubmatch(string(out), -1) {
+				got = append(got, m[1]+m[2])
+			}
+			var want []string
+			for _, m := range expectRE.FindAllStringSubmatch(src, -1) {
+				want = append(want, m[1])
+			}
+			if !slices.Equal(got, want) {
+				t.Errorf("bpftrace says:\n%s\nthe script expects:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+			}
+		})
+	}
+}
