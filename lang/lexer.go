@@ -73,15 +73,15 @@ type scanner struct {
 
 	toks []lexToken
 
-	braces  int  // depth of {}
-	parens  int  // depth of () and []
-	inPred  bool // between a probe's "/" and its "{"
-	chain   int  // prefix operators, casts and "?" since the last statement boundary
-	elses   int  // "else" tokens in the current probe
+	braces int  // depth of {}
+	parens int  // depth of () and []
+	inPred bool // between a probe's "/" and its "{"
+	chain  int  // prefix operators, casts and "?" since the last statement boundary
+	elses  int  // "else" tokens in the current probe
 	// operandEnd says whether the last token ended an operand, so that a
 	// following "-", "*", "++" or "--" is binary or postfix, not prefix.
 	operandEnd bool
-	run     lexer.Position // start of the current run of non-blank characters
+	run        lexer.Position // start of the current run of non-blank characters
 }
 
 // scan lexes src completely.
@@ -125,8 +125,10 @@ func (s *scanner) advance(n int) {
 	s.off += n
 }
 
+// errorf reports a problem with the n bytes at the current offset. The
+// span starts at start: the run's start for tokens, as bpftrace's does.
 func (s *scanner) errorf(start lexer.Position, n int, format string, args ...any) *Error {
-	end := Pos{Line: start.Line, Col: start.Column + n}
+	end := Pos{Line: s.line, Col: s.col + n}
 	return &Error{Span: Span{Start: Pos{Line: start.Line, Col: start.Column}, End: end}, Msg: fmt.Sprintf(format, args...)}
 }
 
@@ -217,14 +219,14 @@ func (s *scanner) next() *Error {
 		if rest[:n] == "else" {
 			s.elses++
 			if s.elses > maxNesting {
-				return s.errorf(s.pos(), n, "too many else branches in one probe (limit %d)", maxNesting)
+				return s.errorf(s.run, n, "too many else branches in one probe (limit %d)", maxNesting)
 			}
 		}
 		s.emit(tokIdent, n)
 	case c >= '0' && c <= '9':
 		n := numberLen(rest)
 		if _, err := parseInt(rest[:n]); err != nil {
-			return s.errorf(s.pos(), n, "%v", err)
+			return s.errorf(s.run, n, "%v", err)
 		}
 		s.emit(tokInt, n)
 	case c == '"':
@@ -239,7 +241,7 @@ func (s *scanner) next() *Error {
 			if n < len(rest) {
 				n++ // bpftrace's span takes in the newline
 			}
-			return s.errorf(s.pos(), n, "unterminated string")
+			return s.errorf(s.run, n, "unterminated string")
 		}
 		s.emit(tokString, n+1)
 	case c == '$':
@@ -259,7 +261,7 @@ func (s *scanner) next() *Error {
 			}
 			s.emit(tokVar, n)
 		default:
-			return s.errorf(s.pos(), 1, "syntax error, unexpected $")
+			return s.errorf(s.run, 1, "syntax error, unexpected $")
 		}
 	case c == '@':
 		n := 1
@@ -272,31 +274,34 @@ func (s *scanner) next() *Error {
 		if n < 0 {
 			n = len(rest)
 		}
-		return s.errorf(s.pos(), n, "preprocessor directives are not supported: %s", strings.TrimSpace(rest[:n]))
+		return s.errorf(s.run, n, "preprocessor directives are not supported: %s", strings.TrimSpace(rest[:n]))
 	default:
 		return s.punct()
 	}
 	return nil
 }
 
-// attachPoint lexes `type:rest` at the top level: everything up to a space,
-// a comma or a brace, with "double-quoted" sections (C++ names) kept whole.
+// attachPoint lexes `type:rest` at the top level. Like bpftrace it takes
+// letters, digits and "_-./#*:+[]$" (paths, globs, $1), backslash escapes,
+// and "double-quoted" sections kept whole (C++ names); anything else ends it.
 func (s *scanner) attachPoint() *Error {
 	rest := s.src[s.off:]
 	n := 0
 loop:
 	for n < len(rest) {
-		switch rest[n] {
-		case ' ', '\t', '\n', '\r', '\f', '\v', ',', '{', '}':
-			break loop
-		case '"':
+		switch c := rest[n]; {
+		case isIdentChar(c) || strings.IndexByte("-./#*:+[]$", c) >= 0:
+			n++
+		case c == '\\' && n+1 < len(rest) && rest[n+1] != '\n':
+			n += 2
+		case c == '"':
 			m := strings.IndexAny(rest[n+1:], "\"\n")
 			if m < 0 || rest[n+1+m] != '"' {
-				return s.errorf(s.pos(), n+1, "unterminated string in attach point")
+				return s.errorf(s.run, n+1, "unterminated string in attach point")
 			}
 			n += m + 2
 		default:
-			n++
+			break loop
 		}
 	}
 	s.emit(tokAttach, n)
@@ -313,7 +318,7 @@ func (s *scanner) punct() *Error {
 		}
 	}
 	if p == "" {
-		return s.errorf(s.pos(), 1, "invalid character '%s'", printableByte(rest[0]))
+		return s.errorf(s.run, 1, "invalid character '%s'", printableByte(rest[0]))
 	}
 	prefix := !s.operandEnd
 	switch p {
@@ -364,7 +369,7 @@ func (s *scanner) punct() *Error {
 		}
 	}
 	if s.braces+s.parens > maxNesting || s.chain > maxNesting {
-		return s.errorf(s.pos(), len(p), "expression nested too deeply (limit %d)", maxNesting)
+		return s.errorf(s.run, len(p), "expression nested too deeply (limit %d)", maxNesting)
 	}
 	s.emit(tokPunct, len(p))
 	switch p {

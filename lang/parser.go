@@ -3,6 +3,7 @@ package lang
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -509,7 +510,7 @@ func (c *converter) primary(g *gPrimary) Expr {
 	case g.Param != "":
 		n, err := strconv.Atoi(g.Param[1:])
 		if err != nil || n < 1 {
-			c.errorf(loc, "invalid positional parameter %s", g.Param)
+			c.errorf(loc, "param %s is out of integer range [1, %d]", g.Param, math.MaxInt64)
 		}
 		e := &PositionalParam{N: n}
 		e.Loc = loc
