@@ -689,13 +689,15 @@ func (f *fn) writeString(off int, s string, size int) {
 }
 
 // str lowers str(p[, n]): at most n bytes (and at most the buffer) of the
-// NUL-terminated user-space string at p, into a zeroed buffer.
+// NUL-terminated user-space string at p, into a zeroed buffer. str(s, n)
+// of a string s keeps its first n bytes.
 func (f *fn) str(e *lang.Call, off int) error {
 	t := lang.TypeOf(e)
 	if len(e.Args) == 0 || len(e.Args) > 2 {
 		return f.c.errorf(e, "str() takes 1 or 2 arguments")
 	}
-	if lang.TypeOf(e.Args[0]).Kind == lang.KindString {
+	at := lang.TypeOf(e.Args[0])
+	if at.Kind == lang.KindString && len(e.Args) == 1 {
 		return f.valueAs(e.Args[0], off, t)
 	}
 	f.zero(regScratch, off, t.Size)
@@ -718,10 +720,21 @@ func (f *fn) str(e *lang.Call, off int) error {
 		defer f.popSlot()
 		f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
 	}
-	if err := f.intExpr(e.Args[0]); err != nil {
-		return err
+	read := asm.FnProbeReadUserStr
+	if at.Kind == lang.KindString {
+		// The string is in the scratch area: a kernel address.
+		tmp := f.alloc(sizeOf(at))
+		if err := f.valueInto(e.Args[0], tmp); err != nil {
+			return err
+		}
+		f.scratchPtr(asm.R3, tmp)
+		read = asm.FnProbeReadKernelStr
+	} else {
+		if err := f.intExpr(e.Args[0]); err != nil {
+			return err
+		}
+		f.emit(asm.Mov.Reg(asm.R3, asm.R0))
 	}
-	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
 	if len(e.Args) == 2 {
 		ok := f.label("strlen")
 		f.emit(
@@ -734,7 +747,7 @@ func (f *fn) str(e *lang.Call, off int) error {
 		f.emit(asm.Mov.Imm(asm.R2, int32(t.Size)))
 	}
 	f.scratchPtr(asm.R1, off)
-	f.emit(asm.FnProbeReadUserStr.Call())
+	f.emit(read.Call())
 	return nil
 }
 

@@ -53,3 +53,43 @@ hello world|hello|hel|abcdefgh
 		t.Errorf("output:\n%s\nwant:\n%s", got.String(), want)
 	}
 }
+
+// TestLongStrings uses 200-byte strings (BPFTRACE_STRLEN=200): the
+// 400-byte tuples and keys below zero and copy through helpers instead
+// of unrolled stores.
+func TestLongStrings(t *testing.T) {
+	long := strings.Repeat("x", 190)
+	src := `BEGIN {
+  $a = str($1);
+  $t = ($a, $a);
+  $u = $t;
+  @m[$a, $a] = 1;
+  @m[$u.0, str($1)] += 1;
+  printf("%s %d %d %d %s\n", $u.1, $a == $u.0, @m[$a, $u.1], $a == "x", str($1, 3));
+  exit();
+}`
+	p, err := lang.Parse("t.bt", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	params := []string{long}
+	if err := lang.Check(p, lang.Config{Params: params, StrLen: 200}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Compile(p, Options{Params: params, StrLen: 200})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if spec.Collection.Maps[zerosMapName] == nil {
+		t.Error("no zeros map: the helper path was not used")
+	}
+	l := load(t, spec)
+	l.runKind(t, lang.ProbeBegin)
+	var got strings.Builder
+	for _, r := range l.drain(t, l.spec.EventsMap) {
+		got.WriteString(formatRecord(t, r))
+	}
+	if want := long + " 1 2 0 xxx\n"; got.String() != want {
+		t.Errorf("output %q, want %q", got.String(), want)
+	}
+}
