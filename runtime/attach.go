@@ -164,9 +164,17 @@ func attachSite(s site, prog *ebpf.Program, execs map[string]*link.Executable, p
 		return nil, fmt.Errorf("attach %s: probes of this kind cannot be attached", s.att.Probe.Raw)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("attach %s in %s at %#x: %w", s.att.Probe.Raw, s.path, s.usdt.Offset+s.offset, err)
+		return nil, fmt.Errorf("attach %s to %s: %w", s.att.Probe.Raw, s.where(), err)
 	}
 	return l, nil
+}
+
+// where names the place of a USDT or uprobe site in messages.
+func (s site) where() string {
+	if s.symbol != "" {
+		return s.path + ":" + s.symbol
+	}
+	return fmt.Sprintf("%s at offset %#x", s.path, s.usdt.Offset+s.offset)
 }
 
 // demangle returns the demangled form of a C++ symbol, in c++filt's

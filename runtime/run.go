@@ -203,16 +203,9 @@ func (t *tracer) attach(s site) error {
 	}
 	t.links = append(t.links, l)
 	if t.opts.Verbose {
-		fmt.Fprintf(t.opts.Err, "attached %s: %s%s at %#x (semaphore %#x)\n", s.att.Probe.Raw, s.path, symbolSuffix(s.symbol), s.usdt.Offset+s.offset, s.usdt.SemaphoreOffset)
+		fmt.Fprintf(t.opts.Err, "attached %s to %s (semaphore at offset %#x)\n", s.att.Probe.Raw, s.where(), s.usdt.SemaphoreOffset)
 	}
 	return nil
-}
-
-func symbolSuffix(sym string) string {
-	if sym == "" {
-		return ""
-	}
-	return ":" + sym
 }
 
 // runProgram runs a BEGIN, END or interval program once, in the kernel,

@@ -107,7 +107,7 @@ uretprobe:%[1]s:%[2]s { @ret[retval] = count(); }
 uprobe:%[1]s:%#[3]x { @by_address = count(); }`, bin, connectBlock, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	out, stderr, err := runScript(t, ctx, src, Options{Command: bin + " --linger-ms 0 --probes legacy"})
+	out, stderr, err := runScript(t, ctx, src, Options{Command: quietCommand(bin, "--linger-ms 0 --probes legacy")})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
