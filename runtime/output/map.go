@@ -20,14 +20,17 @@ type Map struct {
 	// Lhist holds lhist()'s bounds when Kind is lang.KindLhist.
 	Lhist lang.LhistParams
 	// Entries are the map's entries in any order; the writer sorts them.
-	// A map without keys has at most one entry, with a nil Key.
+	// A map without keys has at most one entry, with a nil Key. bpftrace
+	// 0.17 always prints a count() map without keys: give it one entry,
+	// zero when nothing was counted or it was cleared.
 	Entries []Entry
 }
 
 // Entry is one key of a map and its merged value.
 type Entry struct {
 	// Key holds the key's elements: one for @x[k], several for @x[a, b],
-	// none for @x.
+	// none for @x. bpftrace prints a pointer key in hex (@q[0x7]): pass
+	// it as Str("0x7").
 	Key []Value
 	// Value is the value of a plain map and of count (unsigned), sum, min
 	// and max (signed) maps.
