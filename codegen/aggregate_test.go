@@ -113,3 +113,55 @@ func sumPerCPU(t *testing.T, l *loaded, name string, key []byte) []int64 {
 	}
 	return out
 }
+
+// TestFullAndLost checks that updates of a full map and records that do
+// not fit the ring buffer are counted, not lost silently.
+func TestFullAndLost(t *testing.T) {
+	src := `BEGIN {
+  $i = 0;
+  while ($i < 5) { @m[$i] = $i; @c[$i] = count(); $i++; }
+  $j = 0;
+  while ($j < 200) { printf("%s %s\n", "a record of some bytes", "padding it out to a bigger size"); $j++; }
+}`
+	p, err := lang.Parse("t.bt", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lang.Check(p, lang.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Compile(p, Options{MapKeysMax: 2, EventsSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l := load(t, spec)
+	l.runKind(t, lang.ProbeBegin)
+	full := perCPUTotals(t, l, spec.FullMap)
+	for i, m := range spec.Maps {
+		if full[i] != 3 {
+			t.Errorf("%s: %d failed updates counted, want 3", m.Name, full[i])
+		}
+	}
+	lost := perCPUTotals(t, l, spec.LostMap)[0]
+	got := len(l.drain(t, spec.EventsMap))
+	if lost == 0 || got+int(lost) != 200 {
+		t.Errorf("%d records read and %d lost, want 200 in all with some lost", got, lost)
+	}
+}
+
+// perCPUTotals sums every entry of a per-CPU u64 array over CPUs.
+func perCPUTotals(t *testing.T, l *loaded, name string) []uint64 {
+	t.Helper()
+	m := l.coll.Maps[name]
+	out := make([]uint64, m.MaxEntries())
+	for i := range out {
+		var vals []uint64
+		if err := m.Lookup(uint32(i), &vals); err != nil {
+			t.Fatal(err)
+		}
+		for _, v := range vals {
+			out[i] += v
+		}
+	}
+	return out
+}
