@@ -44,7 +44,7 @@ func diagLines(l ErrorList) []string {
 
 var (
 	expectRE = regexp.MustCompile(`(?m)^// error: (.*)$`)
-	paramsRE = regexp.MustCompile(`(?m)^// params:(.*)$`)
+	paramsRE = regexp.MustCompile(`(?m)^// (?:params|args):(.*)$`)
 	unsafeRE = regexp.MustCompile(`(?m)^// unsafe$`)
 	hintRE   = regexp.MustCompile(`(?m)^// hint: (.*)$`)
 )
