@@ -24,13 +24,19 @@ var ErrArgs = errors.New("printf arguments do not match the format")
 // and %p all 64. Flags are '-' and '0', with C's width and precision
 // rules. %s stops at the string's first NUL; %r prints a buf with \xNN
 // escapes, %rx every byte as \xNN, %rh as space-separated hex pairs; a %r
-// with flags, width or precision prints itself, as glibc does. A verb whose
-// output contains a NUL byte ("%c" of 0) is cut there.
+// with flags, width or precision prints itself, as glibc does.
+//
+// C strings end at NUL: the text from the end of one verb to the end of
+// the next is cut at its first NUL byte, be it in the literal ("a\x00b%d"
+// prints "a") or in the verb's output ("%c" of 0 prints nothing). Text
+// after the last verb is printed whole.
 func AppendPrintf(b []byte, parts []lang.FormatPart, args []Value) ([]byte, error) {
 	n := 0
+	frag := len(b) // where the text that C's printf formats with the next verb starts
 	for _, p := range parts {
 		v := p.Verb
 		if v == nil {
+			frag = len(b)
 			b = append(b, p.Literal...)
 			continue
 		}
@@ -39,17 +45,15 @@ func AppendPrintf(b []byte, parts []lang.FormatPart, args []Value) ([]byte, erro
 		}
 		arg := args[n]
 		n++
-		start := len(b)
 		var err error
 		b, err = appendVerb(b, v, arg)
 		if err != nil {
 			return b, err
 		}
-		if v.Conv == 'c' {
-			if i := bytes.IndexByte(b[start:], 0); i >= 0 {
-				b = b[:start+i]
-			}
+		if i := bytes.IndexByte(b[frag:], 0); i >= 0 {
+			b = b[:frag+i]
 		}
+		frag = len(b)
 	}
 	if n != len(args) {
 		return b, fmt.Errorf("format takes %d arguments, got %d: %w", n, len(args), ErrArgs)
