@@ -582,15 +582,16 @@ func parseInt(s string) (uint64, error) {
 	case strings.HasPrefix(s, "0x") || strings.HasPrefix(s, "0X"):
 		v, err = strconv.ParseUint(s[2:], 16, 64)
 	case strings.ContainsAny(s, "eE"):
+		// bpftrace allows a one-digit coefficient and exponents up to 18.
 		m, e, _ := strings.Cut(strings.ToLower(s), "e")
-		if v, err = strconv.ParseUint(strings.ReplaceAll(m, "_", ""), 10, 64); err != nil {
-			break
+		if v, err = strconv.ParseUint(strings.ReplaceAll(m, "_", ""), 10, 64); err != nil || v > 9 {
+			return 0, fmt.Errorf("Coefficient part of scientific literal must be in range (0,9), got: %s", m)
 		}
-		exp, _ := strconv.Atoi(e)
+		exp, err := strconv.Atoi(e)
+		if err != nil || exp > 18 {
+			return 0, fmt.Errorf("Exponent will overflow integer range: %s", e)
+		}
 		for range exp {
-			if v > (1<<64-1)/10 {
-				return 0, fmt.Errorf("Exponent will overflow integer range: %s", e)
-			}
 			v *= 10
 		}
 	case len(s) > 1 && s[0] == '0':

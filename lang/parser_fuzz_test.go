@@ -7,6 +7,8 @@ import (
 	"path/filepath"
 	"testing"
 	"time"
+
+	"github.com/alecthomas/participle/v2/lexer"
 )
 
 // FuzzParse checks that Parse never panics, always returns either a program
@@ -36,6 +38,17 @@ func FuzzParse(f *testing.F) {
 			var b bytes.Buffer
 			Dump(&b, p)
 			return
+		}
+		// The recogniser and the participle grammar must agree: a script
+		// the recogniser accepts must build a tree.
+		if toks, lerr := scan("fuzz.bt", src); lerr == nil && recognize(toks) == nil {
+			peek, perr := lexer.Upgrade(&tokenStream{toks: toks})
+			if perr == nil {
+				_, perr = grammar.ParseFromLexer(peek)
+			}
+			if perr != nil {
+				t.Fatalf("the recogniser accepts what the grammar refuses: %v", perr)
+			}
 		}
 		var list ErrorList
 		if !errors.As(err, &list) || len(list) == 0 {

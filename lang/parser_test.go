@@ -131,6 +131,7 @@ func TestParseExpressions(t *testing.T) {
 		{"kstack", "kstack"},
 		{"ustack(5)", "(ustack 5)"},
 		{"0x1f + 017 + 1_000 + 1e6", "(+ (+ (+ 31 15) 1000) 1000000)"},
+		{"9e18 + 0e5", "(+ 9000000000000000000 0)"},
 		{"0xffffffffffffffff", "18446744073709551615"},
 		{"1.5e6", "(.5000000 1)"},
 	}
@@ -389,6 +390,9 @@ func TestParseStrings(t *testing.T) {
 func TestParseIntegerErrors(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{"BEGIN { $x = 1e20; }", "stdin:1:14-18: ERROR: Exponent will overflow integer range: 20"},
+		{"BEGIN { $x = 0e19; }", "stdin:1:14-18: ERROR: Exponent will overflow integer range: 19"},
+		{"BEGIN { $x = 0e99999999999999999999; }", "stdin:1:14-36: ERROR: Exponent will overflow integer range: 99999999999999999999"},
+		{"BEGIN { $x = 18e18; }", "stdin:1:14-19: ERROR: Coefficient part of scientific literal must be in range (0,9), got: 18"},
 		{"BEGIN { $x = 99999999999999999999; }", "stdin:1:14-34: ERROR: integer literal out of range: 99999999999999999999"},
 		{"BEGIN { $x = 09; }", "stdin:1:14-16: ERROR: Found trailing non-numeric characters"},
 		{"BEGIN { $x = 1_; }", "stdin:1:14-16: ERROR: syntax error, unexpected identifier, expecting }"},
