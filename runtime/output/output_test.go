@@ -181,6 +181,8 @@ func TestMessages(t *testing.T) {
 		{Text, func(w *Writer) error { return w.Message(MessageSyscall, "hi\n") }, "hi\n"},
 		{JSON, func(w *Writer) error { return w.Message(MessageSyscall, "hi\n") }, `{"type": "syscall", "data": "hi\n"}` + "\n"},
 		{JSON, func(w *Writer) error { return w.Message(MessageTime, "12:14:13\n") }, `{"type": "time", "data": "12:14:13\n"}` + "\n"},
+		{Text, func(w *Writer) error { return w.Message(MessageJoin, "./jbin aa bb\n") }, "./jbin aa bb\n"},
+		{JSON, func(w *Writer) error { return w.Message(MessageJoin, "./jbin,aa,bb\n") }, `{"type": "join", "data": "./jbin,aa,bb"}` + "\n"},
 		{Text, func(w *Writer) error { return w.Value(Buf([]byte("a\x00"))) }, `a\x00` + "\n"},
 		{JSON, func(w *Writer) error { return w.Value(Tuple(Uint(1<<63), Buf([]byte{1}))) }, `{"type": "value", "data": [9223372036854775808,"\\x01"]}` + "\n"},
 	} {

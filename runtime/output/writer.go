@@ -116,9 +116,14 @@ func (w *Writer) Printf(parts []lang.FormatPart, args []Value) error {
 }
 
 // Message prints text the runtime produced for time(), cat(), system() or
-// join(): as it is in text, as a JSON object of type kind in JSON.
+// join(): as it is in text, as a JSON object of type kind in JSON. text is
+// what text mode prints; for join that ends in a newline, which bpftrace
+// leaves out of the JSON data.
 func (w *Writer) Message(kind Message, text string) error {
 	if w.format == JSON {
+		if kind == MessageJoin {
+			text = strings.TrimSuffix(text, "\n")
+		}
 		w.buf = append(w.buf, "{\"type\": \""...)
 		w.buf = append(w.buf, kind...)
 		w.buf = append(w.buf, "\", \"data\": "...)
