@@ -125,7 +125,7 @@ func appendJSON(b []byte, v Value) []byte {
 	case ValueString:
 		return appendJSONString(b, cstr(v.Str))
 	case ValueBuf:
-		return appendJSONString(b, string(appendBufEscaped(nil, v.Bytes)))
+		return appendJSONString(b, appendBufEscaped(nil, v.Bytes))
 	case ValueTuple:
 		b = append(b, '[')
 		for i, e := range v.Elems {
@@ -215,7 +215,7 @@ func divide(v Value, div uint64) Value {
 // \\ \n \r \t, other control bytes as \u00XX. Valid UTF-8 passes through;
 // a byte that is not valid UTF-8 is written as \u00XX (bpftrace 0.17
 // writes a broken \uffffffXX there).
-func appendJSONString(b []byte, s string) []byte {
+func appendJSONString[S string | []byte](b []byte, s S) []byte {
 	b = append(b, '"')
 	for i := 0; i < len(s); {
 		c := s[i]
@@ -235,7 +235,7 @@ func appendJSONString(b []byte, s string) []byte {
 		case c < 0x80:
 			b = append(b, c)
 		default:
-			r, n := utf8.DecodeRuneInString(s[i:])
+			r, n := utf8.DecodeRuneInString(string(s[i:min(i+utf8.UTFMax, len(s))]))
 			if r == utf8.RuneError && n <= 1 {
 				b = append(b, '\\', 'u', '0', '0', hexDigits[c>>4], hexDigits[c&15])
 				i++

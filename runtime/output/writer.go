@@ -52,6 +52,7 @@ type Writer struct {
 	w      io.Writer
 	format Format
 	buf    []byte
+	text   []byte // printf's text, before JSON quotes it
 }
 
 // NewWriter returns a Writer printing to w in format f.
@@ -97,12 +98,13 @@ func (w *Writer) LostEvents(n uint64) error {
 // printf object's data. On an error nothing is printed.
 func (w *Writer) Printf(parts []lang.FormatPart, args []Value) error {
 	if w.format == JSON {
-		text, err := AppendPrintf(nil, parts, args)
+		var err error
+		w.text, err = AppendPrintf(w.text[:0], parts, args)
 		if err != nil {
 			return err
 		}
 		w.buf = append(w.buf, "{\"type\": \"printf\", \"data\": "...)
-		w.buf = appendJSONString(w.buf, string(text))
+		w.buf = appendJSONString(w.buf, w.text)
 		w.buf = append(w.buf, "}\n"...)
 		return w.flush()
 	}
@@ -278,7 +280,7 @@ func appendKeyJSON(b []byte, key []Value) []byte {
 		}
 		s = appendText(s, k)
 	}
-	return appendJSONString(b, string(s))
+	return appendJSONString(b, s)
 }
 
 // appendMapJSON prints entries es of m as one JSON object: type map, hist
