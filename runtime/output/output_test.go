@@ -2,9 +2,11 @@ package output
 
 import (
 	"bytes"
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
+	"unicode/utf8"
 
 	"github.com/gotrace/gotrace/lang"
 )
@@ -220,4 +222,22 @@ func TestOddValues(t *testing.T) {
 			})
 		})
 	}
+}
+
+// FuzzJSONString checks that every string becomes valid JSON that decodes
+// back to it when it is valid UTF-8.
+func FuzzJSONString(f *testing.F) {
+	for _, s := range []string{"", "a\"b\\c\n", "\x00\x1f\x7f", "µs", "a\xffb\xc2", "\xed\xa0\x80"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		out := appendJSONString(nil, s)
+		var back string
+		if err := json.Unmarshal(out, &back); err != nil {
+			t.Fatalf("%q gives invalid JSON %s: %v", s, out, err)
+		}
+		if utf8.ValidString(s) && back != s {
+			t.Fatalf("%q gives %s, which decodes to %q", s, out, back)
+		}
+	})
 }
