@@ -1,9 +1,15 @@
 package lang
 
 import (
+	"fmt"
+	"os/exec"
 	"reflect"
+	"regexp"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gotrace/gotrace/internal/testenv"
 )
 
 func TestParseFormat(t *testing.T) {
@@ -172,4 +178,45 @@ func FuzzParseFormat(f *testing.F) {
 			t.Fatalf("parts of %q rebuild %q", s, b.String())
 		}
 	})
+}
+
+// TestParseFormatBpftrace counts the verbs of tricky formats the way
+// bpftrace 0.17 does: it reports how many arguments a format expects when
+// given too many.
+func TestParseFormatBpftrace(t *testing.T) {
+	testenv.RequireRoot(t)
+	bpftrace := testenv.RequireTool(t, "bpftrace")
+	formats := []string{
+		`%d`, `%i`, `%-8d|%05u`, `%.3x%8.3X`, `%5.d`, `%-0-5d`, `%--5d`, `%lld%llx%hhd%hhu`,
+		`%lli%li%hi`, `%zd%zu%jd%td%tx`, `%zi%zc%lc%ls%hs`, `%p%lp%hhp%llp`, `%s%c%r%rx%rh%rhx`,
+		`%lr%5r%-5rx`, `%%d`, `%%%d`, `%%%%d`, `100%%`, `%`, `%5`, `%f%e%g%a%n%b`, `%#x%+d% d%*d`,
+		`%q%Lf%K%zz`, `%-.5d`, `%1.2.3d`, `%00005d`, `%d%`, `%s%s%s%s%s%s%s%s%s%s%s%s%s%s%s`,
+	}
+	re := regexp.MustCompile(`\((\d+) supplied, (\d+) expected\)`)
+	args := strings.Repeat(", 0", 16)
+	for _, f := range formats {
+		t.Run(f, func(t *testing.T) {
+			t.Parallel()
+			script := fmt.Sprintf(`BEGIN { printf("%s"%s); }`, f, args)
+			out, _ := exec.Command(bpftrace, "-e", script).CombinedOutput()
+			m := re.FindSubmatch(out)
+			if m == nil {
+				t.Fatalf("bpftrace did not count the verbs:\n%s", out)
+			}
+			want, _ := strconv.Atoi(string(m[2]))
+			parts, err := ParseFormat(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := 0
+			for _, p := range parts {
+				if p.Verb != nil {
+					got++
+				}
+			}
+			if got != want {
+				t.Errorf("ParseFormat(%q) has %d verbs, bpftrace counts %d", f, got, want)
+			}
+		})
+	}
 }
