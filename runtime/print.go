@@ -79,7 +79,7 @@ func (t *tracer) value(f codegen.Field, b []byte) output.Value {
 	case lang.KindTimestamp:
 		return output.Str(strftime(f.Format, t.wallTime(u64(b, 0))))
 	case lang.KindUsym:
-		return output.Str(fmt.Sprintf("0x%x", u64(b, 0)))
+		return output.Str(t.syms.name(u64(b, 0)))
 	}
 	return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: typ.Signed}
 }

@@ -127,6 +127,56 @@ func resolveUSDT(p *lang.Program, objs []string) (map[*lang.AttachPoint][]*usdt.
 	return res, nil
 }
 
+// expandUprobes resolves the symbols of uprobe and uretprobe attach
+// points: one that matches nothing maps to no attach point, one with a
+// wildcard to an attach point per matching symbol (so that the probe
+// builtin names the symbol, as in bpftrace), and one naming a single
+// symbol, mangled or demangled, to itself.
+func expandUprobes(p *lang.Program) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
+	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
+	syms := map[string][]elf.Symbol{}
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if (ap.Kind != lang.ProbeUprobe && ap.Kind != lang.ProbeUretprobe) || ap.Func == "" {
+				continue
+			}
+			path, err := absPath(ap.Target)
+			if err != nil {
+				return nil, err
+			}
+			fs, ok := syms[path]
+			if !ok {
+				if fs, err = functionSymbols(path); err != nil {
+					return nil, fmt.Errorf("%s: %w", ap.Raw, err)
+				}
+				syms[path] = fs
+			}
+			names := matchSymbols(fs, ap.Func)
+			if !strings.Contains(ap.Func, "*") {
+				if len(names) > 0 {
+					res[ap] = []*lang.AttachPoint{ap}
+				} else {
+					res[ap] = nil
+				}
+				continue
+			}
+			prefix := "uprobe"
+			if ap.Kind == lang.ProbeUretprobe {
+				prefix = "uretprobe"
+			}
+			aps := []*lang.AttachPoint{}
+			for _, name := range names {
+				one := *ap
+				one.Func = name
+				one.Raw = prefix + ":" + ap.Target + ":" + name
+				aps = append(aps, &one)
+			}
+			res[ap] = aps
+		}
+	}
+	return res, nil
+}
+
 // matchUSDT reports whether probe pr matches attach point ap: provider and
 // name patterns may hold * wildcards, and an attach point with no provider
 // (usdt:PATH:NAME) matches any provider.

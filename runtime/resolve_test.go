@@ -9,7 +9,6 @@ import (
 
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/usdt"
 )
 
 func TestWildcardMatch(t *testing.T) {
@@ -165,8 +164,8 @@ func TestMatchedProgram(t *testing.T) {
 	begin := &lang.Probe{Attach: []*lang.AttachPoint{{Raw: "BEGIN", Kind: lang.ProbeBegin}}}
 	p.Probes = append(p.Probes, both, begin)
 	x, y := p.Probes[0].Attach[0], p.Probes[1].Attach[0]
-	probes := map[*lang.AttachPoint][]*usdt.Probe{x: {{Name: "x"}}, y: {}}
-	q := matchedProgram(p, probes)
+	x1, x2 := &lang.AttachPoint{Raw: "x1"}, &lang.AttachPoint{Raw: "x2"}
+	q := matchedProgram(p, map[*lang.AttachPoint][]*lang.AttachPoint{x: {x}, y: nil})
 	if len(q.Probes) != 3 || q.Probes[0] != p.Probes[0] || q.Probes[2] != begin {
 		t.Fatalf("matchedProgram kept %d probes, want x, x of both, BEGIN", len(q.Probes))
 	}
@@ -175,6 +174,10 @@ func TestMatchedProgram(t *testing.T) {
 	}
 	if len(both.Attach) != 2 || len(p.Probes) != 4 {
 		t.Error("matchedProgram changed its input")
+	}
+	q = matchedProgram(p, map[*lang.AttachPoint][]*lang.AttachPoint{x: {x1, x2}})
+	if got := q.Probes[0].Attach; len(got) != 2 || got[0] != x1 || got[1] != x2 {
+		t.Errorf("x expanded into %d attach points, want x1 and x2", len(got))
 	}
 }
 

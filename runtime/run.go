@@ -92,6 +92,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if len(sites) == 0 {
 		return errNoProbes
 	}
+	t.syms = newSymbolizer(t.pid, sites)
 	if t.coll, err = load(t.spec.Collection); err != nil {
 		return err
 	}
@@ -161,6 +162,8 @@ type tracer struct {
 	out *output.Writer
 	// formats caches the parsed formats of printf-like events.
 	formats map[*codegen.Event][]lang.FormatPart
+	// syms names code addresses for func and usym().
+	syms *symbolizer
 	// bootWall is the wall-clock time of CLOCK_MONOTONIC's zero, to print
 	// bpf_ktime_get_ns times.
 	bootWall time.Time

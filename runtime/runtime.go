@@ -14,7 +14,6 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/usdt"
 )
 
 // Options configure a run; the command line fills them in.
@@ -88,14 +87,25 @@ func compile(p *lang.Program, opts Options, objs []string) (*codegen.Spec, error
 	if err != nil {
 		return nil, err
 	}
-	matched := matchedProgram(p, probes)
+	uprobes, err := expandUprobes(p)
+	if err != nil {
+		return nil, err
+	}
+	for ap, ps := range probes {
+		if len(ps) > 0 {
+			uprobes[ap] = []*lang.AttachPoint{ap}
+		} else {
+			uprobes[ap] = nil
+		}
+	}
+	matched := matchedProgram(p, uprobes)
 	if len(matched.Probes) == 0 {
 		return nil, errNoProbes
 	}
 	if opts.Verbose {
 		for _, pr := range p.Probes {
 			for _, ap := range pr.Attach {
-				if ps, ok := probes[ap]; ok && len(ps) == 0 {
+				if aps, ok := uprobes[ap]; ok && len(aps) == 0 {
 					fmt.Fprintf(opts.Err, "%s matches no probe: skipped\n", ap.Raw)
 				}
 			}
@@ -110,22 +120,29 @@ func compile(p *lang.Program, opts Options, objs []string) (*codegen.Spec, error
 	})
 }
 
-// matchedProgram returns p without the usdt attach points that matched no
-// probe, and without the probe blocks left with no attach point: bpftrace
-// skips them silently. p itself is not changed.
-func matchedProgram(p *lang.Program, probes map[*lang.AttachPoint][]*usdt.Probe) *lang.Program {
+// matchedProgram returns p with every attach point in replace replaced by
+// its list: the usdt and uprobe attach points that matched nothing
+// disappear, those with a wildcard become one attach point per match, and
+// probe blocks left with no attach point go, as bpftrace skips them
+// silently. p itself is not changed.
+func matchedProgram(p *lang.Program, replace map[*lang.AttachPoint][]*lang.AttachPoint) *lang.Program {
 	q := *p
 	q.Probes = nil
 	for _, pr := range p.Probes {
 		var aps []*lang.AttachPoint
+		changed := false
 		for _, ap := range pr.Attach {
-			if ps, ok := probes[ap]; !ok || len(ps) > 0 {
+			with, ok := replace[ap]
+			if !ok {
 				aps = append(aps, ap)
+				continue
 			}
+			aps = append(aps, with...)
+			changed = changed || len(with) != 1 || with[0] != ap
 		}
-		switch len(aps) {
-		case 0:
-		case len(pr.Attach):
+		switch {
+		case len(aps) == 0:
+		case !changed:
 			q.Probes = append(q.Probes, pr)
 		default:
 			kept := *pr

@@ -78,8 +78,9 @@ func TestFileOffset(t *testing.T) {
 }
 
 // TestRunUprobes attaches a uprobe by demangled name, a uretprobe by
-// mangled name and a uprobe by address to the fixture's ConnectBlock,
-// reading a struct field through arg3 as jb55's one-liner does.
+// mangled name, a uprobe by address and one by wildcard to the fixture's
+// ConnectBlock, reading a struct field through arg3 as jb55's one-liner
+// does; the wildcard's probe builtin names the symbol, func demangles it.
 func TestRunUprobes(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := fixture.Private(t, "bitcoind")
@@ -104,7 +105,8 @@ uprobe:%[1]s:"CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CB
   printf("height %%d\n", ((struct CBlockIndex *)arg3)->nHeight);
 }
 uretprobe:%[1]s:%[2]s { @ret[retval] = count(); }
-uprobe:%[1]s:%#[3]x { @by_address = count(); }`, bin, connectBlock, addr)
+uprobe:%[1]s:%#[3]x { @by_address = count(); }
+uprobe:%[1]s:_ZN11CChainState12Connect* { @wild[probe] = count(); @func[func] = count(); }`, bin, connectBlock, addr)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, stderr, err := runScript(t, ctx, src, Options{Command: quietCommand(bin, "--linger-ms 0 --probes legacy")})
@@ -115,7 +117,13 @@ uprobe:%[1]s:%#[3]x { @by_address = count(); }`, bin, connectBlock, addr)
 	for h := 800000; h < 800006; h++ {
 		fmt.Fprintf(&heights, "height %d\n", h)
 	}
-	for _, want := range []string{"Attaching 3 probes...\n" + heights.String(), "@ret[1]: 6\n", "@by_address: 6\n"} {
+	for _, want := range []string{
+		"Attaching 4 probes...\n" + heights.String(),
+		"@ret[1]: 6\n",
+		"@by_address: 6\n",
+		"@wild[uprobe:" + bin + ":" + connectBlock + "]: 6\n",
+		"@func[CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, CChainParams const&, bool)]: 6\n",
+	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("output\n%s\nlacks %q", out, want)
 		}

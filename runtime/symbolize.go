@@ -1,0 +1,169 @@
+package runtime
+
+import (
+	"bufio"
+	"debug/elf"
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// symbolizer names code addresses of the traced process for func and
+// usym(): with a known PID through its memory map, otherwise by the page
+// offset of the uprobe sites, which ASLR leaves unchanged.
+type symbolizer struct {
+	pid int
+	// sites are the symbols of the attached uprobe sites.
+	sites []siteSymbol
+	files map[string]*elfSymbols
+}
+
+// siteSymbol is an attached uprobe's symbol and its file offset.
+type siteSymbol struct {
+	name   string
+	offset uint64
+}
+
+// elfSymbols are the function symbols of one file, sorted by address,
+// and its loadable segments.
+type elfSymbols struct {
+	syms  []elf.Symbol
+	progs []elf.ProgHeader
+}
+
+func newSymbolizer(pid int, sites []site) *symbolizer {
+	s := &symbolizer{pid: pid, files: map[string]*elfSymbols{}}
+	for _, st := range sites {
+		if st.symbol == "" {
+			continue
+		}
+		es := s.file(st.path)
+		if es == nil {
+			continue
+		}
+		for _, sym := range es.syms {
+			if sym.Name == st.symbol {
+				if off, ok := es.offset(sym.Value); ok {
+					s.sites = append(s.sites, siteSymbol{name: sym.Name, offset: off})
+				}
+				break
+			}
+		}
+	}
+	return s
+}
+
+// file reads the symbols of path once; nil when it has none.
+func (s *symbolizer) file(path string) *elfSymbols {
+	if es, ok := s.files[path]; ok {
+		return es
+	}
+	var es *elfSymbols
+	if syms, err := functionSymbols(path); err == nil {
+		if f, err := elf.Open(path); err == nil {
+			es = &elfSymbols{syms: syms}
+			for _, p := range f.Progs {
+				if p.Type == elf.PT_LOAD {
+					es.progs = append(es.progs, p.ProgHeader)
+				}
+			}
+			f.Close()
+			sort.Slice(es.syms, func(i, j int) bool { return es.syms[i].Value < es.syms[j].Value })
+		}
+	}
+	s.files[path] = es
+	return es
+}
+
+// offset turns a virtual address of the file into a file offset.
+func (es *elfSymbols) offset(vaddr uint64) (uint64, bool) {
+	for _, p := range es.progs {
+		if vaddr >= p.Vaddr && vaddr < p.Vaddr+p.Memsz {
+			return vaddr - p.Vaddr + p.Off, true
+		}
+	}
+	return 0, false
+}
+
+// at returns the symbol whose code holds file offset off.
+func (es *elfSymbols) at(off uint64) (string, bool) {
+	var vaddr uint64
+	found := false
+	for _, p := range es.progs {
+		if off >= p.Off && off < p.Off+p.Filesz {
+			vaddr, found = off-p.Off+p.Vaddr, true
+			break
+		}
+	}
+	if !found {
+		return "", false
+	}
+	i := sort.Search(len(es.syms), func(i int) bool { return es.syms[i].Value > vaddr }) - 1
+	if i < 0 {
+		return "", false
+	}
+	sym := es.syms[i]
+	if vaddr != sym.Value && vaddr >= sym.Value+sym.Size {
+		return "", false
+	}
+	return sym.Name, true
+}
+
+// name returns the demangled symbol at addr, or addr in hex when it cannot
+// tell.
+func (s *symbolizer) name(addr uint64) string {
+	if s.pid != 0 {
+		if path, off, ok := mappedOffset(s.pid, addr); ok {
+			if es := s.file(path); es != nil {
+				if name, ok := es.at(off); ok {
+					return demangle(name)
+				}
+			}
+		}
+	}
+	match := ""
+	for _, st := range s.sites {
+		if st.offset&0xfff == addr&0xfff {
+			if match != "" && match != st.name {
+				match = ""
+				break
+			}
+			match = st.name
+		}
+	}
+	if match != "" {
+		return demangle(match)
+	}
+	return fmt.Sprintf("0x%x", addr)
+}
+
+// mappedOffset finds the file and file offset that address addr of
+// process pid maps.
+func mappedOffset(pid int, addr uint64) (string, uint64, bool) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return "", 0, false
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		if len(fields) < 6 || !strings.HasPrefix(fields[5], "/") {
+			continue
+		}
+		lo, hi, ok := strings.Cut(fields[0], "-")
+		if !ok {
+			continue
+		}
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		off, err3 := strconv.ParseUint(fields[2], 16, 64)
+		if err1 != nil || err2 != nil || err3 != nil || addr < start || addr >= end {
+			continue
+		}
+		return fields[5], addr - start + off, true
+	}
+	return "", 0, false
+}
