@@ -26,23 +26,23 @@ type gItem struct {
 type gStruct struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Name   string    `parser:"\"struct\" @Ident \"{\""`
-	Fields []*gField `parser:"@@* \"}\" \";\"?"`
+	Name   string    `parser:"'struct' @Ident '{'"`
+	Fields []*gField `parser:"@@* '}' ';'?"`
 }
 
 type gField struct {
 	Pos   lexer.Position
 	Words []string `parser:"@Ident+"`
-	Stars []string `parser:"@\"*\"*"`
+	Stars []string `parser:"@'*'*"`
 	Name  string   `parser:"@Ident?"`
-	Dims  []string `parser:"(\"[\" @Int \"]\")* \";\""`
+	Dims  []string `parser:"('[' @Int ']')* ';'"`
 }
 
 type gProbe struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Attach []*gAttach `parser:"@@ (\",\" @@?)*"`
-	Pred   *gExpr     `parser:"(\"/\" @@ EndPred)?"`
+	Attach []*gAttach `parser:"@@ (',' @@?)*"`
+	Pred   *gExpr     `parser:"('/' @@ EndPred)?"`
 	Body   *gBlock    `parser:"@@"`
 }
 
@@ -55,7 +55,7 @@ type gAttach struct {
 type gBlock struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
-	Stmts  []*gStmt `parser:"\"{\" @@* \"}\""`
+	Stmts  []*gStmt `parser:"'{' @@* '}'"`
 }
 
 type gStmt struct {
@@ -64,64 +64,69 @@ type gStmt struct {
 	If     *gIf       `parser:"(  @@"`
 	Unroll *gUnroll   `parser:" | @@"`
 	While  *gWhile    `parser:" | @@"`
-	Jump   string     `parser:" | @(\"break\" | \"continue\" | \"return\")"`
-	Expr   *gExprStmt `parser:" | @@ )"`
-	Semi   []string   `parser:"@\";\"*"`
+	Jump   string     `parser:" | @('break' | 'continue' | 'return')"`
+	Expr   *gExprStmt `parser:" | @@ ) ';'*"`
 }
 
 type gIf struct {
-	Cond   *gExpr  `parser:"\"if\" \"(\" @@ \")\""`
+	Pos    lexer.Position
+	EndPos lexer.Position
+	Cond   *gExpr  `parser:"'if' '(' @@ ')'"`
 	Then   *gBlock `parser:"@@"`
-	ElseIf *gIf    `parser:"(\"else\" ( @@"`
+	ElseIf *gIf    `parser:"('else' ( @@"`
 	Else   *gBlock `parser:"        | @@ ) )?"`
 }
 
 type gUnroll struct {
-	Count *gExpr  `parser:"\"unroll\" \"(\" @@ \")\""`
+	Count *gExpr  `parser:"'unroll' '(' @@ ')'"`
 	Body  *gBlock `parser:"@@"`
 }
 
 type gWhile struct {
-	Cond *gExpr  `parser:"\"while\" \"(\" @@ \")\""`
+	Cond *gExpr  `parser:"'while' '(' @@ ')'"`
 	Body *gBlock `parser:"@@"`
 }
 
 type gExprStmt struct {
 	X   *gExpr `parser:"@@"`
-	Op  string `parser:"( @(\"=\" | \"+=\" | \"-=\" | \"*=\" | \"/=\" | \"%=\" | \"&=\" | \"|=\" | \"^=\" | \"<<=\" | \">>=\")"`
+	Op  string `parser:"( @('=' | '+=' | '-=' | '*=' | '/=' | '%=' | '&=' | '|=' | '^=' | '<<=' | '>>=')"`
 	RHS *gExpr `parser:"  @@ )?"`
 }
 
 // gExpr is a ternary over a flat list of binary operations; convert applies
-// C's binaryPrecedence to the list.
+// C's precedence to the list.
 type gExpr struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
 	Head   *gUnary    `parser:"@@"`
 	Ops    []*gBinary `parser:"@@*"`
-	Then   *gExpr     `parser:"( \"?\" @@"`
-	Else   *gExpr     `parser:"  \":\" @@ )?"`
+	Then   *gExpr     `parser:"( '?' @@"`
+	Else   *gExpr     `parser:"  ':' @@ )?"`
 }
 
 type gBinary struct {
 	Pos lexer.Position
-	Op  string  `parser:"@(\"||\" | \"&&\" | \"|\" | \"^\" | \"&\" | \"==\" | \"!=\" | \"<=\" | \">=\" | \"<\" | \">\" | \"<<\" | \">>\" | \"+\" | \"-\" | \"*\" | \"/\":Punct | \"%\")"`
+	Op  string  `parser:"@('||' | '&&' | '|' | '^' | '&' | '==' | '!=' | '<=' | '>=' | '<' | '>' | '<<' | '>>' | '+' | '-' | '*' | '/':Punct | '%')"`
 	Y   *gUnary `parser:"@@"`
 }
 
 type gUnary struct {
 	Pos     lexer.Position
 	EndPos  lexer.Position
-	Op      string    `parser:"(  @(\"!\" | \"~\" | \"-\" | \"*\" | \"++\" | \"--\")"`
+	Op      string    `parser:"(  @('!' | '~' | '-' | '*' | '++' | '--')"`
 	X       *gUnary   `parser:"   @@"`
 	Cast    *gCast    `parser:" | @@"`
 	Postfix *gPostfix `parser:" | @@ )"`
 }
 
+// gCast is a cast to an integer type, a struct or a pointer; a name other
+// than an integer type needs a "*", so that (nsecs) stays an expression.
 type gCast struct {
-	Struct string   `parser:"\"(\" ( \"struct\" @Ident"`
-	Type   string   `parser:"    | @Ident )"`
-	Stars  []string `parser:"@\"*\"* \")\""`
+	Struct string   `parser:"'(' ( ( 'struct' @Ident"`
+	Int    string   `parser:"      | @('int8' | 'int16' | 'int32' | 'int64' | 'uint8' | 'uint16' | 'uint32' | 'uint64') )"`
+	Stars  []string `parser:"    @'*'*"`
+	Named  string   `parser:"  | @Ident"`
+	NStars []string `parser:"    @'*'+ ) ')'"`
 	X      *gUnary  `parser:"@@"`
 }
 
@@ -133,10 +138,10 @@ type gPostfix struct {
 
 type gSuffix struct {
 	EndPos lexer.Position
-	Index  []*gExpr `parser:"(  \"[\" @@ (\",\" @@)* \"]\""`
-	Arrow  bool     `parser:" | ( \".\" | @\"->\" )"`
+	Index  []*gExpr `parser:"(  '[' @@ (',' @@)* ']'"`
+	Arrow  bool     `parser:" | ( '.' | @'->' )"`
 	Field  string   `parser:"   @(Ident | Int)"`
-	IncDec string   `parser:" | @(\"++\" | \"--\") )"`
+	IncDec string   `parser:" | @('++' | '--') )"`
 }
 
 type gPrimary struct {
@@ -149,20 +154,20 @@ type gPrimary struct {
 	ParamCount bool     `parser:" | @ParamCount"`
 	Map        *gMap    `parser:" | @@"`
 	Call       *gCall   `parser:" | @@"`
-	Paren      []*gExpr `parser:" | \"(\" @@ (\",\" @@)* \")\" )"`
+	Paren      []*gExpr `parser:" | '(' @@ (',' @@)* ')' )"`
 }
 
 type gMap struct {
 	Name string   `parser:"@Map"`
-	Keys []*gExpr `parser:"( \"[\" @@ (\",\" @@)* \"]\" )?"`
+	Keys []*gExpr `parser:"( '[' @@ (',' @@)* ']' )?"`
 }
 
 type gCall struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
 	Name   string   `parser:"@Ident"`
-	Open   bool     `parser:"( @\"(\""`
-	Args   []*gExpr `parser:"  ( @@ (\",\" @@)* )? \")\" )?"`
+	Open   bool     `parser:"( @'('"`
+	Args   []*gExpr `parser:"  ( @@ (',' @@)* )? ')' )?"`
 }
 
 var grammar = participle.MustBuild[gProgram](
@@ -204,22 +209,16 @@ func Parse(file, src string) (*Program, error) {
 	return p, nil
 }
 
-// syntaxError turns a participle error into a bison-style diagnostic.
+// syntaxError turns a participle error into a diagnostic. The recogniser
+// runs first and FuzzParse checks that it refuses whatever the grammar
+// refuses, so this is a safety net.
 func syntaxError(toks []lexToken, err error) *Error {
-	var ute *participle.UnexpectedTokenError
-	if errors.As(err, &ute) {
-		i := tokenIndex(toks, ute.Unexpected.Pos.Offset)
-		return &Error{Span: tokSpan(toks[i]), Msg: "syntax error, unexpected " + tokenName(toks[i])}
-	}
 	var perr participle.Error
-	if errors.As(err, &perr) {
-		i := tokenIndex(toks, perr.Position().Offset)
-		if i >= len(toks) {
-			i = len(toks) - 1
-		}
-		return &Error{Span: tokSpan(toks[i]), Msg: "syntax error, unexpected " + tokenName(toks[i])}
+	if !errors.As(err, &perr) {
+		return &Error{Msg: err.Error()}
 	}
-	return &Error{Msg: err.Error()}
+	i := min(tokenIndex(toks, perr.Position().Offset), len(toks)-1)
+	return &Error{Span: runSpan(toks[i]), Msg: "syntax error, unexpected " + tokenName(toks[i])}
 }
 
 // tokenName names a token the way bpftrace's parser does in its messages.
@@ -228,8 +227,7 @@ func tokenName(t lexToken) string {
 	case tokEOF:
 		return "end of file"
 	case tokIdent:
-		switch t.Value {
-		case "if", "else", "unroll", "while", "return", "break", "continue", "struct":
+		if bisonKeywords[t.Value] {
 			return t.Value
 		}
 		if isBuiltinVar(t.Value) {
@@ -308,26 +306,17 @@ func (c *converter) probe(g *gProbe) *Probe {
 
 func (c *converter) block(g *gBlock) *Block {
 	b := &Block{Loc: c.span(g.Pos, g.EndPos)}
-	for i, s := range g.Stmts {
-		if s.Expr != nil || s.Jump != "" {
-			if len(s.Semi) == 0 && i < len(g.Stmts)-1 {
-				// A simple statement needs a ";" unless it ends the block.
-				next := c.toks[tokenIndex(c.toks, g.Stmts[i+1].Pos.Offset)]
-				c.errs = append(c.errs, &Error{Span: tokSpan(next), Msg: "syntax error, unexpected " + tokenName(next) + ", expecting ; or }"})
-			}
-		}
+	for _, s := range g.Stmts {
 		b.Stmts = append(b.Stmts, c.stmt(s))
 	}
 	return b
 }
 
-var assignable = "an assignment needs a variable or a map on its left"
-
 func (c *converter) stmt(g *gStmt) Stmt {
 	loc := c.span(g.Pos, g.EndPos)
 	switch {
 	case g.If != nil:
-		return c.ifStmt(g.If, g.Pos, g.EndPos)
+		return c.ifStmt(g.If)
 	case g.Unroll != nil:
 		return &UnrollStmt{Loc: loc, Count: c.expr(g.Unroll.Count), Body: c.block(g.Unroll.Body)}
 	case g.While != nil:
@@ -339,20 +328,16 @@ func (c *converter) stmt(g *gStmt) Stmt {
 	if g.Expr.Op == "" {
 		return &ExprStmt{Loc: x.Span(), X: x}
 	}
-	switch x.(type) {
-	case *Var, *MapExpr:
-	default:
-		c.errorf(x.Span(), "%s", assignable)
-	}
+	// The recogniser has checked that x is a variable or a map.
 	rhs := c.expr(g.Expr.RHS)
 	return &AssignStmt{Loc: Span{Start: x.Span().Start, End: rhs.Span().End}, Op: g.Expr.Op, LHS: x, RHS: rhs}
 }
 
-func (c *converter) ifStmt(g *gIf, start, end lexer.Position) *IfStmt {
-	s := &IfStmt{Loc: c.span(start, end), Cond: c.expr(g.Cond), Then: c.block(g.Then)}
+func (c *converter) ifStmt(g *gIf) *IfStmt {
+	s := &IfStmt{Loc: c.span(g.Pos, g.EndPos), Cond: c.expr(g.Cond), Then: c.block(g.Then)}
 	switch {
 	case g.ElseIf != nil:
-		s.Else = c.ifStmt(g.ElseIf, g.ElseIf.Then.Pos, end)
+		s.Else = c.ifStmt(g.ElseIf)
 	case g.Else != nil:
 		s.Else = c.block(g.Else)
 	}
@@ -427,28 +412,27 @@ func (c *converter) cast(g *gCast, loc Span) Expr {
 	e := &Cast{X: c.unary(g.X)}
 	e.Loc = loc
 	var to Type
-	switch t, ok := castIntTypes[g.Type]; {
+	stars := g.Stars
+	switch {
 	case g.Struct != "":
 		e.TypeName = "struct " + g.Struct
 		to = Type{Kind: KindStruct, Struct: g.Struct}
-	case ok:
-		e.TypeName = g.Type
-		to = t
+	case g.Int != "":
+		e.TypeName = g.Int
+		to = castIntTypes[g.Int]
 	default:
 		// bpftrace reads `(char *)` as a pointer to a struct named char; the
 		// checker reports the unknown struct.
-		e.TypeName = g.Type
-		to = Type{Kind: KindStruct, Struct: g.Type}
-		if len(g.Stars) == 0 {
-			c.errorf(loc, "syntax error, unexpected %s", g.Type)
-		}
+		e.TypeName = g.Named
+		to = Type{Kind: KindStruct, Struct: g.Named}
+		stars = g.NStars
 	}
-	for range g.Stars {
+	for range stars {
 		elem := to
 		to = Type{Kind: KindPointer, Size: 8, Elem: &elem}
 	}
-	if len(g.Stars) > 0 {
-		e.TypeName += " " + strings.Repeat("*", len(g.Stars))
+	if len(stars) > 0 {
+		e.TypeName += " " + strings.Repeat("*", len(stars))
 	}
 	e.To = to
 	return e

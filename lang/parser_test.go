@@ -114,6 +114,9 @@ func TestParseExpressions(t *testing.T) {
 		{"(char *)arg0", "(cast[char *] arg0)"},
 		{"(nsecs - @start) / 1000", "(/ (- nsecs @start) 1000)"},
 		{"(nsecs * 2)", "(* nsecs 2)"},
+		{"(nsecs) - 1", "(- nsecs 1)"},
+		{"(foo) * 2", "(* foo 2)"},
+		{"(uint16 **)$p", "(cast[uint16 **] $p)"},
 		{"(1, \"a\", $x)", "(tuple 1 \"a\" $x)"},
 		{"$t.0 + $t.1", "(+ (.0 $t) (.1 $t))"},
 		{"(1, 2).1", "(.1 (tuple 1 2))"},
@@ -407,7 +410,7 @@ func TestParseIntegerErrors(t *testing.T) {
 }
 
 func TestParseSpans(t *testing.T) {
-	src := "BEGIN {\n  $x = bufx(1, 2) + $y;\n  @m[\"a\"]++\n}"
+	src := "BEGIN {\n  $x = bufx(1, 2) + $y;\n  @m[\"a\"]++;\n\n  if ($x) { } else if ($y) { } else { }\n}"
 	p, err := Parse("stdin", src)
 	if err != nil {
 		t.Fatal(err)
@@ -416,13 +419,14 @@ func TestParseSpans(t *testing.T) {
 	bin := assign.RHS.(*Binary)
 	call := bin.X.(*Call)
 	inc := p.Probes[0].Body.Stmts[1].(*ExprStmt).X.(*IncDec)
+	ifs := p.Probes[0].Body.Stmts[2].(*IfStmt)
 	tests := []struct {
 		name string
 		got  Span
 		want Span
 	}{
-		{"probe", p.Probes[0].Loc, Span{Pos{1, 1}, Pos{4, 2}}},
-		{"body", p.Probes[0].Body.Loc, Span{Pos{1, 7}, Pos{4, 2}}},
+		{"probe", p.Probes[0].Loc, Span{Pos{1, 1}, Pos{6, 2}}},
+		{"body", p.Probes[0].Body.Loc, Span{Pos{1, 7}, Pos{6, 2}}},
 		{"assign", assign.Loc, Span{Pos{2, 3}, Pos{2, 23}}},
 		{"lhs", assign.LHS.Span(), Span{Pos{2, 3}, Pos{2, 5}}},
 		{"binary", bin.Loc, Span{Pos{2, 8}, Pos{2, 23}}},
@@ -430,6 +434,8 @@ func TestParseSpans(t *testing.T) {
 		{"call name", call.NameLoc, Span{Pos{2, 8}, Pos{2, 12}}},
 		{"second arg", call.Args[1].Span(), Span{Pos{2, 16}, Pos{2, 17}}},
 		{"post++", inc.Loc, Span{Pos{3, 3}, Pos{3, 12}}},
+		{"if", ifs.Loc, Span{Pos{5, 3}, Pos{5, 40}}},
+		{"else if", ifs.Else.Span(), Span{Pos{5, 20}, Pos{5, 40}}},
 		{"map", inc.X.Span(), Span{Pos{3, 3}, Pos{3, 10}}},
 	}
 	for _, tt := range tests {
