@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -200,5 +201,53 @@ func TestCommandObjects(t *testing.T) {
 	}
 	if _, err := commandObjects("/no/such/command"); err == nil || !strings.Contains(err.Error(), "does not exist or is not executable") {
 		t.Errorf("missing command: error %v", err)
+	}
+}
+
+// FuzzSplitCommand checks that splitCommand never panics and that words
+// quoted the way a shell reads them come back unchanged.
+func FuzzSplitCommand(f *testing.F) {
+	for _, s := range []string{"java -version", `sh -c 'exit 3'`, `a "b c" d\ e`, `'`, `"\`, "\t\n"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		words, err := splitCommand(s)
+		if err != nil {
+			return
+		}
+		quoted := make([]string, len(words))
+		for i, w := range words {
+			quoted[i] = "'" + strings.ReplaceAll(w, "'", `'\''`) + "'"
+		}
+		again, err := splitCommand(strings.Join(quoted, " "))
+		if err != nil || !slices.Equal(again, words) {
+			t.Errorf("%q split into %q; quoted again %q, split into %q (%v)", s, words, quoted, again, err)
+		}
+	})
+}
+
+// TestCompile compiles a script against the fixture without loading
+// anything: the spec has one attachment per matched probe.
+func TestCompile(t *testing.T) {
+	bin := fixture.Build(t, "bitcoind")
+	p, err := lang.Parse("test.bt", fmt.Sprintf(`usdt:%[1]s:net:*bound_message { @[probe] = count(); } usdt:%[1]s:net:nope { } BEGIN { }`, bin))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lang.Check(p, lang.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Compile(p, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range spec.Attachments {
+		got = append(got, a.ProbeName)
+	}
+	slices.Sort(got)
+	want := []string{"BEGIN", "usdt:" + bin + ":net:inbound_message", "usdt:" + bin + ":net:outbound_message"}
+	if !slices.Equal(got, want) {
+		t.Errorf("attachments %q, want %q", got, want)
 	}
 }
