@@ -388,8 +388,9 @@ func printableByte(c byte) string {
 	return fmt.Sprintf("\\x%02x", c)
 }
 
-// tokenDef adapts the scanner to participle. Lex is only called through
-// Parse, which scans first and hands over the tokens.
+// tokenDef gives participle the token types. Parse scans the script itself
+// and hands the tokens over with ParseFromLexer; Lex is there for
+// participle's interface.
 type tokenDef struct{}
 
 func (tokenDef) Symbols() map[string]lexer.TokenType { return tokenSymbols }
@@ -399,11 +400,7 @@ func (tokenDef) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read script: %w", err)
 	}
-	return tokenDef{}.LexString(filename, string(b))
-}
-
-func (tokenDef) LexString(filename, src string) (lexer.Lexer, error) {
-	toks, lerr := scan(filename, src)
+	toks, lerr := scan(filename, string(b))
 	if lerr != nil {
 		return nil, ErrorList{lerr}
 	}

@@ -138,10 +138,10 @@ type gPostfix struct {
 
 type gSuffix struct {
 	EndPos lexer.Position
-	Index  []*gExpr `parser:"(  '[' @@ (',' @@)* ']'"`
-	Arrow  bool     `parser:" | ( '.' | @'->' )"`
-	Field  string   `parser:"   @(Ident | Int)"`
-	IncDec string   `parser:" | @('++' | '--') )"`
+	Index  *gExpr `parser:"(  '[' @@ ']'"`
+	Arrow  bool   `parser:" | ( '.' | @'->' )"`
+	Field  string `parser:"   @(Ident | Int)"`
+	IncDec string `parser:" | @('++' | '--') )"`
 }
 
 type gPrimary struct {
@@ -448,10 +448,7 @@ func (c *converter) postfix(g *gPostfix) Expr {
 			e.Loc = loc
 			x = e
 		case s.Index != nil:
-			if len(s.Index) > 1 {
-				c.errorf(loc, "syntax error, unexpected ,, expecting ]")
-			}
-			e := &IndexExpr{X: x, Index: c.expr(s.Index[0])}
+			e := &IndexExpr{X: x, Index: c.expr(s.Index)}
 			e.Loc = loc
 			x = e
 		default:
