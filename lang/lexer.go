@@ -86,7 +86,8 @@ type scanner struct {
 
 // scan lexes src completely.
 func scan(file, src string) ([]lexToken, *Error) {
-	s := &scanner{file: file, src: src, line: 1, col: 1}
+	// Scripts average a token per four or five bytes.
+	s := &scanner{file: file, src: src, line: 1, col: 1, toks: make([]lexToken, 0, len(src)/4+1)}
 	if strings.HasPrefix(src, "#!") {
 		n := strings.IndexByte(src, '\n')
 		if n < 0 {

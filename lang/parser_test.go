@@ -629,3 +629,16 @@ func TestParseBounded(t *testing.T) {
 	}
 	t.Logf("1 MB script: %d probes in %v", len(p.Probes), time.Since(start))
 }
+
+func BenchmarkParse(b *testing.B) {
+	src, err := os.ReadFile("testdata/parse/good/connectblock_benchmark.bt")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.SetBytes(int64(len(src)))
+	for b.Loop() {
+		if _, err := Parse("connectblock_benchmark.bt", string(src)); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
