@@ -20,15 +20,27 @@ import (
 // int3 there.
 func textByte(t *testing.T, pid int, bin string, off uint64) byte {
 	t.Helper()
+	return memAt(t, pid, bin, off, 1, true)[0]
+}
+
+// memAt reads n bytes of process pid's memory where bin's file offset off
+// is mapped (in an executable mapping when exec is set, else a writable
+// one).
+func memAt(t *testing.T, pid int, bin string, off uint64, n int, exec bool) []byte {
+	t.Helper()
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
+	perm := "w"
+	if exec {
+		perm = "x"
+	}
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || fields[5] != bin || !strings.Contains(fields[1], "x") {
+		if len(fields) < 6 || fields[5] != bin || !strings.Contains(fields[1], perm) {
 			continue
 		}
 		bounds := strings.SplitN(fields[0], "-", 2)
@@ -43,14 +55,14 @@ func textByte(t *testing.T, pid int, bin string, off uint64) byte {
 			t.Fatal(err)
 		}
 		defer mem.Close()
-		b := make([]byte, 1)
+		b := make([]byte, n)
 		if _, err := mem.ReadAt(b, int64(start+off-mapOff)); err != nil {
 			t.Fatal(err)
 		}
-		return b[0]
+		return b
 	}
-	t.Fatalf("offset %#x of %s is not mapped executable in process %d", off, bin, pid)
-	return 0
+	t.Fatalf("offset %#x of %s is not mapped %s in process %d", off, bin, perm, pid)
+	return nil
 }
 
 // symbolOffset returns the file offset of a function symbol.

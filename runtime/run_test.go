@@ -3,6 +3,7 @@ package runtime
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"os"
@@ -18,6 +19,7 @@ import (
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // syncBuffer is an io.Writer safe for the tracer's goroutines that can
@@ -287,6 +289,24 @@ func TestRunPIDSignal(t *testing.T) {
 		t.Fatalf("Run: %v", err)
 	}
 	checkNoBPFFiles(t)
+	// The fixture is still running: its semaphore must read zero now.
+	probes, err := usdt.ReadFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	semaphores := 0
+	for _, pr := range probes {
+		if pr.Provider == "net" && pr.Name == "inbound_message" {
+			sem := memAt(t, cmd.Process.Pid, bin, pr.Locations[0].SemaphoreOffset, 2, false)
+			if v := binary.LittleEndian.Uint16(sem); v != 0 {
+				t.Errorf("semaphore of net:inbound_message reads %d in the running fixture after Run", v)
+			}
+			semaphores++
+		}
+	}
+	if semaphores != 1 {
+		t.Errorf("found %d net:inbound_message probes in the fixture, want 1", semaphores)
+	}
 	if !strings.Contains(out.String(), "end\n") || !strings.Contains(out.String(), "@in: ") {
 		t.Errorf("output %q lacks END's printf or the map", out)
 	}
