@@ -54,6 +54,10 @@ const (
 // it terminates.
 const maxLoopIterations = 1024
 
+// maxScratch is the largest per-CPU array value the kernel allocates
+// (PCPU_MIN_UNIT_SIZE).
+const maxScratch = 32 << 10
+
 // stackSize is the BPF stack of one program.
 const stackSize = 512
 
@@ -334,6 +338,9 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 	att.Probe = ap
 	att.ProbeName = t.probeName
 	c.spec.Attachments = append(c.spec.Attachments, att)
+	if f.scratchMax > maxScratch {
+		return c.errorAt(probe.Loc, "compile %s: its strings, tuples and records need %d bytes of scratch space, more than the %d a per-CPU map value holds", t.probeName, f.scratchMax, maxScratch)
+	}
 	c.scratchSize = max(c.scratchSize, f.scratchMax)
 	c.zerosSize = max(c.zerosSize, f.zerosMax)
 	return nil

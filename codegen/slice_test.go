@@ -110,3 +110,17 @@ func TestUSDTProgramLoads(t *testing.T) {
 		t.Errorf("arg2: err = %v", err)
 	}
 }
+
+// TestScratchLimit checks that a program whose records need more scratch
+// space than a per-CPU map value holds fails to compile with a clear error.
+func TestScratchLimit(t *testing.T) {
+	args := []lang.Expr{strLit(strings.Repeat("%s", 170))}
+	for range 170 {
+		args = append(args, call("str", lang.String(200), intLit(0)))
+	}
+	p := &lang.Program{File: "t.bt", Probes: []*lang.Probe{probeBlock(beginAP(), nil, void("printf", args...))}}
+	_, err := Compile(p, Options{})
+	if err == nil || !strings.Contains(err.Error(), "bytes of scratch space, more than the 32768") {
+		t.Errorf("err = %v", err)
+	}
+}
