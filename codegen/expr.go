@@ -545,9 +545,6 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 			f.scratchPtr(asm.R1, off)
 			f.emit(asm.Mov.Imm(asm.R2, int32(min(t.Size, 16))), asm.FnGetCurrentComm.Call())
 			return nil
-		case "probe":
-			f.writeString(off, f.t.probeName, t.Size)
-			return nil
 		}
 	case *lang.Call:
 		switch e.Name {
