@@ -91,6 +91,39 @@ mid
 256 -2
 s
 `},
+	{"operators", `BEGIN {
+  $a = 5; $b = $a++; $c = ++$a; $d = $a--; $e = --$a;
+  printf("%ld %ld %ld %ld %ld\n", $a, $b, $c, $d, $e);
+  @x = 10; $f = @x++; $g = ++@x; $h = @x--;
+  printf("%ld %ld %ld %ld\n", @x, $f, $g, $h);
+  @k[-1] = 3; @k[-1] *= 7; @k[-1] -= 1; @k[-1] >>= 2; @k[-1] |= 8; @k[-1] ^= 1; @k[-1] &= 13;
+  printf("%ld\n", @k[-1]);
+  $s = $a > 100 ? "big" : "a much longer string";
+  $s2 = $a > 1 ? "big" : "a much longer string";
+  printf("%s|%s\n", $s, $s2);
+  @v["k"] = "val"; @v["k2"] = "other";
+  printf("%s %s %s|\n", @v["k"], @v["k2"], @v["nope"]);
+  $t = (1, (int8)-2, "x");
+  printf("%ld %ld %s\n", $t.0, $t.1, $t.2);
+  $n = 0;
+  if ($a == 5) { if ($b == 5) { $n = 1; } else { $n = 2; } } else { $n = 3; }
+  printf("%ld\n", $n);
+  $q = 0x7fffffffffffffff; $r = $q + 1;
+  printf("%ld %lu %ld\n", $r, $r, (int64)$r < 0);
+  printf("%ld %ld %ld\n", 10 > 3 && 2 > 1, 0 || 0, (1 && 0) || (0 || 1));
+  printf("%ld %ld\n", 0xffffffff + 1, 1 << 40);
+  exit();
+}`, nil, `5 5 7 7 5
+11 10 12 12
+12
+a much longer string|big
+val other |
+1 -2 x
+1
+-9223372036854775808 9223372036854775808 1
+1 0 1
+4294967296 1099511627776
+`},
 }
 
 // TestSemantics runs each program in the kernel and compares its printf
