@@ -35,7 +35,7 @@ type gField struct {
 	Words []string `parser:"@Ident+"`
 	Stars []string `parser:"@'*'*"`
 	Name  string   `parser:"@Ident?"`
-	Dims  []string `parser:"('[' @Int ']')* ';'"`
+	Dims  []string `parser:"('[' @Int ']')* ';'?"`
 }
 
 type gProbe struct {
@@ -1055,7 +1055,9 @@ func (r *recognizer) structDef() {
 			r.next()
 			r.expect("]", "]")
 		}
-		r.expect(";", ";")
+		if !r.is("}") { // C allows the last field without ";"
+			r.expect(";", ";")
+		}
 	}
 	r.next()
 	if r.is(";") {
@@ -1238,10 +1240,12 @@ func (r *recognizer) operand() bool {
 			r.next()
 		}
 		r.next()
+		expect := expectArgs
 		for r.is("*") {
 			r.next()
+			expect = ") or *"
 		}
-		r.expect(")", expectArgs)
+		r.expect(")", expect)
 		r.operand()
 		return false
 	}

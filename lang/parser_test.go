@@ -324,7 +324,7 @@ func firstError(t *testing.T, src string) string {
 func TestParseStructs(t *testing.T) {
 	src := `struct CBlockIndex { const uint8_t *phashBlock; int nHeight; char name[5]; uint64_t w[2]; };
 struct Mixed { char c; short s; char d; long l; unsigned int u; bool b; };
-struct Outer { char c; struct Mixed m; struct Outer *next; void *p; uint8_t h[3][2]; }
+struct Outer { char c; struct Mixed m; struct Outer *next; void *p; uint8_t h[3][2] }
 BEGIN { }`
 	p, err := Parse("stdin", src)
 	if err != nil {
