@@ -51,6 +51,8 @@ type fn struct {
 	zerosMax   int
 
 	vars map[string]variable
+	// varNames are the variables in declaration (name) order.
+	varNames []string
 
 	labels  int
 	pending string

@@ -54,6 +54,7 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		f.emit(asm.JEq.Imm(asm.R0, 0, exitLabel))
 		f.scratch = f.varsEnd()
 	}
+	f.zeroVars()
 	if err := f.block(probe.Body); err != nil {
 		return nil, err
 	}
@@ -73,9 +74,9 @@ func (f *fn) varsEnd() int {
 	return end
 }
 
-// declareVars gives every scratch variable of the probe its slot, zeroed:
-// variables are probe-wide, so one first assigned inside an if reads as
-// zero when the if was not taken.
+// declareVars gives every scratch variable of the probe its slot.
+// Variables are probe-wide: one first assigned inside an if is visible
+// after it, and reads as zero when the if was not taken (zeroVars).
 func (f *fn) declareVars(probe *lang.Probe) error {
 	types := map[string]lang.Type{}
 	var firstUse = map[string]lang.Node{}
@@ -110,17 +111,29 @@ func (f *fn) declareVars(probe *lang.Probe) error {
 				return err
 			}
 			v.slot = slot
-			f.emit(storeImm64(asm.RFP, slot, 0))
 		} else {
 			if sizeOf(t) == 0 {
 				return f.c.errorf(firstUse[name], "variable %s: type %s: %w", name, t, ErrUnsupported)
 			}
 			v.off = f.alloc(sizeOf(t))
-			f.zero(regScratch, v.off, sizeOf(t))
 		}
 		f.vars[name] = v
+		f.varNames = append(f.varNames, name)
 	}
 	return nil
+}
+
+// zeroVars zeroes every variable, once the predicate (which cannot read
+// variables) has passed.
+func (f *fn) zeroVars() {
+	for _, name := range f.varNames {
+		v := f.vars[name]
+		if isScalar(v.typ) {
+			f.emit(storeImm64(asm.RFP, v.slot, 0))
+		} else {
+			f.zero(regScratch, v.off, sizeOf(v.typ))
+		}
+	}
 }
 
 // widen returns the type that holds values of both a and b: the larger
