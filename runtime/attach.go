@@ -43,8 +43,12 @@ func planSites(spec *codegen.Spec) ([]site, error) {
 		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval:
 			sites = append(sites, site{att: a})
 		case lang.ProbeUSDT:
+			path, err := absPath(a.Path)
+			if err != nil {
+				return nil, err
+			}
 			for _, s := range a.Sites {
-				sites = append(sites, site{att: a, path: a.Path, usdt: s})
+				sites = append(sites, site{att: a, path: path, usdt: s})
 			}
 		case lang.ProbeUprobe, lang.ProbeUretprobe:
 			path, err := absPath(a.Path)

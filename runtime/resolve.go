@@ -116,9 +116,18 @@ func resolveUSDT(p *lang.Program, objs []string) (map[*lang.AttachPoint][]*usdt.
 					return nil, fmt.Errorf("%s: usdt target file '%s' does not exist or is not executable: %w", ap.Raw, ap.Target, err)
 				}
 				for i := range ps {
-					if matchUSDT(ap, &ps[i]) {
-						matched = append(matched, &ps[i])
+					if !matchUSDT(ap, &ps[i]) {
+						continue
 					}
+					pr := &ps[i]
+					if !wild && ap.Target != path {
+						// The probe builtin names the file as the
+						// script does, like bpftrace.
+						named := *pr
+						named.Path = ap.Target
+						pr = &named
+					}
+					matched = append(matched, pr)
 				}
 			}
 			res[ap] = matched

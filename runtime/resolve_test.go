@@ -131,10 +131,17 @@ func TestResolveUSDT(t *testing.T) {
 			continue
 		}
 		got := []string{}
-		for _, pr := range res[p.Probes[0].Attach[0]] {
+		ap := p.Probes[0].Attach[0]
+		for _, pr := range res[ap] {
 			got = append(got, pr.Provider+":"+pr.Name)
-			if pr.Path != bin {
-				t.Errorf("%s: probe path %s, want %s", tc.raw, pr.Path, bin)
+			// The path is the script's, for the probe builtin, or the
+			// object's when the script names none.
+			want := ap.Target
+			if wildcardPath(ap.Target) {
+				want = bin
+			}
+			if pr.Path != want {
+				t.Errorf("%s: probe path %s, want %s", tc.raw, pr.Path, want)
 			}
 		}
 		slices.Sort(got)

@@ -456,3 +456,20 @@ func TestRunPIDAllObjects(t *testing.T) {
 func quietCommand(bin, args string) string {
 	return fmt.Sprintf("sh -c 'exec %s %s > /dev/null'", bin, args)
 }
+
+// TestRunRelativePath traces usdt:./bitcoind:... from the fixture's
+// directory: the probe builtin names the file as the script does.
+func TestRunRelativePath(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := fixture.Private(t, "bitcoind")
+	t.Chdir(filepath.Dir(bin))
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, stderr, err := runScript(t, ctx, `usdt:./bitcoind:net:outbound_message { @[probe] = count(); }`, Options{Command: quietCommand("./bitcoind", "--linger-ms 0")})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "@[usdt:./bitcoind:net:outbound_message]: 128\n") {
+		t.Errorf("output %q, want the probe named usdt:./bitcoind:net:outbound_message", out)
+	}
+}
