@@ -53,14 +53,7 @@ func (f *fn) intExpr(e lang.Expr) error {
 	case *lang.IndexExpr:
 		return f.index(e)
 	case *lang.Call:
-		switch {
-		case e.Name == "strftime" && len(e.Args) == 2:
-			// The time; its format travels in the record's Field.Format.
-			return f.intExpr(e.Args[1])
-		case (e.Name == "uptr" || e.Name == "usym") && len(e.Args) == 1:
-			return f.intExpr(e.Args[0])
-		}
-		return f.c.errorf(e, "%s() as an integer value: %w", e.Name, ErrUnsupported)
+		return f.intCall(e)
 	}
 	return f.c.errorf(e, "%s is not an integer", lang.TypeOf(e))
 }
@@ -224,20 +217,33 @@ func (f *fn) strCompare(e *lang.Binary) error {
 	if e.Op != "==" && e.Op != "!=" {
 		return f.c.errorf(e, "operator %s on strings: %w", e.Op, ErrUnsupported)
 	}
-	xt, yt := lang.TypeOf(e.X), lang.TypeOf(e.Y)
+	if e.Op == "!=" {
+		return f.strEqual(e, e.X, e.Y, -1, 0, 1)
+	}
+	return f.strEqual(e, e.X, e.Y, -1, 1, 0)
+}
+
+// strEqual sets R0 to eqVal when strings x and y are equal in their first
+// limit bytes (limit < 0: all of them), up to the first NUL or the end of
+// a buffer, and to neVal when they differ.
+func (f *fn) strEqual(n lang.Node, x, y lang.Expr, limit int, eqVal, neVal int32) error {
+	xt, yt := lang.TypeOf(x), lang.TypeOf(y)
 	if xt.Kind != lang.KindString || yt.Kind != lang.KindString {
-		return f.c.errorf(e, "comparing %s with %s", xt, yt)
+		return f.c.errorf(n, "comparing %s with %s", xt, yt)
 	}
 	xo, yo := f.alloc(sizeOf(xt)), f.alloc(sizeOf(yt))
-	if err := f.valueInto(e.X, xo); err != nil {
+	if err := f.valueInto(x, xo); err != nil {
 		return err
 	}
-	if err := f.valueInto(e.Y, yo); err != nil {
+	if err := f.valueInto(y, yo); err != nil {
 		return err
 	}
 	eq, ne, end := f.label("streq"), f.label("strne"), f.label("strend")
-	n := min(xt.Size, yt.Size)
-	for i := 0; i < n; i++ {
+	common := min(xt.Size, yt.Size)
+	if limit >= 0 {
+		common = min(common, limit)
+	}
+	for i := 0; i < common; i++ {
 		f.emit(
 			asm.LoadMem(asm.R1, regScratch, int16(xo+i), asm.Byte),
 			asm.LoadMem(asm.R2, regScratch, int16(yo+i), asm.Byte),
@@ -245,15 +251,14 @@ func (f *fn) strCompare(e *lang.Binary) error {
 			asm.JEq.Imm(asm.R1, 0, eq),
 		)
 	}
-	// The shorter buffer ended: the longer string must end there too.
-	if xt.Size > n {
-		f.emit(asm.LoadMem(asm.R1, regScratch, int16(xo+n), asm.Byte), asm.JNE.Imm(asm.R1, 0, ne))
-	} else if yt.Size > n {
-		f.emit(asm.LoadMem(asm.R1, regScratch, int16(yo+n), asm.Byte), asm.JNE.Imm(asm.R1, 0, ne))
-	}
-	eqVal, neVal := int32(1), int32(0)
-	if e.Op == "!=" {
-		eqVal, neVal = 0, 1
+	// The shorter buffer ended within the limit: the longer string must
+	// end there too.
+	if limit < 0 || limit > common {
+		if xt.Size > common {
+			f.emit(asm.LoadMem(asm.R1, regScratch, int16(xo+common), asm.Byte), asm.JNE.Imm(asm.R1, 0, ne))
+		} else if yt.Size > common {
+			f.emit(asm.LoadMem(asm.R1, regScratch, int16(yo+common), asm.Byte), asm.JNE.Imm(asm.R1, 0, ne))
+		}
 	}
 	f.place(eq)
 	f.emit(asm.Mov.Imm(asm.R0, eqVal), asm.Ja.Label(end))
@@ -376,8 +381,11 @@ func (f *fn) incDec(e *lang.IncDec) error {
 			asm.LoadMem(asm.R0, asm.RFP, v.slot, asm.DWord),
 			asm.Mov.Reg(asm.R1, asm.R0),
 			asm.Add.Imm(asm.R1, delta),
-			asm.StoreMem(asm.RFP, v.slot, asm.R1, asm.DWord),
 		)
+		if v.typ.Kind == lang.KindInt {
+			f.emit(extend(asm.R1, v.typ.Size, v.typ.Signed)...)
+		}
+		f.emit(asm.StoreMem(asm.RFP, v.slot, asm.R1, asm.DWord))
 		if !e.Post {
 			f.emit(asm.Mov.Reg(asm.R0, asm.R1))
 		}
@@ -818,6 +826,8 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		f.emit(asm.FnGetPrandomU32.Call())
 	case "cgroup":
 		f.emit(asm.FnGetCurrentCgroupId.Call())
+	case "numaid":
+		f.emit(asm.FnGetNumaNodeId.Call())
 	case "curtask":
 		f.emit(asm.FnGetCurrentTask.Call())
 	case "probe":
@@ -864,4 +874,74 @@ func (f *fn) structString(e *lang.FieldAccess, off int) error {
 	f.scratchPtr(asm.R1, off)
 	f.emit(asm.Mov.Imm(asm.R2, int32(t.Size)), asm.FnProbeReadUser.Call())
 	return nil
+}
+
+// intCall lowers a call with an integer value.
+func (f *fn) intCall(e *lang.Call) error {
+	switch {
+	case e.Name == "strftime" && len(e.Args) == 2:
+		// The time; its format travels in the record's Field.Format.
+		return f.intExpr(e.Args[1])
+	case (e.Name == "uptr" || e.Name == "kptr" || e.Name == "usym") && len(e.Args) == 1:
+		return f.intExpr(e.Args[0])
+	case e.Name == "sizeof" && len(e.Args) == 1:
+		size, err := f.sizeofType(e, lang.TypeOf(e.Args[0]))
+		if err != nil {
+			return err
+		}
+		f.emit(movImm(asm.R0, int64(size)))
+		return nil
+	case e.Name == "strncmp" && len(e.Args) == 3:
+		n, err := f.constInt(e.Args[2])
+		if err != nil {
+			return err
+		}
+		// bpftrace's strncmp is 0 when equal, 1 otherwise.
+		return f.strEqual(e, e.Args[0], e.Args[1], int(max(n, 0)), 0, 1)
+	case e.Name == "reg" && len(e.Args) == 1:
+		return f.reg(e)
+	}
+	return f.c.errorf(e, "%s() as an integer value: %w", e.Name, ErrUnsupported)
+}
+
+// sizeofType is the C size of a value of type t.
+func (f *fn) sizeofType(n lang.Node, t lang.Type) (int, error) {
+	switch t.Kind {
+	case lang.KindInt, lang.KindString, lang.KindArray, lang.KindBuf:
+		return t.Size, nil
+	case lang.KindPointer:
+		return 8, nil
+	case lang.KindStruct:
+		if sd := f.structDef(t.Struct); sd != nil {
+			return sd.Size, nil
+		}
+	case lang.KindTuple:
+		return sizeOf(t), nil
+	}
+	return 0, f.c.errorf(n, "sizeof(%s): %w", t, ErrUnsupported)
+}
+
+// ptRegsNames are the x86-64 struct pt_regs members reg() reads, by
+// offset/8.
+var ptRegsNames = []string{"r15", "r14", "r13", "r12", "bp", "bx", "r11", "r10", "r9", "r8",
+	"ax", "cx", "dx", "si", "di", "orig_ax", "ip", "cs", "flags", "sp", "ss"}
+
+// reg lowers reg("name"): a register of the probed thread.
+func (f *fn) reg(e *lang.Call) error {
+	lit, ok := e.Args[0].(*lang.StrLit)
+	if !ok {
+		return f.c.errorf(e, "reg() takes a register name")
+	}
+	switch f.t.kind {
+	case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
+	default:
+		return f.c.errorf(e, "reg() is not available in %s", f.t.probeName)
+	}
+	for i, name := range ptRegsNames {
+		if name == lit.Value {
+			f.emit(asm.LoadMem(asm.R0, regCtx, int16(8*i), asm.DWord))
+			return nil
+		}
+	}
+	return f.c.errorf(e, "reg(): unknown register %q", lit.Value)
 }

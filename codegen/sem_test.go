@@ -124,6 +124,22 @@ val other |
 1 0 1
 4294967296 1099511627776
 `},
+	{"loops", `BEGIN {
+  $i = 0;
+  while ($i < 3) { printf("i=%ld\n", $i); @sum = sum($i); $i++; }
+  $j = 10;
+  while ($j > 0) { $j -= 4; }
+  printf("j=%ld\n", $j);
+  printf("sizes %ld %ld %ld %ld\n", sizeof(int8), sizeof(int16), sizeof(int32), sizeof(int64));
+  printf("strncmp %ld %ld %ld %ld\n", strncmp("hello", "help", 3), strncmp("hello", "help", 4), strncmp("ab", "abc", 2), strncmp("ab", "abc", 3));
+  exit();
+}`, nil, `i=0
+i=1
+i=2
+j=-2
+sizes 1 2 4 8
+strncmp 0 1 0 1
+`},
 }
 
 // TestSemantics runs each program in the kernel and compares its printf
@@ -211,4 +227,28 @@ func formatRecord(t *testing.T, r record) string {
 		}
 	}
 	return b.String()
+}
+
+// TestIntVariableWidth checks that an integer variable keeps the size of
+// its first value, as the checker types it: bpftrace 0.17 instead leaves
+// such a variable unchanged (`$x = (uint8)1; $x = 300` prints 1), a bug
+// gotrace does not copy.
+func TestIntVariableWidth(t *testing.T) {
+	src := `BEGIN {
+  $x = (uint8)1; $x = 300;
+  $y = (int8)1; $y = 255;
+  $z = (uint16)65535; $z++;
+  $w = (int8)100; $w += 100;
+  printf("%ld %ld %ld %ld\n", $x, $y, $z, $w);
+  exit();
+}`
+	l := load(t, compileSource(t, src))
+	l.runKind(t, lang.ProbeBegin)
+	var got strings.Builder
+	for _, r := range l.drain(t, l.spec.EventsMap) {
+		got.WriteString(formatRecord(t, r))
+	}
+	if want := "44 -1 0 -56\n"; got.String() != want {
+		t.Errorf("output %q, want %q", got.String(), want)
+	}
 }

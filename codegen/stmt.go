@@ -236,6 +236,10 @@ func (f *fn) assignVar(s *lang.AssignStmt, lhs *lang.Var) error {
 				return err
 			}
 		}
+		// An integer variable keeps the size of its first value.
+		if v.typ.Kind == lang.KindInt {
+			f.emit(extend(asm.R0, v.typ.Size, v.typ.Signed)...)
+		}
 		f.emit(asm.StoreMem(asm.RFP, v.slot, asm.R0, asm.DWord))
 		return nil
 	}
