@@ -76,7 +76,7 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 	if opts.ControlSize <= 0 {
 		opts.ControlSize = 64 << 10
 	}
-	c := &compiler{prog: p, opts: opts, maps: map[string]*Map{}}
+	c := &compiler{prog: p, opts: opts, mapIndex: map[string]int{}}
 	c.spec = &Spec{
 		Collection: &ebpf.CollectionSpec{
 			Maps:     map[string]*ebpf.MapSpec{},
@@ -106,11 +106,12 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 
 // compiler holds the state of one Compile call.
 type compiler struct {
-	prog   *lang.Program
-	opts   Options
-	spec   *Spec
-	maps   map[string]*Map
-	events []Event
+	prog *lang.Program
+	opts Options
+	spec *Spec
+	// mapIndex is the index of each user map in spec.Maps.
+	mapIndex map[string]int
+	events   []Event
 	// scratchSize and zerosSize are the largest per-CPU scratch area and
 	// zero source any program needs.
 	scratchSize int
@@ -168,8 +169,8 @@ func (c *compiler) layoutMaps() error {
 		}
 		c.spec.Maps = append(c.spec.Maps, m)
 	}
-	for i := range c.spec.Maps {
-		c.maps[c.spec.Maps[i].Name] = &c.spec.Maps[i]
+	for i, m := range c.spec.Maps {
+		c.mapIndex[m.Name] = i
 	}
 	return nil
 }

@@ -9,19 +9,14 @@ import (
 // bpfAny is BPF_ANY, the map update flag that creates or replaces.
 const bpfAny = 0
 
-// mapOf returns the layout of the map named by e and its index in
+// mapOf returns the layout of the map named name and its index in
 // Spec.Maps (and in the FullMap counters).
 func (f *fn) mapOf(n lang.Node, name string) (*Map, int, error) {
-	m, ok := f.c.maps[name]
+	i, ok := f.c.mapIndex[name]
 	if !ok {
 		return nil, 0, f.c.errorf(n, "map %s unknown to the checker", name)
 	}
-	for i := range f.c.spec.Maps {
-		if f.c.spec.Maps[i].Name == name {
-			return m, i, nil
-		}
-	}
-	return m, 0, nil
+	return &f.c.spec.Maps[i], i, nil
 }
 
 // mapKey builds the key of e in a zeroed scratch buffer of m.KeySize
