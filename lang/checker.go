@@ -262,10 +262,10 @@ func (c *checker) stmt(s Stmt) {
 		c.assign(s)
 	case *IfStmt:
 		t := c.expr(s.Cond, useValue)
-		if !isIntLike(t) && t.Kind != KindNone {
+		if t.Kind != KindInt && t.Kind != KindNone {
 			// bpftrace 0.17 reports this at 1:1; gotrace points at the
 			// condition.
-			c.errorf(s.Cond.Span(), "Invalid condition in if(): %s", formatTypeName(t))
+			c.errorf(s.Cond.Span(), "Invalid condition in if(): %s", condName(t))
 		}
 		c.block(s.Then)
 		if s.Else != nil {
@@ -318,6 +318,13 @@ func (c *checker) assign(s *AssignStmt) {
 		} else {
 			cur := c.varRead(lhs)
 			r := c.expr(s.RHS, useValue)
+			if !isIntLike(cur) && cur.Kind != KindNone {
+				// bpftrace checks `$s += 1` as the assignment of an
+				// unsigned result to $s.
+				c.errorf(s.Loc, "Type mismatch for %s: trying to assign value of type '%s' when variable already contains a value of type '%s'", lhs.Name, typeName(Uint64), typeName(cur))
+				SetType(lhs, cur)
+				return
+			}
 			t = c.binaryType(strings.TrimSuffix(s.Op, "="), cur, r, s.Loc, opSpan)
 		}
 		c.varAssign(lhs, t, opSpan)
@@ -333,7 +340,11 @@ func (c *checker) assign(s *AssignStmt) {
 		} else {
 			cur := c.mapValue(lhs, m, false)
 			r := c.expr(s.RHS, useValue)
-			t = c.binaryType(strings.TrimSuffix(s.Op, "="), cur, r, s.Loc, opSpan)
+			if !isIntLike(cur) && cur.Kind != KindNone {
+				t = Uint64 // reported by mapStore, as bpftrace does
+			} else {
+				t = c.binaryType(strings.TrimSuffix(s.Op, "="), cur, r, s.Loc, opSpan)
+			}
 		}
 		c.mapStore(lhs, m, t, opSpan)
 		if call, ok := s.RHS.(*Call); ok && t.Kind == KindLhist {
@@ -761,9 +772,13 @@ func (c *checker) binaryType(op string, l, r Type, whole, opSpan Span) Type {
 		return l
 	case l.Kind == KindInt && r.Kind == KindPointer && op == "+":
 		return r
+	case isIntLike(l) && isIntLike(r) && (op == "&&" || op == "||"):
+		// bpftrace takes no pointer in a logical operator.
+		c.errorf(opSpan, "The %s operator can not be used on expressions of types %s, %s", op, typeName(l), typeName(r))
+		return Type{}
 	case isIntLike(l) && isIntLike(r) && !(l.Kind == KindPointer && r.Kind == KindPointer && !isComparison(op)):
 		return Uint64
-	case l.Kind == KindString && r.Kind == KindString && (op == "==" || op == "!="):
+	case (l.Kind == KindString || l.Kind == KindBuf) && l.Kind == r.Kind && (op == "==" || op == "!="):
 		return Uint64
 	case l.Kind == r.Kind || isIntLike(l) && isIntLike(r):
 		c.errorf(opSpan, "The %s operator can not be used on expressions of types %s, %s", op, typeName(l), typeName(r))
@@ -771,6 +786,15 @@ func (c *checker) binaryType(op string, l, r Type, whole, opSpan Span) Type {
 	}
 	c.errorf(whole, "Type mismatch for '%s': comparing '%s' with '%s'", op, typeName(l), typeName(r))
 	return Type{}
+}
+
+// condName names a condition's type in bpftrace's "Invalid condition"
+// messages.
+func condName(t Type) string {
+	if t.Kind == KindPointer {
+		return "pointer"
+	}
+	return formatTypeName(t)
 }
 
 func isComparison(op string) bool {
@@ -789,7 +813,7 @@ func (c *checker) unary(e *Unary) Type {
 	}
 	switch e.Op {
 	case "!":
-		if isIntLike(t) {
+		if t.Kind == KindInt {
 			return t
 		}
 	case "-", "~":
@@ -823,7 +847,9 @@ func (c *checker) incDec(e *IncDec) Type {
 		return t
 	case *MapExpr:
 		m := c.mapAccess(x, x.Loc)
-		c.mapStore(x, m, Int64, x.Loc)
+		if !m.valueSet {
+			c.mapStore(x, m, Int64, x.Loc)
+		}
 		t := c.mapValue(x, m, false)
 		if t.Kind != KindInt && t.Kind != KindNone {
 			c.errorf(e.Loc, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
@@ -839,8 +865,8 @@ func (c *checker) ternary(e *Ternary) Type {
 	cond := c.expr(e.Cond, useValue)
 	a := c.expr(e.Then, useValue)
 	b := c.expr(e.Else, useValue)
-	if !isIntLike(cond) && cond.Kind != KindNone {
-		c.errorf(e.Loc, "Invalid condition in ternary: %s", formatTypeName(cond))
+	if cond.Kind != KindInt && cond.Kind != KindNone {
+		c.errorf(e.Loc, "Invalid condition in ternary: %s", condName(cond))
 	}
 	switch {
 	case a.Kind == KindNone:
@@ -1336,11 +1362,8 @@ func (c *checker) formatCall(e *Call) {
 	default:
 		for i, v := range verbs {
 			t := types[i]
-			switch {
-			case t.Kind == KindNone || t.IsAggregation() && isCall(e.Args[i+1]):
+			if t.Kind == KindNone || t.IsAggregation() && isCall(e.Args[i+1]) {
 				continue // already reported
-			case t.Kind == KindProbe && v.Arg() == FormatArgString:
-				continue
 			}
 			if msg := v.Mismatch(t); msg != "" {
 				c.errorf(e.Loc, "%s: %s", e.Name, msg)
