@@ -6,6 +6,7 @@ import (
 	"os"
 	"os/exec"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/gotrace/gotrace/codegen"
@@ -212,7 +213,14 @@ func (t *tracer) cat(ev *codegen.Event, data []byte) error {
 	}
 	f, err := os.Open(string(name))
 	if err != nil {
-		fmt.Fprintf(t.opts.Err, "ERROR: failed to open file '%s': %v\n", name, err)
+		// bpftrace's message, with strerror's text.
+		reason := err.Error()
+		var errno syscall.Errno
+		if errors.As(err, &errno) {
+			reason = errno.Error()
+			reason = strings.ToUpper(reason[:1]) + reason[1:]
+		}
+		fmt.Fprintf(t.opts.Err, "ERROR: failed to open file '%s': %s\n", name, reason)
 		return nil
 	}
 	defer f.Close()

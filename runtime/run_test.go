@@ -54,13 +54,19 @@ func (b *syncBuffer) String() string {
 }
 
 // compileScript parses and checks src.
-func compileScript(t *testing.T, src string, params ...string) *lang.Program {
+func compileScript(t *testing.T, src string) *lang.Program {
+	t.Helper()
+	return checkScript(t, src, lang.Config{})
+}
+
+// checkScript parses src and checks it with cfg.
+func checkScript(t *testing.T, src string, cfg lang.Config) *lang.Program {
 	t.Helper()
 	p, err := lang.Parse("test.bt", src)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if err := lang.Check(p, lang.Config{Params: params}); err != nil {
+	if err := lang.Check(p, cfg); err != nil {
 		t.Fatalf("check: %v", err)
 	}
 	return p
@@ -70,7 +76,7 @@ func compileScript(t *testing.T, src string, params ...string) *lang.Program {
 // returns what it printed.
 func runScript(t *testing.T, ctx context.Context, src string, opts Options) (string, string, error) {
 	t.Helper()
-	p := compileScript(t, src, opts.Params...)
+	p := checkScript(t, src, lang.Config{Params: opts.Params, Unsafe: opts.Unsafe})
 	out, errOut := newSyncBuffer(""), newSyncBuffer("")
 	opts.Out, opts.Err = out, errOut
 	err := Run(ctx, p, opts)
@@ -471,5 +477,35 @@ func TestRunRelativePath(t *testing.T) {
 	}
 	if !strings.Contains(out, "@[usdt:./bitcoind:net:outbound_message]: 128\n") {
 		t.Errorf("output %q, want the probe named usdt:./bitcoind:net:outbound_message", out)
+	}
+}
+
+// TestRunUnsafeBuiltinsMatchBpftrace compares system(), cat() and time()
+// with bpftrace's output, and cat()'s error for a missing file.
+func TestRunUnsafeBuiltinsMatchBpftrace(t *testing.T) {
+	testenv.RequireRoot(t)
+	bpftrace := testenv.RequireTool(t, "bpftrace")
+	file := filepath.Join(t.TempDir(), "cat.txt")
+	if err := os.WriteFile(file, []byte("no newline at the end"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	src := fmt.Sprintf(`BEGIN { system("echo system %%d", 42); cat("%s"); printf("|\n"); cat("/no/such/file"); time("%%Y\n"); exit(); }`, file)
+	out, stderr, err := runScript(t, context.Background(), src, Options{Unsafe: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command(bpftrace, "--unsafe", "-e", src)
+	var refErr bytes.Buffer
+	cmd.Stderr = &refErr
+	ref, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("bpftrace: %v", err)
+	}
+	if out != string(ref) {
+		t.Errorf("gotrace printed %q, bpftrace %q", out, ref)
+	}
+	const catErr = "ERROR: failed to open file '/no/such/file': No such file or directory\n"
+	if !strings.Contains(stderr, catErr) || !strings.Contains(refErr.String(), catErr) {
+		t.Errorf("standard error of gotrace %q and of bpftrace %q, want both to hold %q", stderr, refErr.String(), catErr)
 	}
 }
