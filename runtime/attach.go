@@ -24,8 +24,8 @@ type site struct {
 	path string
 	// usdt is the location of a USDT site.
 	usdt codegen.Site
-	// symbol and offset place a uprobe: an ELF symbol, or a file offset
-	// when symbol is empty.
+	// symbol names a uprobe's ELF symbol ("" for one by address) and
+	// offset is where it attaches in the file.
 	symbol string
 	offset uint64
 }
@@ -72,7 +72,13 @@ func planSites(spec *codegen.Spec) ([]site, error) {
 				syms[path] = fs
 			}
 			for _, name := range matchSymbols(fs, a.Symbol) {
-				sites = append(sites, site{att: a, path: path, symbol: name})
+				// Attach by offset: symbols of size 0 (frame_dummy,
+				// hand-written assembly) are still code.
+				off, err := fileOffset(path, symbolValue(fs, name))
+				if err != nil {
+					return nil, fmt.Errorf("%s: symbol %s: %w", a.Probe.Raw, name, err)
+				}
+				sites = append(sites, site{att: a, path: path, symbol: name, offset: off})
 			}
 		default:
 			return nil, fmt.Errorf("%s: probes of this kind cannot be attached", a.Probe.Raw)
@@ -121,6 +127,16 @@ func matchSymbols(syms []elf.Symbol, pattern string) []string {
 	}
 	sort.Strings(names)
 	return names
+}
+
+// symbolValue returns the address of the named symbol in syms.
+func symbolValue(syms []elf.Symbol, name string) uint64 {
+	for _, s := range syms {
+		if s.Name == name {
+			return s.Value
+		}
+	}
+	return 0
 }
 
 // fileOffset turns a virtual address of an ELF file into the file offset a

@@ -4,6 +4,8 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
+	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -127,5 +129,34 @@ uprobe:%[1]s:_ZN11CChainState12Connect* { @wild[probe] = count(); @func[func] = 
 		if !strings.Contains(out, want) {
 			t.Errorf("output\n%s\nlacks %q", out, want)
 		}
+	}
+}
+
+// TestRunFuncWithoutPID traces a running program system-wide (no -p):
+// func names the function by matching the page offset of the address
+// against the attached symbols.
+func TestRunFuncWithoutPID(t *testing.T) {
+	testenv.RequireRoot(t)
+	gcc := testenv.RequireTool(t, "gcc")
+	bin := filepath.Join(t.TempDir(), "int3")
+	if out, err := exec.Command(gcc, "-O2", "-o", bin, "testdata/int3.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	target := exec.Command(bin)
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() {
+		target.Process.Kill()
+		target.Wait()
+	}()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	out, stderr, err := runScript(t, ctx, fmt.Sprintf(`uprobe:%s:wo* { @calls[func, probe] = count(); if (@n++ == 2) { exit(); } }`, bin), Options{})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if want := fmt.Sprintf("@calls[work, uprobe:%s:work]: 3\n", bin); !strings.Contains(out, want) {
+		t.Errorf("output %q lacks %q", out, want)
 	}
 }
