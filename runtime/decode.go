@@ -6,7 +6,6 @@ import (
 	"fmt"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/lang"
 )
 
 // recordHeader is the size of the event id every ring-buffer record starts
@@ -26,19 +25,11 @@ func splitRecord(events []codegen.Event, raw []byte) (*codegen.Event, []byte, er
 	ev := &events[id]
 	data := raw[recordHeader:]
 	for _, f := range ev.Args {
-		if f.Offset+fieldSize(f) > len(data) {
+		if f.Offset+f.Size > len(data) {
 			return nil, nil, fmt.Errorf("decode record: event %d is %d bytes, too short for its fields", id, len(raw))
 		}
 	}
 	return ev, data, nil
-}
-
-// fieldSize is the number of bytes a field occupies.
-func fieldSize(f codegen.Field) int {
-	if f.Type.Kind == lang.KindBuf {
-		return 8 + f.Type.Size
-	}
-	return f.Size
 }
 
 // u64 reads a little-endian u64 at off.
