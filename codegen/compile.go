@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strings"
 	"time"
+	"unicode"
 
 	"github.com/cilium/ebpf"
 
@@ -401,5 +402,11 @@ func (c *compiler) snippet(n lang.Node) string {
 	if len(text) > 40 {
 		text = text[:37] + "..."
 	}
-	return text
+	// The kernel's line info refuses NUL bytes: keep the text printable.
+	return strings.Map(func(r rune) rune {
+		if unicode.IsPrint(r) {
+			return r
+		}
+		return '?'
+	}, text)
 }

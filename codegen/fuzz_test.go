@@ -2,6 +2,8 @@ package codegen
 
 import (
 	"os"
+
+	"github.com/cilium/ebpf"
 	"path/filepath"
 	"testing"
 
@@ -10,8 +12,9 @@ import (
 )
 
 // FuzzCompile compiles every script the checker accepts: Compile must
-// return a Spec or an error, never panic. USDT attach points resolve to
-// a fake probe with two register arguments.
+// return a Spec or an error, never panic, and as root the kernel must
+// accept the Spec. USDT attach points resolve to a fake probe with two
+// register arguments.
 func FuzzCompile(f *testing.F) {
 	for _, pattern := range []string{"../testdata/diff/*.bt", "../testdata/scripts/*.bt", "../scripts/*.bt"} {
 		files, _ := filepath.Glob(pattern)
@@ -52,6 +55,13 @@ func FuzzCompile(f *testing.F) {
 		spec, err := Compile(p, opts)
 		if err == nil && spec == nil {
 			t.Fatal("Compile returned neither a Spec nor an error")
+		}
+		if err == nil && os.Geteuid() == 0 {
+			coll, err := ebpf.NewCollection(spec.Collection)
+			if err != nil {
+				t.Fatalf("load: %v", err)
+			}
+			coll.Close()
 		}
 	})
 }
