@@ -39,10 +39,6 @@ var tokenSymbols = map[string]lexer.TokenType{
 	"Punct":      tokPunct,
 }
 
-// maxNesting bounds brackets, braces and chains of prefix operators, casts
-// and ternaries, so that hostile input cannot exhaust the parser's stack.
-const maxNesting = 200
-
 // punctuation, longest first so that "<<=" wins over "<<" and "<".
 var puncts = []string{
 	"<<=", ">>=",
@@ -73,15 +69,10 @@ type scanner struct {
 
 	toks []lexToken
 
-	braces int  // depth of {}
-	parens int  // depth of () and []
-	inPred bool // between a probe's "/" and its "{"
-	chain  int  // prefix operators, casts and "?" since the last statement boundary
-	elses  int  // "else" tokens in the current probe
-	// operandEnd says whether the last token ended an operand, so that a
-	// following "-", "*", "++" or "--" is binary or postfix, not prefix.
-	operandEnd bool
-	run        lexer.Position // start of the current run of non-blank characters
+	braces int            // depth of {}
+	parens int            // depth of () and []
+	inPred bool           // between a probe's "/" and its "{"
+	run    lexer.Position // start of the current run of non-blank characters
 }
 
 // scan lexes src completely.
@@ -201,7 +192,6 @@ func (s *scanner) emit(typ lexer.TokenType, n int) {
 	val := s.src[s.off : s.off+n]
 	s.advance(n)
 	s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: typ, Value: val, Pos: start}, End: s.pos(), Run: s.run})
-	s.operandEnd = typ != tokPunct && typ != tokAttach && typ != tokEndPred
 }
 
 func (s *scanner) next() *Error {
@@ -216,12 +206,6 @@ func (s *scanner) next() *Error {
 		}
 		if top && n < len(rest) && rest[n] == ':' {
 			return s.attachPoint()
-		}
-		if rest[:n] == "else" {
-			s.elses++
-			if s.elses > maxNesting {
-				return s.errorf(s.run, n, "too many else branches in one probe (limit %d)", maxNesting)
-			}
 		}
 		s.emit(tokIdent, n)
 	case c >= '0' && c <= '9':
@@ -321,7 +305,6 @@ func (s *scanner) punct() *Error {
 	if p == "" {
 		return s.errorf(s.run, 1, "invalid character '%s'", printableByte(rest[0]))
 	}
-	prefix := !s.operandEnd
 	switch p {
 	case "/":
 		if s.braces == 0 && (!s.inPred || s.parens == 0) {
@@ -342,43 +325,18 @@ func (s *scanner) punct() *Error {
 	case "{":
 		s.braces++
 		s.inPred = false
-		s.chain = 0
 	case "}":
 		if s.braces > 0 {
 			s.braces--
 		}
-		if s.braces == 0 {
-			s.elses = 0
-		}
-		s.chain = 0
-	case ";":
-		s.chain = 0
 	case "(", "[":
 		s.parens++
-		s.chain++
 	case ")", "]":
 		if s.parens > 0 {
 			s.parens--
 		}
-	case "?":
-		s.chain++
-	case "!", "~":
-		s.chain++
-	case "-", "*", "&", "++", "--":
-		if prefix {
-			s.chain++
-		}
-	}
-	if s.braces+s.parens > maxNesting || s.chain > maxNesting {
-		return s.errorf(s.run, len(p), "expression nested too deeply (limit %d)", maxNesting)
 	}
 	s.emit(tokPunct, len(p))
-	switch p {
-	case ")", "]":
-		s.operandEnd = true
-	case "++", "--":
-		s.operandEnd = !prefix
-	}
 	return nil
 }
 

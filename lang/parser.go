@@ -936,10 +936,26 @@ const (
 	expectNothing = ""
 )
 
+// maxNesting bounds how deeply blocks, else-if chains, parentheses,
+// brackets, prefix operators, casts and ternaries may nest, so that hostile
+// input cannot exhaust the stack of the recogniser or of participle.
+const maxNesting = 200
+
 type recognizer struct {
-	toks []lexToken
-	i    int
+	toks  []lexToken
+	i     int
+	depth int
 }
+
+// enter notes one more level of nesting; every enter has a leave.
+func (r *recognizer) enter() {
+	r.depth++
+	if r.depth > maxNesting {
+		panic(syntaxBail{&Error{Span: runSpan(r.tok()), Msg: fmt.Sprintf("nested too deeply: more than %d levels", maxNesting)}})
+	}
+}
+
+func (r *recognizer) leave() { r.depth-- }
 
 // recognize checks toks against the grammar and returns the first syntax
 // error, or nil.
@@ -1109,6 +1125,8 @@ func (r *recognizer) probe() {
 }
 
 func (r *recognizer) block() {
+	r.enter()
+	defer r.leave()
 	r.expect("{", "{")
 	for !r.is("}") {
 		switch {
@@ -1157,6 +1175,8 @@ func (r *recognizer) block() {
 }
 
 func (r *recognizer) ifStmt() {
+	r.enter()
+	defer r.leave()
 	r.next()
 	r.expect("(", "(")
 	r.expr(expectParen)
@@ -1202,6 +1222,8 @@ func (r *recognizer) operandStart() bool {
 // follows, and reports expect if it does not fit. It returns whether the
 // expression was a bare variable or map, which may be assigned to.
 func (r *recognizer) expr(expect string) bool {
+	r.enter()
+	defer r.leave()
 	lvalue := r.operand()
 	for {
 		t := r.tok()
@@ -1224,10 +1246,14 @@ func (r *recognizer) expr(expect string) bool {
 }
 
 func (r *recognizer) operand() bool {
+	// The grammar nests a level for each prefix operator and cast.
+	depth := r.depth
+	defer func() { r.depth = depth }()
 	prefixed := false
 	for r.tok().Type == tokPunct {
 		switch r.tok().Value {
 		case "!", "~", "-", "*", "++", "--":
+			r.enter()
 			r.next()
 			prefixed = true
 			continue
@@ -1235,6 +1261,7 @@ func (r *recognizer) operand() bool {
 		break
 	}
 	if r.isCast() {
+		r.enter()
 		r.next()
 		if r.is("struct") {
 			r.next()

@@ -593,14 +593,14 @@ func TestParseBounded(t *testing.T) {
 	tests := []struct {
 		name, src, want string
 	}{
-		{"parens", deep("(", ")", 10000), "expression nested too deeply (limit 200)"},
-		{"not", deep("!", "", 10000), "expression nested too deeply (limit 200)"},
-		{"minus", deep("-", "", 10000), "expression nested too deeply (limit 200)"},
-		{"casts", deep("(uint8)", "", 10000), "expression nested too deeply (limit 200)"},
-		{"ternaries", deep("1 ? 2 : ", "", 10000), "expression nested too deeply (limit 200)"},
-		{"map keys", deep("@m[", "]", 10000), "expression nested too deeply (limit 200)"},
-		{"blocks", "BEGIN " + strings.Repeat("{ if (1) ", 10000) + strings.Repeat("}", 10000), "expression nested too deeply (limit 200)"},
-		{"else if", "BEGIN { if (1) { }" + strings.Repeat(" else if (1) { }", 10000) + " }", "too many else branches in one probe (limit 200)"},
+		{"parens", deep("(", ")", 10000), "nested too deeply: more than 200 levels"},
+		{"not", deep("!", "", 10000), "nested too deeply: more than 200 levels"},
+		{"minus", deep("-", "", 10000), "nested too deeply: more than 200 levels"},
+		{"casts", deep("(uint8)", "", 10000), "nested too deeply: more than 200 levels"},
+		{"ternaries", deep("1 ? 2 : ", "", 10000), "nested too deeply: more than 200 levels"},
+		{"map keys", deep("@m[", "]", 10000), "nested too deeply: more than 200 levels"},
+		{"blocks", "BEGIN " + strings.Repeat("{ if (1) ", 10000) + strings.Repeat("}", 10000), "nested too deeply: more than 200 levels"},
+		{"else if", "BEGIN { if (1) { }" + strings.Repeat(" else if (1) { }", 10000) + " }", "nested too deeply: more than 200 levels"},
 	}
 	for _, tt := range tests {
 		start := time.Now()
@@ -610,6 +610,20 @@ func TestParseBounded(t *testing.T) {
 		}
 		if d := time.Since(start); d > 2*time.Second {
 			t.Errorf("%s: took %v", tt.name, d)
+		}
+	}
+
+	// Wide is fine, and so is deep up to the limit.
+	args := strings.Repeat(", (uint32)(int8)arg0 ? 1 : 2", 500)
+	fine := []string{
+		"BEGIN { printf(\"%d\"" + args + "); }",
+		deep("(", ")", 150),
+		deep("-(uint8)!", "", 60),
+		"BEGIN { if (1) { }" + strings.Repeat(" else if (1) { }", 150) + " }",
+	}
+	for _, src := range fine {
+		if _, err := Parse("stdin", src); err != nil {
+			t.Errorf("Parse(%.40q...): %v", src, err)
 		}
 	}
 
