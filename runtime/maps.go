@@ -10,6 +10,11 @@ import (
 	"github.com/gotrace/gotrace/lang"
 )
 
+// maxBuckets bounds the bucket index of hist and lhist keys: hist has 66
+// buckets, lhist (max-min)/step+2, and a corrupt index must not make the
+// runtime allocate without bound.
+const maxBuckets = 1 << 20
+
 // mapEntry is one key of a user map with its value merged over the CPUs.
 type mapEntry struct {
 	// Key is the user's key, without the bucket index of hist and lhist
@@ -86,7 +91,7 @@ func readMap(m *codegen.Map, em *ebpf.Map) ([]*mapEntry, error) {
 			}
 			e := entry(clone(key[:m.KeySize-8]))
 			b := u64(key, m.KeySize-8)
-			if b > 1<<16 {
+			if b > maxBuckets {
 				return nil, fmt.Errorf("read map %s: bucket index %d out of range", m.Name, b)
 			}
 			for uint64(len(e.Buckets)) <= b {
