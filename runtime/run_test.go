@@ -509,3 +509,32 @@ func TestRunUnsafeBuiltinsMatchBpftrace(t *testing.T) {
 		t.Errorf("standard error of gotrace %q and of bpftrace %q, want both to hold %q", stderr, refErr.String(), catErr)
 	}
 }
+
+func TestRunCommandErrors(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, tc := range []struct {
+		command, want string
+	}{
+		{"/no/such/command", "failed to fork child: path '/no/such/command' does not exist or is not executable"},
+		{"echo 'unterminated", "unterminated single quote"},
+	} {
+		_, _, err := runScript(t, context.Background(), `BEGIN { exit(); }`, Options{Command: tc.command})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("-c %q: error %v, want %q", tc.command, err, tc.want)
+		}
+	}
+}
+
+// TestRunCommandNotStartedOnError checks that a -c command does not run
+// when the trace fails before its probes are attached.
+func TestRunCommandNotStartedOnError(t *testing.T) {
+	testenv.RequireRoot(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	_, _, err := runScript(t, context.Background(), `usdt:/no/such/binary:p:n { }`, Options{Command: "touch " + marker})
+	if err == nil {
+		t.Fatal("a probe on a missing file gave no error")
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran although the trace failed")
+	}
+}
