@@ -27,18 +27,18 @@ func checkKernelSupport(p *lang.Program) error {
 			switch ap.Kind {
 			case lang.ProbeKprobe, lang.ProbeKretprobe:
 				if _, err := os.Stat("/sys/bus/event_source/devices/kprobe"); err != nil {
-					return fmt.Errorf("%s: kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no /sys/bus/event_source/devices/kprobe", ap.Raw)
+					return attachError(ap, "kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no /sys/bus/event_source/devices/kprobe")
 				}
-				return fmt.Errorf("%s: gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END and interval probes", ap.Raw)
+				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END and interval probes")
 			case lang.ProbeTracepoint:
 				if _, err := os.Stat("/sys/kernel/tracing/events"); err != nil {
-					return fmt.Errorf("%s: tracepoints are not available: tracefs is not mounted at /sys/kernel/tracing", ap.Raw)
+					return attachError(ap, "tracepoints are not available: tracefs is not mounted at /sys/kernel/tracing")
 				}
-				return fmt.Errorf("%s: gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END and interval probes", ap.Raw)
+				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END and interval probes")
 			case lang.ProbeProfile:
-				return fmt.Errorf("%s: profile probes are not supported by gotrace", ap.Raw)
+				return attachError(ap, "profile probes are not supported by gotrace")
 			case lang.ProbeUnknown:
-				return fmt.Errorf("%s: unknown probe type", ap.Raw)
+				return attachError(ap, "unknown probe type")
 			}
 		}
 	}
@@ -94,7 +94,7 @@ func resolveUSDT(p *lang.Program, objs []string) (map[*lang.AttachPoint][]*usdt.
 			wild := wildcardPath(ap.Target)
 			if wild {
 				if len(objs) == 0 {
-					return nil, fmt.Errorf("%s: a usdt probe without a path needs -p PID or -c CMD", ap.Raw)
+					return nil, attachError(ap, "a usdt probe without a path needs -p PID or -c CMD")
 				}
 				paths = objs
 			} else {
@@ -113,7 +113,7 @@ func resolveUSDT(p *lang.Program, objs []string) (map[*lang.AttachPoint][]*usdt.
 						// file has no probes to offer.
 						continue
 					}
-					return nil, fmt.Errorf("%s: usdt target file '%s' does not exist or is not executable: %w", ap.Raw, ap.Target, err)
+					return nil, attachErrorHint(ap, err.Error(), "usdt target file '%s' does not exist or is not executable", ap.Target)
 				}
 				for i := range ps {
 					if !matchUSDT(ap, &ps[i]) {
@@ -156,7 +156,7 @@ func expandUprobes(p *lang.Program) (map[*lang.AttachPoint][]*lang.AttachPoint, 
 			fs, ok := syms[path]
 			if !ok {
 				if fs, err = functionSymbols(path); err != nil {
-					return nil, fmt.Errorf("%s: %w", ap.Raw, err)
+					return nil, attachError(ap, "%v", err)
 				}
 				syms[path] = fs
 			}
@@ -355,4 +355,16 @@ func ldSoConfDirs(conf string, depth int) []string {
 		}
 	}
 	return dirs
+}
+
+// attachError reports a problem with an attach point at its place in the
+// script, as a diagnostic in bpftrace's format.
+func attachError(ap *lang.AttachPoint, format string, args ...any) error {
+	return attachErrorHint(ap, "", format, args...)
+}
+
+// attachErrorHint is attachError with a hint line, for the underlying
+// reason when the message is bpftrace's fixed text.
+func attachErrorHint(ap *lang.AttachPoint, hint, format string, args ...any) error {
+	return lang.ErrorList{{Span: ap.Loc, Msg: fmt.Sprintf(format, args...), Hint: hint}}
 }

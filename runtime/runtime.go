@@ -184,7 +184,7 @@ func substituteParams(p *lang.Program, params []string) error {
 			for _, f := range []*string{&ap.Target, &ap.Provider, &ap.Func, &ap.Raw} {
 				s, err := expandParams(*f, params)
 				if err != nil {
-					return fmt.Errorf("%s: %w", ap.Raw, err)
+					return attachError(ap, "%v", err)
 				}
 				*f = s
 			}

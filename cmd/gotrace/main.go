@@ -128,12 +128,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		err = lang.Check(prog, lang.Config{StrLen: strLen(), Params: params, Unsafe: f.unsafe, MapKeysMax: mapKeysMax()})
 	}
 	if err != nil {
-		var diags lang.ErrorList
-		if errors.As(err, &diags) {
-			diags.Write(stderr, file, src)
-			return 1, nil
-		}
-		return 1, err
+		return diagnose(err, file, src, stderr)
 	}
 
 	out := stdout
@@ -160,14 +155,26 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	}
 	if f.dryRun {
 		if _, err := runtime.Compile(prog, opts); err != nil {
-			return 1, err
+			return diagnose(err, file, src, stderr)
 		}
 		return 0, nil
 	}
 	if err := runtime.Run(ctx, prog, opts); err != nil {
-		return 1, err
+		return diagnose(err, file, src, stderr)
 	}
 	return 0, nil
+}
+
+// diagnose prints the script's diagnostics when err carries them, with the
+// source line they point at; other errors go back to be printed as
+// "ERROR: ...".
+func diagnose(err error, file, src string, stderr io.Writer) (int, error) {
+	var diags lang.ErrorList
+	if errors.As(err, &diags) {
+		diags.Write(stderr, file, src)
+		return 1, nil
+	}
+	return 1, err
 }
 
 // script returns the script's name for diagnostics, its text and its
