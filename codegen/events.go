@@ -47,7 +47,7 @@ func (f *fn) callStmt(call *lang.Call) error {
 		if err := f.event(call, Event{Kind: EventExit}, nil, controlMapName); err != nil {
 			return err
 		}
-		f.emit(asm.Ja.Label(exitLabel))
+		f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 		return nil
 	case "time":
 		format := "%H:%M:%S\n"

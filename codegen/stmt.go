@@ -9,9 +9,6 @@ import (
 	"github.com/gotrace/gotrace/lang"
 )
 
-// exitLabel is the shared return path of every program.
-const exitLabel = "exit"
-
 // compile lowers one probe block for f's target.
 func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 	f.comment = fmt.Sprintf("%s:%d:%d: %s", f.c.prog.File, probe.Loc.Start.Line, probe.Loc.Start.Col, f.t.probeName)
@@ -25,17 +22,13 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 	default:
 		// After exit(), probes stop.
 		f.lookupZeroKey(exitedMapName)
-		f.emit(
-			asm.JEq.Imm(asm.R0, 0, exitLabel),
-			asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord),
-			asm.JNE.Imm(asm.R0, 0, exitLabel),
-		)
+		f.returnUnless(asm.JNE, 0)
+		f.emit(asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord))
+		f.returnUnless(asm.JEq, 0)
 	}
 	f.lookupZeroKey(scratchMapName)
-	f.emit(
-		asm.JEq.Imm(asm.R0, 0, exitLabel),
-		asm.Mov.Reg(regScratch, asm.R0),
-	)
+	f.returnUnless(asm.JNE, 0)
+	f.emit(asm.Mov.Reg(regScratch, asm.R0))
 	if f.t.kind == lang.ProbeUSDT && len(f.t.layouts) > 1 {
 		f.emit(
 			asm.Mov.Reg(asm.R1, regCtx),
@@ -51,16 +44,25 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		if err := f.intExpr(probe.Pred); err != nil {
 			return nil, err
 		}
-		f.emit(asm.JEq.Imm(asm.R0, 0, exitLabel))
+		f.returnUnless(asm.JNE, 0)
 		f.scratch = f.varsEnd()
 	}
 	f.zeroVars()
 	if err := f.block(probe.Body); err != nil {
 		return nil, err
 	}
-	f.place(exitLabel)
 	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	return f.insns, nil
+}
+
+// returnUnless ends the program, returning 0, unless R0 compares to v
+// with jump (asm.JNE: unless R0 != v). Returns are inline: a conditional
+// jump to a shared exit could be out of the 16-bit range of a jump in a
+// long program.
+func (f *fn) returnUnless(jump asm.JumpOp, v int32) {
+	cont := f.label("cont")
+	f.emit(jump.Imm(asm.R0, v, cont), asm.Mov.Imm(asm.R0, 0), asm.Return())
+	f.place(cont)
 }
 
 // varsEnd is where the scratch temporaries start: after the variables.
@@ -280,8 +282,11 @@ func (f *fn) ifStmt(s *lang.IfStmt) error {
 	if err := f.intExpr(s.Cond); err != nil {
 		return err
 	}
-	elseL, end := f.label("else"), f.label("endif")
-	f.emit(asm.JEq.Imm(asm.R0, 0, elseL))
+	// Long jumps around the branches: an unrolled body can be longer
+	// than a conditional jump reaches.
+	then, elseL, end := f.label("then"), f.label("else"), f.label("endif")
+	f.emit(asm.JNE.Imm(asm.R0, 0, then), asm.LongJump(elseL))
+	f.place(then)
 	if err := f.block(s.Then); err != nil {
 		return err
 	}
@@ -289,7 +294,7 @@ func (f *fn) ifStmt(s *lang.IfStmt) error {
 		f.place(elseL)
 		return nil
 	}
-	f.emit(asm.Ja.Label(end))
+	f.emit(asm.LongJump(end))
 	f.place(elseL)
 	if err := f.stmt(s.Else); err != nil {
 		return err
@@ -306,12 +311,16 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 		return err
 	}
 	defer f.popSlot()
-	top, end := f.label("while"), f.label("endwhile")
+	top, capOK, body, end := f.label("while"), f.label("whilecap"), f.label("whilebody"), f.label("endwhile")
 	f.emit(storeImm64(asm.RFP, counter, 0))
 	f.place(top)
 	f.emit(
 		asm.LoadMem(asm.R0, asm.RFP, counter, asm.DWord),
-		asm.JGE.Imm(asm.R0, maxLoopIterations, end),
+		asm.JLT.Imm(asm.R0, maxLoopIterations, capOK),
+		asm.LongJump(end),
+	)
+	f.place(capOK)
+	f.emit(
 		asm.Add.Imm(asm.R0, 1),
 		asm.StoreMem(asm.RFP, counter, asm.R0, asm.DWord),
 	)
@@ -319,14 +328,15 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 	if err := f.intExpr(s.Cond); err != nil {
 		return err
 	}
-	f.emit(asm.JEq.Imm(asm.R0, 0, end))
+	f.emit(asm.JNE.Imm(asm.R0, 0, body), asm.LongJump(end))
+	f.place(body)
 	f.loops = append(f.loops, loopLabels{brk: end, cont: top})
 	err = f.block(s.Body)
 	f.loops = f.loops[:len(f.loops)-1]
 	if err != nil {
 		return err
 	}
-	f.emit(asm.Ja.Label(top))
+	f.emit(asm.LongJump(top))
 	f.place(end)
 	return nil
 }
@@ -334,7 +344,7 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 // jump lowers break, continue and return.
 func (f *fn) jump(s *lang.JumpStmt) error {
 	if s.Kind == "return" {
-		f.emit(asm.Ja.Label(exitLabel))
+		f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 		return nil
 	}
 	if len(f.loops) == 0 {
@@ -342,9 +352,9 @@ func (f *fn) jump(s *lang.JumpStmt) error {
 	}
 	l := f.loops[len(f.loops)-1]
 	if s.Kind == "break" {
-		f.emit(asm.Ja.Label(l.brk))
+		f.emit(asm.LongJump(l.brk))
 	} else {
-		f.emit(asm.Ja.Label(l.cont))
+		f.emit(asm.LongJump(l.cont))
 	}
 	return nil
 }
