@@ -454,3 +454,24 @@ func TestNormalizeNoise(t *testing.T) {
 		}
 	}
 }
+
+// FuzzSortEqualMapEntries checks that ordering map entries only reorders
+// lines, and that doing it twice changes nothing.
+func FuzzSortEqualMapEntries(f *testing.F) {
+	f.Add("@c[b]: 1\n@c[a]: 1\n@c[z]: 2")
+	f.Add("@h[2]: \n[0, 1)                 1 |@|\n\n@h[1]: \n[1, 2)                 1 |@|\n")
+	f.Add("Attaching 1 probe...\n\n\n@s[1]: count 1, average 4, total 4\n@s[2]: count 1, average 4, total 4\n")
+	f.Fuzz(func(t *testing.T, out string) {
+		in := strings.Split(out, "\n")
+		got := sortEqualMapEntries(slices.Clone(in))
+		a, b := slices.Clone(in), slices.Clone(got)
+		slices.Sort(a)
+		slices.Sort(b)
+		if !slices.Equal(a, b) {
+			t.Fatalf("lines changed: %q became %q", in, got)
+		}
+		if again := sortEqualMapEntries(slices.Clone(got)); !slices.Equal(again, got) {
+			t.Fatalf("not idempotent: %q became %q", got, again)
+		}
+	})
+}
