@@ -81,7 +81,7 @@ func TestProgramsLoad(t *testing.T) {
 // TestLongProgram loads a program longer than a conditional jump
 // reaches (32767 instructions) around an if and inside a while loop.
 func TestLongProgram(t *testing.T) {
-	body := strings.Repeat("unroll(100) { $n = $n * 3 + 1; $n = $n * 3 + 1; $n = $n * 3 + 1; } ", 10)
+	body := strings.Repeat("unroll(100) { $n = $n * 3 + 1; $n = $n * 3 + 1; $n = $n * 3 + 1; } ", 20)
 	src := `BEGIN { $n = 0; if ($n == 0) { ` + body + ` } else { $n = 1; } $i = 0; while ($i < 1) { ` + body + ` $i++; } printf("%d\n", $n); exit(); }`
 	spec := compileSource(t, src)
 	if n := len(spec.Collection.Programs["prog0"].Instructions); n < 2*32768 {

@@ -101,6 +101,11 @@ func (f *fn) binary(e *lang.Binary) error {
 	if err := f.intExpr(e.X); err != nil {
 		return err
 	}
+	if lit, ok := e.Y.(*lang.IntLit); ok {
+		// A constant right side needs no spill.
+		f.emit(movImm(asm.R1, int64(lit.Value)))
+		return f.applyOp(e, e.Op, xt, yt)
+	}
 	slot, err := f.pushSlot(e)
 	if err != nil {
 		return err
