@@ -10,6 +10,10 @@ package lang
 // the source before the assignment that gives it its type (`@n = @n + 1`
 // in one probe, `@n = 0` in BEGIN further down). Silent passes run until
 // no map or variable type changes any more; a final pass reports errors.
+// bpftrace makes some checks (binary operator types, printf arguments,
+// lhist bounds ...) only in its last pass, which it never reaches when
+// its first pass found an error; Check reports those (laterf) only when
+// there are no others, so that it prints the errors bpftrace prints.
 // String types grow to the largest string ever stored in a variable, a map
 // value or a map key, so that every store fits.
 //
@@ -103,8 +107,9 @@ const maxPasses = 16
 
 // Check checks p, annotates every expression with its type (see the
 // comment at the top of checker.go for what each node's type means), and
-// fills in p.Maps and p.NumParams. It returns an ErrorList with every
-// problem found, in source order, or nil.
+// fills in p.Maps and p.NumParams. It returns an ErrorList with the
+// problems bpftrace 0.17 reports, in source order, or nil; a bad Config is
+// a plain error.
 func Check(p *Program, cfg Config) error {
 	if cfg.StrLen == 0 {
 		cfg.StrLen = DefaultStrLen
@@ -125,6 +130,7 @@ func Check(p *Program, cfg Config) error {
 		vars:    map[*Probe]map[string]Type{},
 		structs: map[string]*StructDef{},
 		lines:   lineOffsets(p.Source),
+		late:    map[*Error]bool{},
 	}
 	for _, s := range p.Structs {
 		c.structs[s.Name] = s
@@ -147,6 +153,9 @@ func Check(p *Program, cfg Config) error {
 	if len(c.errs) == 0 {
 		return nil
 	}
+	if len(c.late) < len(c.errs) {
+		c.errs = slices.DeleteFunc(c.errs, func(e *Error) bool { return c.late[e] })
+	}
 	slices.SortStableFunc(c.errs, func(a, b *Error) int {
 		if d := cmp.Compare(a.Span.Start.Line, b.Span.Start.Line); d != 0 {
 			return d
@@ -165,7 +174,9 @@ type checker struct {
 	// changed records that a pass learned a map or variable type.
 	changed bool
 	errs    ErrorList
-	maps    map[string]*mapState
+	// late marks the errors of bpftrace's final pass (see laterf).
+	late map[*Error]bool
+	maps map[string]*mapState
 	// vars holds each probe's variable types, kept across passes.
 	vars    map[*Probe]map[string]Type
 	structs map[string]*StructDef
@@ -203,13 +214,26 @@ const (
 	useMapAssign
 )
 
+// errorf records an error that bpftrace 0.17 finds in its first pass.
 func (c *checker) errorf(s Span, format string, args ...any) {
-	c.hintf(s, "", format, args...)
+	c.report(s, "", false, format, args...)
 }
 
-// hintf records an error with a hint, in the final pass only, once per
-// position and message.
+// laterf records an error that bpftrace 0.17 only looks for in its final
+// pass, which it does not reach when its first pass found errors: Check
+// reports these only when there are no others.
+func (c *checker) laterf(s Span, format string, args ...any) {
+	c.report(s, "", true, format, args...)
+}
+
+// hintf records a first-pass error with a hint.
 func (c *checker) hintf(s Span, hint, format string, args ...any) {
+	c.report(s, hint, false, format, args...)
+}
+
+// report records an error in the final pass only, once per position and
+// message.
+func (c *checker) report(s Span, hint string, late bool, format string, args ...any) {
 	if !c.final {
 		return
 	}
@@ -220,7 +244,11 @@ func (c *checker) hintf(s Span, hint, format string, args ...any) {
 			return
 		}
 	}
-	c.errs = append(c.errs, &Error{Span: s, Msg: msg, Hint: hint})
+	e := &Error{Span: s, Msg: msg, Hint: hint}
+	c.errs = append(c.errs, e)
+	if late {
+		c.late[e] = true
+	}
 }
 
 func (c *checker) run() {
@@ -237,7 +265,7 @@ func (c *checker) run() {
 			if !isIntLike(t) && t.Kind != KindNone {
 				span := pr.Pred.Span()
 				span.End = c.find(span.End, "/").End
-				c.errorf(span, "Invalid type for predicate: %s", formatTypeName(t))
+				c.laterf(span, "Invalid type for predicate: %s", formatTypeName(t))
 			}
 		}
 		if pr.Body != nil {
@@ -265,7 +293,7 @@ func (c *checker) stmt(s Stmt) {
 		if t.Kind != KindInt && t.Kind != KindNone {
 			// bpftrace 0.17 reports this at 1:1; gotrace points at the
 			// condition.
-			c.errorf(s.Cond.Span(), "Invalid condition in if(): %s", condName(t))
+			c.laterf(s.Cond.Span(), "Invalid condition in if(): %s", condName(t))
 		}
 		c.block(s.Then)
 		if s.Else != nil {
@@ -276,7 +304,7 @@ func (c *checker) stmt(s Stmt) {
 	case *WhileStmt:
 		t := c.expr(s.Cond, useValue)
 		if !isIntLike(t) && t.Kind != KindNone && t.Kind != KindString {
-			c.errorf(s.Cond.Span(), "Invalid condition in while(): %s", formatTypeName(t))
+			c.laterf(s.Cond.Span(), "Invalid condition in while(): %s", formatTypeName(t))
 		}
 		c.loops++
 		c.block(s.Body)
@@ -384,7 +412,7 @@ func (c *checker) varAssign(v *Var, t Type, opSpan Span) {
 		merged, ok := mergeTypes(cur, t)
 		switch {
 		case !ok && cur.Kind == KindTuple && t.Kind == KindTuple:
-			c.errorf(opSpan, "Tuple type mismatch: %s != %s.", typeName(cur), typeName(t))
+			c.laterf(opSpan, "Tuple type mismatch: %s != %s.", typeName(cur), typeName(t))
 		case !ok:
 			c.errorf(opSpan, "Type mismatch for %s: trying to assign value of type '%s' when variable already contains a value of type '%s'", v.Name, typeName(t), typeName(cur))
 		case !merged.Equal(cur):
@@ -432,7 +460,7 @@ func (c *checker) mapAccess(e *MapExpr, span Span) *mapState {
 	}
 	merged, ok := mergeTypes(m.info.Key, key)
 	if !ok {
-		c.errorf(span, "Argument mismatch for %s: trying to access with arguments: [%s] when map expects arguments: [%s]", e.Name, keyArgs(key), keyArgs(m.info.Key))
+		c.laterf(span, "Argument mismatch for %s: trying to access with arguments: [%s] when map expects arguments: [%s]", e.Name, keyArgs(key), keyArgs(m.info.Key))
 		return m
 	}
 	if !merged.Equal(m.info.Key) {
@@ -497,7 +525,7 @@ func keyArgs(key Type) string {
 func (c *checker) mapValue(e *MapExpr, m *mapState, report bool) Type {
 	if !m.valueSet {
 		if report {
-			c.errorf(e.Loc, "Undefined map: %s", e.Name)
+			c.laterf(e.Loc, "Undefined map: %s", e.Name)
 		}
 		SetType(e, Type{})
 		return Type{}
@@ -521,7 +549,7 @@ func (c *checker) mapStore(e *MapExpr, m *mapState, t Type, opSpan Span) {
 		merged, ok := mergeTypes(m.info.Value, t)
 		switch {
 		case !ok && m.info.Value.Kind == KindTuple && t.Kind == KindTuple:
-			c.errorf(opSpan, "Tuple type mismatch: %s != %s.", typeName(m.info.Value), typeName(t))
+			c.laterf(opSpan, "Tuple type mismatch: %s != %s.", typeName(m.info.Value), typeName(t))
 		case !ok:
 			// bpftrace 0.17 leaves the last quote out.
 			c.errorf(e.Loc, "Type mismatch for %s: trying to assign value of type '%s' when map already contains a value of type '%s", e.Name, typeName(t), typeName(m.info.Value))
@@ -545,7 +573,7 @@ func (c *checker) lhistStore(name string, m *mapState, call *Call) {
 		return
 	}
 	if m.info.Lhist != p {
-		c.errorf(call.Loc, "Different lhist bounds in a single map unsupported")
+		c.laterf(call.Loc, "Different lhist bounds in a single map unsupported")
 	}
 }
 
@@ -705,7 +733,7 @@ func (c *checker) param(e *PositionalParam) Type {
 	c.numParams = max(c.numParams, e.N)
 	if v, ok := c.paramValue(e.N); ok {
 		if _, err := parseParamInt(v); err != nil {
-			c.errorf(e.Loc, "$%d used numerically but given %q. Try using str($%d).", e.N, v, e.N)
+			c.laterf(e.Loc, "$%d used numerically but given %q. Try using str($%d).", e.N, v, e.N)
 		}
 	}
 	return Int64
@@ -780,11 +808,14 @@ func (c *checker) binaryType(op string, l, r Type, whole, opSpan Span) Type {
 		return Uint64
 	case (l.Kind == KindString || l.Kind == KindBuf) && l.Kind == r.Kind && (op == "==" || op == "!="):
 		return Uint64
-	case l.Kind == r.Kind || isIntLike(l) && isIntLike(r):
+	case isIntLike(l) && isIntLike(r):
 		c.errorf(opSpan, "The %s operator can not be used on expressions of types %s, %s", op, typeName(l), typeName(r))
 		return Type{}
+	case l.Kind == r.Kind:
+		c.laterf(opSpan, "The %s operator can not be used on expressions of types %s, %s", op, typeName(l), typeName(r))
+		return Type{}
 	}
-	c.errorf(whole, "Type mismatch for '%s': comparing '%s' with '%s'", op, typeName(l), typeName(r))
+	c.laterf(whole, "Type mismatch for '%s': comparing '%s' with '%s'", op, typeName(l), typeName(r))
 	return Type{}
 }
 
@@ -830,10 +861,10 @@ func (c *checker) unary(e *Unary) Type {
 		case isIntLike(t):
 			return Uint64
 		}
-		c.errorf(opSpan, "The dereference operator can not be used on expressions of type '%s'", typeName(t))
+		c.laterf(opSpan, "The dereference operator can not be used on expressions of type '%s'", typeName(t))
 		return Type{}
 	}
-	c.errorf(opSpan, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
+	c.laterf(opSpan, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
 	return Type{}
 }
 
@@ -842,7 +873,7 @@ func (c *checker) incDec(e *IncDec) Type {
 	case *Var:
 		t := c.varRead(x)
 		if t.Kind != KindInt && t.Kind != KindNone {
-			c.errorf(e.Loc, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
+			c.laterf(e.Loc, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
 		}
 		return t
 	case *MapExpr:
@@ -852,7 +883,7 @@ func (c *checker) incDec(e *IncDec) Type {
 		}
 		t := c.mapValue(x, m, false)
 		if t.Kind != KindInt && t.Kind != KindNone {
-			c.errorf(e.Loc, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
+			c.laterf(e.Loc, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
 		}
 		return t
 	}
@@ -866,7 +897,7 @@ func (c *checker) ternary(e *Ternary) Type {
 	a := c.expr(e.Then, useValue)
 	b := c.expr(e.Else, useValue)
 	if cond.Kind != KindInt && cond.Kind != KindNone {
-		c.errorf(e.Loc, "Invalid condition in ternary: %s", condName(cond))
+		c.laterf(e.Loc, "Invalid condition in ternary: %s", condName(cond))
 	}
 	switch {
 	case a.Kind == KindNone:
@@ -883,7 +914,7 @@ func (c *checker) ternary(e *Ternary) Type {
 	case a.Equal(b):
 		return a
 	}
-	c.errorf(e.Loc, "Ternary operator must return the same type: have '%s' and '%s'", formatTypeName(a), formatTypeName(b))
+	c.laterf(e.Loc, "Ternary operator must return the same type: have '%s' and '%s'", formatTypeName(a), formatTypeName(b))
 	return Type{}
 }
 
@@ -938,11 +969,11 @@ func (c *checker) field(e *FieldAccess) Type {
 	}
 	if e.Field == "" {
 		if x.Kind != KindTuple {
-			c.errorf(e.Loc, "Can not access index %d on expression of type '%s'", e.Index, typeName(x))
+			c.laterf(e.Loc, "Can not access index %d on expression of type '%s'", e.Index, typeName(x))
 			return Type{}
 		}
 		if e.Index < 0 || e.Index >= len(x.Elems) {
-			c.errorf(e.Loc, "Invalid tuple index: %d. Found %d elements in tuple.", e.Index, len(x.Elems))
+			c.laterf(e.Loc, "Invalid tuple index: %d. Found %d elements in tuple.", e.Index, len(x.Elems))
 			return Type{}
 		}
 		return x.Elems[e.Index]
@@ -977,7 +1008,7 @@ func (c *checker) index(e *IndexExpr) Type {
 	x := c.expr(e.X, useValue)
 	i := c.expr(e.Index, useValue)
 	if i.Kind != KindInt && i.Kind != KindNone {
-		c.errorf(e.Index.Span(), "The array index must be an integer, found %s", formatTypeName(i))
+		c.laterf(e.Index.Span(), "The array index must be an integer, found %s", formatTypeName(i))
 	}
 	switch {
 	case x.Kind == KindNone:
@@ -987,7 +1018,7 @@ func (c *checker) index(e *IndexExpr) Type {
 	case x.Kind == KindPointer:
 		return Int(1, false)
 	}
-	c.errorf(e.Loc, "The array index operator [] can only be used on arrays and pointers, found %s.", formatTypeName(x))
+	c.laterf(e.Loc, "The array index operator [] can only be used on arrays and pointers, found %s.", formatTypeName(x))
 	return Type{}
 }
 
@@ -1146,7 +1177,7 @@ func (c *checker) callArgs(e *Call) {
 	case "join":
 		t := c.expr(args[0], useValue)
 		if !isIntLike(t) && t.Kind != KindNone {
-			c.errorf(e.Loc, "join() only supports int or pointer arguments (%s provided)", formatTypeName(t))
+			c.laterf(e.Loc, "join() only supports int or pointer arguments (%s provided)", formatTypeName(t))
 		}
 		if len(args) == 2 {
 			c.literalArg(e, args[1])
@@ -1170,7 +1201,7 @@ func (c *checker) callArgs(e *Call) {
 		if len(args) == 2 {
 			c.intArg(e, args[1], "only supports integer arguments")
 		} else if t.Kind != KindArray && t.Kind != KindNone {
-			c.errorf(e.Loc, "buf() expects a length argument for non-array type %s", formatTypeName(t))
+			c.laterf(e.Loc, "buf() expects a length argument for non-array type %s", formatTypeName(t))
 		}
 	case "strftime":
 		c.literalArg(e, args[0])
@@ -1217,7 +1248,7 @@ func (c *checker) callArgs(e *Call) {
 	case "strncmp":
 		for _, a := range args[:2] {
 			if t := c.expr(a, useValue); t.Kind != KindString && t.Kind != KindNone {
-				c.errorf(e.Loc, "strncmp() only supports string arguments (%s provided)", formatTypeName(t))
+				c.laterf(e.Loc, "strncmp() only supports string arguments (%s provided)", formatTypeName(t))
 			}
 		}
 		c.constArg(e, args[2])
@@ -1233,7 +1264,7 @@ func (c *checker) callArgs(e *Call) {
 func (c *checker) intArg(e *Call, a Expr, msg string) {
 	t := c.expr(a, useValue)
 	if !isIntLike(t) && t.Kind != KindNone {
-		c.errorf(e.Loc, "%s() %s (%s provided)", e.Name, msg, formatTypeName(t))
+		c.laterf(e.Loc, "%s() %s (%s provided)", e.Name, msg, formatTypeName(t))
 	}
 }
 
@@ -1243,7 +1274,11 @@ func (c *checker) literalArg(e *Call, a Expr) (string, bool) {
 	t := c.expr(a, useValue)
 	lit, ok := a.(*StrLit)
 	if !ok {
-		c.errorf(e.Loc, "%s() expects a string literal (%s provided)", e.Name, formatTypeName(t))
+		report := c.errorf
+		if e.Name == "strftime" || e.Name == "join" {
+			report = c.laterf
+		}
+		report(e.Loc, "%s() expects a string literal (%s provided)", e.Name, formatTypeName(t))
 		return "", false
 	}
 	return lit.Value, true
@@ -1299,20 +1334,20 @@ func (c *checker) lhistArgs(e *Call) {
 	}
 	lo, hi, step := vals[0], vals[1], vals[2]
 	if lo < 0 {
-		c.errorf(e.Loc, "lhist() min must be non-negative (provided min %d)", lo)
+		c.laterf(e.Loc, "lhist() min must be non-negative (provided min %d)", lo)
 	}
 	if step < 1 {
-		c.errorf(e.Loc, "lhist() step must be >= 1 (%d provided)", step)
+		c.laterf(e.Loc, "lhist() step must be >= 1 (%d provided)", step)
 		return
 	}
 	if lo > hi {
-		c.errorf(e.Loc, "lhist() min must be less than max (provided min %d and max %d)", lo, hi)
+		c.laterf(e.Loc, "lhist() min must be less than max (provided min %d and max %d)", lo, hi)
 	}
 	switch n := (hi - lo) / step; {
 	case n < 1:
-		c.errorf(e.Loc, "lhist() step is too large for the given range (provided step %d for range %d)", step, hi-lo)
+		c.laterf(e.Loc, "lhist() step is too large for the given range (provided step %d for range %d)", step, hi-lo)
 	case n > 1000:
-		c.errorf(e.Loc, "lhist() too many buckets, must be <= 1000 (would need %d)", n)
+		c.laterf(e.Loc, "lhist() too many buckets, must be <= 1000 (would need %d)", n)
 	}
 }
 
@@ -1356,9 +1391,9 @@ func (c *checker) formatCall(e *Call) {
 	}
 	switch {
 	case len(types) < len(verbs):
-		c.errorf(e.Loc, "%s: Not enough arguments for format string (%d supplied, %d expected)", e.Name, len(types), len(verbs))
+		c.laterf(e.Loc, "%s: Not enough arguments for format string (%d supplied, %d expected)", e.Name, len(types), len(verbs))
 	case len(types) > len(verbs):
-		c.errorf(e.Loc, "%s: Too many arguments for format string (%d supplied, %d expected)", e.Name, len(types), len(verbs))
+		c.laterf(e.Loc, "%s: Too many arguments for format string (%d supplied, %d expected)", e.Name, len(types), len(verbs))
 	default:
 		for i, v := range verbs {
 			t := types[i]
@@ -1366,7 +1401,7 @@ func (c *checker) formatCall(e *Call) {
 				continue // already reported
 			}
 			if msg := v.Mismatch(t); msg != "" {
-				c.errorf(e.Loc, "%s: %s", e.Name, msg)
+				c.laterf(e.Loc, "%s: %s", e.Name, msg)
 			}
 		}
 	}
@@ -1397,7 +1432,7 @@ func (c *checker) printCall(e *Call) {
 	for _, a := range e.Args[1:] {
 		t := c.expr(a, useValue)
 		if _, ok := c.constInt(a); !ok {
-			c.errorf(e.Loc, "print() expects a integer literal (%s provided)", formatTypeName(t))
+			c.laterf(e.Loc, "print() expects a integer literal (%s provided)", formatTypeName(t))
 		}
 	}
 }
