@@ -173,15 +173,7 @@ func (f *fn) applyOp(n lang.Node, op string, xt, yt lang.Type) error {
 		f.place(end)
 	case "==", "!=", "<", "<=", ">", ">=":
 		signed := xt.Kind == lang.KindInt && yt.Kind == lang.KindInt && xt.Signed && yt.Signed
-		jump := map[string][2]asm.JumpOp{
-			"==": {asm.JEq, asm.JEq}, "!=": {asm.JNE, asm.JNE},
-			"<": {asm.JLT, asm.JSLT}, "<=": {asm.JLE, asm.JSLE},
-			">": {asm.JGT, asm.JSGT}, ">=": {asm.JGE, asm.JSGE},
-		}[op]
-		j := jump[0]
-		if signed {
-			j = jump[1]
-		}
+		j := compareJump(op, signed)
 		yes, end := f.label("true"), f.label("cmpend")
 		f.emit(j.Reg(asm.R0, asm.R1, yes), asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(end))
 		f.place(yes)
@@ -191,6 +183,35 @@ func (f *fn) applyOp(n lang.Node, op string, xt, yt lang.Type) error {
 		return f.c.errorf(n, "operator %s: %w", op, ErrUnsupported)
 	}
 	return nil
+}
+
+// compareJump is the jump taken when `a op b` holds.
+func compareJump(op string, signed bool) asm.JumpOp {
+	switch op {
+	case "==":
+		return asm.JEq
+	case "!=":
+		return asm.JNE
+	case "<":
+		if signed {
+			return asm.JSLT
+		}
+		return asm.JLT
+	case "<=":
+		if signed {
+			return asm.JSLE
+		}
+		return asm.JLE
+	case ">":
+		if signed {
+			return asm.JSGT
+		}
+		return asm.JGT
+	}
+	if signed {
+		return asm.JSGE
+	}
+	return asm.JGE
 }
 
 // logical lowers && and || with short-circuit evaluation; the result is
