@@ -73,6 +73,9 @@ type scanner struct {
 	parens int            // depth of () and []
 	inPred bool           // between a probe's "/" and its "{"
 	run    lexer.Position // start of the current run of non-blank characters
+	// ternaries counts the "?" of the current statement still waiting for
+	// their ":".
+	ternaries int
 }
 
 // scan lexes src completely.
@@ -266,6 +269,23 @@ func (s *scanner) next() *Error {
 	return nil
 }
 
+// pathLen is the length of the path characters at the start of s:
+// letters, digits, "_-./#*" and backslash escapes.
+func pathLen(s string) int {
+	n := 0
+	for n < len(s) {
+		switch c := s[n]; {
+		case isIdentChar(c) || strings.IndexByte("-./#*", c) >= 0:
+			n++
+		case c == '\\' && n+1 < len(s) && s[n+1] != '\n':
+			n += 2
+		default:
+			return n
+		}
+	}
+	return n
+}
+
 // attachPoint lexes `type:rest` at the top level. Like bpftrace it takes
 // letters, digits and "_-./#*:+[]$" (paths, globs, $1), backslash escapes,
 // and "double-quoted" sections kept whole (C++ names); anything else ends it.
@@ -306,6 +326,22 @@ func (s *scanner) punct() *Error {
 		return s.errorf(s.run, 1, "invalid character '%s'", printableByte(rest[0]))
 	}
 	switch p {
+	case ":":
+		if s.ternaries > 0 {
+			s.ternaries--
+			break
+		}
+		// Outside a ternary, bpftrace lexes ":" and the path characters
+		// after it as a path, which it then reports as an "unexpected
+		// path" (usually a probe's missing "}" before the next probe).
+		if n := pathLen(rest[1:]); n > 0 {
+			s.emit(tokAttach, 1+n)
+			return nil
+		}
+	case "?":
+		s.ternaries++
+	case ";":
+		s.ternaries = 0
 	case "/":
 		if s.braces == 0 && (!s.inPred || s.parens == 0) {
 			// At the top level, "/" followed by "{" closes a predicate.
@@ -325,7 +361,9 @@ func (s *scanner) punct() *Error {
 	case "{":
 		s.braces++
 		s.inPred = false
+		s.ternaries = 0
 	case "}":
+		s.ternaries = 0
 		if s.braces > 0 {
 			s.braces--
 		}

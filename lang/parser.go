@@ -230,10 +230,7 @@ func tokenName(t lexToken) string {
 		if bisonKeywords[t.Value] {
 			return t.Value
 		}
-		if isBuiltinVar(t.Value) {
-			return "builtin"
-		}
-		return "identifier"
+		return identClass(t.Value)
 	case tokInt:
 		return "integer"
 	case tokString:
@@ -533,25 +530,30 @@ func (c *converter) primary(g *gPrimary) Expr {
 	return e
 }
 
-// builtinVars are the builtin variables; an identifier outside this list is
-// still a *Builtin, which the checker reports as unknown.
-var builtinVars = map[string]bool{
-	"pid": true, "tid": true, "uid": true, "gid": true, "nsecs": true, "elapsed": true,
-	"numaid": true, "cpu": true, "comm": true, "kstack": true, "ustack": true, "stack": true,
-	"func": true, "probe": true, "curtask": true, "rand": true, "cgroup": true, "cpid": true,
-	"retval": true, "username": true, "ctx": true, "args": true, "jiffies": true,
-}
-
-func isBuiltinVar(name string) bool {
-	if builtinVars[name] {
-		return true
+// identClass says how bpftrace 0.17's lexer classes an identifier, for
+// syntax error messages: "builtin" for builtin variables, "call" for
+// function names (whether or not a "(" follows), "call_builtin" for kstack
+// and ustack, and "identifier" for the rest. Parse makes every identifier
+// that is not called a *Builtin; the checker reports the unknown ones.
+func identClass(name string) string {
+	switch name {
+	case "pid", "tid", "uid", "gid", "nsecs", "elapsed", "numaid", "cpu", "curtask", "rand",
+		"ctx", "comm", "retval", "func", "probe", "username", "cgroup", "cpid", "args":
+		return "builtin"
+	case "kstack", "ustack":
+		return "call_builtin"
+	case "avg", "bswap", "buf", "cat", "cgroup_path", "cgroupid", "clear", "count", "debugf",
+		"delete", "exit", "hist", "join", "kaddr", "kptr", "ksym", "lhist", "macaddr", "max",
+		"min", "ntop", "override", "path", "print", "printf", "reg", "signal", "sizeof",
+		"skboutput", "stats", "str", "strcontains", "strerror", "strftime", "strncmp", "sum",
+		"system", "time", "uaddr", "unwatch", "uptr", "usym", "zero":
+		return "call"
 	}
-	for _, p := range []string{"arg", "sarg"} {
-		if rest, ok := strings.CutPrefix(name, p); ok && rest != "" && strings.Trim(rest, "0123456789") == "" {
-			return true
-		}
+	if len(name) == 4 && strings.HasPrefix(name, "arg") && isDecDigit(name[3]) ||
+		len(name) == 5 && strings.HasPrefix(name, "sarg") && isDecDigit(name[4]) {
+		return "builtin"
 	}
-	return false
+	return "identifier"
 }
 
 // parseInt reads an integer literal as the lexer cut it (numberLen): hex,
@@ -999,7 +1001,7 @@ func (r *recognizer) next() lexToken {
 // fail reports the current token as unexpected.
 func (r *recognizer) fail(expect string) {
 	t := r.tok()
-	msg := "syntax error, unexpected " + r.name(r.i)
+	msg := "syntax error, unexpected " + tokenName(t)
 	if expect != "" {
 		msg += ", expecting " + expect
 	}
@@ -1017,15 +1019,6 @@ func (r *recognizer) expect(val, expect string) {
 // of non-blank characters t belongs to, to the end of t.
 func runSpan(t lexToken) Span {
 	return Span{Start: Pos{Line: t.Run.Line, Col: t.Run.Column}, End: Pos{Line: t.End.Line, Col: t.End.Column}}
-}
-
-// name names token i the way bpftrace's parser does in its messages.
-func (r *recognizer) name(i int) string {
-	t := r.toks[i]
-	if t.Type == tokIdent && !bisonKeywords[t.Value] && i+1 < len(r.toks) && r.toks[i+1].Type == tokPunct && r.toks[i+1].Value == "(" {
-		return "call"
-	}
-	return tokenName(t)
 }
 
 var bisonKeywords = map[string]bool{
@@ -1277,7 +1270,7 @@ func (r *recognizer) operand() bool {
 		return false
 	}
 	lvalue := r.primary() && !prefixed
-	for {
+	for suffixed := false; ; suffixed = true {
 		switch {
 		case r.is("["):
 			r.next()
@@ -1289,7 +1282,9 @@ func (r *recognizer) operand() bool {
 				r.fail(expectNothing)
 			}
 			r.next()
-		case r.is("++") || r.is("--"):
+		case (r.is("++") || r.is("--")) && !suffixed:
+			// bpftrace takes ++ and -- after an operand, not after
+			// an index or a field.
 			r.next()
 		default:
 			return lvalue
