@@ -323,6 +323,8 @@ func (c *checker) unroll(s *UnrollStmt) {
 	s.N = 0
 	n, ok := c.constInt(s.Count)
 	switch {
+	case c.badParam(s.Count):
+		c.errorf(span, "invalid unroll value")
 	case !ok:
 		c.errorf(span, "unroll count must be an integer literal or a positional parameter")
 	case n < 1:
@@ -745,6 +747,25 @@ func (c *checker) paramValue(n int) (string, bool) {
 		return "", false
 	}
 	return c.cfg.Params[n-1], true
+}
+
+// badParam reports whether e is a positional parameter given a value that
+// is not a number, where a constant integer is needed; it reports that as
+// bpftrace 0.17 does in such places.
+func (c *checker) badParam(e Expr) bool {
+	p, ok := e.(*PositionalParam)
+	if !ok || p.Count {
+		return false
+	}
+	v, given := c.paramValue(p.N)
+	if !given {
+		return false
+	}
+	if _, err := parseParamInt(v); err == nil {
+		return false
+	}
+	c.errorf(p.Loc, "$%d used numerically but given %q", p.N, v)
+	return true
 }
 
 // parseParamInt reads a positional parameter used as a number: decimal,
@@ -1325,6 +1346,17 @@ func (c *checker) lhistArgs(e *Call) {
 	var vals [3]int64
 	ok := true
 	for i, a := range e.Args[1:] {
+		if c.badParam(a) {
+			// bpftrace also gives the usual message here, in its first
+			// pass.
+			p := a.(*PositionalParam)
+			v, _ := c.paramValue(p.N)
+			c.errorf(p.Loc, "$%d used numerically but given %q. Try using str($%d).", p.N, v, p.N)
+			c.errorf(e.Loc, "lhist: invalid %s value", [3]string{"min", "max", "step"}[i])
+			SetType(a, Int64)
+			ok = false
+			continue
+		}
 		v, isConst := c.constArg(e, a)
 		vals[i] = v
 		ok = ok && isConst
