@@ -96,9 +96,11 @@ const (
 	DefaultMapKeysMax = 4096
 )
 
-// MaxStrLen bounds Config.StrLen: a string lives on the 512-byte BPF
-// stack.
-const MaxStrLen = 200
+// MaxStrLen bounds Config.StrLen. bpftrace 0.17 stops at 200 because its
+// strings live on the 512-byte BPF stack; gotrace keeps values in scratch
+// maps and allows the 1024 later bpftrace versions default to, enough for
+// Bitcoin Core's longest strings (128-byte messages, 68-byte Tor peers).
+const MaxStrLen = 1024
 
 // maxPasses bounds the silent passes. Each one can only settle more
 // types, and a chain of maps each read before it is assigned needs one
