@@ -27,7 +27,7 @@ type gStruct struct {
 	Pos    lexer.Position
 	EndPos lexer.Position
 	Name   string    `parser:"'struct' @Ident '{'"`
-	Fields []*gField `parser:"@@* '}' ';'?"`
+	Fields []*gField `parser:"( @@ | ';' )* '}' ';'?"`
 }
 
 type gField struct {
@@ -947,6 +947,8 @@ type recognizer struct {
 	toks  []lexToken
 	i     int
 	depth int
+	// noAttach is set by a probe without attach points.
+	noAttach bool
 }
 
 // enter notes one more level of nesting; every enter has a leave.
@@ -973,6 +975,10 @@ func recognize(toks []lexToken) (err *Error) {
 		}
 	}()
 	r.program()
+	if r.noAttach {
+		// bpftrace places this error at 1:1, wherever the probe is.
+		return &Error{Span: Span{Start: Pos{1, 1}, End: Pos{1, 1}}, Msg: "No attach points for probe"}
+	}
 	return nil
 }
 
@@ -1044,6 +1050,10 @@ func (r *recognizer) structDef() {
 	r.next()
 	r.expect("{", "{")
 	for !r.is("}") {
+		if r.is(";") { // C allows empty declarations
+			r.next()
+			continue
+		}
 		if r.tok().Type != tokIdent {
 			r.fail(expectNothing)
 		}
@@ -1076,11 +1086,11 @@ func (r *recognizer) structDef() {
 
 func (r *recognizer) probe() {
 	start := r.tok()
-	if r.is("{") {
-		// bpftrace places this error at 1:1, wherever the probe is.
-		panic(syntaxBail{&Error{Span: Span{Start: Pos{1, 1}, End: Pos{1, 1}}, Msg: "No attach points for probe"}})
-	}
-	for {
+	// A probe without attach points parses; the program is refused once
+	// it has parsed, as bpftrace does.
+	empty := r.is("{") || r.is("/") || r.tok().Type == tokEndPred
+	r.noAttach = r.noAttach || empty
+	for !empty {
 		if t := r.tok(); t.Type != tokAttach && t.Type != tokInt && (t.Type != tokIdent || bisonKeywords[t.Value]) {
 			r.fail("{")
 		}
