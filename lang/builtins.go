@@ -178,14 +178,20 @@ var x86Registers = map[string]bool{
 	"flags": true, "sp": true, "ss": true,
 }
 
-// closestName returns the known function name nearest to name by edit
+// builtinVarNames are the builtin variables gotrace knows, for hints.
+var builtinVarNames = []string{
+	"cgroup", "comm", "cpid", "cpu", "elapsed", "func", "gid", "nsecs", "numaid",
+	"pid", "probe", "rand", "retval", "tid", "uid", "ustack",
+}
+
+// closestName returns the name in candidates nearest to name by edit
 // distance, or "" when none is close enough to be a likely typo.
-func closestName(name string) string {
+func closestName(name string, candidates []string) string {
 	best, bestDist := "", 3
 	if len(name) <= 3 {
 		bestDist = 2
 	}
-	for _, cand := range sortedFuncNames() {
+	for _, cand := range candidates {
 		if d := editDistance(name, cand); d < bestDist {
 			best, bestDist = cand, d
 		}

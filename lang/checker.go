@@ -698,7 +698,11 @@ func (c *checker) builtin(e *Builtin) Type {
 		if unsupportedBuiltins[e.Name] {
 			c.errorf(e.Loc, "The %s builtin is not supported by gotrace", e.Name)
 		} else {
-			c.errorf(e.Loc, "Unknown identifier: '%s'", e.Name)
+			hint := ""
+			if near := closestName(e.Name, builtinVarNames); near != "" {
+				hint = "did you mean " + near + "?"
+			}
+			c.hintf(e.Loc, hint, "Unknown identifier: '%s'", e.Name)
 		}
 		return Type{}
 	}
@@ -1086,7 +1090,7 @@ func (c *checker) call(e *Call, u use) Type {
 			return Type{}
 		}
 		hint := ""
-		if near := closestName(e.Name); near != "" {
+		if near := closestName(e.Name, sortedFuncNames()); near != "" {
 			hint = fmt.Sprintf("did you mean %s()?", near)
 		}
 		c.hintf(nameLoc, hint, "Unknown function: %s", e.Name)
