@@ -943,6 +943,8 @@ const (
 // input cannot exhaust the stack of the recogniser or of participle.
 const maxNesting = 200
 
+// recognizer walks the tokens by recursive descent without building
+// anything; it panics with a syntaxBail at the first error.
 type recognizer struct {
 	toks  []lexToken
 	i     int
@@ -996,12 +998,10 @@ func (r *recognizer) is(val string) bool {
 	return (t.Type == tokPunct || t.Type == tokIdent) && t.Value == val
 }
 
-func (r *recognizer) next() lexToken {
-	t := r.tok()
-	if t.Type != tokEOF {
+func (r *recognizer) next() {
+	if r.tok().Type != tokEOF {
 		r.i++
 	}
-	return t
 }
 
 // fail reports the current token as unexpected.
@@ -1027,6 +1027,8 @@ func runSpan(t lexToken) Span {
 	return Span{Start: Pos{Line: t.Run.Line, Col: t.Run.Column}, End: Pos{Line: t.End.Line, Col: t.End.Column}}
 }
 
+// bisonKeywords are the identifiers bpftrace's lexer turns into keyword
+// tokens, which messages name by themselves ("unexpected else").
 var bisonKeywords = map[string]bool{
 	"if": true, "else": true, "unroll": true, "while": true, "return": true,
 	"break": true, "continue": true, "struct": true,
