@@ -865,6 +865,7 @@ func (c *converter) structDef(g *gStruct) *StructDef {
 					continue
 				}
 				size, falign = inner.Size, c.structAlign[words[1]]
+				t.Size = size
 			}
 		} else {
 			tn := cTypeName(words)

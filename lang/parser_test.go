@@ -346,6 +346,12 @@ Outer 56: int8 c @0; struct Mixed m @8; struct Outer * next @32; void * p @40; u
 	if got := b.String(); got != want {
 		t.Errorf("structs\n got:\n%s want:\n%s", got, want)
 	}
+	if m := p.Structs[2].Fields[1].Type; m.Size != 24 {
+		t.Errorf("struct Mixed field has size %d, want 24", m.Size)
+	}
+	if h := p.Structs[2].Fields[4].Type; h.Kind != KindArray || h.Len != 3 || h.Size != 6 || h.Elem.Len != 2 {
+		t.Errorf("h has type %+v, want 3 arrays of 2 bytes", h)
+	}
 }
 
 func TestParseStructErrors(t *testing.T) {
