@@ -533,7 +533,8 @@ func (c *converter) primary(g *gPrimary) Expr {
 // identClass says how bpftrace 0.17's lexer classes an identifier, for
 // syntax error messages: "builtin" for builtin variables, "call" for
 // function names (whether or not a "(" follows), "call_builtin" for kstack
-// and ustack, and "identifier" for the rest. Parse makes every identifier
+// and ustack, "stack_mode" for ustack's modes, and "identifier" for the
+// rest. Parse makes every identifier
 // that is not called a *Builtin; the checker reports the unknown ones.
 func identClass(name string) string {
 	switch name {
@@ -542,6 +543,8 @@ func identClass(name string) string {
 		return "builtin"
 	case "kstack", "ustack":
 		return "call_builtin"
+	case "perf", "bpftrace":
+		return "stack_mode"
 	case "avg", "bswap", "buf", "cat", "cgroup_path", "cgroupid", "clear", "count", "debugf",
 		"delete", "exit", "hist", "join", "kaddr", "kptr", "ksym", "lhist", "macaddr", "max",
 		"min", "ntop", "override", "path", "print", "printf", "reg", "signal", "sizeof",
@@ -1353,6 +1356,12 @@ func (r *recognizer) primary() bool {
 			} else {
 				r.next()
 			}
+			return false
+		}
+		// A function name must be called; bpftrace only lets ++ and --
+		// follow it otherwise.
+		if identClass(t.Value) == "call" && !r.is("++") && !r.is("--") {
+			r.fail("++ or --")
 		}
 		return false
 	case tokPunct:
