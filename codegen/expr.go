@@ -102,6 +102,11 @@ func (f *fn) binary(e *lang.Binary) error {
 		return err
 	}
 	if lit, ok := e.Y.(*lang.IntLit); ok {
+		// bpftrace's compiler folds these undefined operations to 0.
+		if (e.Op == "/" || e.Op == "%") && lit.Value == 0 || (e.Op == "<<" || e.Op == ">>") && lit.Value >= 64 {
+			f.emit(asm.Mov.Imm(asm.R0, 0))
+			return nil
+		}
 		// A constant right side needs no spill.
 		f.emit(movImm(asm.R1, int64(lit.Value)))
 		return f.applyOp(e, e.Op, xt, yt)
@@ -122,10 +127,11 @@ func (f *fn) binary(e *lang.Binary) error {
 	return f.applyOp(e, e.Op, xt, yt)
 }
 
-// applyOp computes R0 = R0 op R1 with bpftrace 0.17's semantics: 64-bit
-// arithmetic; / % and >> unsigned; x/0 and x%0 are 0; shifts by 64 or
-// more give 0; comparisons are signed only when both sides are signed;
-// pointer +/- integer scales by the pointee size.
+// applyOp computes R0 = R0 op R1 with bpftrace 0.17's semantics, which
+// are the BPF instructions': 64-bit arithmetic; / % and >> unsigned;
+// x/0 is 0 and x%0 is x; shift counts are taken modulo 64; comparisons
+// are signed only when both sides are signed; pointer +/- integer scales
+// by the pointee size.
 func (f *fn) applyOp(n lang.Node, op string, xt, yt lang.Type) error {
 	switch op {
 	case "+", "-":
@@ -151,26 +157,14 @@ func (f *fn) applyOp(n lang.Node, op string, xt, yt lang.Type) error {
 		f.emit(asm.Or.Reg(asm.R0, asm.R1))
 	case "^":
 		f.emit(asm.Xor.Reg(asm.R0, asm.R1))
-	case "/", "%", "<<", ">>":
-		ok, end := f.label("op"), f.label("opend")
-		if op == "/" || op == "%" {
-			f.emit(asm.JNE.Imm(asm.R1, 0, ok))
-		} else {
-			f.emit(asm.JLT.Imm(asm.R1, 64, ok))
-		}
-		f.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(end))
-		f.place(ok)
-		switch op {
-		case "/":
-			f.emit(asm.Div.Reg(asm.R0, asm.R1))
-		case "%":
-			f.emit(asm.Mod.Reg(asm.R0, asm.R1))
-		case "<<":
-			f.emit(asm.LSh.Reg(asm.R0, asm.R1))
-		case ">>":
-			f.emit(asm.RSh.Reg(asm.R0, asm.R1))
-		}
-		f.place(end)
+	case "/":
+		f.emit(asm.Div.Reg(asm.R0, asm.R1))
+	case "%":
+		f.emit(asm.Mod.Reg(asm.R0, asm.R1))
+	case "<<":
+		f.emit(asm.LSh.Reg(asm.R0, asm.R1))
+	case ">>":
+		f.emit(asm.RSh.Reg(asm.R0, asm.R1))
 	case "==", "!=", "<", "<=", ">", ">=":
 		signed := xt.Kind == lang.KindInt && yt.Kind == lang.KindInt && xt.Signed && yt.Signed
 		j := compareJump(op, signed)

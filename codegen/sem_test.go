@@ -29,20 +29,21 @@ var semanticsTests = []struct {
   printf("div %ld %ld %ld %ld\n", $m7/2, 7/($z-2), $m7 % 3, $m7 / ($z-2));
   printf("shr %ld %ld\n", $m16 >> 2, (uint64)$m16 >> 2);
   printf("cmp %ld %ld %ld %ld\n", $m7 < 1, (uint64)$m7 < 1, $m7 > $five, $m7 <= (uint32)5);
-  printf("divz %ld %ld\n", $five/$z, $five%$z);
+  @zero = 0;
+  printf("divz %ld %ld %ld %ld %ld %ld\n", $five/@zero, $five%@zero, $m7%@zero, $five/0, $five%0, 5%0);
   printf("cast %ld %ld %ld\n", (int8)($z+200), (uint16)($z-1), (int16)($z+0x18000));
   printf("mul %ld\n", $m7 * 3);
-  printf("sh %ld %ld\n", $five << 62, $five << 64);
+  printf("sh %ld %ld %ld %ld\n", $five << 62, $five << 64, $five << (@zero + 64), $five >> (@zero + 70));
   printf("bool %ld %ld %ld\n", $five && $z, $five || $z, !$five);
   printf("x %lx\n", $m7);
   exit();
 }`, nil, `div 9223372036854775804 0 0 0
 shr 4611686018427387900 4611686018427387900
 cmp 1 0 0 0
-divz 0 0
+divz 0 5 -7 0 0 0
 cast -56 65535 -32768
 mul -21
-sh 4611686018427387904 0
+sh 4611686018427387904 0 5 0
 bool 0 1 0
 x fffffffffffffff9
 `},
