@@ -1104,7 +1104,7 @@ func (r *recognizer) probe() {
 		// bpftrace glues words after an attach point onto it ("BEGIN
 		// exit(" fails at the "("), unless a "{", "," or "/" follows the
 		// word, which points at a missing comma.
-		for t := r.tok(); t.Type == tokIdent || t.Type == tokInt; t = r.tok() {
+		for t := r.tok(); t.Type == tokIdent || t.Type == tokInt || t.Type == tokString; t = r.tok() {
 			if n := r.peek(1); n.Type == tokEndPred || n.Type == tokPunct && (n.Value == "{" || n.Value == "," || n.Value == "/") {
 				break
 			}
