@@ -73,9 +73,8 @@ Environment: BPFTRACE_STRLEN (string size, default 64), BPFTRACE_MAP_KEYS_MAX
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
 	fs := cmd.Flags()
-	// Flags end at the script file, so that positional parameters such as
-	// -5 reach the script.
-	fs.SetInterspersed(false)
+	// Flags may follow the script file, as with bpftrace's getopt; a
+	// positional parameter such as -5 goes after "--".
 	fs.SortFlags = false
 	fs.StringVarP(&f.program, "program", "e", "", "execute this `PROGRAM`")
 	fs.BoolVarP(&f.list, "list", "l", false, "list probes matching the pattern given as argument")
