@@ -44,7 +44,7 @@ func FuzzCompile(f *testing.F) {
 		if err := lang.Check(p, lang.Config{Params: params}); err != nil {
 			return
 		}
-		opts := Options{Params: params, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
+		opts := Options{Params: params, EventsSize: 4096, ControlSize: 4096, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
 		for _, pr := range p.Probes {
 			for _, ap := range pr.Attach {
 				if ap.Kind == lang.ProbeUSDT {
