@@ -59,6 +59,9 @@ const maxLoopIterations = 1024
 // (PCPU_MIN_UNIT_SIZE).
 const maxScratch = 32 << 10
 
+// minRingSize is the smallest ring buffer the kernel accepts: one page.
+const minRingSize = 4096
+
 // stackSize is the BPF stack of one program.
 const stackSize = 512
 
@@ -179,7 +182,16 @@ func (c *compiler) layoutMaps() error {
 // internalMaps adds the ring buffers, counters and scratch maps.
 func (c *compiler) internalMaps() {
 	ms := c.spec.Collection.Maps
-	ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.EventsSize)}
+	// A ring buffer's pages are all resident once user space maps it, so a
+	// program that writes no printf-like record gets the smallest one.
+	eventsSize := minRingSize
+	for _, ev := range c.events {
+		if ev.Kind != EventExit {
+			eventsSize = c.opts.EventsSize
+			break
+		}
+	}
+	ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(eventsSize)}
 	ms[controlMapName] = &ebpf.MapSpec{Name: "gt_control", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.ControlSize)}
 	ms[lostMapName] = &ebpf.MapSpec{Name: "gt_lost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	ms[fullMapName] = &ebpf.MapSpec{Name: "gt_full", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(max(1, len(c.spec.Maps)))}
