@@ -2,6 +2,7 @@ package usdt
 
 import (
 	"bufio"
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -53,6 +54,10 @@ func list(w io.Writer, opts ListOptions) error {
 		targets, err = processTargets(opts.PID, pat.path)
 	} else {
 		targets, err = fileTargets(pat.path)
+	}
+	var pe *PatternError
+	if errors.As(err, &pe) {
+		pe.Pattern = opts.Pattern
 	}
 	if err != nil {
 		return err
@@ -122,6 +127,24 @@ func writeDetails(w *bufio.Writer, p *Probe) {
 }
 
 // pattern is a parsed usdt probe pattern; every field is a glob.
+// PatternError is a problem with a -l pattern itself or with the file it
+// names; bpftrace reports these as a diagnostic under the pattern.
+type PatternError struct {
+	Pattern string
+	Msg     string
+}
+
+// Error returns the message with the pattern it is about.
+func (e *PatternError) Error() string {
+	return fmt.Sprintf("pattern %q: %s", e.Pattern, e.Msg)
+}
+
+// targetFileError is bpftrace's message for a usdt path that names no
+// readable ELF file.
+func targetFileError(path string) error {
+	return &PatternError{Msg: fmt.Sprintf("usdt target file '%s' does not exist or is not executable", path)}
+}
+
 type pattern struct {
 	path, provider, name string
 }
@@ -136,10 +159,10 @@ func parsePattern(s string, withPID bool) (pattern, error) {
 	}
 	fields, err := splitFields(s)
 	if err != nil {
-		return pattern{}, fmt.Errorf("pattern %q: %w", s, err)
+		return pattern{}, &PatternError{s, err.Error()}
 	}
 	if !globMatch(fields[0], "usdt") {
-		return pattern{}, fmt.Errorf("pattern %q: probe type %q is not usdt", s, fields[0])
+		return pattern{}, &PatternError{s, fmt.Sprintf("probe type '%s' is not usdt", fields[0])}
 	}
 	var p pattern
 	switch args := fields[1:]; {
@@ -150,19 +173,19 @@ func parsePattern(s string, withPID bool) (pattern, error) {
 	case len(args) == 3:
 		p = pattern{args[0], args[1], args[2]}
 	default:
-		return pattern{}, fmt.Errorf("pattern %q: usdt probe type requires 2 or 3 arguments", s)
+		return pattern{}, &PatternError{s, "usdt probe type requires 2 or 3 arguments"}
 	}
 	if p.provider == "" {
 		p.provider = "*"
 	}
 	if p.path == "" {
 		if !withPID {
-			return pattern{}, fmt.Errorf("pattern %q: usdt probe must have a target file", s)
+			return pattern{}, &PatternError{s, "usdt probe must have a target file"}
 		}
 		p.path = "*"
 	}
 	if p.name == "" {
-		return pattern{}, fmt.Errorf("pattern %q: usdt probe must have a target function or wildcard", s)
+		return pattern{}, &PatternError{s, "usdt probe must have a target function or wildcard"}
 	}
 	return p, nil
 }
@@ -238,7 +261,7 @@ func fileTargets(path string) ([]target, error) {
 		}
 	}
 	if len(targets) == 0 {
-		return nil, fmt.Errorf("usdt target file %q does not exist or is not executable", path)
+		return nil, targetFileError(path)
 	}
 	return targets, nil
 }
@@ -291,7 +314,7 @@ func processTargets(pid int, path string) ([]target, error) {
 		}
 	}
 	if len(targets) == 0 && !wildcard && strings.Contains(path, "/") && !isELF(plain) {
-		return nil, fmt.Errorf("usdt target file %q does not exist or is not executable", path)
+		return nil, targetFileError(path)
 	}
 	return targets, nil
 }

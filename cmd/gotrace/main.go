@@ -115,7 +115,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		return 1, errors.New("-p and -c cannot be used together")
 	}
 	if f.list {
-		return list(f, args, stdout)
+		return list(f, args, stdout, stderr)
 	}
 
 	file, src, params, err := script(f, args)
@@ -201,7 +201,7 @@ func script(f *flags, args []string) (file, src string, params []string, err err
 
 // list prints the probes that match the pattern (-l), of a process (-p) or
 // both.
-func list(f *flags, args []string, stdout io.Writer) (int, error) {
+func list(f *flags, args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) > 1 {
 		return 1, errors.New("-l takes at most one pattern")
 	}
@@ -212,7 +212,15 @@ func list(f *flags, args []string, stdout io.Writer) (int, error) {
 	if pattern == "" && f.pid == 0 {
 		return 1, errors.New("-l needs a pattern such as 'usdt:/path/to/binary:*', or -p PID")
 	}
-	if err := usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: f.pid, Verbose: f.verbose}); err != nil {
+	err := usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: f.pid, Verbose: f.verbose})
+	var pe *usdt.PatternError
+	if errors.As(err, &pe) {
+		// bpftrace treats the pattern as a one-line script named stdin.
+		end := lang.Pos{Line: 1, Col: len(pe.Pattern) + 1}
+		diag := lang.ErrorList{{Span: lang.Span{Start: lang.Pos{Line: 1, Col: 1}, End: end}, Msg: pe.Msg}}
+		return diagnose(diag, "stdin", pe.Pattern, stderr)
+	}
+	if err != nil {
 		return 1, err
 	}
 	return 0, nil
