@@ -8,6 +8,7 @@
 package output
 
 import (
+	"cmp"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -148,7 +149,7 @@ func compareKeyValue(a, b Value) int {
 	}
 	switch a.Kind {
 	case ValueInt:
-		return compareUint(a.Bits, b.Bits)
+		return cmp.Compare(a.Bits, b.Bits)
 	case ValueString:
 		return strings.Compare(cstr(a.Str), cstr(b.Str))
 	case ValueBuf:
@@ -169,32 +170,12 @@ func compareKeys(a, b []Value) int {
 	return len(a) - len(b)
 }
 
-func compareUint(a, b uint64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
-}
-
 // compareIntValues orders two integers by value, signed or not.
 func compareIntValues(a, b Value) int {
 	if a.Signed {
-		return compareInt(int64(a.Bits), int64(b.Bits))
+		return cmp.Compare(int64(a.Bits), int64(b.Bits))
 	}
-	return compareUint(a.Bits, b.Bits)
+	return cmp.Compare(a.Bits, b.Bits)
 }
 
 // divide divides an integer value by div, truncating toward zero as C
