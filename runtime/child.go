@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -64,19 +63,9 @@ type child struct {
 // word is looked up on PATH. The child shares gotrace's standard input,
 // output and error, as with bpftrace (-o redirects only the trace).
 func startChild(command string) (*child, error) {
-	argv, err := splitCommand(command)
+	argv, path, err := lookCommand(command)
 	if err != nil {
-		return nil, fmt.Errorf("parse command %q: %w", command, err)
-	}
-	if len(argv) == 0 {
-		return nil, errors.New("parse command: the command is empty")
-	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return nil, fmt.Errorf("failed to fork child: path '%s' does not exist or is not executable", argv[0])
-	}
-	if path, err = filepath.Abs(path); err != nil {
-		return nil, fmt.Errorf("resolve command path: %w", err)
+		return nil, err
 	}
 	self, err := os.Executable()
 	if err != nil {
@@ -136,6 +125,27 @@ func (c *child) terminate(grace time.Duration) {
 	}
 	c.cmd.Process.Kill()
 	<-c.done
+}
+
+// lookCommand splits a -c command into words (see splitCommand) and looks
+// its first word up on PATH, returning the words and the absolute path of
+// the executable.
+func lookCommand(command string) (argv []string, path string, err error) {
+	argv, err = splitCommand(command)
+	if err != nil {
+		return nil, "", fmt.Errorf("parse command %q: %w", command, err)
+	}
+	if len(argv) == 0 {
+		return nil, "", errors.New("parse command: the command is empty")
+	}
+	path, err = exec.LookPath(argv[0])
+	if err != nil {
+		return nil, "", fmt.Errorf("failed to fork child: path '%s' does not exist or is not executable", argv[0])
+	}
+	if path, err = absPath(path); err != nil {
+		return nil, "", err
+	}
+	return argv, path, nil
 }
 
 // splitCommand splits a command line into words as a POSIX shell does,

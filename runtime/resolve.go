@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -222,18 +221,8 @@ func wildcardMatch(pattern, s string) bool {
 // commandObjects returns the executable of a -c command, looked up on PATH,
 // followed by the shared libraries it needs at start-up, in load order.
 func commandObjects(command string) ([]string, error) {
-	argv, err := splitCommand(command)
+	_, path, err := lookCommand(command)
 	if err != nil {
-		return nil, fmt.Errorf("parse command %q: %w", command, err)
-	}
-	if len(argv) == 0 {
-		return nil, errors.New("parse command: the command is empty")
-	}
-	path, err := exec.LookPath(argv[0])
-	if err != nil {
-		return nil, fmt.Errorf("failed to fork child: path '%s' does not exist or is not executable", argv[0])
-	}
-	if path, err = absPath(path); err != nil {
 		return nil, err
 	}
 	return append([]string{path}, neededLibraries(path)...), nil
