@@ -65,8 +65,8 @@ func memAt(t *testing.T, pid int, bin string, off uint64, n int, exec bool) []by
 	return nil
 }
 
-// symbolOffset returns the file offset of a function symbol.
-func symbolOffset(t *testing.T, bin, name string) (addr, off uint64) {
+// symbolAddr returns the address of the symbol called name in bin.
+func symbolAddr(t *testing.T, bin, name string) uint64 {
 	t.Helper()
 	f, err := elf.Open(bin)
 	if err != nil {
@@ -79,15 +79,43 @@ func symbolOffset(t *testing.T, bin, name string) (addr, off uint64) {
 	}
 	for _, s := range syms {
 		if s.Name == name {
-			off, err := fileOffset(bin, s.Value)
-			if err != nil {
-				t.Fatal(err)
-			}
-			return s.Value, off
+			return s.Value
 		}
 	}
 	t.Fatalf("%s has no symbol %s", bin, name)
-	return 0, 0
+	return 0
+}
+
+// symbolOffset returns the address and the file offset of a function
+// symbol.
+func symbolOffset(t *testing.T, bin, name string) (addr, off uint64) {
+	t.Helper()
+	addr = symbolAddr(t, bin, name)
+	off, err := fileOffset(bin, addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return addr, off
+}
+
+// startInt3 builds testdata/int3.c and starts it; the process is killed
+// when t ends.
+func startInt3(t *testing.T) (bin string, target *exec.Cmd) {
+	t.Helper()
+	gcc := testenv.RequireTool(t, "gcc")
+	bin = filepath.Join(t.TempDir(), "int3")
+	if out, err := exec.Command(gcc, "-O2", "-o", bin, "testdata/int3.c").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	target = exec.Command(bin)
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		target.Process.Kill()
+		target.Wait()
+	})
+	return bin, target
 }
 
 // TestRunCleanupAfterFailedAttach makes the second of two uprobes fail
@@ -96,19 +124,7 @@ func symbolOffset(t *testing.T, bin, name string) (addr, off uint64) {
 // its instruction restored, with no BPF file left open.
 func TestRunCleanupAfterFailedAttach(t *testing.T) {
 	testenv.RequireRoot(t)
-	gcc := testenv.RequireTool(t, "gcc")
-	bin := filepath.Join(t.TempDir(), "int3")
-	if out, err := exec.Command(gcc, "-O2", "-o", bin, "testdata/int3.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	target := exec.Command(bin)
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		target.Process.Kill()
-		target.Wait()
-	}()
+	bin, target := startInt3(t)
 	trapAddr, _ := symbolOffset(t, bin, "trap")
 	_, workOff := symbolOffset(t, bin, "work")
 	before := textByte(t, target.Process.Pid, bin, workOff)

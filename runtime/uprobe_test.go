@@ -4,8 +4,6 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
-	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -51,21 +49,12 @@ func TestMatchSymbols(t *testing.T) {
 
 func TestFileOffset(t *testing.T) {
 	bin := fixture.Build(t, "bitcoind")
+	addr := symbolAddr(t, bin, connectBlock)
 	f, err := elf.Open(bin)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	syms, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var addr uint64
-	for _, s := range syms {
-		if s.Name == connectBlock {
-			addr = s.Value
-		}
-	}
 	off, err := fileOffset(bin, addr)
 	if err != nil {
 		t.Fatal(err)
@@ -86,21 +75,7 @@ func TestFileOffset(t *testing.T) {
 func TestRunUprobes(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := fixture.Private(t, "bitcoind")
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	syms, err := f.Symbols()
-	f.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var addr uint64
-	for _, s := range syms {
-		if s.Name == connectBlock {
-			addr = s.Value
-		}
-	}
+	addr := symbolAddr(t, bin, connectBlock)
 	src := fmt.Sprintf(`
 struct CBlockIndex { const uint8_t *phashBlock; struct CBlockIndex *pprev; struct CBlockIndex *pskip; int nHeight; }
 uprobe:%[1]s:"CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, CChainParams const&, bool)" {
@@ -137,19 +112,7 @@ uprobe:%[1]s:_ZN11CChainState12Connect* { @wild[probe] = count(); @func[func] = 
 // against the attached symbols.
 func TestRunFuncWithoutPID(t *testing.T) {
 	testenv.RequireRoot(t)
-	gcc := testenv.RequireTool(t, "gcc")
-	bin := filepath.Join(t.TempDir(), "int3")
-	if out, err := exec.Command(gcc, "-O2", "-o", bin, "testdata/int3.c").CombinedOutput(); err != nil {
-		t.Fatalf("gcc: %v\n%s", err, out)
-	}
-	target := exec.Command(bin)
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() {
-		target.Process.Kill()
-		target.Wait()
-	}()
+	bin, _ := startInt3(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
 	out, stderr, err := runScript(t, ctx, fmt.Sprintf(`uprobe:%s:wo* { @calls[func, probe] = count(); if (@n++ == 2) { exit(); } }`, bin), Options{})
