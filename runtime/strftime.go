@@ -6,6 +6,15 @@ import (
 	"time"
 )
 
+// strftimeLayouts are the conversions that a Go time layout spells.
+var strftimeLayouts = map[byte]string{
+	'a': "Mon", 'A': "Monday", 'b': "Jan", 'h': "Jan", 'B': "January",
+	'c': "Mon Jan _2 15:04:05 2006", 'd': "02", 'e': "_2", 'D': "01/02/06",
+	'F': "2006-01-02", 'H': "15", 'I': "03", 'j': "002", 'm': "01", 'M': "04",
+	'p': "PM", 'r': "03:04:05 PM", 'R': "15:04", 'S': "05", 'T': "15:04:05",
+	'X': "15:04:05", 'x': "01/02/06", 'z': "-0700", 'Z': "MST",
+}
+
 // strftime formats tm like C's strftime in the local time zone, for time()
 // and strftime(). It knows the conversions scripts use, and bpftrace's %f
 // (microseconds); an unknown conversion is printed as written.
@@ -18,63 +27,23 @@ func strftime(format string, tm time.Time) string {
 			continue
 		}
 		i++
+		if layout, ok := strftimeLayouts[format[i]]; ok {
+			b.WriteString(tm.Format(layout))
+			continue
+		}
 		switch format[i] {
 		case '%':
 			b.WriteByte('%')
-		case 'a':
-			b.WriteString(tm.Format("Mon"))
-		case 'A':
-			b.WriteString(tm.Format("Monday"))
-		case 'b', 'h':
-			b.WriteString(tm.Format("Jan"))
-		case 'B':
-			b.WriteString(tm.Format("January"))
-		case 'c':
-			b.WriteString(tm.Format("Mon Jan _2 15:04:05 2006"))
-		case 'd':
-			fmt.Fprintf(&b, "%02d", tm.Day())
-		case 'e':
-			fmt.Fprintf(&b, "%2d", tm.Day())
-		case 'D':
-			b.WriteString(tm.Format("01/02/06"))
-		case 'F':
-			b.WriteString(tm.Format("2006-01-02"))
-		case 'H':
-			fmt.Fprintf(&b, "%02d", tm.Hour())
-		case 'I':
-			fmt.Fprintf(&b, "%02d", (tm.Hour()+11)%12+1)
-		case 'j':
-			fmt.Fprintf(&b, "%03d", tm.YearDay())
-		case 'm':
-			fmt.Fprintf(&b, "%02d", int(tm.Month()))
-		case 'M':
-			fmt.Fprintf(&b, "%02d", tm.Minute())
 		case 'n':
 			b.WriteByte('\n')
-		case 'p':
-			b.WriteString(tm.Format("PM"))
-		case 'r':
-			b.WriteString(tm.Format("03:04:05 PM"))
-		case 'R':
-			b.WriteString(tm.Format("15:04"))
-		case 's':
-			fmt.Fprintf(&b, "%d", tm.Unix())
-		case 'S':
-			fmt.Fprintf(&b, "%02d", tm.Second())
 		case 't':
 			b.WriteByte('\t')
-		case 'T', 'X':
-			b.WriteString(tm.Format("15:04:05"))
-		case 'x':
-			b.WriteString(tm.Format("01/02/06"))
+		case 's':
+			fmt.Fprintf(&b, "%d", tm.Unix())
 		case 'y':
 			fmt.Fprintf(&b, "%02d", tm.Year()%100)
 		case 'Y':
 			fmt.Fprintf(&b, "%d", tm.Year())
-		case 'z':
-			b.WriteString(tm.Format("-0700"))
-		case 'Z':
-			b.WriteString(tm.Format("MST"))
 		case 'f':
 			fmt.Fprintf(&b, "%06d", tm.Nanosecond()/1000)
 		default:

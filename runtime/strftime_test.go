@@ -14,9 +14,20 @@ func TestStrftime(t *testing.T) {
 		{"%a %b %e %I%p %j %y %s", "Sat Mar  7 02PM 066 26 1772892309"},
 		{"100%% %q", "100% %q"},
 		{"trailing %", "trailing %"},
+		// Every conversion, as GNU date prints it.
+		{"%a|%A|%b|%h|%B", "Sat|Saturday|Mar|Mar|March"},
+		{"%c|%D|%F|%x", "Sat Mar  7 14:05:09 2026|03/07/26|2026-03-07|03/07/26"},
+		{"%d|%e|%H|%I|%j|%m|%M|%S", "07| 7|14|02|066|03|05|09"},
+		{"%n|%t|%p|%r|%R|%T|%X", "\n|\t|PM|02:05:09 PM|14:05|14:05:09|14:05:09"},
+		{"%s|%y|%Y|%z|%Z|%f", "1772892309|26|2026|+0000|UTC|123456"},
 	} {
 		if got := strftime(tc.format, tm); got != tc.want {
 			t.Errorf("strftime(%q) = %q, want %q", tc.format, got, tc.want)
 		}
+	}
+	// Midnight on the first day of the year.
+	jan1 := time.Date(2026, time.January, 1, 0, 5, 9, 0, time.UTC)
+	if got, want := strftime("%I %p %r|%e|%j", jan1), "12 AM 12:05:09 AM| 1|001"; got != want {
+		t.Errorf("strftime at midnight = %q, want %q", got, want)
 	}
 }
