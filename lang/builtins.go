@@ -8,25 +8,18 @@ import (
 	"strings"
 )
 
-// builtinVarType returns the type of the builtin variable name, as
-// bpftrace 0.17 types it, and whether gotrace knows the name. argN is
-// handled by the checker (its validity depends on the probe).
-func builtinVarType(name string) (Type, bool) {
-	switch name {
-	case "pid", "tid", "uid", "gid", "cpu", "nsecs", "elapsed", "rand", "cgroup", "numaid", "retval":
-		return Uint64, true
-	case "cpid":
-		return Int(4, false), true
-	case "comm":
-		return String(16), true
-	case "probe":
-		return Type{Kind: KindProbe}, true
-	case "func":
-		return Type{Kind: KindUsym}, true
-	case "ustack":
-		return Type{Kind: KindStack}, true
-	}
-	return Type{}, false
+// builtinVars are the builtin variables gotrace knows, with their types as
+// bpftrace 0.17 types them. argN is handled by the checker (its validity
+// depends on the probe).
+var builtinVars = map[string]Type{
+	"pid": Uint64, "tid": Uint64, "uid": Uint64, "gid": Uint64, "cpu": Uint64,
+	"nsecs": Uint64, "elapsed": Uint64, "rand": Uint64, "cgroup": Uint64,
+	"numaid": Uint64, "retval": Uint64,
+	"cpid":   Int(4, false),
+	"comm":   String(16),
+	"probe":  {Kind: KindProbe},
+	"func":   {Kind: KindUsym},
+	"ustack": {Kind: KindStack},
 }
 
 // unsupportedBuiltins are builtin variables bpftrace 0.17 has that need a
@@ -58,31 +51,13 @@ func argIndex(name string) int {
 // support arg6").
 const maxRegisterArgs = 6
 
-// probeTypeName is how bpftrace names a probe kind in its messages.
-func probeTypeName(k ProbeKind) string {
-	switch k {
-	case ProbeBegin:
-		return "BEGIN"
-	case ProbeEnd:
-		return "END"
-	case ProbeUSDT:
-		return "usdt"
-	case ProbeUprobe:
-		return "uprobe"
-	case ProbeUretprobe:
-		return "uretprobe"
-	case ProbeInterval:
-		return "interval"
-	case ProbeProfile:
-		return "profile"
-	case ProbeTracepoint:
-		return "tracepoint"
-	case ProbeKprobe:
-		return "kprobe"
-	case ProbeKretprobe:
-		return "kretprobe"
-	}
-	return "unknown"
+// probeKindNames are bpftrace's names of the probe kinds, in its messages
+// and in Dump.
+var probeKindNames = map[ProbeKind]string{
+	ProbeUnknown: "unknown", ProbeBegin: "BEGIN", ProbeEnd: "END", ProbeUSDT: "usdt",
+	ProbeUprobe: "uprobe", ProbeUretprobe: "uretprobe", ProbeInterval: "interval",
+	ProbeProfile: "profile", ProbeTracepoint: "tracepoint", ProbeKprobe: "kprobe",
+	ProbeKretprobe: "kretprobe",
 }
 
 // funcSig is the arity of a builtin function. max < 0 means any number.
@@ -178,12 +153,6 @@ var x86Registers = map[string]bool{
 	"flags": true, "sp": true, "ss": true,
 }
 
-// builtinVarNames are the builtin variables gotrace knows, for hints.
-var builtinVarNames = []string{
-	"cgroup", "comm", "cpid", "cpu", "elapsed", "func", "gid", "nsecs", "numaid",
-	"pid", "probe", "rand", "retval", "tid", "uid", "ustack",
-}
-
 // closestName returns the name in candidates nearest to name by edit
 // distance, or "" when none is close enough to be a likely typo.
 func closestName(name string, candidates []string) string {
@@ -199,10 +168,10 @@ func closestName(name string, candidates []string) string {
 	return best
 }
 
-// sortedFuncNames lists the implemented functions in a fixed order, so
+// sortedNames lists the names of a table of builtins in a fixed order, so
 // that hints are deterministic.
-func sortedFuncNames() []string {
-	return slices.Sorted(maps.Keys(funcs))
+func sortedNames[V any](table map[string]V) []string {
+	return slices.Sorted(maps.Keys(table))
 }
 
 // intTypeByName returns the integer type a type name such as uint32

@@ -693,13 +693,13 @@ func (c *checker) builtin(e *Builtin) Type {
 		}
 		return Uint64
 	}
-	t, ok := builtinVarType(e.Name)
+	t, ok := builtinVars[e.Name]
 	if !ok {
 		if unsupportedBuiltins[e.Name] {
 			c.errorf(e.Loc, "The %s builtin is not supported by gotrace", e.Name)
 		} else {
 			hint := ""
-			if near := closestName(e.Name, builtinVarNames); near != "" {
+			if near := closestName(e.Name, sortedNames(builtinVars)); near != "" {
 				hint = "did you mean " + near + "?"
 			}
 			c.hintf(e.Loc, hint, "Unknown identifier: '%s'", e.Name)
@@ -714,7 +714,7 @@ func (c *checker) builtin(e *Builtin) Type {
 			}
 		case "func":
 			if k != ProbeUprobe && k != ProbeUretprobe && k != ProbeKprobe && k != ProbeKretprobe {
-				c.errorf(e.Loc, "The func builtin can not be used with '%s' probes", probeTypeName(k))
+				c.errorf(e.Loc, "The func builtin can not be used with '%s' probes", probeKindNames[k])
 			}
 		}
 	}
@@ -1090,7 +1090,7 @@ func (c *checker) call(e *Call, u use) Type {
 			return Type{}
 		}
 		hint := ""
-		if near := closestName(e.Name, sortedFuncNames()); near != "" {
+		if near := closestName(e.Name, sortedNames(funcs)); near != "" {
 			hint = fmt.Sprintf("did you mean %s()?", near)
 		}
 		c.hintf(nameLoc, hint, "Unknown function: %s", e.Name)
@@ -1490,7 +1490,7 @@ func (c *checker) signalCall(e *Call) {
 	for _, k := range c.probeKinds() {
 		switch k {
 		case ProbeBegin, ProbeEnd, ProbeInterval:
-			c.errorf(e.Loc, "signal can not be used with \"%s\" probes", probeTypeName(k))
+			c.errorf(e.Loc, "signal can not be used with \"%s\" probes", probeKindNames[k])
 		}
 	}
 	a := e.Args[0]
@@ -1548,7 +1548,7 @@ func (c *checker) userProbeOnly(e *Call) {
 	for _, k := range c.probeKinds() {
 		switch k {
 		case ProbeBegin, ProbeEnd, ProbeInterval, ProbeProfile:
-			c.errorf(e.Loc, "%s can not be used with \"%s\" probes", e.Name, probeTypeName(k))
+			c.errorf(e.Loc, "%s can not be used with \"%s\" probes", e.Name, probeKindNames[k])
 		}
 	}
 }

@@ -7,14 +7,6 @@ import (
 	"strings"
 )
 
-// probeKindNames are the canonical probe type names, for Dump.
-var probeKindNames = map[ProbeKind]string{
-	ProbeUnknown: "unknown", ProbeBegin: "BEGIN", ProbeEnd: "END", ProbeUSDT: "usdt",
-	ProbeUprobe: "uprobe", ProbeUretprobe: "uretprobe", ProbeInterval: "interval",
-	ProbeProfile: "profile", ProbeTracepoint: "tracepoint", ProbeKprobe: "kprobe",
-	ProbeKretprobe: "kretprobe",
-}
-
 // Dump writes p as an indented tree, one node per line, one space of
 // indentation per level. Expressions the checker has typed end in
 // ":: TYPE". The output is stable, for golden tests and `gotrace -d ast`.
