@@ -75,8 +75,7 @@ func (d *dumper) stmt(depth int, s Stmt) {
 		d.expr(depth, s.X)
 	case *AssignStmt:
 		d.line(depth, "%s", s.Op)
-		d.expr(depth+1, s.LHS)
-		d.expr(depth+1, s.RHS)
+		d.exprs(depth+1, s.LHS, s.RHS)
 	case *IfStmt:
 		d.line(depth, "if")
 		d.expr(depth+1, s.Cond)
@@ -111,6 +110,12 @@ func (d *dumper) stmt(depth int, s Stmt) {
 	}
 }
 
+func (d *dumper) exprs(depth int, es ...Expr) {
+	for _, e := range es {
+		d.expr(depth, e)
+	}
+}
+
 func (d *dumper) expr(depth int, e Expr) {
 	typed := func(format string, args ...any) {
 		text := fmt.Sprintf(format, args...)
@@ -128,9 +133,7 @@ func (d *dumper) expr(depth int, e Expr) {
 		typed("variable %s", e.Name)
 	case *MapExpr:
 		typed("map %s", e.Name)
-		for _, k := range e.Keys {
-			d.expr(depth+1, k)
-		}
+		d.exprs(depth+1, e.Keys...)
 	case *Builtin:
 		typed("builtin %s", e.Name)
 	case *PositionalParam:
@@ -141,13 +144,10 @@ func (d *dumper) expr(depth int, e Expr) {
 		}
 	case *Call:
 		typed("call %s", e.Name)
-		for _, a := range e.Args {
-			d.expr(depth+1, a)
-		}
+		d.exprs(depth+1, e.Args...)
 	case *Binary:
 		typed("%s", e.Op)
-		d.expr(depth+1, e.X)
-		d.expr(depth+1, e.Y)
+		d.exprs(depth+1, e.X, e.Y)
 	case *Unary:
 		typed("unary %s", e.Op)
 		d.expr(depth+1, e.X)
@@ -160,17 +160,13 @@ func (d *dumper) expr(depth int, e Expr) {
 		d.expr(depth+1, e.X)
 	case *Ternary:
 		typed("?:")
-		d.expr(depth+1, e.Cond)
-		d.expr(depth+1, e.Then)
-		d.expr(depth+1, e.Else)
+		d.exprs(depth+1, e.Cond, e.Then, e.Else)
 	case *Cast:
 		typed("cast (%s)", e.TypeName)
 		d.expr(depth+1, e.X)
 	case *Tuple:
 		typed("tuple")
-		for _, x := range e.Elems {
-			d.expr(depth+1, x)
-		}
+		d.exprs(depth+1, e.Elems...)
 	case *FieldAccess:
 		switch {
 		case e.Field == "":
@@ -183,8 +179,7 @@ func (d *dumper) expr(depth int, e Expr) {
 		d.expr(depth+1, e.X)
 	case *IndexExpr:
 		typed("[]")
-		d.expr(depth+1, e.X)
-		d.expr(depth+1, e.Index)
+		d.exprs(depth+1, e.X, e.Index)
 	default:
 		d.line(depth, "?expr %T", e)
 	}
