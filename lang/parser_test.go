@@ -299,26 +299,25 @@ func TestParseAttachPointErrors(t *testing.T) {
 		{"profile:hz:0 { }", "stdin:1:1-13: ERROR: profile frequency should be a positive integer"},
 		{"BEGIN END { }", "stdin:1:7-10: ERROR: syntax error, unexpected identifier, expecting {"},
 	}
+	checkFirstErrors(t, tests)
+}
+
+// checkFirstErrors parses each src, which must fail, and checks the first
+// line of its diagnostics against want.
+func checkFirstErrors(t *testing.T, tests []struct{ src, want string }) {
+	t.Helper()
 	for _, tt := range tests {
-		if got := firstError(t, tt.src); got != tt.want {
+		_, err := Parse("stdin", tt.src)
+		var list ErrorList
+		if !errors.As(err, &list) {
+			t.Fatalf("Parse(%q) = %v, want an ErrorList", tt.src, err)
+		}
+		var b bytes.Buffer
+		list.Write(&b, "stdin", tt.src)
+		if got, _, _ := strings.Cut(b.String(), "\n"); got != tt.want {
 			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
 		}
 	}
-}
-
-// firstError parses src, which must fail, and returns the first line of the
-// diagnostics.
-func firstError(t *testing.T, src string) string {
-	t.Helper()
-	_, err := Parse("stdin", src)
-	var list ErrorList
-	if !errors.As(err, &list) {
-		t.Fatalf("Parse(%q) = %v, want an ErrorList", src, err)
-	}
-	var b bytes.Buffer
-	list.Write(&b, "stdin", src)
-	first, _, _ := strings.Cut(b.String(), "\n")
-	return first
 }
 
 func TestParseStructs(t *testing.T) {
@@ -360,11 +359,7 @@ func TestParseStructErrors(t *testing.T) {
 		{"struct A { struct B b; }; BEGIN { }", "stdin:1:12-18: ERROR: struct A: field b uses struct B before its definition"},
 		{"struct A { int x; int x; }; BEGIN { }", "stdin:1:19-22: ERROR: struct A: duplicate field x"},
 	}
-	for _, tt := range tests {
-		if got := firstError(t, tt.src); got != tt.want {
-			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
-		}
-	}
+	checkFirstErrors(t, tests)
 }
 
 func TestParseStrings(t *testing.T) {
@@ -389,11 +384,7 @@ func TestParseStrings(t *testing.T) {
 		{`BEGIN { $x = "\x"; }`, `stdin:1:14-17: ERROR: invalid escape character '\x'`},
 		{`BEGIN { $x = "ab\777"; }`, `stdin:1:14-21: ERROR: octal escape sequence out of range '\777'`},
 	}
-	for _, tt := range errs {
-		if got := firstError(t, tt.src); got != tt.want {
-			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
-		}
-	}
+	checkFirstErrors(t, errs)
 }
 
 func TestParseIntegerErrors(t *testing.T) {
@@ -408,11 +399,7 @@ func TestParseIntegerErrors(t *testing.T) {
 		{"BEGIN { $x = 0x; }", "stdin:1:14-16: ERROR: syntax error, unexpected identifier, expecting }"},
 		{"BEGIN { $x = 2e3e3; }", "stdin:1:14-19: ERROR: syntax error, unexpected identifier, expecting }"},
 	}
-	for _, tt := range tests {
-		if got := firstError(t, tt.src); got != tt.want {
-			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
-		}
-	}
+	checkFirstErrors(t, tests)
 }
 
 func TestParseSpans(t *testing.T) {
