@@ -27,20 +27,27 @@ var goldenTests = []struct {
 	{"hist_str_key", `BEGIN { $s = "k"; @h[$s] = hist(nsecs); }`},
 }
 
-func TestGolden(t *testing.T) {
+// fakeProbe is the probe net:msg of /bin/fake with two locations whose
+// arguments are laid out differently: registers at 0x1000, memory and a
+// constant at 0x2000, with the given semaphore offset.
+func fakeProbe(semaphoreOffset uint64) *usdt.Probe {
 	rdi := usdt.Register{Name: "rdi", PtRegsOffset: 112, Width: 8}
 	eax := usdt.Register{Name: "eax", PtRegsOffset: 80, Width: 4}
 	rbp := usdt.Register{Name: "rbp", PtRegsOffset: 32, Width: 8}
-	fake := &usdt.Probe{Path: "/bin/fake", Provider: "net", Name: "msg", Locations: []usdt.Location{
+	return &usdt.Probe{Path: "/bin/fake", Provider: "net", Name: "msg", Locations: []usdt.Location{
 		{PC: 0x1000, Offset: 0x1000, ArgString: "-8@%rdi -4@%eax", Args: []usdt.Arg{
 			{Size: 8, Signed: true, Loc: usdt.ArgRegister, Reg: rdi},
 			{Size: 4, Signed: true, Loc: usdt.ArgRegister, Reg: eax},
 		}},
-		{PC: 0x2000, Offset: 0x2000, ArgString: "8@-8(%rbp) 1@$-56", Args: []usdt.Arg{
+		{PC: 0x2000, Offset: 0x2000, SemaphoreOffset: semaphoreOffset, ArgString: "8@-8(%rbp) 1@$-56", Args: []usdt.Arg{
 			{Size: 8, Loc: usdt.ArgMemory, Reg: rbp, Disp: -8},
 			{Size: 1, Loc: usdt.ArgConstant, Const: -56},
 		}},
 	}}
+}
+
+func TestGolden(t *testing.T) {
+	fake := fakeProbe(0)
 	for _, tt := range goldenTests {
 		t.Run(tt.name, func(t *testing.T) {
 			p, err := lang.Parse(tt.name+".bt", tt.src)

@@ -68,19 +68,7 @@ func TestHandBuiltBegin(t *testing.T) {
 // TestUSDTProgramLoads compiles a USDT probe block reading args of two
 // locations with different layouts and checks that the kernel accepts it.
 func TestUSDTProgramLoads(t *testing.T) {
-	rdi := usdt.Register{Name: "rdi", PtRegsOffset: 112, Width: 8}
-	eax := usdt.Register{Name: "eax", PtRegsOffset: 80, Width: 4}
-	rbp := usdt.Register{Name: "rbp", PtRegsOffset: 32, Width: 8}
-	up := &usdt.Probe{Path: "/bin/fake", Provider: "net", Name: "msg", Locations: []usdt.Location{
-		{PC: 0x1000, Offset: 0x1000, ArgString: "-8@%rdi -4@%eax", Args: []usdt.Arg{
-			{Size: 8, Signed: true, Loc: usdt.ArgRegister, Reg: rdi},
-			{Size: 4, Signed: true, Loc: usdt.ArgRegister, Reg: eax},
-		}},
-		{PC: 0x2000, Offset: 0x2000, SemaphoreOffset: 0x3000, ArgString: "8@-8(%rbp) 1@$-56", Args: []usdt.Arg{
-			{Size: 8, Loc: usdt.ArgMemory, Reg: rbp, Disp: -8},
-			{Size: 1, Loc: usdt.ArgConstant, Const: -56},
-		}},
-	}}
+	up := fakeProbe(0x3000)
 	ap := &lang.AttachPoint{Raw: "usdt:/bin/fake:net:msg", Kind: lang.ProbeUSDT, Target: "/bin/fake", Provider: "net", Func: "msg"}
 	countT := lang.Type{Kind: lang.KindCount}
 	p := &lang.Program{
