@@ -9,49 +9,18 @@ import (
 	"github.com/gotrace/gotrace/internal/fixture"
 )
 
-// fixtureTokens are the size tokens of every probe of the bitcoind fixture
-// (fixture-spec.md §3 and §4), keyed by provider:name.
-var fixtureTokens = map[string]string{
-	"net:inbound_message":                            "-8 8 8 8 8 8",
-	"net:outbound_message":                           "-8 8 8 8 8 8",
-	"net:inbound_connection":                         "-8 8 8 4 8",
-	"net:outbound_connection":                        "-8 8 8 4 8",
-	"net:evicted_inbound_connection":                 "-8 8 8 4 -8",
-	"net:closed_connection":                          "-8 8 8 4 -8",
-	"net:misbehaving_connection":                     "-8 8",
-	"validation:block_connected":                     "8 -4 8 -4 -8 -8",
-	"utxocache:flush":                                "-8 4 8 8 1",
-	"utxocache:add":                                  "8 4 4 -8 1",
-	"utxocache:spent":                                "8 4 4 -8 1",
-	"utxocache:uncache":                              "8 4 4 -8 1",
-	"mempool:added":                                  "8 -4 -8",
-	"mempool:removed":                                "8 8 -4 -8 8",
-	"mempool:replaced":                               "8 -4 -8 8 8 -4 -8 1",
-	"mempool:rejected":                               "8 8",
-	"coin_selection:selected_coins":                  "8 8 -8 -8 -8",
-	"coin_selection:normal_create_tx_internal":       "8 1 -8 -4",
-	"coin_selection:attempting_aps_create_tx":        "8",
-	"coin_selection:aps_create_tx_internal":          "8 1 1 -8 -4",
-	"net:process_message":                            "8 -8 8 8 8",
-	"net:push_message":                               "8 -8 8 8 8",
-	"validation:connect_block":                       "-4",
-	"sync:mutex_ctor":                                "8",
-	"sync:mutex_dtor":                                "8",
-	"sync:enter":                                     "8 8 8 -4",
-	"sync:locked":                                    "8 8 8 -4",
-	"sync:unlock":                                    "8 8 -4",
-	"block_manager:read_block_from_disk_unserialize": "1",
-}
-
-// fixtureModern are the probes with semaphores (the first table).
+// fixtureModern are the probes with semaphores (fixture.ModernProbes).
 const fixtureModern = 20
 
-func isModern(id string) bool {
-	switch id {
-	case "net:process_message", "net:push_message", "validation:connect_block":
-		return false
+// fixtureTokens returns the size tokens of the fixture's probe id
+// (provider:name) and whether it has a semaphore; ok is false for a probe
+// the fixture does not have.
+func fixtureTokens(id string) (tokens string, modern, ok bool) {
+	if tokens, ok := fixture.ModernProbes[id]; ok {
+		return tokens, true, true
 	}
-	return !strings.HasPrefix(id, "sync:") && !strings.HasPrefix(id, "block_manager:")
+	tokens, ok = fixture.LegacyProbes[id]
+	return tokens, false, ok
 }
 
 func argTokens(s string) string {
@@ -95,8 +64,8 @@ func checkFixture(t *testing.T, path string, withSemaphores, withSymbols bool, l
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(probes) != len(fixtureTokens) {
-		t.Errorf("%d probes, want %d", len(probes), len(fixtureTokens))
+	if want := len(fixture.ModernProbes) + len(fixture.LegacyProbes); len(probes) != want {
+		t.Errorf("%d probes, want %d", len(probes), want)
 	}
 	var sems map[uint64]string
 	if withSymbols {
@@ -105,12 +74,12 @@ func checkFixture(t *testing.T, path string, withSemaphores, withSymbols bool, l
 	n, modern := 0, 0
 	for _, p := range probes {
 		id := p.Provider + ":" + p.Name
-		want, ok := fixtureTokens[id]
+		want, isModern, ok := fixtureTokens(id)
 		if !ok {
 			t.Errorf("unexpected probe %s", id)
 			continue
 		}
-		if isModern(id) {
+		if isModern {
 			modern++
 		}
 		for _, l := range p.Locations {
@@ -122,7 +91,7 @@ func checkFixture(t *testing.T, path string, withSemaphores, withSymbols bool, l
 				t.Errorf("%s: %v", id, l.ArgsErr)
 			}
 			switch {
-			case withSemaphores && isModern(id):
+			case withSemaphores && isModern:
 				if l.Semaphore == 0 || l.SemaphoreOffset == 0 {
 					t.Errorf("%s: semaphore %#x at offset %#x, want one", id, l.Semaphore, l.SemaphoreOffset)
 				} else if sym := sems[l.Semaphore]; withSymbols && sym != p.Provider+"_"+p.Name {
