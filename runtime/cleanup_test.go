@@ -107,14 +107,7 @@ func startInt3(t *testing.T) (bin string, target *exec.Cmd) {
 	if out, err := exec.Command(gcc, "-O2", "-o", bin, "testdata/int3.c").CombinedOutput(); err != nil {
 		t.Fatalf("gcc: %v\n%s", err, out)
 	}
-	target = exec.Command(bin)
-	if err := target.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		target.Process.Kill()
-		target.Wait()
-	})
+	target, _ = startFixture(t, bin)
 	return bin, target
 }
 

@@ -213,8 +213,8 @@ END { printf("end\n"); }`, bin)
 	}
 }
 
-// startFixture starts the fixture with args and returns it and its
-// standard output.
+// startFixture starts the fixture (or another program) bin with args and
+// returns it and its standard output; it is killed when t ends.
 func startFixture(t *testing.T, bin string, args ...string) (*exec.Cmd, *syncBuffer) {
 	t.Helper()
 	out := newSyncBuffer("")
