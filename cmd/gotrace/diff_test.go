@@ -43,14 +43,10 @@ const diffTimeout = 60 * time.Second
 // diffScript is a script and how to run it.
 type diffScript struct {
 	*fixture.Script
-	// Name is the script's file name, which the tools are given.
+	// Name is the script's file name, which the tools are given. The
+	// tools run the fixture with -c when the script is Traced.
 	Name string
-	// Traced says whether the tools run the fixture with -c.
-	Traced bool
 }
-
-// headerLine matches a header line (testdata/scripts/README.md).
-var headerLine = regexp.MustCompile(`^// ([a-z]+):(?: (.*))?$`)
 
 // loadDiffScript reads the script at path and its header: its own, or for
 // a script of scripts/ the one in testdata/diff/scripts.
@@ -67,29 +63,12 @@ func loadDiffScript(path string) (*diffScript, error) {
 		}
 		header = string(h)
 	}
-	lines := strings.Split(header, "\n")
-	if strings.HasPrefix(lines[0], "#!") {
-		lines = lines[1:]
-	}
-	traced := false
-	for _, line := range lines {
-		m := headerLine.FindStringSubmatch(strings.TrimRight(line, "\r"))
-		if m == nil {
-			break
-		}
-		traced = traced || m[1] == "fixture"
-	}
-	if !traced {
-		// fixture.ParseScript insists on the fixture line; give it one
-		// that is not used.
-		lines = append([]string{"// fixture:"}, lines...)
-	}
-	s, err := fixture.ParseScript(path, strings.Join(lines, "\n"))
+	s, err := fixture.ParseHeader(path, header)
 	if err != nil {
 		return nil, err
 	}
 	s.Source = string(src)
-	return &diffScript{Script: s, Name: filepath.Base(path), Traced: traced}, nil
+	return &diffScript{Script: s, Name: filepath.Base(path)}, nil
 }
 
 // noiseLines are lines bpftrace 0.17 prints on this kind of machine that say
