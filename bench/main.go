@@ -28,6 +28,9 @@ import (
 	"syscall"
 	"text/tabwriter"
 	"time"
+
+	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 )
 
 //go:embed loop/loop.c
@@ -115,6 +118,9 @@ type Run struct {
 	Value float64
 	// Lost is the total of the "Lost N events" lines.
 	Lost int64
+	// ProgNS is, for KindHit, the mean run time of the probe's eBPF
+	// program in ns (the kernel's bpf_stats).
+	ProgNS float64
 }
 
 // Stats are the medians of a tool's runs of a case.
@@ -124,6 +130,8 @@ type Stats struct {
 	MaxRSS int64   `json:"max_rss_bytes"`
 	Value  float64 `json:"value"`
 	Lost   int64   `json:"lost_events"`
+	// ProgNS is the median of the runs' ProgNS (KindHit).
+	ProgNS float64 `json:"bpf_ns_per_run,omitempty"`
 	// Err is why the tool could not run the case ("" when it could).
 	Err string `json:"error,omitempty"`
 }
@@ -183,6 +191,13 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 	gotrace, loop, err := build(dir)
 	if err != nil {
 		return err
+	}
+	if slices.ContainsFunc(selected, func(c Case) bool { return c.Kind == KindHit }) {
+		stats, err := ebpf.EnableStats(uint32(unix.BPF_STATS_RUN_TIME))
+		if err != nil {
+			return fmt.Errorf("enable eBPF run-time statistics: %w", err)
+		}
+		defer stats.Close()
 	}
 	fmt.Fprintf(w, "gotrace vs bpftrace, median of %d runs each, interleaved\n\n", n)
 
@@ -312,19 +327,30 @@ func measure(tool, loop string, c Case, dir string) (Run, error) {
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
+	var watch *progWatch
+	if c.Kind == KindHit {
+		watch = watchPrograms(5 * time.Millisecond)
+	}
 	start := time.Now()
 	err := cmd.Start()
 	if err != nil {
+		if watch != nil {
+			watch.Stop()
+		}
 		return Run{}, fmt.Errorf("start %s: %w", filepath.Base(tool), err)
 	}
 	done := time.AfterFunc(5*time.Minute, func() { cmd.Process.Kill() })
 	err = cmd.Wait()
 	end := time.Now()
 	done.Stop()
+	var progNS float64
+	if watch != nil {
+		progNS, _ = watch.Stop()
+	}
 	if err != nil {
 		return Run{}, fmt.Errorf("%w: %s", err, firstLine(stderr.String()))
 	}
-	r := Run{Wall: end.Sub(start)}
+	r := Run{Wall: end.Sub(start), ProgNS: progNS}
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.MaxRSS = ru.Maxrss * 1024
 	}
@@ -378,15 +404,16 @@ func summarize(runs []Run, err error, k Kind, untraced float64) Stats {
 	if err != nil {
 		return Stats{Runs: len(runs), Err: err.Error()}
 	}
-	var wall, value []float64
+	var wall, value, progNS []float64
 	var rss, lost []int64
 	for _, r := range runs {
 		wall = append(wall, r.Wall.Seconds())
+		progNS = append(progNS, r.ProgNS)
 		value = append(value, r.Value)
 		rss = append(rss, r.MaxRSS)
 		lost = append(lost, r.Lost)
 	}
-	s := Stats{Runs: len(runs), Wall: median(wall), Value: median(value), MaxRSS: medianInt(rss), Lost: medianInt(lost)}
+	s := Stats{Runs: len(runs), Wall: median(wall), Value: median(value), MaxRSS: medianInt(rss), Lost: medianInt(lost), ProgNS: median(progNS)}
 	if k == KindHit {
 		s.Value -= untraced
 	}
@@ -480,6 +507,7 @@ func printTable(w io.Writer, results []Result) {
 			break
 		}
 	}
+	printAboveEmpty(w, results)
 	for _, r := range results {
 		for _, s := range []struct {
 			tool string
@@ -490,6 +518,35 @@ func printTable(w io.Writer, results []Result) {
 			}
 		}
 	}
+}
+
+// aboveEmptyTarget is the most a hit case's cost above the empty body may
+// be, as a ratio of bpftrace's cost above its empty body.
+const aboveEmptyTarget = 0.6
+
+// printAboveEmpty prints, when hit-empty ran, what each other hit case
+// costs above the empty body: in the loop's ns per iteration and in the
+// eBPF program's own mean run time.
+func printAboveEmpty(w io.Writer, results []Result) {
+	i := slices.IndexFunc(results, func(r Result) bool { return r.Case == "hit-empty" })
+	if i < 0 || results[i].Bpftrace.Err != "" || results[i].Gotrace.Err != "" {
+		return
+	}
+	empty := results[i]
+	fmt.Fprintf(w, "\nhit-* cases above hit-empty: loop ns per hit, and eBPF program ns per run (bpf_stats); empty body: loop %.0f/%.0f, program %.0f/%.0f ns (b/g)\n",
+		empty.Bpftrace.Value, empty.Gotrace.Value, empty.Bpftrace.ProgNS, empty.Gotrace.ProgNS)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintln(tw, "case\tloop b\tloop g\tratio\tprog b\tprog g\tratio\ttarget\t")
+	for _, r := range results {
+		if r.Kind != KindHit || r.Case == empty.Case || r.Bpftrace.Err != "" || r.Gotrace.Err != "" {
+			continue
+		}
+		lb, lg := r.Bpftrace.Value-empty.Bpftrace.Value, r.Gotrace.Value-empty.Gotrace.Value
+		pb, pg := r.Bpftrace.ProgNS-empty.Bpftrace.ProgNS, r.Gotrace.ProgNS-empty.Gotrace.ProgNS
+		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%s\t%.0f\t%.0f\t%s\t%s\t\n", r.Case, lb, lg, ratioCell(ratio(lg, lb)),
+			pb, pg, ratioCell(ratio(pg, pb)), targetCell(aboveEmptyTarget))
+	}
+	tw.Flush()
 }
 
 func ratioCell(r float64) string {
