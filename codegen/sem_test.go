@@ -166,8 +166,7 @@ func TestSemantics(t *testing.T) {
 // TestSemanticsAgainstBpftrace checks that the expected outputs above are
 // what bpftrace 0.17 prints.
 func TestSemanticsAgainstBpftrace(t *testing.T) {
-	bpftrace := testenv.RequireTool(t, "bpftrace")
-	testenv.RequireRoot(t)
+	bpftrace := testenv.RequireBpftrace(t)
 	for _, tt := range semanticsTests {
 		t.Run(tt.name, func(t *testing.T) {
 			script := filepath.Join(t.TempDir(), "t.bt")

@@ -417,8 +417,7 @@ func TestCheckAgainstBpftrace(t *testing.T) {
 	if testing.Short() {
 		t.Skip("runs bpftrace once per script")
 	}
-	testenv.RequireRoot(t)
-	bpftrace := testenv.RequireTool(t, "bpftrace")
+	bpftrace := testenv.RequireBpftrace(t)
 	files, err := filepath.Glob("testdata/check/bad/*.bt")
 	if err != nil {
 		t.Fatal(err)

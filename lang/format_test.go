@@ -184,8 +184,7 @@ func FuzzParseFormat(f *testing.F) {
 // bpftrace 0.17 does: it reports how many arguments a format expects when
 // given too many.
 func TestParseFormatBpftrace(t *testing.T) {
-	testenv.RequireRoot(t)
-	bpftrace := testenv.RequireTool(t, "bpftrace")
+	bpftrace := testenv.RequireBpftrace(t)
 	formats := []string{
 		`%d`, `%i`, `%-8d|%05u`, `%.3x%8.3X`, `%5.d`, `%-0-5d`, `%--5d`, `%lld%llx%hhd%hhu`,
 		`%lli%li%hi`, `%zd%zu%jd%td%tx`, `%zi%zc%lc%ls%hs`, `%p%lp%hhp%llp`, `%s%c%r%rx%rh%rhx`,

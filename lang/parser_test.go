@@ -481,8 +481,7 @@ func readErrorScript(t *testing.T, path string) (src, want string) {
 // testdata/parse are what bpftrace itself prints, and that gotrace's whole
 // first diagnostic (message, quoted line, underline) matches bpftrace's.
 func TestParseErrorScriptsAgainstBpftrace(t *testing.T) {
-	testenv.RequireRoot(t)
-	bpftrace := testenv.RequireTool(t, "bpftrace")
+	bpftrace := testenv.RequireBpftrace(t)
 	files, _ := filepath.Glob("testdata/parse/*.bt")
 	for _, f := range files {
 		src, want := readErrorScript(t, f)

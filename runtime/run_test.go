@@ -357,8 +357,7 @@ func TestRunLostEvents(t *testing.T) {
 // clear() and zero() on the fixture under gotrace and under bpftrace:
 // the outputs must be the same, byte for byte, as text and as JSON.
 func TestRunMatchesBpftrace(t *testing.T) {
-	testenv.RequireRoot(t)
-	bpftrace := testenv.RequireTool(t, "bpftrace")
+	bpftrace := testenv.RequireBpftrace(t)
 	bin := fixture.Private(t, "bitcoind")
 	src := fmt.Sprintf(`
 BEGIN { printf("start\n"); }
@@ -483,8 +482,7 @@ func TestRunRelativePath(t *testing.T) {
 // TestRunUnsafeBuiltinsMatchBpftrace compares system(), cat() and time()
 // with bpftrace's output, and cat()'s error for a missing file.
 func TestRunUnsafeBuiltinsMatchBpftrace(t *testing.T) {
-	testenv.RequireRoot(t)
-	bpftrace := testenv.RequireTool(t, "bpftrace")
+	bpftrace := testenv.RequireBpftrace(t)
 	file := filepath.Join(t.TempDir(), "cat.txt")
 	if err := os.WriteFile(file, []byte("no newline at the end"), 0o644); err != nil {
 		t.Fatal(err)

@@ -43,9 +43,8 @@ func mapLines(out string) []string {
 // probe is enabled (otherwise for a few frames only), so the script runs
 // with and without it.
 func TestRunPythonMatchesBpftrace(t *testing.T) {
-	testenv.RequireRoot(t)
 	testenv.RequireFile(t, python3)
-	bpftrace := testenv.RequireTool(t, "bpftrace")
+	bpftrace := testenv.RequireBpftrace(t)
 	dir := t.TempDir()
 	prog := filepath.Join(dir, "fib.py")
 	if err := os.WriteFile(prog, []byte("def fib(n):\n    return n if n < 2 else fib(n - 1) + fib(n - 2)\n\nfib(15)\n"), 0o644); err != nil {

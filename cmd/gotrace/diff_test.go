@@ -233,8 +233,7 @@ func diffScripts(t *testing.T) []string {
 
 func TestDiff(t *testing.T) {
 	paths := diffScripts(t)
-	testenv.RequireRoot(t)
-	bpftrace := testenv.RequireTool(t, "bpftrace")
+	bpftrace := testenv.RequireBpftrace(t)
 	gotrace := buildGotrace(t)
 	for _, path := range paths {
 		name := strings.TrimSuffix(strings.TrimPrefix(path, "../../"), ".bt")

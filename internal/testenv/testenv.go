@@ -48,3 +48,12 @@ func RequireFile(t testing.TB, path string) {
 		Unavailable(t, "needs %s: %v", path, err)
 	}
 }
+
+// RequireBpftrace returns the path of bpftrace, the oracle that tests
+// compare gotrace with, or stops t when it is not installed or cannot run:
+// it loads eBPF programs, so it needs root.
+func RequireBpftrace(t testing.TB) string {
+	t.Helper()
+	RequireRoot(t)
+	return RequireTool(t, "bpftrace")
+}

@@ -103,8 +103,7 @@ func TestGolden(t *testing.T) {
 }
 
 func TestGoldenBpftrace(t *testing.T) {
-	testenv.RequireRoot(t)
-	bpftrace := testenv.RequireTool(t, "bpftrace")
+	bpftrace := testenv.RequireBpftrace(t)
 	for _, file := range goldenFiles(t) {
 		t.Run(filepath.Base(file), func(t *testing.T) {
 			t.Parallel()
