@@ -231,6 +231,20 @@ func startFixture(t *testing.T, bin string, args ...string) (*exec.Cmd, *syncBuf
 	return cmd, out
 }
 
+// waitSummary waits for the fixture started by startFixture to exit and
+// returns the summary it printed.
+func waitSummary(t *testing.T, cmd *exec.Cmd, fout *syncBuffer) *fixture.Summary {
+	t.Helper()
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("fixture: %v\n%s", err, fout)
+	}
+	s, err := fixture.ParseSummary(fout.String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
 // TestRunPIDExit traces a running fixture with -p until exit(): the
 // fixture waits for every semaphore before it starts and checks after its
 // run that gotrace's detach brought them all back to zero.
@@ -248,13 +262,7 @@ usdt:%[1]s:utxocache:* { if (arg1 == 3) { printf("final flush\n"); exit(); } }`,
 	if err != nil {
 		t.Fatalf("%v\n%s", err, stderr)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("fixture: %v\n%s", err, fout)
-	}
-	s, err := fixture.ParseSummary(fout.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := waitSummary(t, cmd, fout)
 	if len(s.SemaEnd) == 0 {
 		t.Fatalf("fixture reported no semaphores:\n%s", fout)
 	}
@@ -316,13 +324,7 @@ func TestRunPIDSignal(t *testing.T) {
 	if !strings.Contains(out.String(), "end\n") || !strings.Contains(out.String(), "@in: ") {
 		t.Errorf("output %q lacks END's printf or the map", out)
 	}
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("fixture: %v\n%s", err, fout)
-	}
-	s, err := fixture.ParseSummary(fout.String())
-	if err != nil {
-		t.Fatal(err)
-	}
+	s := waitSummary(t, cmd, fout)
 	if n, ok := s.SemaEnd["net:inbound_message"]; !ok || n != 0 {
 		t.Errorf("semaphore of net:inbound_message is %d (reported: %v) after gotrace ended", n, ok)
 	}
