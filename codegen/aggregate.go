@@ -1,6 +1,8 @@
 package codegen
 
 import (
+	"math/bits"
+
 	"github.com/cilium/ebpf/asm"
 
 	"github.com/gotrace/gotrace/lang"
@@ -77,9 +79,13 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 	f.lookup(e.Name, koff)
 	f.emit(asm.JNE.Imm(asm.R0, 0, found))
 
-	// A new element: its first value.
+	// A new element: its first value. R1 is the aggregated value, for the
+	// kinds that add it rather than count.
+	counts := kind == lang.KindCount || kind == lang.KindHist || kind == lang.KindLhist
 	voff := f.alloc(m.ValueSize)
-	f.emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord))
+	if !counts {
+		f.emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord))
+	}
 	switch kind {
 	case lang.KindCount, lang.KindHist, lang.KindLhist:
 		f.emit(storeImm64(regScratch, int16(voff), 1))
@@ -101,7 +107,9 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 
 	// An existing element: update this CPU's value in place.
 	f.place(found)
-	f.emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord))
+	if !counts {
+		f.emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord))
+	}
 	switch kind {
 	case lang.KindCount, lang.KindHist, lang.KindLhist:
 		f.emit(
@@ -178,26 +186,33 @@ func (f *fn) histBucket() {
 // clobbers R1.
 func (f *fn) lhistBucket(p lang.LhistParams) {
 	done, ge, in := f.label("lhistdone"), f.label("lhistge"), f.label("lhistin")
-	f.emit(
-		movImm(asm.R1, p.Min),
-		asm.JSGE.Reg(asm.R0, asm.R1, ge),
-		asm.Mov.Imm(asm.R0, 0),
-		asm.Ja.Label(done),
-	)
+	f.emit(jumpIfConst(asm.JSGE, asm.R0, p.Min, ge)...)
+	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(done))
 	f.place(ge)
-	f.emit(
-		movImm(asm.R1, p.Max),
-		asm.JSLT.Reg(asm.R0, asm.R1, in),
-		movImm(asm.R0, (p.Max-p.Min)/p.Step+1),
-		asm.Ja.Label(done),
-	)
+	f.emit(jumpIfConst(asm.JSLT, asm.R0, p.Max, in)...)
+	f.emit(movImm(asm.R0, (p.Max-p.Min)/p.Step+1), asm.Ja.Label(done))
 	f.place(in)
-	f.emit(
-		movImm(asm.R1, p.Min),
-		asm.Sub.Reg(asm.R0, asm.R1),
-		movImm(asm.R1, p.Step),
-		asm.Div.Reg(asm.R0, asm.R1),
-		asm.Add.Imm(asm.R0, 1),
-	)
+	// min <= v < max: v-min is not negative, so the unsigned division
+	// (or a shift by a power of two) is exact.
+	f.emit(addConst(asm.R0, -p.Min)...)
+	switch {
+	case p.Step == 1:
+	case p.Step&(p.Step-1) == 0:
+		f.emit(asm.RSh.Imm(asm.R0, int32(bits.TrailingZeros64(uint64(p.Step)))))
+	case p.Step < 1<<31:
+		f.emit(asm.Div.Imm(asm.R0, int32(p.Step)))
+	default:
+		f.emit(movImm(asm.R1, p.Step), asm.Div.Reg(asm.R0, asm.R1))
+	}
+	f.emit(asm.Add.Imm(asm.R0, 1))
 	f.place(done)
+}
+
+// jumpIfConst jumps to label when r compares to the constant v with op,
+// using an immediate when v fits one and R1 otherwise.
+func jumpIfConst(op asm.JumpOp, r asm.Register, v int64, label string) asm.Instructions {
+	if v >= -1<<31 && v < 1<<31 {
+		return asm.Instructions{op.Imm(r, int32(v), label)}
+	}
+	return asm.Instructions{movImm(asm.R1, v), op.Reg(r, asm.R1, label)}
 }

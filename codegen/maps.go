@@ -19,12 +19,25 @@ func (f *fn) mapOf(n lang.Node, name string) (*Map, int, error) {
 	return &f.c.spec.Maps[i], i, nil
 }
 
-// mapKey builds the key of e in a zeroed scratch buffer of m.KeySize
-// bytes and returns its offset. For hist and lhist maps the caller fills
-// the bucket index in the last 8 bytes.
+// mapKey builds the key of e in place in a scratch buffer of m.KeySize
+// bytes and returns its offset. The key's fields write all their bytes
+// (valueAs pads strings and tuples), so only the bytes after them are
+// zeroed here: the padding of a key-less map. For hist and lhist maps the
+// caller fills the bucket index in the last 8 bytes.
 func (f *fn) mapKey(e *lang.MapExpr, m *Map) (int, error) {
 	off := f.alloc(m.KeySize)
-	f.zero(regScratch, off, m.KeySize)
+	end := m.KeySize
+	if k := m.Info.Value.Kind; k == lang.KindHist || k == lang.KindLhist {
+		end -= 8
+	}
+	start := 0
+	if n := len(m.KeyFields); n > 0 {
+		last := m.KeyFields[n-1]
+		start = last.Offset + sizeOf(last.Type)
+	}
+	if end > start {
+		f.zero(regScratch, off+start, end-start)
+	}
 	switch {
 	case len(e.Keys) == 0 && len(m.KeyFields) == 0:
 	case len(e.Keys) == len(m.KeyFields):

@@ -15,7 +15,6 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 	f.emit(
 		asm.Mov.Reg(regCtx, asm.R1),
 		storeImm64(asm.RFP, slotZero, 0),
-		storeImm64(asm.RFP, slotCookie, 0),
 	)
 	switch f.t.kind {
 	case lang.ProbeBegin, lang.ProbeEnd:
