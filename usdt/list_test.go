@@ -53,8 +53,7 @@ func quotePath(path string) string {
 // its usdt lines.
 func bpftraceList(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	bt := testenv.RequireTool(t, "bpftrace")
-	testenv.RequireRoot(t)
+	bt := testenv.RequireBpftrace(t)
 	cmd := exec.Command(bt, append([]string{"-l"}, args...)...)
 	cmd.Dir = dir
 	var stderr bytes.Buffer
