@@ -82,7 +82,7 @@ func (t *tracer) reportLost() {
 // full. The caller holds t.mu.
 func (t *tracer) reportFull() {
 	m := t.coll.Maps[t.spec.FullMap]
-	if m == nil {
+	if m == nil || t.opts.NoWarnings {
 		return
 	}
 	for i := range t.spec.Maps {

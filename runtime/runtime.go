@@ -53,6 +53,8 @@ type Options struct {
 	MapKeysMax int
 	// Verbose prints what the runtime resolves and attaches to Err.
 	Verbose bool
+	// NoWarnings drops warnings such as a full map's (--no-warnings).
+	NoWarnings bool
 	// BufferPages is the size of the ring buffer for printf-like records
 	// in 4 KiB pages, rounded up to a power of two
 	// (BPFTRACE_PERF_RB_PAGES); 0 means 4096 pages (16 MiB).

@@ -60,7 +60,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 PostgreSQL, the JVM) and prints what bpftrace prints, from one static binary.
 
 Environment: BPFTRACE_STRLEN (string size, default 64), BPFTRACE_MAP_KEYS_MAX
-(map size, default 4096).`,
+(map size, default 4096), BPFTRACE_PERF_RB_PAGES (printf ring buffer pages,
+default 16 MiB worth).`,
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -143,6 +144,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		Out: out, Err: stderr, Format: f.format, Quiet: f.quiet,
 		PID: f.pid, Command: f.command, Params: params, Unsafe: f.unsafe,
 		StrLen: strLen(), MapKeysMax: mapKeysMax(), Verbose: f.verbose,
+		NoWarnings: f.noWarnings, BufferPages: bufferPages(),
 	}
 	switch f.debug {
 	case "":
@@ -243,4 +245,13 @@ func mapKeysMax() int {
 		return n
 	}
 	return 4096
+}
+
+// bufferPages is BPFTRACE_PERF_RB_PAGES, the size of the printf ring buffer
+// in pages; 0 keeps the default (16 MiB).
+func bufferPages() int {
+	if n, err := strconv.Atoi(os.Getenv("BPFTRACE_PERF_RB_PAGES")); err == nil && n > 0 {
+		return n
+	}
+	return 0
 }
