@@ -8,7 +8,6 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"testing"
 
@@ -39,11 +38,8 @@ func TestScript(t *testing.T) {
 			if fixtureBin == "" {
 				return nil
 			}
-			b, err := os.ReadFile(fixtureBin)
-			if err != nil {
-				return fmt.Errorf("copy fixture: %w", err)
-			}
-			return os.WriteFile(filepath.Join(env.WorkDir, "bitcoind"), b, 0o755)
+			_, err := fixture.Copy(fixtureBin, env.WorkDir)
+			return err
 		},
 		Condition: func(cond string) (bool, error) {
 			switch cond {
