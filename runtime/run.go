@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	goruntime "runtime"
 	"sync"
 	"syscall"
 	"time"
@@ -319,9 +320,16 @@ func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}) {
 	}
 }
 
-// requestExit ends the trace as exit() does.
+// requestExit ends the trace as exit() does. The reader goroutines that
+// call it block next in epoll_wait, a system call that keeps their P: the
+// goroutine woken by the close (Run's wait, queued on that P) would start
+// only when sysmon takes the P back, up to 10 ms later. Yielding runs it
+// now.
 func (t *tracer) requestExit() {
-	t.exitOnce.Do(func() { close(t.exit) })
+	t.exitOnce.Do(func() {
+		close(t.exit)
+		goruntime.Gosched()
+	})
 }
 
 // startIntervals runs every interval program on its own ticker.
