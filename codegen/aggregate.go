@@ -64,7 +64,7 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 	case lang.KindHist:
 		f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
 		f.histBucket()
-		f.emit(asm.StoreMem(regScratch, int16(koff+m.KeySize-8), asm.R0, asm.DWord))
+		f.emit(asm.StoreMem(koff.base, int16(koff.off+m.KeySize-8), asm.R0, asm.DWord))
 	case lang.KindLhist:
 		p := m.Info.Lhist
 		if p.Step <= 0 || p.Max <= p.Min {
@@ -72,7 +72,7 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 		}
 		f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
 		f.lhistBucket(p)
-		f.emit(asm.StoreMem(regScratch, int16(koff+m.KeySize-8), asm.R0, asm.DWord))
+		f.emit(asm.StoreMem(koff.base, int16(koff.off+m.KeySize-8), asm.R0, asm.DWord))
 	}
 
 	found, done := f.label("aggfound"), f.label("aggdone")

@@ -25,7 +25,8 @@ const (
 
 // Fixed stack slots.
 const (
-	// slotZero always holds a u32 zero: the key of one-entry arrays.
+	// slotZero always holds a u64 zero: the key of one-entry arrays and
+	// of key-less maps.
 	slotZero = -8
 	// slotCookie holds the attach cookie of a USDT program with several
 	// argument layouts.

@@ -19,15 +19,35 @@ func (f *fn) mapOf(n lang.Node, name string) (*Map, int, error) {
 	return &f.c.spec.Maps[i], i, nil
 }
 
+// keyAt is where a map key was built: at base+off, base the scratch
+// register or the frame pointer.
+type keyAt struct {
+	base asm.Register
+	off  int
+}
+
+// keyPtr sets r to the address of key k.
+func (f *fn) keyPtr(r asm.Register, k keyAt) {
+	f.emit(asm.Mov.Reg(r, k.base))
+	if k.off != 0 {
+		f.emit(asm.Add.Imm(r, int32(k.off)))
+	}
+}
+
 // mapKey builds the key of e in place in a scratch buffer of m.KeySize
-// bytes and returns its offset. The key's fields write all their bytes
+// bytes and returns where it is. The key's fields write all their bytes
 // (valueAs pads strings and tuples), so only the bytes after them are
-// zeroed here: the padding of a key-less map. For hist and lhist maps the
-// caller fills the bucket index in the last 8 bytes.
-func (f *fn) mapKey(e *lang.MapExpr, m *Map) (int, error) {
+// zeroed here. For hist and lhist maps the caller fills the bucket index
+// in the last 8 bytes. A key-less map's key, 8 zero bytes, is the zero
+// stack slot: no store, and no scratch cache line to touch.
+func (f *fn) mapKey(e *lang.MapExpr, m *Map) (keyAt, error) {
+	bucketed := m.Info.Value.Kind == lang.KindHist || m.Info.Value.Kind == lang.KindLhist
+	if len(e.Keys) == 0 && len(m.KeyFields) == 0 && !bucketed && m.KeySize == 8 {
+		return keyAt{asm.RFP, slotZero}, nil
+	}
 	off := f.alloc(m.KeySize)
 	end := m.KeySize
-	if k := m.Info.Value.Kind; k == lang.KindHist || k == lang.KindLhist {
+	if bucketed {
 		end -= 8
 	}
 	start := 0
@@ -43,45 +63,45 @@ func (f *fn) mapKey(e *lang.MapExpr, m *Map) (int, error) {
 	case len(e.Keys) == len(m.KeyFields):
 		for i, k := range e.Keys {
 			if err := f.valueAs(k, off+m.KeyFields[i].Offset, m.KeyFields[i].Type); err != nil {
-				return 0, err
+				return keyAt{}, err
 			}
 		}
 	case len(e.Keys) == 1 && m.Info.Key.Kind == lang.KindTuple:
 		// @m[$t] with a tuple variable as the whole key.
 		if err := f.valueAs(e.Keys[0], off, m.Info.Key); err != nil {
-			return 0, err
+			return keyAt{}, err
 		}
 	default:
-		return 0, f.c.errorf(e, "map %s used with %d keys, declared with %d", e.Name, len(e.Keys), len(m.KeyFields))
+		return keyAt{}, f.c.errorf(e, "map %s used with %d keys, declared with %d", e.Name, len(e.Keys), len(m.KeyFields))
 	}
-	return off, nil
+	return keyAt{regScratch, off}, nil
 }
 
-// lookup emits bpf_map_lookup_elem(map, scratch+koff): R0 is the value
-// pointer or NULL.
-func (f *fn) lookup(name string, koff int) {
+// lookup emits bpf_map_lookup_elem(map, key): R0 is the value pointer or
+// NULL.
+func (f *fn) lookup(name string, key keyAt) {
 	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(name))
-	f.scratchPtr(asm.R2, koff)
+	f.keyPtr(asm.R2, key)
 	f.emit(asm.FnMapLookupElem.Call())
 }
 
-// lookupInt sets R0 to the u64 at the start of the value for the key at
-// koff, or 0 when there is none.
-func (f *fn) lookupInt(name string, koff int) {
+// lookupInt sets R0 to the u64 at the start of the value for key, or 0
+// when there is none.
+func (f *fn) lookupInt(name string, key keyAt) {
 	found, end := f.label("found"), f.label("lookupend")
-	f.lookup(name, koff)
+	f.lookup(name, key)
 	f.emit(asm.JNE.Imm(asm.R0, 0, found), asm.Ja.Label(end))
 	f.place(found)
 	f.emit(asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord))
 	f.place(end)
 }
 
-// update emits bpf_map_update_elem(map, scratch+koff, scratch+voff, ANY)
-// and counts a failure (a full map) in FullMap.
-func (f *fn) update(name string, index, koff, voff int) {
+// update emits bpf_map_update_elem(map, key, scratch+voff, ANY) and
+// counts a failure (a full map) in FullMap.
+func (f *fn) update(name string, index int, key keyAt, voff int) {
 	ok := f.label("updated")
 	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(name))
-	f.scratchPtr(asm.R2, koff)
+	f.keyPtr(asm.R2, key)
 	f.scratchPtr(asm.R3, voff)
 	f.emit(
 		asm.Mov.Imm(asm.R4, bpfAny),
@@ -227,7 +247,7 @@ func (f *fn) deleteElem(call *lang.Call) error {
 		return err
 	}
 	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(e.Name))
-	f.scratchPtr(asm.R2, koff)
+	f.keyPtr(asm.R2, koff)
 	f.emit(asm.FnMapDeleteElem.Call())
 	return nil
 }
