@@ -56,8 +56,12 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 		}
 		f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
 	}
-	koff, err := f.mapKey(e, m)
-	if err != nil {
+	var koff keyAt
+	if (kind == lang.KindHist || kind == lang.KindLhist) && len(e.Keys) == 0 && m.KeySize == 8 {
+		// A key-less hist's key is just the bucket: it goes in the value's
+		// stack slot once the value is read, not in scratch.
+		koff = keyAt{asm.RFP, int(slot)}
+	} else if koff, err = f.mapKey(e, m); err != nil {
 		return err
 	}
 	switch kind {
