@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
@@ -170,10 +171,14 @@ type gCall struct {
 	Args   []*gExpr `parser:"  ( @@ (',' @@)* )? ')' )?"`
 }
 
-var grammar = participle.MustBuild[gProgram](
-	participle.Lexer(tokenDef{}),
-	participle.UseLookahead(6),
-)
+// grammar is built on first use: building it takes about 10 ms, which
+// commands that parse no script (-l, -V) should not pay.
+var grammar = sync.OnceValue(func() *participle.Parser[gProgram] {
+	return participle.MustBuild[gProgram](
+		participle.Lexer(tokenDef{}),
+		participle.UseLookahead(6),
+	)
+})
 
 // Parse parses a bpftrace script. file is the name diagnostics use ("stdin"
 // for -e). On bad input the error is an ErrorList.
@@ -190,7 +195,7 @@ func Parse(file, src string) (*Program, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse %s: %w", file, err)
 	}
-	g, err := grammar.ParseFromLexer(peek)
+	g, err := grammar().ParseFromLexer(peek)
 	if err != nil {
 		return nil, ErrorList{syntaxError(toks, err)}
 	}

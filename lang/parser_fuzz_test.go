@@ -44,7 +44,7 @@ func FuzzParse(f *testing.F) {
 		if toks, lerr := scan("fuzz.bt", src); lerr == nil && recognize(toks) == nil {
 			peek, perr := lexer.Upgrade(&tokenStream{toks: toks})
 			if perr == nil {
-				_, perr = grammar.ParseFromLexer(peek)
+				_, perr = grammar().ParseFromLexer(peek)
 			}
 			if perr != nil {
 				t.Fatalf("the recogniser accepts what the grammar refuses: %v", perr)
