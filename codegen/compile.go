@@ -164,6 +164,12 @@ func (c *compiler) layoutMaps() error {
 		if m.PerCPU {
 			typ = ebpf.PerCPUHash
 		}
+		if len(keyTypes) == 0 && info.Value.Kind == lang.KindCount {
+			// A key-less count() is one per-CPU array element, as in
+			// bpftrace: the verifier inlines an array lookup, so a hit
+			// costs no hashing.
+			typ, m.Array, m.KeySize = ebpf.PerCPUArray, true, 4
+		}
 		c.spec.Collection.Maps[name] = &ebpf.MapSpec{
 			Name:       kernelName("AT_" + strings.TrimPrefix(name, "@")),
 			Type:       typ,

@@ -38,11 +38,12 @@ func (f *fn) keyPtr(r asm.Register, k keyAt) {
 // bytes and returns where it is. The key's fields write all their bytes
 // (valueAs pads strings and tuples), so only the bytes after them are
 // zeroed here. For hist and lhist maps the caller fills the bucket index
-// in the last 8 bytes. A key-less map's key, 8 zero bytes, is the zero
-// stack slot: no store, and no scratch cache line to touch.
+// in the last 8 bytes. A key-less map's key, 8 zero bytes (4 for an
+// array), is the zero stack slot: no store, and no scratch cache line to
+// touch.
 func (f *fn) mapKey(e *lang.MapExpr, m *Map) (keyAt, error) {
 	bucketed := m.Info.Value.Kind == lang.KindHist || m.Info.Value.Kind == lang.KindLhist
-	if len(e.Keys) == 0 && len(m.KeyFields) == 0 && !bucketed && m.KeySize == 8 {
+	if len(e.Keys) == 0 && len(m.KeyFields) == 0 && !bucketed && (m.KeySize == 8 || m.Array) {
 		return keyAt{asm.RFP, slotZero}, nil
 	}
 	off := f.alloc(m.KeySize)

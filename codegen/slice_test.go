@@ -46,7 +46,7 @@ func TestHandBuiltBegin(t *testing.T) {
 		t.Errorf("control records = %v, want one exit", ctl)
 	}
 	var counts []uint64
-	if err := l.coll.Maps["@c"].Lookup(uint64(0), &counts); err != nil {
+	if err := l.coll.Maps["@c"].Lookup(uint32(0), &counts); err != nil {
 		t.Fatal(err)
 	}
 	var total uint64

@@ -156,4 +156,8 @@ type Map struct {
 	// user space.
 	ValueSize int
 	PerCPU    bool
+	// Array is set for a one-element per-CPU array (a key-less count()),
+	// whose 4-byte key is 0 and whose element cannot be deleted: clear()
+	// zeroes it.
+	Array bool
 }

@@ -131,7 +131,8 @@ func readMap(m *codegen.Map, em *ebpf.Map) ([]*mapEntry, error) {
 }
 
 // clearMap deletes every entry of a map (clear()), or with zero set keeps
-// the keys and zeroes their values (zero()).
+// the keys and zeroes their values (zero()). An array's element cannot be
+// deleted, so clear() zeroes it too.
 func clearMap(m *codegen.Map, em *ebpf.Map, zero bool) error {
 	var keys [][]byte
 	var prev any
@@ -150,7 +151,7 @@ func clearMap(m *codegen.Map, em *ebpf.Map, zero bool) error {
 	for _, k := range keys {
 		var err error
 		switch {
-		case !zero:
+		case !zero && !m.Array:
 			err = em.Delete(k)
 			if errors.Is(err, ebpf.ErrKeyNotExist) {
 				err = nil
