@@ -136,12 +136,6 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 		}
 		om.Entries = append(om.Entries, oe)
 	}
-	// bpftrace keeps a count() without keys in an array that always has
-	// its one element, so such a map prints "@c: 0" even when nothing was
-	// counted or it was cleared.
-	if len(om.Entries) == 0 && om.Kind == lang.KindCount && m.Info.Key.Kind == lang.KindNone {
-		om.Entries = append(om.Entries, output.Entry{Value: output.Uint(0)})
-	}
 	return om, nil
 }
 

@@ -123,9 +123,10 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return 1, err
 	}
+	strSize, keysMax := strLen(), mapKeysMax()
 	prog, err := lang.Parse(file, src)
 	if err == nil {
-		err = lang.Check(prog, lang.Config{StrLen: strLen(), Params: params, Unsafe: f.unsafe, MapKeysMax: mapKeysMax()})
+		err = lang.Check(prog, lang.Config{StrLen: strSize, Params: params, Unsafe: f.unsafe, MapKeysMax: keysMax})
 	}
 	if err != nil {
 		return diagnose(err, file, src, stderr)
@@ -143,7 +144,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	opts := runtime.Options{
 		Out: out, Err: stderr, Format: f.format, Quiet: f.quiet,
 		PID: f.pid, Command: f.command, Params: params, Unsafe: f.unsafe,
-		StrLen: strLen(), MapKeysMax: mapKeysMax(), Verbose: f.verbose,
+		StrLen: strSize, MapKeysMax: keysMax, Verbose: f.verbose,
 		NoWarnings: f.noWarnings, BufferPages: bufferPages(),
 	}
 	switch f.debug {
