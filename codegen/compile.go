@@ -120,6 +120,8 @@ type compiler struct {
 	// zero source any program needs.
 	scratchSize int
 	zerosSize   int
+	// writesEvents is set when some program writes to the events ring.
+	writesEvents bool
 }
 
 // layoutMaps fills Spec.Maps and the user map specs from Program.Maps.
@@ -191,11 +193,8 @@ func (c *compiler) internalMaps() {
 	// A ring buffer's pages are all resident once user space maps it, so a
 	// program that writes no printf-like record gets the smallest one.
 	eventsSize := minRingSize
-	for _, ev := range c.events {
-		if ev.Kind != EventExit {
-			eventsSize = c.opts.EventsSize
-			break
-		}
+	if c.writesEvents {
+		eventsSize = c.opts.EventsSize
 	}
 	ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(eventsSize)}
 	ms[controlMapName] = &ebpf.MapSpec{Name: "gt_control", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.ControlSize)}

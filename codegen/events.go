@@ -165,6 +165,9 @@ func (f *fn) event(call *lang.Call, ev Event, args []lang.Expr, ring string) err
 // output emits bpf_ringbuf_output(ring, scratch+off, size, 0), counting
 // a failure in LostMap.
 func (f *fn) output(ring string, off, size int) {
+	if ring == eventsMapName {
+		f.c.writesEvents = true
+	}
 	ok := f.label("sent")
 	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(ring))
 	f.scratchPtr(asm.R2, off)
