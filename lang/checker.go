@@ -371,6 +371,10 @@ func (c *checker) assign(s *AssignStmt) {
 			t = c.expr(s.RHS, u)
 		} else {
 			cur := c.mapValue(lhs, m, false)
+			if !m.valueSet {
+				// bpftrace takes a new map in `@m op= v` as unsigned.
+				cur = Uint64
+			}
 			r := c.expr(s.RHS, useValue)
 			if !isIntLike(cur) && cur.Kind != KindNone {
 				t = Uint64 // reported by mapStore, as bpftrace does
