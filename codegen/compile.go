@@ -202,7 +202,9 @@ func (c *compiler) internalMaps() {
 	ms[fullMapName] = &ebpf.MapSpec{Name: "gt_full", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(max(1, len(c.spec.Maps)))}
 	ms[startMapName] = &ebpf.MapSpec{Name: "gt_start", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	ms[exitedMapName] = &ebpf.MapSpec{Name: "gt_exited", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
-	ms[scratchMapName] = &ebpf.MapSpec{Name: "gt_scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(max(8, c.scratchSize)), MaxEntries: 1}
+	if c.scratchSize > 0 {
+		ms[scratchMapName] = &ebpf.MapSpec{Name: "gt_scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(c.scratchSize), MaxEntries: 1}
+	}
 	if c.zerosSize > 0 {
 		ms[zerosMapName] = &ebpf.MapSpec{Name: "gt_zeros", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.zerosSize), MaxEntries: 1}
 	}
@@ -360,7 +362,9 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 	if f.scratchMax > maxScratch {
 		return c.errorAt(probe.Loc, "compile %s: its strings, tuples and records need %d bytes of scratch space, more than the %d a per-CPU map value holds", t.probeName, f.scratchMax, maxScratch)
 	}
-	c.scratchSize = max(c.scratchSize, f.scratchMax)
+	if !f.scratchOnStack() {
+		c.scratchSize = max(c.scratchSize, f.scratchMax)
+	}
 	c.zerosSize = max(c.zerosSize, f.zerosMax)
 	return nil
 }

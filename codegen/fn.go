@@ -43,8 +43,9 @@ type fn struct {
 	t     *target
 	insns asm.Instructions
 
-	// stack is the lowest stack offset in use (negative).
-	stack int16
+	// stack is the lowest stack offset in use (negative), stackLow the
+	// lowest it has been.
+	stack, stackLow int16
 	// scratch is the first free byte of the scratch area, scratchMax the
 	// area's high-water mark; zerosMax the largest zero source needed.
 	scratch    int
@@ -82,7 +83,7 @@ type loopLabels struct {
 }
 
 func newFn(c *compiler, t *target) *fn {
-	return &fn{c: c, t: t, stack: firstFreeSlot, vars: map[string]variable{}, refs: map[string]bool{}, alias: map[string]string{}}
+	return &fn{c: c, t: t, stack: firstFreeSlot, stackLow: firstFreeSlot, vars: map[string]variable{}, refs: map[string]bool{}, alias: map[string]string{}}
 }
 
 // emit appends instructions, attaching a pending label and source comment
@@ -158,6 +159,7 @@ func (f *fn) pushSlot(n lang.Node) (int16, error) {
 		return 0, f.c.errorf(n, "expression too complex: out of BPF stack (%d bytes)", stackSize)
 	}
 	f.stack -= 8
+	f.stackLow = min(f.stackLow, f.stack)
 	return f.stack, nil
 }
 

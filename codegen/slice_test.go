@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -110,5 +111,50 @@ func TestScratchLimit(t *testing.T) {
 	_, err := Compile(p, Options{})
 	if err == nil || !strings.Contains(err.Error(), "bytes of scratch space, more than the 32768") {
 		t.Errorf("err = %v", err)
+	}
+}
+
+// TestScratchPlacement checks where a program's strings, keys and records
+// go: on the BPF stack when they fit below its stack slots (and then no
+// program needs the per-CPU scratch map), in the map otherwise; the output
+// is the same.
+func TestScratchPlacement(t *testing.T) {
+	long := strings.Repeat("s", 60) // a string[61]: 64 bytes of scratch
+	var vars, assigns []string
+	for i := range 9 {
+		v := fmt.Sprintf("$v%d", i)
+		assigns = append(assigns, fmt.Sprintf("%s = \"%s%d\";", v, long, i))
+		vars = append(vars, v)
+	}
+	big := fmt.Sprintf(`BEGIN { %s printf("%s\n", %s); }`, strings.Join(assigns, " "),
+		strings.Repeat("%s ", len(vars)), strings.Join(vars, ", "))
+	var bigOut strings.Builder
+	for i := range 9 {
+		fmt.Fprintf(&bigOut, "%s%d ", long, i)
+	}
+	for _, tt := range []struct {
+		name   string
+		src    string
+		mapped bool
+		want   string
+	}{
+		{"stack", `BEGIN { $s = "abc"; @m[$s, 2] = 1; printf("%s %d\n", $s, @m["abc", 2]); }`, false, "abc 1\n"},
+		{"map", big, true, bigOut.String() + "\n"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := compileSource(t, tt.src)
+			if _, mapped := spec.Collection.Maps[scratchMapName]; mapped != tt.mapped {
+				t.Errorf("scratch map present = %v, want %v", mapped, tt.mapped)
+			}
+			l := load(t, spec)
+			l.runKind(t, lang.ProbeBegin)
+			var got strings.Builder
+			for _, r := range l.drain(t, spec.EventsMap) {
+				got.WriteString(formatRecord(t, r))
+			}
+			if got.String() != tt.want {
+				t.Errorf("output:\n%q\nwant:\n%q", got.String(), tt.want)
+			}
+		})
 	}
 }

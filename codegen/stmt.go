@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"slices"
 	"sort"
 
 	"github.com/cilium/ebpf/asm"
@@ -25,9 +26,11 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		f.emit(asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord))
 		f.returnUnless(asm.JEq, 0)
 	}
+	scratchLookup := len(f.insns)
 	f.lookupZeroKey(scratchMapName)
 	f.returnUnless(asm.JNE, 0)
 	f.emit(asm.Mov.Reg(regScratch, asm.R0))
+	scratchLookupEnd := len(f.insns)
 	if f.t.kind == lang.ProbeUSDT && len(f.t.layouts) > 1 {
 		f.emit(
 			asm.Mov.Reg(asm.R1, regCtx),
@@ -51,7 +54,32 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		return nil, err
 	}
 	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	if f.scratchOnStack() {
+		f.insns = slices.Replace(f.insns, scratchLookup, scratchLookupEnd,
+			inheritMetadata(asm.Mov.Reg(regScratch, asm.RFP), f.insns[scratchLookup]),
+			asm.Add.Imm(regScratch, -stackSize))
+	}
 	return f.insns, nil
+}
+
+// scratchOnStack reports whether the program's scratch area fits below
+// its stack slots, at the bottom of the BPF stack. There it costs
+// nothing, where the per-CPU map's value costs a lookup and, on machines
+// whose TLB is flushed at each kernel entry, a page walk on every hit.
+func (f *fn) scratchOnStack() bool {
+	return -stackSize+f.scratchMax <= int(f.stackLow)
+}
+
+// inheritMetadata gives ins the label and source comment of old, which it
+// replaces.
+func inheritMetadata(ins, old asm.Instruction) asm.Instruction {
+	if sym := old.Symbol(); sym != "" {
+		ins = ins.WithSymbol(sym)
+	}
+	if src := old.Source(); src != nil {
+		ins = ins.WithSource(src)
+	}
+	return ins
 }
 
 // returnUnless ends the program, returning 0, unless R0 compares to v
