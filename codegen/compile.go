@@ -96,6 +96,10 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 	if err := c.layoutMaps(); err != nil {
 		return nil, err
 	}
+	c.callsExit = callsExit(p)
+	if !c.callsExit {
+		c.spec.ExitedMap = ""
+	}
 	for _, probe := range p.Probes {
 		for _, ap := range probe.Attach {
 			if err := c.compileAttachPoint(probe, ap); err != nil {
@@ -122,6 +126,27 @@ type compiler struct {
 	zerosSize   int
 	// writesEvents is set when some program writes to the events ring.
 	writesEvents bool
+	// callsExit is set when the script calls exit() somewhere: only then
+	// do programs check the exited flag, a memory access that costs tens
+	// of ns a hit where the TLB is flushed at every kernel entry.
+	callsExit bool
+}
+
+// callsExit reports whether any probe of p calls exit().
+func callsExit(p *lang.Program) bool {
+	found := false
+	for _, probe := range p.Probes {
+		visit := func(n lang.Node) {
+			if call, ok := n.(*lang.Call); ok && call.Name == "exit" {
+				found = true
+			}
+		}
+		if probe.Pred != nil {
+			inspect(probe.Pred, visit)
+		}
+		inspect(probe.Body, visit)
+	}
+	return found
 }
 
 // layoutMaps fills Spec.Maps and the user map specs from Program.Maps.
@@ -201,7 +226,9 @@ func (c *compiler) internalMaps() {
 	ms[lostMapName] = &ebpf.MapSpec{Name: "gt_lost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	ms[fullMapName] = &ebpf.MapSpec{Name: "gt_full", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(max(1, len(c.spec.Maps)))}
 	ms[startMapName] = &ebpf.MapSpec{Name: "gt_start", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
-	ms[exitedMapName] = &ebpf.MapSpec{Name: "gt_exited", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	if c.callsExit {
+		ms[exitedMapName] = &ebpf.MapSpec{Name: "gt_exited", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	}
 	if c.scratchSize > 0 {
 		ms[scratchMapName] = &ebpf.MapSpec{Name: "gt_scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(c.scratchSize), MaxEntries: 1}
 	}

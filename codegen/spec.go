@@ -43,7 +43,8 @@ type Spec struct {
 	// sends its record, and from then on USDT, uprobe and interval
 	// programs return at once, so no printf follows exit's record (as in
 	// bpftrace, which stops reading). The runtime may set it too, say on
-	// Ctrl-C before it runs END.
+	// Ctrl-C before it runs END. It is "" when the script never calls
+	// exit(): then no program checks a flag.
 	ExitedMap string
 }
 

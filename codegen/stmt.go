@@ -20,6 +20,9 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 	switch f.t.kind {
 	case lang.ProbeBegin, lang.ProbeEnd:
 	default:
+		if !f.c.callsExit {
+			break
+		}
 		// After exit(), probes stop.
 		f.lookupZeroKey(exitedMapName)
 		f.returnUnless(asm.JNE, 0)
