@@ -261,7 +261,11 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 // build compiles gotrace and the loop program into dir.
 func build(dir string) (gotrace, loop string, err error) {
 	gotrace = filepath.Join(dir, "gotrace")
-	out, err := exec.Command("go", "build", "-o", gotrace, "github.com/gotrace/gotrace/cmd/gotrace").CombinedOutput()
+	// Static, as hack/demo.sh builds it: a cgo build also pays the
+	// dynamic loader at every start (about 8 ms here).
+	cmd := exec.Command("go", "build", "-o", gotrace, "github.com/gotrace/gotrace/cmd/gotrace")
+	cmd.Env = append(os.Environ(), "CGO_ENABLED=0")
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", "", fmt.Errorf("build gotrace (run bench from inside the module): %w\n%s", err, out)
 	}
