@@ -32,6 +32,8 @@ type Options struct {
 	// Params are the positional parameters $1, $2, ...: compile-time
 	// constants. A missing parameter reads as 0 or "".
 	Params []string
+	// ChildPID is the PID of the -c command, the value of cpid; 0 without one.
+	ChildPID uint32
 }
 
 // ErrUnsupported is wrapped by errors about constructs gotrace cannot
@@ -197,6 +199,13 @@ func (c *compiler) layoutMaps() error {
 			// costs no hashing.
 			typ, m.Array, m.KeySize = ebpf.PerCPUArray, true, 4
 		}
+		if n := bucketCount(info); len(keyTypes) == 0 && n > 0 && n <= maxArrayBuckets {
+			// A key-less hist or lhist: an array indexed by bucket, for
+			// the same reason, plus an element that records whether the
+			// map holds a histogram (see Map.Array).
+			typ, m.Array, m.KeySize = ebpf.PerCPUArray, true, 4
+			maxEntries = int(n) + 1
+		}
 		c.spec.Collection.Maps[name] = &ebpf.MapSpec{
 			Name:       kernelName("AT_" + strings.TrimPrefix(name, "@")),
 			Type:       typ,
@@ -210,6 +219,26 @@ func (c *compiler) layoutMaps() error {
 		c.mapIndex[m.Name] = i
 	}
 	return nil
+}
+
+// maxArrayBuckets bounds the histograms kept in an array: a map needs
+// one per-CPU allocation per bucket, and a wide lhist is better hashed.
+const maxArrayBuckets = 1024
+
+// bucketCount is the number of buckets of a hist or lhist map, 0 for
+// other maps (and an lhist with bad bounds, which the program refuses).
+func bucketCount(info *lang.MapInfo) int64 {
+	switch info.Value.Kind {
+	case lang.KindHist:
+		return histBuckets
+	case lang.KindLhist:
+		p := info.Lhist
+		if p.Step <= 0 || p.Max <= p.Min {
+			return 0
+		}
+		return (p.Max-p.Min)/p.Step + 2
+	}
+	return 0
 }
 
 // internalMaps adds the ring buffers, counters and scratch maps.
