@@ -56,6 +56,9 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 		}
 		f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
 	}
+	if m.Array && (kind == lang.KindHist || kind == lang.KindLhist) {
+		return f.arrayHist(e, m, call, slot)
+	}
 	var koff keyAt
 	if (kind == lang.KindHist || kind == lang.KindLhist) && len(e.Keys) == 0 && m.KeySize == 8 {
 		// A key-less hist's key is just the bucket: it goes in the value's
@@ -154,6 +157,40 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 			asm.StoreMem(asm.R0, 8, asm.R2, asm.DWord),
 		)
 	}
+	f.place(done)
+	return nil
+}
+
+// histBuckets is the number of hist() buckets: negative, zero, and one
+// per power of two up to 2^63.
+const histBuckets = 66
+
+// arrayHist counts the value in the stack slot into a key-less hist or
+// lhist kept in a per-CPU array: the element at the bucket's index, and
+// the last element set to 1 to say the map holds a histogram.
+func (f *fn) arrayHist(e *lang.MapExpr, m *Map, call *lang.Call, slot int16) error {
+	f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
+	if m.Info.Value.Kind == lang.KindHist {
+		f.histBucket()
+	} else {
+		f.lhistBucket(m.Info.Lhist)
+	}
+	done := f.label("histdone")
+	key := keyAt{asm.RFP, int(slot)}
+	f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	f.lookup(e.Name, key)
+	f.emit(
+		asm.JEq.Imm(asm.R0, 0, done),
+		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
+		storeImm64(asm.RFP, slot, int32(bucketCount(m.Info))),
+	)
+	f.lookup(e.Name, key)
+	f.emit(
+		asm.JEq.Imm(asm.R0, 0, done),
+		storeImm64(asm.R0, 0, 1),
+	)
 	f.place(done)
 	return nil
 }

@@ -31,24 +31,28 @@ func TestAggregations(t *testing.T) {
 		key  []byte
 		want []int64
 	}{
-		{"@c", make([]byte, 4), []int64{2}}, // a key-less count() is a per-CPU array
+		{"@c", u32(0), []int64{2}}, // a key-less count() is a per-CPU array
 		{"@s", []byte("a\x00\x00\x00\x00\x00\x00\x00"), []int64{-2}},
 		{"@mn", u64s(0), []int64{-3, 1}},
 		{"@mx", u64s(0), []int64{-3, 1}},
 		{"@a", u64s(0), []int64{2, 31}},
 		{"@st", u64s(0), []int64{2, 12}},
-		{"@h", u64s(0), []int64{1}},
-		{"@h", u64s(1), []int64{1}},
-		{"@h", u64s(2), []int64{1}},
-		{"@h", u64s(4), []int64{1}},
-		{"@h", u64s(12), []int64{1}},
-		{"@h", u64s(42), []int64{1}},
-		{"@h", u64s(64), []int64{1}},
-		{"@l", u64s(0), []int64{1}},
-		{"@l", u64s(1), []int64{1}},
-		{"@l", u64s(6), []int64{1}},
-		{"@l", u64s(10), []int64{1}},
-		{"@l", u64s(11), []int64{1}},
+		{"@h", u32(0), []int64{1}},
+		{"@h", u32(1), []int64{1}},
+		{"@h", u32(2), []int64{1}},
+		{"@h", u32(4), []int64{1}},
+		{"@h", u32(12), []int64{1}},
+		{"@h", u32(42), []int64{1}},
+		{"@h", u32(64), []int64{1}},
+		{"@l", u32(0), []int64{1}},
+		{"@l", u32(1), []int64{1}},
+		{"@l", u32(6), []int64{1}},
+		{"@l", u32(10), []int64{1}},
+		{"@l", u32(11), []int64{1}},
+		// Key-less histograms are per-CPU arrays indexed by bucket, with
+		// an element after the buckets that says the map holds one.
+		{"@h", u32(histBuckets), []int64{1}},
+		{"@l", u32(12), []int64{1}},
 		{"@kh", u64s(7, 3), []int64{1}},
 	}
 	for _, tt := range tests {
@@ -63,19 +67,26 @@ func TestAggregations(t *testing.T) {
 	for _, name := range []string{"@h", "@l"} {
 		n := 0
 		it := l.coll.Maps[name].Iterate()
-		var k []byte
-		var v [][]byte
+		var k uint32
+		var v []uint64
 		for it.Next(&k, &v) {
-			n++
+			for _, c := range v {
+				if c != 0 {
+					n++
+					break
+				}
+			}
 		}
 		if err := it.Err(); err != nil {
 			t.Fatal(err)
 		}
-		if want := map[string]int{"@h": 7, "@l": 5}[name]; n != want {
-			t.Errorf("%s has %d buckets, want %d", name, n, want)
+		if want := map[string]int{"@h": 8, "@l": 6}[name]; n != want {
+			t.Errorf("%s has %d non-zero elements, want %d", name, n, want)
 		}
 	}
 }
+
+func u32(v uint32) []byte { return binary.LittleEndian.AppendUint32(nil, v) }
 
 func u64s(vs ...uint64) []byte {
 	b := make([]byte, 8*len(vs))

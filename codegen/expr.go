@@ -852,6 +852,8 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		f.emit(asm.FnGetCurrentTask.Call())
 	case "probe":
 		f.emit(asm.Mov.Imm(asm.R0, int32(f.t.index)))
+	case "cpid":
+		f.emit(movImm(asm.R0, int64(f.c.opts.ChildPID)))
 	case "func":
 		switch f.t.kind {
 		case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:

@@ -157,8 +157,11 @@ type Map struct {
 	// user space.
 	ValueSize int
 	PerCPU    bool
-	// Array is set for a one-element per-CPU array (a key-less count()),
-	// whose 4-byte key is 0 and whose element cannot be deleted: clear()
-	// zeroes it.
+	// Array is set for a per-CPU array, whose 4-byte key is an index and
+	// whose elements cannot be deleted: clear() zeroes them. A key-less
+	// count() is one element. A key-less hist or lhist has an element per
+	// bucket, indexed by bucket, and a last one that is non-zero while the
+	// map holds a histogram: zero() keeps it, clear() zeroes it, so that
+	// they print as bpftrace's hashed histograms do.
 	Array bool
 }

@@ -68,6 +68,9 @@ func readMap(m *codegen.Map, em *ebpf.Map) ([]*mapEntry, error) {
 		}
 		return e
 	}
+	if m.Array && bucketed {
+		return readArrayHist(m, em)
+	}
 	key := make([]byte, m.KeySize)
 	it := em.Iterate()
 	switch {
@@ -130,6 +133,32 @@ func readMap(m *codegen.Map, em *ebpf.Map) ([]*mapEntry, error) {
 	return entries, nil
 }
 
+// readArrayHist reads a key-less hist or lhist kept in a per-CPU array
+// (codegen.Map.Array): one entry, with the buckets summed over the CPUs,
+// or none when the flag in the last element is zero on every CPU.
+func readArrayHist(m *codegen.Map, em *ebpf.Map) ([]*mapEntry, error) {
+	n := em.MaxEntries() - 1
+	e := &mapEntry{Buckets: make([]uint64, n)}
+	var held bool
+	var values []uint64
+	for i := range n + 1 {
+		if err := em.Lookup(i, &values); err != nil {
+			return nil, fmt.Errorf("read map %s: %w", m.Name, err)
+		}
+		for _, v := range values {
+			if i == n {
+				held = held || v != 0
+			} else {
+				e.Buckets[i] += v
+			}
+		}
+	}
+	if !held {
+		return nil, nil
+	}
+	return []*mapEntry{e}, nil
+}
+
 // clearMap deletes every entry of a map (clear()), or with zero set keeps
 // the keys and zeroes their values (zero()). An array's element cannot be
 // deleted, so clear() zeroes it too.
@@ -147,6 +176,11 @@ func clearMap(m *codegen.Map, em *ebpf.Map, zero bool) error {
 		}
 		keys = append(keys, next)
 		prev = next
+	}
+	if k := m.Info.Value.Kind; zero && m.Array && (k == lang.KindHist || k == lang.KindLhist) {
+		// A histogram array's last element says the map holds one, which
+		// zero() keeps.
+		keys = keys[:len(keys)-1]
 	}
 	for _, k := range keys {
 		var err error
