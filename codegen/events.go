@@ -1,7 +1,10 @@
 package codegen
 
 import (
+	"strings"
+
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/lang"
 )
@@ -61,6 +64,8 @@ func (f *fn) callStmt(call *lang.Call) error {
 		return f.event(call, Event{Kind: EventTime, Format: format}, nil, eventsMapName)
 	case "join":
 		return f.join(call)
+	case "signal":
+		return f.signal(call)
 	case "delete":
 		return f.deleteElem(call)
 	case "str", "buf":
@@ -236,5 +241,31 @@ func (f *fn) join(call *lang.Call) error {
 	f.place(done)
 	f.emit(storeImm64(regScratch, int16(rec), int32(id)))
 	f.output(eventsMapName, rec, 8+size)
+	return nil
+}
+
+// signal lowers signal(SIG): bpf_send_signal to the current process, with
+// a signal named by a string literal ("SIGUSR1" or "USR1") or a number.
+func (f *fn) signal(call *lang.Call) error {
+	if len(call.Args) != 1 {
+		return f.c.errorf(call, "signal() takes one argument")
+	}
+	if lit, ok := call.Args[0].(*lang.StrLit); ok {
+		name := lit.Value
+		if !strings.HasPrefix(name, "SIG") {
+			name = "SIG" + name
+		}
+		sig := unix.SignalNum(name)
+		if sig == 0 {
+			return f.c.errorf(call, "signal(): %s is not a valid signal", lit.Value)
+		}
+		f.emit(asm.Mov.Imm(asm.R1, int32(sig)))
+	} else {
+		if err := f.intExpr(call.Args[0]); err != nil {
+			return err
+		}
+		f.emit(asm.Mov.Reg32(asm.R1, asm.R0))
+	}
+	f.emit(asm.FnSendSignal.Call())
 	return nil
 }

@@ -88,6 +88,8 @@ type Config struct {
 	// (BPFTRACE_MAP_KEYS_MAX); 0 means DefaultMapKeysMax. Codegen sizes
 	// the maps; the checker only validates it.
 	MapKeysMax int
+	// Child says a -c command is traced: cpid is only valid then.
+	Child bool
 }
 
 // The defaults of Config, bpftrace 0.17's.
@@ -709,6 +711,9 @@ func (c *checker) builtin(e *Builtin) Type {
 			c.hintf(e.Loc, hint, "Unknown identifier: '%s'", e.Name)
 		}
 		return Type{}
+	}
+	if e.Name == "cpid" && !c.cfg.Child {
+		c.errorf(e.Loc, "cpid cannot be used without child command")
 	}
 	for _, k := range c.probeKinds() {
 		switch e.Name {
@@ -1511,8 +1516,15 @@ func (c *checker) signalCall(e *Call) {
 	}
 	if t.Kind != KindInt && t.Kind != KindNone {
 		c.errorf(e.Loc, "signal only accepts string literals or integers")
+		return
+	}
+	if n, ok := c.constInt(a); ok && (n < 1 || n > maxSignal) {
+		c.errorf(e.Loc, "%d is not a valid signal, allowed range: [1,%d]", n, maxSignal)
 	}
 }
+
+// maxSignal is the largest signal number signal() sends (SIGRTMAX).
+const maxSignal = 64
 
 // ustackArgs checks ustack([mode][, limit]).
 func (c *checker) ustackArgs(e *Call) {

@@ -281,7 +281,7 @@ func TestCheckTypes(t *testing.T) {
 	for _, tt := range tests {
 		src := tt.probe + " { " + tt.body + "; }"
 		t.Run(tt.body, func(t *testing.T) {
-			p, errs := checkSource(t, src, Config{Params: []string{"5", "abc"}})
+			p, errs := checkSource(t, src, Config{Params: []string{"5", "abc"}, Child: true})
 			if errs != nil {
 				t.Fatalf("%s: %v", src, errs)
 			}

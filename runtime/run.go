@@ -83,7 +83,11 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 			return err
 		}
 	}
-	if t.spec, err = compile(p, opts, objs); err != nil {
+	childPID := 0
+	if t.child != nil {
+		childPID = t.child.PID
+	}
+	if t.spec, err = compile(p, opts, objs, childPID); err != nil {
 		return err
 	}
 	sites, err := planSites(t.spec)

@@ -69,7 +69,7 @@ func Compile(p *lang.Program, opts Options) (*codegen.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compile(p, opts, objs)
+	return compile(p, opts, objs, 0)
 }
 
 // traceObjects returns the objects an attach point without a path looks
@@ -87,7 +87,8 @@ func traceObjects(opts Options) ([]string, error) {
 // compile substitutes positional parameters in attach points, refuses the
 // attach points this kernel cannot serve, resolves USDT probes in objs and
 // runs the code generator on the attach points that matched something.
-func compile(p *lang.Program, opts Options, objs []string) (*codegen.Spec, error) {
+// childPID is the -c command's PID, the value of cpid.
+func compile(p *lang.Program, opts Options, objs []string, childPID int) (*codegen.Spec, error) {
 	if err := substituteParams(p, opts.Params); err != nil {
 		return nil, err
 	}
@@ -128,6 +129,7 @@ func compile(p *lang.Program, opts Options, objs []string) (*codegen.Spec, error
 		MapKeysMax: opts.MapKeysMax,
 		Params:     opts.Params,
 		EventsSize: ringSize(opts.BufferPages),
+		ChildPID:   uint32(childPID),
 	})
 }
 

@@ -126,7 +126,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	strSize, keysMax := strLen(), mapKeysMax()
 	prog, err := lang.Parse(file, src)
 	if err == nil {
-		err = lang.Check(prog, lang.Config{StrLen: strSize, Params: params, Unsafe: f.unsafe, MapKeysMax: keysMax})
+		err = lang.Check(prog, lang.Config{StrLen: strSize, Params: params, Unsafe: f.unsafe, MapKeysMax: keysMax, Child: f.command != ""})
 	}
 	if err != nil {
 		return diagnose(err, file, src, stderr)
