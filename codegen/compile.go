@@ -307,7 +307,7 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 		if fn == "" {
 			fn = fmt.Sprintf("%#x", ap.Address)
 		}
-		t := &target{kind: ap.Kind, probeName: prefix + ":" + ap.Target + ":" + fn}
+		t := &target{kind: ap.Kind, probeName: prefix + ":" + ap.Target + ":" + fn, path: ap.Target}
 		return c.addProgram(probe, ap, t, Attachment{Kind: ap.Kind, Path: ap.Target, Symbol: ap.Func, Address: ap.Address})
 	case lang.ProbeUSDT:
 		probes := c.opts.USDT[ap]
@@ -353,8 +353,10 @@ type target struct {
 	index     int
 	kind      lang.ProbeKind
 	probeName string
-	usdt      *usdt.Probe
-	layouts   []argLayout
+	// path is the ELF file of a USDT or uprobe target.
+	path    string
+	usdt    *usdt.Probe
+	layouts []argLayout
 }
 
 // argLayout is one way the locations of a USDT probe pass their args.
@@ -371,6 +373,7 @@ func usdtTarget(up *usdt.Probe) (*target, []Site) {
 	t := &target{
 		kind:      lang.ProbeUSDT,
 		probeName: "usdt:" + up.Path + ":" + up.Provider + ":" + up.Name,
+		path:      up.Path,
 		usdt:      up,
 	}
 	index := map[string]int{}
