@@ -54,9 +54,19 @@ func (l ErrorList) Error() string {
 // and quotes no source, and neither does a position past the last line.
 // file is the script's name, "stdin" for -e.
 func (l ErrorList) Write(w io.Writer, file, src string) {
+	l.write(w, file, src, "ERROR")
+}
+
+// WriteWarnings prints the diagnostics as Write does, as warnings: for
+// problems the run goes on despite (WARNING in place of ERROR).
+func (l ErrorList) WriteWarnings(w io.Writer, file, src string) {
+	l.write(w, file, src, "WARNING")
+}
+
+func (l ErrorList) write(w io.Writer, file, src, severity string) {
 	lines := strings.SplitAfter(src, "\n")
 	for _, e := range l {
-		fmt.Fprintf(w, "%s:%s: ERROR: %s\n", file, e.location(), e.Msg)
+		fmt.Fprintf(w, "%s:%s: %s: %s\n", file, e.location(), severity, e.Msg)
 		s := e.Span
 		if s.End.Line == s.Start.Line && s.Start.Line >= 1 && s.Start.Line <= len(lines) && lines[s.Start.Line-1] != "" {
 			line := strings.TrimRight(lines[s.Start.Line-1], "\r\n")

@@ -135,6 +135,79 @@ func resolveUSDT(p *lang.Program, objs []string) (map[*lang.AttachPoint][]*usdt.
 	return res, nil
 }
 
+// notFound returns a diagnostic for every usdt or uprobe attach point
+// that names one probe or function (no wildcard) and matched nothing, with
+// the closest name the file has as a hint. Like bpftrace, the runtime
+// traces the rest and fails only when nothing matched; bpftrace then only
+// says "No probes to attach".
+func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint, objs []string) lang.ErrorList {
+	var r probeReader
+	var l lang.ErrorList
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if aps, ok := matches[ap]; !ok || len(aps) > 0 || strings.ContainsAny(ap.Provider+ap.Func, "*?") {
+				continue
+			}
+			switch ap.Kind {
+			case lang.ProbeUSDT:
+				l = append(l, usdtNotFound(ap, objs, &r))
+			case lang.ProbeUprobe, lang.ProbeUretprobe:
+				l = append(l, symbolNotFound(ap))
+			}
+		}
+	}
+	return l
+}
+
+// usdtNotFound describes a usdt attach point that matched nothing.
+func usdtNotFound(ap *lang.AttachPoint, objs []string, r *probeReader) *lang.Error {
+	want := ap.Func
+	if ap.Provider != "" {
+		want = ap.Provider + ":" + ap.Func
+	}
+	paths := objs
+	if !wildcardPath(ap.Target) {
+		path, _ := absPath(ap.Target)
+		paths = []string{path}
+	}
+	var names []string
+	for _, path := range paths {
+		ps, _ := r.read(path)
+		for _, p := range ps {
+			if ap.Provider == "" {
+				names = append(names, p.Name)
+			} else {
+				names = append(names, p.Provider+":"+p.Name)
+			}
+		}
+	}
+	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s not found in %s", want, ap.Target)}
+	if wildcardPath(ap.Target) {
+		e.Msg = fmt.Sprintf("usdt probe %s not found in the objects of the traced process", want)
+		e.Hint = "a library the process loads later with dlopen is not searched: give its path in the probe"
+	}
+	if near := lang.ClosestName(want, names); near != "" {
+		e.Hint = fmt.Sprintf("did you mean %s?", near)
+	}
+	return e
+}
+
+// symbolNotFound describes a uprobe attach point whose function the file
+// does not have.
+func symbolNotFound(ap *lang.AttachPoint) *lang.Error {
+	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", ap.Func, ap.Target)}
+	path, _ := absPath(ap.Target)
+	fs, _ := functionSymbols(path)
+	names := make([]string, len(fs))
+	for i, s := range fs {
+		names[i] = s.Name
+	}
+	if near := lang.ClosestName(ap.Func, names); near != "" {
+		e.Hint = fmt.Sprintf("did you mean %s?", near)
+	}
+	return e
+}
+
 // expandUprobes resolves the symbols of uprobe and uretprobe attach
 // points: one that matches nothing maps to no attach point, one with a
 // wildcard to an attach point per matching symbol (so that the probe

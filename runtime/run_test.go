@@ -135,9 +135,26 @@ func TestRunQuiet(t *testing.T) {
 
 func TestRunNoProbes(t *testing.T) {
 	bin := fixture.Private(t, "bitcoind")
-	_, _, err := runScript(t, context.Background(), fmt.Sprintf(`usdt:%s:net:no_such_probe { exit(); }`, bin), Options{})
+	// A pattern that matches nothing: bpftrace's message.
+	_, _, err := runScript(t, context.Background(), fmt.Sprintf(`usdt:%s:net:no_such_* { exit(); }`, bin), Options{})
 	if !errors.Is(err, errNoProbes) || err.Error() != "No probes to attach" {
 		t.Errorf("error %v, want No probes to attach", err)
+	}
+	// One probe, misspelt: where it is and what was meant.
+	_, _, err = runScript(t, context.Background(), fmt.Sprintf(`usdt:%s:net:inbound_mesage { exit(); }`, bin), Options{})
+	var l lang.ErrorList
+	if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != "usdt probe net:inbound_mesage not found in "+bin || l[0].Hint != "did you mean net:inbound_message?" || l[0].Span.Start.Col != 1 {
+		t.Errorf("error %#v, want a positioned diagnostic with a hint", err)
+	}
+	// A function that the file does not have.
+	_, _, err = runScript(t, context.Background(), fmt.Sprintf(`uprobe:%s:mian { exit(); }`, bin), Options{})
+	if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != "function mian not found in "+bin || l[0].Hint != "did you mean main?" {
+		t.Errorf("error %#v, want a positioned diagnostic with a hint", err)
+	}
+	// Next to a probe that exists, the misspelt one is a warning.
+	_, errOut, err := runScript(t, context.Background(), fmt.Sprintf(`usdt:%s:net:inbound_mesage, BEGIN { exit(); }`, bin), Options{Quiet: true})
+	if err != nil || !strings.Contains(errOut, "test.bt:1:1-") || !strings.Contains(errOut, "WARNING: usdt probe net:inbound_mesage not found in "+bin+"\n") {
+		t.Errorf("err %v, stderr %q: want a warning", err, errOut)
 	}
 }
 

@@ -111,17 +111,14 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int) (*codeg
 		}
 	}
 	matched := matchedProgram(p, uprobes)
-	if len(matched.Probes) == 0 {
+	missing := notFound(p, uprobes, objs)
+	switch {
+	case len(matched.Probes) == 0 && len(missing) > 0:
+		return nil, missing
+	case len(matched.Probes) == 0:
 		return nil, errNoProbes
-	}
-	if opts.Verbose {
-		for _, pr := range p.Probes {
-			for _, ap := range pr.Attach {
-				if aps, ok := uprobes[ap]; ok && len(aps) == 0 {
-					fmt.Fprintf(opts.Err, "%s matches no probe: skipped\n", ap.Raw)
-				}
-			}
-		}
+	case len(missing) > 0 && !opts.NoWarnings && opts.Err != nil:
+		missing.WriteWarnings(opts.Err, p.File, p.Source)
 	}
 	return codegen.Compile(matched, codegen.Options{
 		USDT:       probes,
