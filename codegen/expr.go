@@ -922,6 +922,8 @@ func (f *fn) intCall(e *lang.Call) error {
 		return f.strEqual(e, e.Args[0], e.Args[1], int(max(n, 0)), 0, 1)
 	case e.Name == "reg" && len(e.Args) == 1:
 		return f.reg(e)
+	case e.Name == "uaddr" && len(e.Args) == 1:
+		return f.uaddr(e)
 	}
 	return f.c.errorf(e, "%s() as an integer value: %w", e.Name, ErrUnsupported)
 }
@@ -966,4 +968,19 @@ func (f *fn) reg(e *lang.Call) error {
 		}
 	}
 	return f.c.errorf(e, "reg(): unknown register %q", lit.Value)
+}
+
+// uaddr lowers uaddr("sym"): the address of a data symbol in the ELF file
+// of the program's target, a constant.
+func (f *fn) uaddr(e *lang.Call) error {
+	lit, ok := e.Args[0].(*lang.StrLit)
+	if !ok {
+		return f.c.errorf(e, "uaddr() takes a string literal")
+	}
+	addr, _, err := lang.ObjectSymbol(f.t.path, lit.Value)
+	if err != nil {
+		return f.c.errorf(e, "Could not resolve symbol: %s:%s", f.t.path, lit.Value)
+	}
+	f.emit(movImm(asm.R0, int64(addr)))
+	return nil
 }

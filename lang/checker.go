@@ -135,6 +135,7 @@ func Check(p *Program, cfg Config) error {
 		structs: map[string]*StructDef{},
 		lines:   lineOffsets(p.Source),
 		late:    map[*Error]bool{},
+		symbols: map[[2]string]symbolSize{},
 	}
 	for _, s := range p.Structs {
 		c.structs[s.Name] = s
@@ -192,6 +193,14 @@ type checker struct {
 	defined   map[string]bool
 	loops     int
 	numParams int
+	// symbols caches uaddr()'s symbol sizes by file and name.
+	symbols map[[2]string]symbolSize
+}
+
+// symbolSize is a symbol's size, or the error of looking it up.
+type symbolSize struct {
+	size uint64
+	err  error
 }
 
 // mapState is what the checker knows about one map.
@@ -1146,6 +1155,8 @@ func (c *checker) callResult(e *Call, sig funcSig) Type {
 		return Type{Kind: KindUsym}
 	case "ntop":
 		return Type{Kind: KindInet}
+	case "uaddr":
+		return c.uaddrType(e)
 	case "uptr", "kptr":
 		if len(e.Args) == 1 && TypeOf(e.Args[0]).Kind == KindPointer {
 			return TypeOf(e.Args[0])
@@ -1556,6 +1567,35 @@ func (c *checker) stackLimit(e *Call, a Expr) {
 		return
 	}
 	c.constArg(e, a)
+}
+
+// uaddrType resolves uaddr("sym") in the file of the probe's first
+// attach point: a pointer to a signed integer of the symbol's size (1, 2
+// or 4 bytes, else 8), as bpftrace 0.17 types it.
+func (c *checker) uaddrType(e *Call) Type {
+	elem := Int64
+	lit, ok := e.Args[0].(*StrLit)
+	if len(e.Args) != 1 || !ok {
+		return Type{Kind: KindPointer, Elem: &elem}
+	}
+	path := ""
+	if len(c.probe.Attach) > 0 {
+		path = c.probe.Attach[0].Target
+	}
+	key := [2]string{path, lit.Value}
+	sym, ok := c.symbols[key]
+	if !ok {
+		_, sym.size, sym.err = ObjectSymbol(path, lit.Value)
+		c.symbols[key] = sym
+	}
+	if sym.err != nil {
+		c.errorf(e.Loc, "Could not resolve symbol: %s:%s", path, lit.Value)
+	}
+	switch sym.size {
+	case 1, 2, 4:
+		elem = Int(int(sym.size), true)
+	}
+	return Type{Kind: KindPointer, Elem: &elem}
 }
 
 // userProbeOnly reports uaddr() and reg() outside the probes that run in a

@@ -53,6 +53,20 @@ func (t *tracer) recordArgs(fields []codegen.Field, data []byte) []output.Value 
 	return args
 }
 
+// keyArgs decodes the fields of a map key. bpftrace prints a pointer in
+// a key in hex (@[0x40b538]: 1), but as a decimal value elsewhere.
+func (t *tracer) keyArgs(fields []codegen.Field, data []byte) []output.Value {
+	args := make([]output.Value, len(fields))
+	for i, f := range fields {
+		if f.Type.Kind == lang.KindPointer {
+			args[i] = output.Str(fmt.Sprintf("%#x", u64(data[f.Offset:], 0)))
+			continue
+		}
+		args[i] = t.value(f, data[f.Offset:])
+	}
+	return args
+}
+
 // value decodes one field that starts at b[0], as codegen.Field documents
 // the encodings.
 func (t *tracer) value(f codegen.Field, b []byte) output.Value {
@@ -122,7 +136,7 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 	for _, e := range entries {
 		oe := output.Entry{Count: e.Count, Total: e.Total, Buckets: e.Buckets}
 		if e.Key != nil {
-			oe.Key = t.recordArgs(m.KeyFields, e.Key)
+			oe.Key = t.keyArgs(m.KeyFields, e.Key)
 		}
 		switch om.Kind {
 		case lang.KindCount:
