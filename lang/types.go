@@ -65,7 +65,15 @@ type Type struct {
 	Struct string
 	// Len is a KindArray's number of elements.
 	Len int
+	// StackFrames is a KindStack's frame limit (ustack(N), else
+	// DefaultStackFrames) and StackPerf says it prints in perf's format
+	// (ustack(perf)). Equal ignores both, as bpftrace's type check does.
+	StackFrames int
+	StackPerf   bool
 }
+
+// DefaultStackFrames is how many frames ustack keeps without a limit.
+const DefaultStackFrames = 127
 
 // Int returns the integer type of the given size and signedness.
 func Int(size int, signed bool) Type { return Type{Kind: KindInt, Size: size, Signed: signed} }
