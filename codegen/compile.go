@@ -3,6 +3,7 @@ package codegen
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -34,6 +35,14 @@ type Options struct {
 	Params []string
 	// ChildPID is the PID of the -c command, the value of cpid; 0 without one.
 	ChildPID uint32
+	// WatchLoader adds Spec.LoaderProgram, for a -c command that may load
+	// libraries with the probes of the script later.
+	WatchLoader bool
+	// Extends is a spec already loaded that the programs compiled now join,
+	// sharing its maps: the new Spec's Events and Attachments begin with a
+	// copy of Extends', so that event ids and probe numbers go on after
+	// them, and its Collection holds only the new programs.
+	Extends *Spec
 }
 
 // ErrUnsupported is wrapped by errors about constructs gotrace cannot
@@ -49,8 +58,15 @@ const (
 	fullMapName    = "full"
 	startMapName   = "start"
 	exitedMapName  = "exited"
-	scratchMapName = "scratch"
-	zerosMapName   = "zeros"
+)
+
+// ScratchMapName and ZerosMapName name the per-CPU scratch map and the
+// zero source in Spec.Collection.Maps. Unlike the other internal maps they
+// hold no state between program runs, so programs loaded later need not
+// share them.
+const (
+	ScratchMapName = "scratch"
+	ZerosMapName   = "zeros"
 )
 
 // maxLoopIterations caps every while loop so that the verifier can prove
@@ -99,8 +115,16 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 		return nil, err
 	}
 	c.callsExit = callsExit(p)
+	if e := opts.Extends; e != nil {
+		c.callsExit = e.ExitedMap != ""
+		c.events = slices.Clone(e.Events)
+		c.spec.Attachments = slices.Clone(e.Attachments)
+	}
 	if !c.callsExit {
 		c.spec.ExitedMap = ""
+	}
+	if opts.WatchLoader {
+		c.addLoaderProgram()
 	}
 	for _, probe := range p.Probes {
 		for _, ap := range probe.Attach {
@@ -259,10 +283,10 @@ func (c *compiler) internalMaps() {
 		ms[exitedMapName] = &ebpf.MapSpec{Name: "gt_exited", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	}
 	if c.scratchSize > 0 {
-		ms[scratchMapName] = &ebpf.MapSpec{Name: "gt_scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(c.scratchSize), MaxEntries: 1}
+		ms[ScratchMapName] = &ebpf.MapSpec{Name: "gt_scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(c.scratchSize), MaxEntries: 1}
 	}
 	if c.zerosSize > 0 {
-		ms[zerosMapName] = &ebpf.MapSpec{Name: "gt_zeros", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.zerosSize), MaxEntries: 1}
+		ms[ZerosMapName] = &ebpf.MapSpec{Name: "gt_zeros", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.zerosSize), MaxEntries: 1}
 	}
 }
 

@@ -224,7 +224,7 @@ func (f *fn) zero(base asm.Register, off, size int) {
 	f.zerosMax = max(f.zerosMax, size)
 	ok := f.label("zeros")
 	f.emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(zerosMapName),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(ZerosMapName),
 		asm.Mov.Reg(asm.R2, asm.RFP),
 		asm.Add.Imm(asm.R2, slotZero),
 		asm.FnMapLookupElem.Call(),

@@ -80,7 +80,7 @@ func TestLongStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if spec.Collection.Maps[zerosMapName] == nil {
+	if spec.Collection.Maps[ZerosMapName] == nil {
 		t.Error("no zeros map: the helper path was not used")
 	}
 	l := load(t, spec)

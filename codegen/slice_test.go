@@ -143,7 +143,7 @@ func TestScratchPlacement(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			spec := compileSource(t, tt.src)
-			if _, mapped := spec.Collection.Maps[scratchMapName]; mapped != tt.mapped {
+			if _, mapped := spec.Collection.Maps[ScratchMapName]; mapped != tt.mapped {
 				t.Errorf("scratch map present = %v, want %v", mapped, tt.mapped)
 			}
 			l := load(t, spec)

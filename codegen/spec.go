@@ -46,6 +46,13 @@ type Spec struct {
 	// Ctrl-C before it runs END. It is "" when the script never calls
 	// exit(): then no program checks a flag.
 	ExitedMap string
+	// LoaderProgram, set with Options.WatchLoader, is the key in
+	// Collection.Programs of the program the runtime attaches to the
+	// dynamic loader's _dl_debug_state, which the loader calls when it has
+	// mapped or unmapped objects: it writes an EventLoad record to the
+	// control ring and stops the process with SIGSTOP, for the runtime to
+	// attach to the probes of new objects before it sends SIGCONT.
+	LoaderProgram string
 }
 
 // Attachment is one program and the place it runs.
@@ -107,6 +114,9 @@ const (
 	EventCat
 	// EventJoin: print the argv strings in Args joined by Format.
 	EventJoin
+	// EventLoad: the dynamic loader of the -c command has changed its list
+	// of objects, and stopped the process (see Spec.LoaderProgram).
+	EventLoad
 )
 
 // Event describes one kind of ring-buffer record. Every record starts with

@@ -30,7 +30,7 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		f.returnUnless(asm.JEq, 0)
 	}
 	scratchLookup := len(f.insns)
-	f.lookupZeroKey(scratchMapName)
+	f.lookupZeroKey(ScratchMapName)
 	f.returnUnless(asm.JNE, 0)
 	f.emit(asm.Mov.Reg(regScratch, asm.R0))
 	scratchLookupEnd := len(f.insns)

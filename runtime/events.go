@@ -39,6 +39,8 @@ func (t *tracer) handle(raw []byte) error {
 		return t.cat(ev, data)
 	case codegen.EventJoin:
 		return t.join(ev, data)
+	case codegen.EventLoad:
+		return t.loadedObjects()
 	}
 	return fmt.Errorf("decode record: unknown event kind %d", ev.Kind)
 }

@@ -16,11 +16,12 @@ import (
 // million lines of a program that ran into the complexity limit.
 const verifierTail = 20
 
-// load creates the maps and programs of spec in the kernel. When the
-// verifier rejects a program, the error names the script line the failing
-// instruction came from.
-func load(spec *ebpf.CollectionSpec) (*ebpf.Collection, error) {
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{})
+// load creates the maps and programs of spec in the kernel, using the
+// maps in replace instead of creating those. When the verifier rejects a
+// program, the error names the script line the failing instruction came
+// from.
+func load(spec *ebpf.CollectionSpec, replace map[string]*ebpf.Map) (*ebpf.Collection, error) {
+	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
 	if err == nil {
 		return coll, nil
 	}

@@ -51,7 +51,7 @@ func TestLoadVerifierError(t *testing.T) {
 	spec := &ebpf.CollectionSpec{Programs: map[string]*ebpf.ProgramSpec{
 		"prog0": {Name: "gt_prog0", Type: ebpf.SocketFilter, License: "GPL", Instructions: insns},
 	}}
-	_, err := load(spec)
+	_, err := load(spec, nil)
 	var ve *VerifierError
 	if !errors.As(err, &ve) {
 		t.Fatalf("error %v, want a *VerifierError", err)

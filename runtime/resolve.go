@@ -139,8 +139,9 @@ func resolveUSDT(p *lang.Program, objs []string) (map[*lang.AttachPoint][]*usdt.
 // that names one probe or function (no wildcard) and matched nothing, with
 // the closest name the file has as a hint. Like bpftrace, the runtime
 // traces the rest and fails only when nothing matched; bpftrace then only
-// says "No probes to attach".
-func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint, objs []string) lang.ErrorList {
+// says "No probes to attach". With later set, usdt attach points without a
+// path are left out: their probes may come with objects loaded later.
+func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint, objs []string, later bool) lang.ErrorList {
 	var r probeReader
 	var l lang.ErrorList
 	for _, pr := range p.Probes {
@@ -148,10 +149,11 @@ func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint
 			if aps, ok := matches[ap]; !ok || len(aps) > 0 || strings.ContainsAny(ap.Provider+ap.Func, "*?") {
 				continue
 			}
-			switch ap.Kind {
-			case lang.ProbeUSDT:
+			switch {
+			case ap.Kind == lang.ProbeUSDT && later && wildcardPath(ap.Target):
+			case ap.Kind == lang.ProbeUSDT:
 				l = append(l, usdtNotFound(ap, objs, &r))
-			case lang.ProbeUprobe, lang.ProbeUretprobe:
+			case ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe:
 				l = append(l, symbolNotFound(ap))
 			}
 		}

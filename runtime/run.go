@@ -57,6 +57,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	}
 	t := &tracer{
 		opts:    opts,
+		prog:    p,
 		pid:     opts.PID,
 		execs:   map[string]*link.Executable{},
 		exit:    make(chan struct{}),
@@ -94,11 +95,11 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if err != nil {
 		return err
 	}
-	if len(sites) == 0 {
+	if len(sites) == 0 && t.spec.LoaderProgram == "" {
 		return errNoProbes
 	}
 	t.syms = newSymbolizer(t.pid, sites)
-	if t.coll, err = load(t.spec.Collection); err != nil {
+	if t.coll, err = load(t.spec.Collection, nil); err != nil {
 		return err
 	}
 	if err := t.openReaders(); err != nil {
@@ -113,6 +114,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		if err := t.attach(s); err != nil {
 			return err
 		}
+	}
+	if err := t.watchLoader(objs); err != nil {
+		return err
 	}
 	if err := t.storeStart(); err != nil {
 		return err
@@ -135,9 +139,16 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 
 // tracer is the state of one Run.
 type tracer struct {
-	opts  Options
-	spec  *codegen.Spec
-	coll  *ebpf.Collection
+	opts Options
+	spec *codegen.Spec
+	coll *ebpf.Collection
+	// extra holds the programs attached later, to the probes of objects
+	// the -c command loaded (loadedObjects); searched the objects whose
+	// probes were looked for.
+	extra    []*ebpf.Collection
+	searched map[fileID]bool
+	// prog is the checked program, for the probes of objects loaded later.
+	prog  *lang.Program
 	pid   int
 	child *child
 	pidfd int
@@ -205,6 +216,11 @@ func (t *tracer) attach(s site) error {
 		t.intervals = append(t.intervals, interval{prog: prog, period: s.att.Period})
 		return nil
 	}
+	return t.attachProbe(s, prog)
+}
+
+// attachProbe attaches prog at a USDT or uprobe site.
+func (t *tracer) attachProbe(s site, prog *ebpf.Program) error {
 	l, err := attachSite(s, prog, t.execs, t.pid)
 	if err != nil {
 		return err
@@ -478,6 +494,9 @@ func (t *tracer) close() {
 		t.control.Close()
 	}
 	t.readers.Wait()
+	for _, c := range t.extra {
+		c.Close()
+	}
 	if t.coll != nil {
 		t.coll.Close()
 	}

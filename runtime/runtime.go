@@ -23,6 +23,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // Options configure a run; the command line fills them in.
@@ -111,23 +112,33 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int) (*codeg
 		}
 	}
 	matched := matchedProgram(p, uprobes)
-	missing := notFound(p, uprobes, objs)
+	// A -c command's probes without a path may be in a library it loads
+	// later: those are looked for again then (see loader.go).
+	watch := opts.Command != "" && hasWildcardUSDT(p)
+	missing := notFound(p, uprobes, objs, watch)
 	switch {
 	case len(matched.Probes) == 0 && len(missing) > 0:
 		return nil, missing
-	case len(matched.Probes) == 0:
+	case len(matched.Probes) == 0 && !watch:
 		return nil, errNoProbes
 	case len(missing) > 0 && !opts.NoWarnings && opts.Err != nil:
 		missing.WriteWarnings(opts.Err, p.File, p.Source)
 	}
-	return codegen.Compile(matched, codegen.Options{
+	copts := codegenOptions(opts, probes, childPID)
+	copts.WatchLoader = watch
+	return codegen.Compile(matched, copts)
+}
+
+// codegenOptions are the code generator's options for a run with opts.
+func codegenOptions(opts Options, probes map[*lang.AttachPoint][]*usdt.Probe, childPID int) codegen.Options {
+	return codegen.Options{
 		USDT:       probes,
 		StrLen:     opts.StrLen,
 		MapKeysMax: opts.MapKeysMax,
 		Params:     opts.Params,
 		EventsSize: ringSize(opts.BufferPages),
 		ChildPID:   uint32(childPID),
-	})
+	}
 }
 
 // matchedProgram returns p with every attach point in replace replaced by

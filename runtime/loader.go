@@ -1,0 +1,195 @@
+package runtime
+
+import (
+	"debug/elf"
+	"fmt"
+	"os"
+	"syscall"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/lang"
+)
+
+// A -c command can load libraries after it starts (java loads libjvm.so
+// with dlopen). Attach points with a path attach by file and find them;
+// those without one (usdt::provider:name) only search the objects known at
+// start. For those the runtime attaches codegen's loader program to the
+// dynamic loader's _dl_debug_state, which the loader calls when it has
+// mapped new objects and before their code runs. The program stops the
+// process and tells the runtime, which searches the new objects, compiles
+// and attaches programs for the probes they have, and lets the process go
+// on (loadedObjects).
+
+// hasWildcardUSDT reports whether p has a usdt attach point without a path.
+func hasWildcardUSDT(p *lang.Program) bool {
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// interpreter returns the dynamic loader an executable names (PT_INTERP),
+// or "" for a static executable.
+func interpreter(path string) (string, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return "", fmt.Errorf("read the interpreter of %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_INTERP {
+			continue
+		}
+		b := make([]byte, p.Filesz)
+		if _, err := p.ReadAt(b, 0); err != nil {
+			return "", fmt.Errorf("read the interpreter of %s: %w", path, err)
+		}
+		if i := len(b) - 1; i >= 0 && b[i] == 0 {
+			b = b[:i]
+		}
+		return string(b), nil
+	}
+	return "", nil
+}
+
+// fileID identifies a file whatever path it is reached by.
+type fileID struct{ dev, ino uint64 }
+
+func idOf(path string) (fileID, bool) {
+	fi, err := os.Stat(path)
+	if err != nil {
+		return fileID{}, false
+	}
+	st, ok := fi.Sys().(*syscall.Stat_t)
+	if !ok {
+		return fileID{}, false
+	}
+	return fileID{st.Dev, st.Ino}, true
+}
+
+// watchLoader attaches the loader program to the -c command's dynamic
+// loader, filtered on the command's PID, and records the objects already
+// searched (objs). A static command loads nothing later.
+func (t *tracer) watchLoader(objs []string) error {
+	if t.spec.LoaderProgram == "" {
+		return nil
+	}
+	t.searched = map[fileID]bool{}
+	for _, o := range objs {
+		if id, ok := idOf(o); ok {
+			t.searched[id] = true
+		}
+	}
+	_, path, err := lookCommand(t.opts.Command)
+	if err != nil {
+		return err
+	}
+	interp, err := interpreter(path)
+	if err != nil || interp == "" {
+		return err
+	}
+	ex, err := link.OpenExecutable(interp)
+	if err != nil {
+		return fmt.Errorf("watch the loads of %s: %w", path, err)
+	}
+	l, err := ex.Uprobe("_dl_debug_state", t.coll.Programs[t.spec.LoaderProgram], &link.UprobeOptions{PID: t.pid})
+	if err != nil {
+		return fmt.Errorf("watch the loads of %s: attach to %s: %w", path, interp, err)
+	}
+	t.links = append(t.links, l)
+	return nil
+}
+
+// loadedObjects handles an EventLoad: the command is stopped (or about to
+// stop) in its dynamic loader. It searches the objects the command maps
+// that were not searched yet for the probes of the attach points without
+// a path, attaches programs for them, and then resumes the command. The
+// caller holds t.mu.
+func (t *tracer) loadedObjects() error {
+	defer unix.Kill(t.pid, unix.SIGCONT)
+	objs, err := processObjects(t.pid)
+	if err != nil {
+		return nil // the command has gone
+	}
+	var fresh []string
+	for _, o := range objs {
+		id, ok := idOf(o)
+		if !ok || t.searched[id] {
+			continue
+		}
+		t.searched[id] = true
+		fresh = append(fresh, o)
+	}
+	if len(fresh) == 0 {
+		return nil
+	}
+	probes, err := resolveUSDT(t.prog, fresh)
+	if err != nil {
+		return err
+	}
+	// Only the attach points without a path that matched something in the
+	// new objects: everything else is attached already.
+	replace := map[*lang.AttachPoint][]*lang.AttachPoint{}
+	found := false
+	for _, pr := range t.prog.Probes {
+		for _, ap := range pr.Attach {
+			replace[ap] = nil
+			if ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target) && len(probes[ap]) > 0 {
+				replace[ap] = []*lang.AttachPoint{ap}
+				found = true
+			}
+		}
+	}
+	if !found {
+		return nil
+	}
+	opts := codegenOptions(t.opts, probes, t.pid)
+	opts.Extends = t.spec
+	spec, err := codegen.Compile(matchedProgram(t.prog, replace), opts)
+	if err != nil {
+		return fmt.Errorf("compile the probes of %v: %w", fresh, err)
+	}
+	coll, err := loadSharing(spec.Collection, t.coll.Maps)
+	if err != nil {
+		return fmt.Errorf("load the probes of %v: %w", fresh, err)
+	}
+	t.extra = append(t.extra, coll)
+	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(t.spec.Attachments):]})
+	if err != nil {
+		return err
+	}
+	for _, s := range sites {
+		if err := t.attachProbe(s, coll.Programs[s.att.Program]); err != nil {
+			return err
+		}
+	}
+	t.spec.Events, t.spec.Attachments = spec.Events, spec.Attachments
+	return nil
+}
+
+// loadSharing loads the programs of spec against the maps already
+// created. Only the scratch areas and the zero source may differ in size
+// (the first programs may not have needed them): those, private to each
+// program run, are created anew; a user map or a ring must be shared.
+func loadSharing(spec *ebpf.CollectionSpec, maps map[string]*ebpf.Map) (*ebpf.Collection, error) {
+	replace := map[string]*ebpf.Map{}
+	for name, ms := range spec.Maps {
+		m, ok := maps[name]
+		if ok && ms.Compatible(m) == nil {
+			replace[name] = m
+			continue
+		}
+		if name != codegen.ScratchMapName && name != codegen.ZerosMapName {
+			return nil, fmt.Errorf("map %s differs from the one loaded", name)
+		}
+	}
+	return load(spec, replace)
+}

@@ -1,0 +1,102 @@
+package runtime
+
+import (
+	"context"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+// dlopenSources are a library with a semaphore-guarded probe lib:hit and a
+// program that fires lib:start, then loads the library named by its first
+// argument with dlopen and fires lib:hit as often as its second says.
+var dlopenSources = map[string]string{
+	"lib.c": `#define _SDT_HAS_SEMAPHORES 1
+#include <sys/sdt.h>
+unsigned short lib_hit_semaphore __attribute__((section(".probes")));
+void fire(int n)
+{
+	for (int i = 0; i < n; i++)
+		if (lib_hit_semaphore)
+			STAP_PROBE1(lib, hit, i);
+}
+`,
+	"main.c": `#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/sdt.h>
+int main(int argc, char **argv)
+{
+	STAP_PROBE(lib, start);
+	void *h = dlopen(argv[1], RTLD_NOW);
+	if (h == NULL) {
+		fprintf(stderr, "%s\n", dlerror());
+		return 1;
+	}
+	void (*fire)(int) = (void (*)(int))dlsym(h, "fire");
+	fire(atoi(argv[2]));
+	return 0;
+}
+`,
+}
+
+// buildDlopen builds the programs of dlopenSources into a temporary
+// directory and returns the paths of the program and the library.
+func buildDlopen(t *testing.T) (loader, lib string) {
+	t.Helper()
+	testenv.RequireTool(t, "gcc")
+	dir := t.TempDir()
+	for name, src := range dlopenSources {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	loader, lib = filepath.Join(dir, "loader"), filepath.Join(dir, "libprobe.so")
+	for _, args := range [][]string{
+		{"-O2", "-shared", "-fPIC", "-o", lib, filepath.Join(dir, "lib.c")},
+		{"-O2", "-o", loader, filepath.Join(dir, "main.c"), "-ldl"},
+	} {
+		if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+			testenv.Unavailable(t, "gcc %v: %v\n%s", args, err, out)
+		}
+	}
+	return loader, lib
+}
+
+// TestRunCommandLoadsLibraryLater traces, without a path, a probe of a
+// library the -c command loads with dlopen, next to one of the command
+// itself: the loader program stops the command when the dynamic loader
+// has mapped the library, the runtime attaches to its probes, and every
+// hit is counted.
+func TestRunCommandLoadsLibraryLater(t *testing.T) {
+	testenv.RequireRoot(t)
+	loader, lib := buildDlopen(t)
+	for _, tt := range []struct {
+		name, src string
+		want      []string
+	}{
+		{"library only", `usdt::lib:hit { @ = count(); @sum = sum(arg0); }`, []string{"@: 50", "@sum: 1225"}},
+		{"executable and library", `usdt::lib:* { @[probe] = count(); }`, []string{
+			"@[usdt:" + loader + ":lib:start]: 1", "@[usdt:" + lib + ":lib:hit]: 50"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out, stderr, err := runScript(t, ctx, tt.src, Options{Command: loader + " " + lib + " 50", Quiet: true})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(out, w+"\n") {
+					t.Errorf("output has no line %q:\n%s", w, out)
+				}
+			}
+			checkNoBPFFiles(t)
+		})
+	}
+}
