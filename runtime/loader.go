@@ -4,6 +4,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
+	"strings"
 	"syscall"
 
 	"github.com/cilium/ebpf"
@@ -192,4 +193,31 @@ func loadSharing(spec *ebpf.CollectionSpec, maps map[string]*ebpf.Map) (*ebpf.Co
 		}
 	}
 	return load(spec, replace)
+}
+
+// warnUnmatched warns, at the end of a trace that watched the -c command's
+// loads, about each attach point without a path that names one probe and
+// was found in no object the command had or loaded.
+func (t *tracer) warnUnmatched() {
+	if t.spec.LoaderProgram == "" || t.opts.NoWarnings {
+		return
+	}
+	attached := map[*lang.AttachPoint]bool{}
+	for _, a := range t.spec.Attachments {
+		attached[a.Probe] = true
+	}
+	var l lang.ErrorList
+	for _, pr := range t.prog.Probes {
+		for _, ap := range pr.Attach {
+			if ap.Kind != lang.ProbeUSDT || !wildcardPath(ap.Target) || attached[ap] || strings.ContainsAny(ap.Provider+ap.Func, "*?") {
+				continue
+			}
+			want := ap.Func
+			if ap.Provider != "" {
+				want = ap.Provider + ":" + ap.Func
+			}
+			l = append(l, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s was not found in the objects the command loaded", want)})
+		}
+	}
+	l.WriteWarnings(t.opts.Err, t.prog.File, t.prog.Source)
 }

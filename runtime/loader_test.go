@@ -99,4 +99,9 @@ func TestRunCommandLoadsLibraryLater(t *testing.T) {
 			checkNoBPFFiles(t)
 		})
 	}
+	// A probe name that neither the command nor its libraries have.
+	_, stderr, err := runScript(t, context.Background(), `usdt::lib:hti { @ = count(); }`, Options{Command: loader + " " + lib + " 5", Quiet: true})
+	if err != nil || !strings.Contains(stderr, "WARNING: usdt probe lib:hti was not found in the objects the command loaded\n") {
+		t.Errorf("err %v, stderr %q: want a warning", err, stderr)
+	}
 }

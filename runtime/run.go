@@ -444,6 +444,7 @@ func (t *tracer) finish() error {
 	t.drain()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.warnUnmatched()
 	t.reportLost()
 	if err := t.printAllMaps(); err != nil {
 		return err
