@@ -850,6 +850,8 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		f.emit(asm.FnGetNumaNodeId.Call())
 	case "curtask":
 		f.emit(asm.FnGetCurrentTask.Call())
+	case "ustack":
+		return f.ustack(e, lang.TypeOf(e))
 	case "probe":
 		f.emit(asm.Mov.Imm(asm.R0, int32(f.t.index)))
 	case "cpid":
@@ -924,6 +926,8 @@ func (f *fn) intCall(e *lang.Call) error {
 		return f.reg(e)
 	case e.Name == "uaddr" && len(e.Args) == 1:
 		return f.uaddr(e)
+	case e.Name == "ustack":
+		return f.ustack(e, lang.TypeOf(e))
 	}
 	return f.c.errorf(e, "%s() as an integer value: %w", e.Name, ErrUnsupported)
 }

@@ -21,7 +21,7 @@ var builtinVars = map[string]Type{
 	"comm":   String(16),
 	"probe":  {Kind: KindProbe},
 	"func":   {Kind: KindUsym},
-	"ustack": {Kind: KindStack},
+	"ustack": {Kind: KindStack, StackFrames: DefaultStackFrames},
 }
 
 // unsupportedBuiltins are builtin variables bpftrace 0.17 has that need a

@@ -1150,7 +1150,7 @@ func (c *checker) callResult(e *Call, sig funcSig) Type {
 	case "strftime":
 		return Type{Kind: KindTimestamp}
 	case "ustack":
-		return Type{Kind: KindStack}
+		return c.stackType(e)
 	case "usym":
 		return Type{Kind: KindUsym}
 	case "ntop":
@@ -1557,6 +1557,20 @@ func (c *checker) ustackArgs(e *Call) {
 		}
 		c.stackLimit(e, args[0])
 	}
+}
+
+// stackType is ustack([mode][, limit])'s type, with its frame limit and
+// mode.
+func (c *checker) stackType(e *Call) Type {
+	t := Type{Kind: KindStack, StackFrames: DefaultStackFrames}
+	for _, a := range e.Args {
+		if b, ok := a.(*Builtin); ok && isStackMode(b.Name) {
+			t.StackPerf = b.Name == "perf"
+		} else if n, ok := c.constInt(a); ok && n > 0 {
+			t.StackFrames = int(n)
+		}
+	}
+	return t
 }
 
 // stackLimit checks ustack()'s frame count: a constant integer.

@@ -58,13 +58,24 @@ func (t *tracer) recordArgs(fields []codegen.Field, data []byte) []output.Value 
 func (t *tracer) keyArgs(fields []codegen.Field, data []byte) []output.Value {
 	args := make([]output.Value, len(fields))
 	for i, f := range fields {
-		if f.Type.Kind == lang.KindPointer {
-			args[i] = output.Str(fmt.Sprintf("%#x", u64(data[f.Offset:], 0)))
-			continue
-		}
-		args[i] = t.value(f, data[f.Offset:])
+		args[i] = t.keyValue(f, data[f.Offset:])
 	}
 	return args
+}
+
+// keyValue decodes one field of a map key that starts at b[0]: pointers
+// in hex, stacks indented less than elsewhere.
+func (t *tracer) keyValue(f codegen.Field, b []byte) output.Value {
+	switch f.Type.Kind {
+	case lang.KindPointer:
+		return output.Str(fmt.Sprintf("%#x", u64(b, 0)))
+	case lang.KindStack:
+		return output.Str(t.stackText(u64(b, 0), f.Type, keyStackIndent))
+	case lang.KindTuple:
+		fields, _ := codegen.Layout(f.Type.Elems...)
+		return output.Tuple(t.keyArgs(fields, b)...)
+	}
+	return t.value(f, b)
 }
 
 // value decodes one field that starts at b[0], as codegen.Field documents
@@ -95,6 +106,8 @@ func (t *tracer) value(f codegen.Field, b []byte) output.Value {
 		return output.Str(strftime(f.Format, t.wallTime(u64(b, 0))))
 	case lang.KindUsym:
 		return output.Str(t.syms.name(u64(b, 0)))
+	case lang.KindStack:
+		return output.Str(t.stackText(u64(b, 0), typ, valueStackIndent))
 	}
 	return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: typ.Signed}
 }

@@ -3,8 +3,10 @@ package runtime
 import (
 	"bufio"
 	"debug/elf"
+	"encoding/hex"
 	"fmt"
 	"os"
+	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -69,12 +71,49 @@ func (s *symbolizer) file(path string) *elfSymbols {
 					es.progs = append(es.progs, p.ProgHeader)
 				}
 			}
+			// A stripped library's local functions (libc's
+			// __libc_start_call_main) are in its separate debug file.
+			if debug := debugFile(f); debug != "" {
+				if more, err := functionSymbols(debug); err == nil {
+					es.syms = append(es.syms, more...)
+				}
+			}
 			f.Close()
 			sort.Slice(es.syms, func(i, j int) bool { return es.syms[i].Value < es.syms[j].Value })
 		}
 	}
 	s.files[path] = es
 	return es
+}
+
+// debugRoot is where distributions install separate debug files, by
+// build id.
+const debugRoot = "/usr/lib/debug/.build-id"
+
+// debugFile returns the path of f's separate debug file, found by its
+// GNU build id, or "" when it has none installed.
+func debugFile(f *elf.File) string {
+	sec := f.Section(".note.gnu.build-id")
+	if sec == nil {
+		return ""
+	}
+	note, err := sec.Data()
+	// The note: namesz, descsz, type, "GNU\0", then the id.
+	if err != nil || len(note) < 16 {
+		return ""
+	}
+	namesz := int(f.ByteOrder.Uint32(note[0:]))
+	descsz := int(f.ByteOrder.Uint32(note[4:]))
+	start := 12 + (namesz+3)&^3
+	if descsz < 2 || start+descsz > len(note) {
+		return ""
+	}
+	id := hex.EncodeToString(note[start : start+descsz])
+	path := filepath.Join(debugRoot, id[:2], id[2:]+".debug")
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
 }
 
 // offset turns a virtual address of the file into a file offset.
@@ -89,6 +128,13 @@ func (es *elfSymbols) offset(vaddr uint64) (uint64, bool) {
 
 // at returns the symbol whose code holds file offset off.
 func (es *elfSymbols) at(off uint64) (string, bool) {
+	sym, _, ok := es.symbolAt(off)
+	return sym.Name, ok
+}
+
+// symbolAt returns the symbol whose code holds file offset off, and the
+// offset's virtual address.
+func (es *elfSymbols) symbolAt(off uint64) (elf.Symbol, uint64, bool) {
 	var vaddr uint64
 	found := false
 	for _, p := range es.progs {
@@ -98,17 +144,17 @@ func (es *elfSymbols) at(off uint64) (string, bool) {
 		}
 	}
 	if !found {
-		return "", false
+		return elf.Symbol{}, 0, false
 	}
 	i := sort.Search(len(es.syms), func(i int) bool { return es.syms[i].Value > vaddr }) - 1
 	if i < 0 {
-		return "", false
+		return elf.Symbol{}, 0, false
 	}
 	sym := es.syms[i]
 	if vaddr != sym.Value && vaddr >= sym.Value+sym.Size {
-		return "", false
+		return elf.Symbol{}, 0, false
 	}
-	return sym.Name, true
+	return sym, vaddr, true
 }
 
 // name returns the demangled symbol at addr, or addr in hex when it cannot
@@ -142,11 +188,27 @@ func (s *symbolizer) name(addr uint64) string {
 // mappedOffset finds the file and file offset that address addr of
 // process pid maps.
 func mappedOffset(pid int, addr uint64) (string, uint64, bool) {
+	return processMappings(pid).find(addr)
+}
+
+// mapping is one file mapping of a process (a line of /proc/PID/maps).
+type mapping struct {
+	start, end, offset uint64
+	path               string
+}
+
+// mappings are a process's file mappings.
+type mappings []mapping
+
+// processMappings reads the file mappings of process (or thread) pid; none
+// when it is gone.
+func processMappings(pid int) mappings {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
-		return "", 0, false
+		return nil
 	}
 	defer f.Close()
+	var ms mappings
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -160,10 +222,20 @@ func mappedOffset(pid int, addr uint64) (string, uint64, bool) {
 		start, err1 := strconv.ParseUint(lo, 16, 64)
 		end, err2 := strconv.ParseUint(hi, 16, 64)
 		off, err3 := strconv.ParseUint(fields[2], 16, 64)
-		if err1 != nil || err2 != nil || err3 != nil || addr < start || addr >= end {
+		if err1 != nil || err2 != nil || err3 != nil {
 			continue
 		}
-		return fields[5], addr - start + off, true
+		ms = append(ms, mapping{start: start, end: end, offset: off, path: fields[5]})
+	}
+	return ms
+}
+
+// find returns the file and file offset that address addr maps.
+func (ms mappings) find(addr uint64) (string, uint64, bool) {
+	for _, m := range ms {
+		if addr >= m.start && addr < m.end {
+			return m.path, addr - m.start + m.offset, true
+		}
 	}
 	return "", 0, false
 }

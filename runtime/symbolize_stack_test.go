@@ -1,0 +1,87 @@
+package runtime
+
+import (
+	"context"
+	"fmt"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+// TestFormatStack compares formatStack with stacks bpftrace 0.17 printed
+// for the -O0 fixture (in a printf, a map key, and perf mode, named and
+// not).
+func TestFormatStack(t *testing.T) {
+	const bin = "/tmp/fxo/bitcoind"
+	named := map[uint64][2]string{
+		0x55bc2c389d52: {"emit_validation_block_connected+26", bin},
+		0x55bc2c38a566: {"tp_block_connected+103", bin},
+		0x7faa2724724a: {"__libc_start_call_main+122", "/usr/lib/x86_64-linux-gnu/libc.so.6"},
+	}
+	lookup := func(addr uint64) (string, string, bool) {
+		n, ok := named[addr]
+		return n[0], n[1], ok
+	}
+	none := func(uint64) (string, string, bool) { return "", "", false }
+	addrs := []uint64{0x55bc2c389d52, 0x55bc2c38a566, 0x7faa2724724a, 0, 0}
+	for _, tt := range []struct {
+		name   string
+		addrs  []uint64
+		lookup func(uint64) (string, string, bool)
+		perf   bool
+		indent string
+		want   string
+	}{
+		{"value", addrs, lookup, false, valueStackIndent,
+			"\n        emit_validation_block_connected+26\n        tp_block_connected+103\n        __libc_start_call_main+122\n"},
+		{"key unnamed", addrs[:2], none, false, keyStackIndent,
+			"\n    0x55bc2c389d52\n    0x55bc2c38a566\n"},
+		{"perf", addrs, lookup, true, keyStackIndent,
+			"\n\t55bc2c389d52 emit_validation_block_connected+26 (/tmp/fxo/bitcoind)\n\t55bc2c38a566 tp_block_connected+103 (/tmp/fxo/bitcoind)\n\t7faa2724724a __libc_start_call_main+122 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"},
+		{"perf unnamed", addrs[:1], none, true, valueStackIndent,
+			"\n\t55bc2c389d52 0x55bc2c389d52 ([unknown])\n"},
+		{"empty", nil, none, false, valueStackIndent, "\n"},
+	} {
+		if got := formatStack(tt.addrs, tt.lookup, tt.perf, tt.indent); got != tt.want {
+			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
+		}
+	}
+}
+
+// TestRunUstack traces the -O0 fixture, which keeps frame pointers: a
+// ustack printed while it runs names the whole call chain down to libc,
+// and the map key's stack, printed after it exited, is addresses.
+func TestRunUstack(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := fixture.Private(t, "bitcoind-O0")
+	src := fmt.Sprintf(`usdt:%s:validation:block_connected { printf("%%s|\n", ustack); @[ustack(2)] = count(); }`, bin)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, stderr, err := runScript(t, ctx, src, Options{Command: quietCommand(bin, "--rounds 1 --blocks 2 --linger-ms 500"), Quiet: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	stack, maps, ok := strings.Cut(out, "|\n")
+	if !ok {
+		t.Fatalf("output %q has no stack", out)
+	}
+	var names []string
+	for _, line := range strings.Split(strings.Trim(stack, "\n"), "\n") {
+		name, ok := strings.CutPrefix(line, "        ")
+		sym, _, _ := strings.Cut(name, "+")
+		if !ok || !strings.Contains(name, "+") {
+			t.Errorf("frame %q is not an indented sym+off", line)
+		}
+		names = append(names, sym)
+	}
+	want := []string{"emit_validation_block_connected", "tp_block_connected", "CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, CChainParams const&, bool)", "phase_blocks", "run", "main"}
+	if len(names) < len(want) || strings.Join(names[:len(want)], ";") != strings.Join(want, ";") {
+		t.Errorf("frames %q, want them to start with %q", names, want)
+	}
+	if !strings.Contains(maps, "@[\n    0x") || !strings.Contains(maps, "\n]: 2\n") {
+		t.Errorf("maps %q: want one stack of addresses counted twice", maps)
+	}
+}
