@@ -3,6 +3,8 @@ package runtime
 import (
 	"context"
 	"fmt"
+	"os/exec"
+	"regexp"
 	"strings"
 	"testing"
 	"time"
@@ -83,5 +85,45 @@ func TestRunUstack(t *testing.T) {
 	}
 	if !strings.Contains(maps, "@[\n    0x") || !strings.Contains(maps, "\n]: 2\n") {
 		t.Errorf("maps %q: want one stack of addresses counted twice", maps)
+	}
+}
+
+// TestRunUstackMatchesBpftrace runs ustack in printf, print, map keys and
+// values under gotrace and bpftrace, as text and as JSON: the outputs
+// must be the same once addresses (ASLR) and the fixture's path are
+// masked.
+func TestRunUstackMatchesBpftrace(t *testing.T) {
+	bpftrace := testenv.RequireBpftrace(t)
+	bin := fixture.Private(t, "bitcoind-O0")
+	src := fmt.Sprintf(`usdt:%s:validation:block_connected {
+  printf("%%s|\n", ustack);
+  printf("%%s|\n", ustack(perf, 3));
+  print(ustack(1));
+  @[ustack] = count();
+  @p[ustack(perf, 2), 7] = count();
+  @v = ustack(3);
+}`, bin)
+	args := "--rounds 1 --blocks 2 --linger-ms 1000 --output /dev/null"
+	mask := regexp.MustCompile(`[0-9a-f]{12}|` + regexp.QuoteMeta(bin))
+	for _, format := range []string{"text", "json"} {
+		t.Run(format, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			out, stderr, err := runScript(t, ctx, src, Options{Command: bin + " " + args, Format: format})
+			if err != nil {
+				t.Fatalf("%v\n%s", err, stderr)
+			}
+			ref, err := exec.CommandContext(ctx, bpftrace, "-f", format, "-e", src, "-c", bin+" "+args).Output()
+			if err != nil {
+				t.Fatalf("bpftrace: %v", err)
+			}
+			got, want := mask.ReplaceAllString(out, "X"), mask.ReplaceAllString(string(ref), "X")
+			if got != want {
+				t.Errorf("gotrace printed\n%s\nbpftrace printed\n%s", got, want)
+			}
+			if !strings.Contains(got, "tp_block_connected+") {
+				t.Errorf("no named frame in\n%s", got)
+			}
+		})
 	}
 }
