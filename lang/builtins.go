@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"maps"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -226,6 +227,14 @@ var ErrNoSymbol = errors.New("no such data symbol")
 // functions and untyped symbols are not data symbols, and the address is
 // the symbol's value in the file, not relocated for a PIE's load address.
 func ObjectSymbol(path, name string) (addr, size uint64, err error) {
+	// Only a regular file: opening a FIFO or a device could block.
+	st, err := os.Stat(path)
+	if err != nil {
+		return 0, 0, fmt.Errorf("resolve symbol %s: %w", name, err)
+	}
+	if !st.Mode().IsRegular() {
+		return 0, 0, fmt.Errorf("resolve symbol %s: %s is not a regular file: %w", name, path, ErrNoSymbol)
+	}
 	f, err := elf.Open(path)
 	if err != nil {
 		return 0, 0, fmt.Errorf("resolve symbol %s: %w", name, err)

@@ -2,6 +2,7 @@ package lang
 
 import (
 	"errors"
+	"os"
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/testenv"
@@ -32,5 +33,18 @@ func TestUaddrTypes(t *testing.T) {
 	}
 	if addr, size, err := ObjectSymbol(python, "Py_DebugFlag"); err != nil || addr == 0 || size != 4 {
 		t.Errorf("ObjectSymbol(Py_DebugFlag) = %#x, %d, %v; want a 4-byte symbol", addr, size, err)
+	}
+}
+
+// TestObjectSymbolNotRegular checks that ObjectSymbol does not open what
+// is not a regular file (a FIFO would block).
+func TestObjectSymbolNotRegular(t *testing.T) {
+	for _, path := range []string{"/dev/null", "/"} {
+		if _, _, err := ObjectSymbol(path, "x"); !errors.Is(err, ErrNoSymbol) {
+			t.Errorf("ObjectSymbol(%s) = %v, want ErrNoSymbol", path, err)
+		}
+	}
+	if _, _, err := ObjectSymbol("/no/such/file", "x"); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("ObjectSymbol of a missing file = %v, want os.ErrNotExist", err)
 	}
 }
