@@ -76,6 +76,10 @@ type scanner struct {
 	// ternaries counts the "?" of the current statement still waiting for
 	// their ":".
 	ternaries int
+	// macros are the object-like macros defined so far (macro.go), and
+	// expanding those being expanded.
+	macros    map[string]string
+	expanding map[string]bool
 }
 
 // scan lexes src completely.
@@ -210,6 +214,9 @@ func (s *scanner) next() *Error {
 		if top && n < len(rest) && rest[n] == ':' {
 			return s.attachPoint()
 		}
+		if _, ok := s.macros[rest[:n]]; ok && !s.expanding[rest[:n]] {
+			return s.expand(rest[:n], n)
+		}
 		s.emit(tokIdent, n)
 	case c >= '0' && c <= '9':
 		n := numberLen(rest)
@@ -258,11 +265,7 @@ func (s *scanner) next() *Error {
 		}
 		s.emit(tokMap, n)
 	case c == '#':
-		n := strings.IndexByte(rest, '\n')
-		if n < 0 {
-			n = len(rest)
-		}
-		return s.errorf(s.run, n, "preprocessor directives are not supported: %s", strings.TrimSpace(rest[:n]))
+		return s.directive()
 	default:
 		return s.punct()
 	}

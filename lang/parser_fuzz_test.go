@@ -25,6 +25,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("BEGIN { $x = (1, \"a\").1; @m[$x, 2]++; printf(\"%d\\n\", *(uint8*)($x + 1)); }")
 	f.Add("usdt:./b:p:n /arg0 > 1 ? 1:0/ { unroll(3) { if (1) { break } else if (2) { } else { } } }")
 	f.Add("struct S { int a; char b[4]; struct S *n; } u:/b:\"f(int, char)\" { $s = (struct S *)arg0; $s->n->a; }")
+	f.Add("#define A 1\n#define B (A + \\\n A)\n#define R R\n#undef A\n#include <x.h>\nBEGIN { $x = B + R; }")
 	f.Fuzz(func(t *testing.T, src string) {
 		start := time.Now()
 		p, err := Parse("fuzz.bt", src)
