@@ -161,9 +161,12 @@ func postgresServer(t *testing.T) (string, string) {
 		server.Wait()
 		logf.Close()
 	})
+	// The socket appears before the server accepts connections ("the
+	// database system is starting up"): wait until pg_isready says it does.
 	deadline := time.Now().Add(30 * time.Second)
 	for {
-		if _, err := os.Stat(filepath.Join(sock, ".s.PGSQL."+port)); err == nil {
+		ready := exec.Command(filepath.Join(bin, "pg_isready"), "-q", "-h", sock, "-p", port)
+		if ready.Run() == nil {
 			break
 		}
 		if time.Now().After(deadline) {
