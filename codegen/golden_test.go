@@ -2,10 +2,8 @@ package codegen
 
 import (
 	"flag"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"testing"
 
@@ -98,21 +96,9 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// listing prints every program of spec and its maps, in name order.
+// listing is spec's listing as a string.
 func listing(spec *Spec) string {
 	var b strings.Builder
-	names := make([]string, 0, len(spec.Collection.Maps))
-	for name := range spec.Collection.Maps {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
-		m := spec.Collection.Maps[name]
-		fmt.Fprintf(&b, "map %s: %s %s key %d value %d max %d\n", name, m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries)
-	}
-	for _, a := range spec.Attachments {
-		ps := spec.Collection.Programs[a.Program]
-		fmt.Fprintf(&b, "\nprogram %s (%s, %s) sites %v:\n%v", a.Program, ps.Type, a.ProbeName, a.Sites, ps.Instructions)
-	}
+	spec.WriteListing(&b)
 	return b.String()
 }

@@ -85,7 +85,7 @@ default 16 MiB worth).`,
 	fs.StringVarP(&f.outFile, "output", "o", "", "write output to `FILE`")
 	fs.StringVarP(&f.format, "format", "f", "text", "output `FORMAT`: text or json")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print \"Attaching N probes...\"")
-	fs.StringVarP(&f.debug, "debug", "d", "", "print `STAGE` (ast) and stop before loading")
+	fs.StringVarP(&f.debug, "debug", "d", "", "print `STAGE` (ast: the checked AST; codegen: the eBPF maps and programs) and stop before loading")
 	fs.BoolVar(&f.dryRun, "dry-run", false, "check and compile, but do not load or attach")
 	fs.BoolVarP(&f.version, "version", "V", false, "print the version")
 	fs.BoolVar(&f.unsafe, "unsafe", false, "allow unsafe builtins (system, cat)")
@@ -152,8 +152,15 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	case "ast":
 		lang.Dump(stdout, prog)
 		return 0, nil
+	case "codegen":
+		spec, err := runtime.Compile(prog, opts)
+		if err != nil {
+			return diagnose(err, file, src, stderr)
+		}
+		spec.WriteListing(stdout)
+		return 0, nil
 	default:
-		return 1, fmt.Errorf("unknown debug stage %q: the stages are: ast", f.debug)
+		return 1, fmt.Errorf("unknown debug stage %q: the stages are: ast, codegen", f.debug)
 	}
 	if f.dryRun {
 		if _, err := runtime.Compile(prog, opts); err != nil {
