@@ -298,7 +298,7 @@ var (
 	nsPerIteration = regexp.MustCompile(`(?m)^iterations=\d+ ns_per_iteration=([0-9.]+)`)
 	doneNS         = regexp.MustCompile(`(?m)^done ns=(\d+)$`)
 	lostEvents     = regexp.MustCompile(`(?m)^Lost (\d+) events$`)
-	printfLine     = regexp.MustCompile(`(?m)^\d+ [a-z0-9]+$`)
+	printfLine     = regexp.MustCompile(`^\d+ [a-z0-9]+\n$`)
 )
 
 // untraced returns the median ns per iteration of the loop run n times on
@@ -328,7 +328,8 @@ func measure(tool, loop string, c Case, dir string) (Run, error) {
 	}
 	cmd := exec.Command(tool, args...)
 	cmd.Dir = dir
-	var stdout, stderr bytes.Buffer
+	var stdout lineFilter
+	var stderr bytes.Buffer
 	cmd.Stdout = &stdout
 	cmd.Stderr = &stderr
 	var watch *progWatch
@@ -358,7 +359,7 @@ func measure(tool, loop string, c Case, dir string) (Run, error) {
 	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
 		r.MaxRSS = ru.Maxrss * 1024
 	}
-	for _, m := range lostEvents.FindAllSubmatch(stdout.Bytes(), -1) {
+	for _, m := range lostEvents.FindAllSubmatch(stdout.kept.Bytes(), -1) {
 		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		r.Lost += n
 	}
@@ -368,27 +369,61 @@ func measure(tool, loop string, c Case, dir string) (Run, error) {
 	}
 	switch c.Kind {
 	case KindHit:
-		m := nsPerIteration.FindSubmatch(stdout.Bytes())
+		m := nsPerIteration.FindSubmatch(stdout.kept.Bytes())
 		if m == nil {
 			return Run{}, fmt.Errorf("no ns_per_iteration line from the traced loop: %s", firstLine(stderr.String()))
 		}
 		r.Value, _ = strconv.ParseFloat(string(m[1]), 64)
 	case KindPrintf:
-		r.Value = float64(len(printfLine.FindAllIndex(stdout.Bytes(), -1)))
+		r.Value = float64(stdout.printfLines)
 	case KindPrintMap:
-		m := doneNS.FindSubmatch(stdout.Bytes())
+		m := doneNS.FindSubmatch(stdout.kept.Bytes())
 		if m == nil {
 			return Run{}, fmt.Errorf("no done line from the traced loop: %s", firstLine(stderr.String()))
 		}
 		ns, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		r.Value = end.Sub(time.Unix(0, ns)).Seconds()
-		if keys := bytes.Count(stdout.Bytes(), []byte("\n@[")); keys != mapKeys {
+		if keys := stdout.mapLines; keys != mapKeys {
 			return Run{}, fmt.Errorf("printed %d map keys, want %d", keys, mapKeys)
 		}
 	case KindWall:
 		r.Value = r.Wall.Seconds()
 	}
 	return r, nil
+}
+
+// lineFilter takes a tool's standard output line by line and keeps only
+// what measure reads: the lines that are neither printf output nor map
+// entries, which it counts. Keeping all of the printf case's half million
+// lines would grow the bench's own memory, and a child process starts with
+// its parent's resident set as its peak RSS (os/exec forks with vfork).
+type lineFilter struct {
+	kept                  bytes.Buffer
+	partial               []byte
+	printfLines, mapLines int
+}
+
+func (f *lineFilter) Write(p []byte) (int, error) {
+	n := len(p)
+	for len(p) > 0 {
+		i := bytes.IndexByte(p, '\n')
+		if i < 0 {
+			f.partial = append(f.partial, p...)
+			break
+		}
+		line := append(f.partial, p[:i+1]...)
+		f.partial = f.partial[:0]
+		p = p[i+1:]
+		switch {
+		case printfLine.Match(line):
+			f.printfLines++
+		case bytes.HasPrefix(line, []byte("@[")):
+			f.mapLines++
+		default:
+			f.kept.Write(line)
+		}
+	}
+	return n, nil
 }
 
 // firstLine returns the first line of s that is not bpftrace's RLIMIT
