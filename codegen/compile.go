@@ -3,8 +3,8 @@ package codegen
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 	"time"
 	"unicode"
@@ -177,12 +177,7 @@ func callsExit(p *lang.Program) bool {
 
 // layoutMaps fills Spec.Maps and the user map specs from Program.Maps.
 func (c *compiler) layoutMaps() error {
-	names := make([]string, 0, len(c.prog.Maps))
-	for name := range c.prog.Maps {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(c.prog.Maps)) {
 		info := c.prog.Maps[name]
 		m := Map{Name: name, Info: info}
 		var keyTypes []lang.Type

@@ -3,7 +3,8 @@ package codegen
 import (
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 )
 
 // WriteListing prints the maps of the spec in name order, then each
@@ -11,12 +12,7 @@ import (
 // text each statement's code starts with. It is what gotrace -d codegen
 // prints, and what the golden tests compare.
 func (s *Spec) WriteListing(w io.Writer) {
-	names := make([]string, 0, len(s.Collection.Maps))
-	for name := range s.Collection.Maps {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	for _, name := range slices.Sorted(maps.Keys(s.Collection.Maps)) {
 		m := s.Collection.Maps[name]
 		fmt.Fprintf(w, "map %s: %s %s key %d value %d max %d\n", name, m.Name, m.Type, m.KeySize, m.ValueSize, m.MaxEntries)
 	}
