@@ -317,6 +317,19 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 		}
 		name := fmt.Sprintf("interval:%s:%d", ap.Unit, ap.Freq)
 		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, Attachment{Kind: ap.Kind, Period: period})
+	case lang.ProbeProfile:
+		att := Attachment{Kind: ap.Kind}
+		if ap.Unit == "hz" {
+			att.Frequency = ap.Freq
+		} else {
+			period, err := intervalPeriod(ap)
+			if err != nil {
+				return err
+			}
+			att.Period = period
+		}
+		name := fmt.Sprintf("profile:%s:%d", ap.Unit, ap.Freq)
+		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, att)
 	case lang.ProbeUprobe, lang.ProbeUretprobe:
 		prefix := "uprobe"
 		if ap.Kind == lang.ProbeUretprobe {
@@ -424,8 +437,13 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 		return err
 	}
 	typ := ebpf.RawTracepoint
-	if t.kind == lang.ProbeUSDT || t.kind == lang.ProbeUprobe || t.kind == lang.ProbeUretprobe {
+	switch t.kind {
+	case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
 		typ = ebpf.Kprobe
+	case lang.ProbeProfile:
+		// Its context, struct bpf_perf_event_data, starts with the
+		// interrupted task's pt_regs, as a uprobe's is pt_regs.
+		typ = ebpf.PerfEvent
 	}
 	c.spec.Collection.Programs[key] = &ebpf.ProgramSpec{
 		Name:         kernelName("gt_" + key),

@@ -72,9 +72,13 @@ type Attachment struct {
 	// Uprobe: the symbol, or an address when Symbol is empty.
 	Symbol  string
 	Address uint64
-	// Interval: the period (interval:s:1 is one second). BEGIN, END and
-	// interval programs are run by the runtime with BPF_PROG_TEST_RUN.
+	// Interval and profile: the period (interval:s:1 is one second). BEGIN,
+	// END and interval programs are run by the runtime with
+	// BPF_PROG_TEST_RUN; profile programs on a CPU clock event per CPU.
 	Period time.Duration
+	// Profile: samples per second on each CPU (profile:hz:N) instead of a
+	// period.
+	Frequency uint64
 	// ProbeName is the text of the probe builtin in this program
 	// (usdt:PATH:PROVIDER:NAME, uprobe:PATH:SYMBOL, BEGIN, interval:s:1).
 	ProbeName string

@@ -40,7 +40,7 @@ func planSites(spec *codegen.Spec) ([]site, error) {
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
 		switch a.Kind {
-		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval:
+		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval, lang.ProbeProfile:
 			sites = append(sites, site{att: a})
 		case lang.ProbeUSDT:
 			path, err := absPath(a.Path)

@@ -28,14 +28,12 @@ func checkKernelSupport(p *lang.Program) error {
 				if _, err := os.Stat("/sys/bus/event_source/devices/kprobe"); err != nil {
 					return attachError(ap, "kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no /sys/bus/event_source/devices/kprobe")
 				}
-				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END and interval probes")
+				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END, interval and profile probes")
 			case lang.ProbeTracepoint:
 				if _, err := os.Stat("/sys/kernel/tracing/events"); err != nil {
 					return attachError(ap, "tracepoints are not available: tracefs is not mounted at /sys/kernel/tracing")
 				}
-				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END and interval probes")
-			case lang.ProbeProfile:
-				return attachError(ap, "profile probes are not supported by gotrace")
+				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END, interval and profile probes")
 			case lang.ProbeUnknown:
 				return attachError(ap, "unknown probe type")
 			}

@@ -215,6 +215,10 @@ func (t *tracer) attach(s site) error {
 	case lang.ProbeInterval:
 		t.intervals = append(t.intervals, interval{prog: prog, period: s.att.Period})
 		return nil
+	case lang.ProbeProfile:
+		links, err := attachProfile(s.att, prog)
+		t.links = append(t.links, links...)
+		return err
 	}
 	return t.attachProbe(s, prog)
 }

@@ -1,0 +1,94 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/codegen"
+)
+
+// profileLink is a profile program attached to one CPU's clock event: the
+// link and the perf event it holds, closed together.
+type profileLink struct {
+	link.Link
+	fd int
+}
+
+func (l *profileLink) Close() error {
+	err := l.Link.Close()
+	unix.Close(l.fd)
+	return err
+}
+
+// attachProfile attaches a profile program to a CPU clock event on every
+// online CPU, sampling every process, as bpftrace does: Frequency times a
+// second, or every Period.
+func attachProfile(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, error) {
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil, err
+	}
+	attr := unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample: uint64(a.Period.Nanoseconds()),
+	}
+	if a.Frequency > 0 {
+		attr.Bits |= unix.PerfBitFreq
+		attr.Sample = a.Frequency
+	}
+	var links []link.Link
+	fail := func(err error) ([]link.Link, error) {
+		for _, l := range links {
+			l.Close()
+		}
+		return nil, fmt.Errorf("attach %s: %w", a.Probe.Raw, err)
+	}
+	for _, cpu := range cpus {
+		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		if err != nil {
+			return fail(fmt.Errorf("open the CPU clock of CPU %d: %w", cpu, err))
+		}
+		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
+		if err != nil {
+			unix.Close(fd)
+			return fail(fmt.Errorf("CPU %d: %w", cpu, err))
+		}
+		links = append(links, &profileLink{Link: l, fd: fd})
+	}
+	return links, nil
+}
+
+// onlineCPUs lists the CPUs /sys/devices/system/cpu/online names
+// ("0-3,5").
+func onlineCPUs() ([]int, error) {
+	b, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, fmt.Errorf("list the online CPUs: %w", err)
+	}
+	var cpus []int
+	for _, r := range strings.Split(strings.TrimSpace(string(b)), ",") {
+		lo, hi, isRange := strings.Cut(r, "-")
+		first, err1 := strconv.Atoi(lo)
+		last := first
+		var err2 error
+		if isRange {
+			last, err2 = strconv.Atoi(hi)
+		}
+		if err1 != nil || err2 != nil || last < first {
+			return nil, fmt.Errorf("list the online CPUs: bad range %q", r)
+		}
+		for c := first; c <= last; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	return cpus, nil
+}
