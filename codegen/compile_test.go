@@ -61,6 +61,8 @@ func TestProgramsLoad(t *testing.T) {
 		`BEGIN { @s[1] = stats(5); @a = avg(1); @mn["x"] = min(3); @mx = max(4); @sm = sum(5); print(@s, 1); print(@a, 2, 10); }`,
 		`uprobe:/bin/sh:main { join(arg1); join(arg1, ","); printf("%s\n", str(*(uint8 **)arg1)); }`,
 		`BEGIN { @x = 1; exit(); @x = 2; } END { if (@x > 1) { exit(); } else { printf("no\n"); return; } }`,
+		`struct addrs { unsigned char v4[4]; unsigned char v6[16]; } uprobe:/bin/sh:main { $a = (struct addrs *)arg0; printf("%s %s %s\n", ntop($a->v4), ntop(10, $a->v6), ntop(2, arg1)); @[ntop($a->v6)] = count(); }`,
+		`profile:hz:99 { @[ustack, ntop(cpu)] = count(); }`,
 	} {
 		p, err := lang.Parse("t.bt", src)
 		if err != nil {

@@ -580,6 +580,8 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 			return f.str(e, off)
 		case "buf":
 			return f.buf(e, off)
+		case "ntop":
+			return f.ntop(e, off)
 		}
 	case *lang.Ternary:
 		if err := f.intExpr(e.Cond); err != nil {
@@ -619,6 +621,61 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		}
 	}
 	return f.c.errorf(e, "%T of type %s as a value: %w", e, t, ErrUnsupported)
+}
+
+// Address families of ntop()'s value.
+const (
+	afInet  = 2
+	afInet6 = 10
+)
+
+// ntop lowers ntop([af,] addr) into an inet value at off (see inetSize).
+// Without af, a 16-byte address is IPv6 and anything else IPv4. An integer
+// address is stored as its 8 little-endian bytes: IPv4 reads the first 4.
+func (f *fn) ntop(e *lang.Call, off int) error {
+	addr := e.Args[len(e.Args)-1]
+	at := lang.TypeOf(addr)
+	f.zero(regScratch, off, inetSize)
+	if len(e.Args) == 2 {
+		if err := f.intExpr(e.Args[0]); err != nil {
+			return err
+		}
+		f.emit(asm.StoreMem(regScratch, int16(off), asm.R0, asm.DWord))
+	} else {
+		af := int32(afInet)
+		if at.Size == 16 {
+			af = afInet6
+		}
+		f.emit(storeImm64(regScratch, int16(off), af))
+	}
+	switch at.Kind {
+	case lang.KindArray:
+		// An array in the traced process's memory: addr's value is
+		// where it starts.
+		if err := f.intExpr(addr); err != nil {
+			return err
+		}
+		f.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		f.scratchPtr(asm.R1, off+8)
+		f.emit(asm.Mov.Imm(asm.R2, int32(min(at.Size, 16))), asm.FnProbeReadUser.Call())
+		return nil
+	case lang.KindString, lang.KindBuf:
+		tmp := f.alloc(sizeOf(at))
+		if err := f.valueInto(addr, tmp); err != nil {
+			return err
+		}
+		data := tmp
+		if at.Kind == lang.KindBuf {
+			data += 8 // after the length
+		}
+		f.copyMem(regScratch, off+8, regScratch, data, min(at.Size, 16))
+		return nil
+	}
+	if err := f.intExpr(addr); err != nil {
+		return err
+	}
+	f.emit(asm.StoreMem(regScratch, int16(off+8), asm.R0, asm.DWord))
+	return nil
 }
 
 // valueAs lowers e into the scratch area at off as a value of type want,

@@ -37,17 +37,23 @@ func sizeOf(t lang.Type) int {
 	case lang.KindTuple:
 		_, size := Layout(t.Elems...)
 		return size
+	case lang.KindInet:
+		return inetSize
 	case lang.KindNone, lang.KindVoid:
 		return 0
 	}
 	return 8
 }
 
+// inetSize is the size of ntop()'s value: a u64 address family (AF_INET
+// or AF_INET6) followed by 16 bytes of address, as bpftrace lays it out.
+const inetSize = 24
+
 // isScalar reports whether values of type t are lowered into a register
 // (integers, pointers, struct addresses) rather than into memory.
 func isScalar(t lang.Type) bool {
 	switch t.Kind {
-	case lang.KindString, lang.KindBuf, lang.KindTuple:
+	case lang.KindString, lang.KindBuf, lang.KindTuple, lang.KindInet:
 		return false
 	}
 	return true

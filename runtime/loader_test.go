@@ -49,23 +49,27 @@ int main(int argc, char **argv)
 // directory and returns the paths of the program and the library.
 func buildDlopen(t *testing.T) (loader, lib string) {
 	t.Helper()
-	testenv.RequireTool(t, "gcc")
 	dir := t.TempDir()
-	for name, src := range dlopenSources {
-		if err := os.WriteFile(filepath.Join(dir, name), []byte(src), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	loader, lib = filepath.Join(dir, "loader"), filepath.Join(dir, "libprobe.so")
-	for _, args := range [][]string{
-		{"-O2", "-shared", "-fPIC", "-o", lib, filepath.Join(dir, "lib.c")},
-		{"-O2", "-o", loader, filepath.Join(dir, "main.c"), "-ldl"},
-	} {
-		if out, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
-			testenv.Unavailable(t, "gcc %v: %v\n%s", args, err, out)
-		}
-	}
+	lib = buildC(t, dir, "libprobe.so", dlopenSources["lib.c"], "-shared", "-fPIC")
+	loader = buildC(t, dir, "loader", dlopenSources["main.c"], "-ldl")
 	return loader, lib
+}
+
+// buildC compiles the C source src with gcc -O2 and flags into dir/name
+// and returns its path.
+func buildC(t *testing.T, dir, name, src string, flags ...string) string {
+	t.Helper()
+	testenv.RequireTool(t, "gcc")
+	file := filepath.Join(dir, name+".c")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	out := filepath.Join(dir, name)
+	args := append([]string{"-O2", "-o", out, file}, flags...)
+	if b, err := exec.Command("gcc", args...).CombinedOutput(); err != nil {
+		testenv.Unavailable(t, "gcc %v: %v\n%s", args, err, b)
+	}
+	return out
 }
 
 // TestRunCommandLoadsLibraryLater traces, without a path, a probe of a

@@ -3,11 +3,14 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"net/netip"
 	"os"
 	"os/exec"
 	"strings"
 	"syscall"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
@@ -87,6 +90,8 @@ func (t *tracer) value(f codegen.Field, b []byte) output.Value {
 		return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: typ.Signed}
 	case lang.KindString:
 		return output.Str(cString(b[:f.Size]))
+	case lang.KindInet:
+		return output.Str(inetText(b))
 	case lang.KindBuf:
 		return output.Buf(clone(bufBytes(b, typ.Size)))
 	case lang.KindTuple:
@@ -265,4 +270,16 @@ func (t *tracer) join(ev *codegen.Event, data []byte) error {
 		}
 	}
 	return t.out.Message(output.MessageJoin, strings.Join(parts, ev.Format)+"\n")
+}
+
+// inetText formats ntop()'s value (codegen's inet layout: a u64 address
+// family, then 16 bytes of address) as inet_ntop does.
+func inetText(b []byte) string {
+	switch u64(b, 0) {
+	case unix.AF_INET:
+		return netip.AddrFrom4([4]byte(b[8:12])).String()
+	case unix.AF_INET6:
+		return netip.AddrFrom16([16]byte(b[8:24])).String()
+	}
+	return ""
 }
