@@ -1588,8 +1588,11 @@ func (c *checker) stackLimit(e *Call, a Expr) {
 // or 4 bytes, else 8), as bpftrace 0.17 types it.
 func (c *checker) uaddrType(e *Call) Type {
 	elem := Int64
+	if len(e.Args) != 1 {
+		return Type{Kind: KindPointer, Elem: &elem}
+	}
 	lit, ok := e.Args[0].(*StrLit)
-	if len(e.Args) != 1 || !ok {
+	if !ok {
 		return Type{Kind: KindPointer, Elem: &elem}
 	}
 	path := ""
