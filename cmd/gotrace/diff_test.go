@@ -155,7 +155,11 @@ func sortEqualMapEntries(lines []string) []string {
 	for i := 0; i < len(entries); {
 		j := i + 1
 		if entries[i].name != "" {
-			for j < len(entries) && entries[j].name == entries[i].name && entries[j].value == entries[i].value {
+			// Histograms in one run all end with their blank line, or
+			// all lack it: which line is blank stays put, so sorting
+			// sorted output changes nothing.
+			for j < len(entries) && entries[j].name == entries[i].name && entries[j].value == entries[i].value &&
+				endsBlank(entries[j].lines) == endsBlank(entries[i].lines) {
 				j++
 			}
 		}
@@ -170,6 +174,9 @@ func sortEqualMapEntries(lines []string) []string {
 	}
 	return out
 }
+
+// endsBlank reports whether an entry's last line is its blank line.
+func endsBlank(lines []string) bool { return len(lines) > 1 && lines[len(lines)-1] == "" }
 
 // toolResult is what one run of a tool left behind.
 type toolResult struct {
