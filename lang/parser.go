@@ -122,8 +122,12 @@ type gUnary struct {
 
 // gCast is a cast to an integer type, a struct or a pointer; a name other
 // than an integer type needs a "*", so that (nsecs) stays an expression.
+// The lookahead group decides before anything is consumed: participle's
+// bounded lookahead could not back out of "(a *****b" once it took it for
+// a cast. After "struct" any token names the struct, as in bpftrace, whose
+// checker then reports "(struct 0)" as an unknown struct.
 type gCast struct {
-	Struct string   `parser:"'(' ( ( 'struct' @Ident"`
+	Struct string   `parser:"(?= '(' ( 'struct' | 'int8' | 'int16' | 'int32' | 'int64' | 'uint8' | 'uint16' | 'uint32' | 'uint64' | Ident '*'+ ')' ) ) '(' ( ( 'struct' @(Ident | Int | String | Var | Map | Param | ParamCount | Punct | Attach | EndPred)"`
 	Int    string   `parser:"      | @('int8' | 'int16' | 'int32' | 'int64' | 'uint8' | 'uint16' | 'uint32' | 'uint64') )"`
 	Stars  []string `parser:"    @'*'*"`
 	Named  string   `parser:"  | @Ident"`
