@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
-	"strings"
 	"syscall"
 
 	"github.com/cilium/ebpf"
@@ -209,14 +208,10 @@ func (t *tracer) warnUnmatched() {
 	var l lang.ErrorList
 	for _, pr := range t.prog.Probes {
 		for _, ap := range pr.Attach {
-			if ap.Kind != lang.ProbeUSDT || !wildcardPath(ap.Target) || attached[ap] || strings.ContainsAny(ap.Provider+ap.Func, "*?") {
+			if ap.Kind != lang.ProbeUSDT || !wildcardPath(ap.Target) || attached[ap] || !namesOne(ap) {
 				continue
 			}
-			want := ap.Func
-			if ap.Provider != "" {
-				want = ap.Provider + ":" + ap.Func
-			}
-			l = append(l, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s was not found in the objects the command loaded", want)})
+			l = append(l, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s was not found in the objects the command loaded", probeLabel(ap))})
 		}
 	}
 	l.WriteWarnings(t.opts.Err, t.prog.File, t.prog.Source)

@@ -144,7 +144,7 @@ func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint
 	var l lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
-			if aps, ok := matches[ap]; !ok || len(aps) > 0 || strings.ContainsAny(ap.Provider+ap.Func, "*?") {
+			if aps, ok := matches[ap]; !ok || len(aps) > 0 || !namesOne(ap) {
 				continue
 			}
 			switch {
@@ -159,12 +159,24 @@ func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint
 	return l
 }
 
+// namesOne reports whether an attach point names one probe or function:
+// no * or ? in its provider or name.
+func namesOne(ap *lang.AttachPoint) bool {
+	return !strings.ContainsAny(ap.Provider+ap.Func, "*?")
+}
+
+// probeLabel is how messages name the probe a usdt attach point asks for:
+// provider:name, or the name alone when it gives no provider.
+func probeLabel(ap *lang.AttachPoint) string {
+	if ap.Provider == "" {
+		return ap.Func
+	}
+	return ap.Provider + ":" + ap.Func
+}
+
 // usdtNotFound describes a usdt attach point that matched nothing.
 func usdtNotFound(ap *lang.AttachPoint, objs []string, r *probeReader) *lang.Error {
-	want := ap.Func
-	if ap.Provider != "" {
-		want = ap.Provider + ":" + ap.Func
-	}
+	want := probeLabel(ap)
 	paths := objs
 	if !wildcardPath(ap.Target) {
 		path, _ := absPath(ap.Target)
