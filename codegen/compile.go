@@ -162,15 +162,11 @@ type compiler struct {
 func callsExit(p *lang.Program) bool {
 	found := false
 	for _, probe := range p.Probes {
-		visit := func(n lang.Node) {
+		inspectProbe(probe, func(n lang.Node) {
 			if call, ok := n.(*lang.Call); ok && call.Name == "exit" {
 				found = true
 			}
-		}
-		if probe.Pred != nil {
-			inspect(probe.Pred, visit)
-		}
-		inspect(probe.Body, visit)
+		})
 	}
 	return found
 }

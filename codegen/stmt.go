@@ -125,10 +125,7 @@ func (f *fn) declareVars(probe *lang.Probe) error {
 		}
 		types[v.Name] = t
 	}
-	if probe.Pred != nil {
-		inspect(probe.Pred, visit)
-	}
-	inspect(probe.Body, visit)
+	inspectProbe(probe, visit)
 	names := make([]string, 0, len(types))
 	for name := range types {
 		names = append(names, name)
@@ -387,6 +384,14 @@ func (f *fn) jump(s *lang.JumpStmt) error {
 		f.emit(asm.LongJump(l.cont))
 	}
 	return nil
+}
+
+// inspectProbe calls visit for every node of a probe's predicate and body.
+func inspectProbe(probe *lang.Probe, visit func(lang.Node)) {
+	if probe.Pred != nil {
+		inspect(probe.Pred, visit)
+	}
+	inspect(probe.Body, visit)
 }
 
 // inspect calls visit for n and every node below it, in source order.

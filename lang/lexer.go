@@ -207,10 +207,7 @@ func (s *scanner) next() *Error {
 	top := s.braces == 0 && !s.inPred
 	switch {
 	case isIdentStart(c):
-		n := 1
-		for n < len(rest) && isIdentChar(rest[n]) {
-			n++
-		}
+		n := len(identPrefix(rest))
 		if top && n < len(rest) && rest[n] == ':' {
 			return s.attachPoint()
 		}
