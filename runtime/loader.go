@@ -131,29 +131,34 @@ func (t *tracer) loadedObjects() error {
 	if len(fresh) == 0 {
 		return nil
 	}
-	probes, err := resolveUSDT(t.prog, fresh)
+	// Only the attach points without a path look in the new objects: the
+	// others are attached already, and their files need no new reading.
+	wild := map[*lang.AttachPoint][]*lang.AttachPoint{}
+	for _, pr := range t.prog.Probes {
+		for _, ap := range pr.Attach {
+			wild[ap] = nil
+			if ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target) {
+				wild[ap] = []*lang.AttachPoint{ap}
+			}
+		}
+	}
+	probes, err := resolveUSDT(matchedProgram(t.prog, wild), fresh)
 	if err != nil {
 		return err
 	}
-	// Only the attach points without a path that matched something in the
-	// new objects: everything else is attached already.
-	replace := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	found := false
-	for _, pr := range t.prog.Probes {
-		for _, ap := range pr.Attach {
-			replace[ap] = nil
-			if ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target) && len(probes[ap]) > 0 {
-				replace[ap] = []*lang.AttachPoint{ap}
-				found = true
-			}
+	for ap, ps := range probes {
+		if len(ps) == 0 {
+			wild[ap] = nil
 		}
+		found = found || len(ps) > 0
 	}
 	if !found {
 		return nil
 	}
 	opts := codegenOptions(t.opts, probes, t.pid)
 	opts.Extends = t.spec
-	spec, err := codegen.Compile(matchedProgram(t.prog, replace), opts)
+	spec, err := codegen.Compile(matchedProgram(t.prog, wild), opts)
 	if err != nil {
 		return fmt.Errorf("compile the probes of %v: %w", fresh, err)
 	}

@@ -87,6 +87,8 @@ func TestRunCommandLoadsLibraryLater(t *testing.T) {
 		{"library only", `usdt::lib:hit { @ = count(); @sum = sum(arg0); }`, []string{"@: 50", "@sum: 1225"}},
 		{"executable and library", `usdt::lib:* { @[probe] = count(); }`, []string{
 			"@[usdt:" + loader + ":lib:start]: 1", "@[usdt:" + lib + ":lib:hit]: 50"}},
+		{"with and without the path", `usdt:` + lib + `:lib:hit { @path = count(); } usdt::lib:hit { @nopath = count(); }`,
+			[]string{"@path: 50", "@nopath: 50"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
