@@ -156,9 +156,10 @@ var x86Registers = map[string]bool{
 	"flags": true, "sp": true, "ss": true,
 }
 
-// closestName returns the name in candidates nearest to name by edit
-// distance, or "" when none is close enough to be a likely typo.
-func closestName(name string, candidates []string) string {
+// ClosestName returns the name in candidates nearest to name by edit
+// distance, or "" when none is close enough to be a likely typo. The
+// runtime uses it too, for a misspelt probe or function name.
+func ClosestName(name string, candidates []string) string {
 	best, bestDist := "", 3
 	if len(name) <= 3 {
 		bestDist = 2

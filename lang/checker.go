@@ -714,7 +714,7 @@ func (c *checker) builtin(e *Builtin) Type {
 			c.errorf(e.Loc, "The %s builtin is not supported by gotrace", e.Name)
 		} else {
 			hint := ""
-			if near := closestName(e.Name, sortedNames(builtinVars)); near != "" {
+			if near := ClosestName(e.Name, sortedNames(builtinVars)); near != "" {
 				hint = "did you mean " + near + "?"
 			}
 			c.hintf(e.Loc, hint, "Unknown identifier: '%s'", e.Name)
@@ -1108,7 +1108,7 @@ func (c *checker) call(e *Call, u use) Type {
 			return Type{}
 		}
 		hint := ""
-		if near := closestName(e.Name, sortedNames(funcs)); near != "" {
+		if near := ClosestName(e.Name, sortedNames(funcs)); near != "" {
 			hint = fmt.Sprintf("did you mean %s()?", near)
 		}
 		c.hintf(nameLoc, hint, "Unknown function: %s", e.Name)
