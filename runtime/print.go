@@ -23,7 +23,10 @@ const catBytesMax = 10 * 1024
 
 // attaching prints "Attaching N probes...".
 func (t *tracer) attaching(n int) error {
-	return t.out.AttachedProbes(n)
+	if err := t.out.AttachedProbes(n); err != nil {
+		return err
+	}
+	return t.out.Flush()
 }
 
 // printLost reports n records the programs could not reserve.
@@ -225,6 +228,7 @@ func (t *tracer) system(ev *codegen.Event, data []byte) error {
 	}
 	c := exec.Command("/bin/sh", "-c", string(cmd))
 	c.Stderr = t.opts.Err
+	t.flushOut() // before the command's own errors
 	out, err := c.Output()
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
@@ -252,6 +256,7 @@ func (t *tracer) cat(ev *codegen.Event, data []byte) error {
 			reason = errno.Error()
 			reason = strings.ToUpper(reason[:1]) + reason[1:]
 		}
+		t.flushOut()
 		fmt.Fprintf(t.opts.Err, "ERROR: failed to open file '%s': %s\n", name, reason)
 		return nil
 	}

@@ -27,6 +27,9 @@ import (
 // happened.
 const lostPoll = 100 * time.Millisecond
 
+// outHold is how much output the tracer holds before it writes it.
+const outHold = 64 << 10
+
 // childGrace is how long a -c command that is still running at the end
 // gets to exit after SIGTERM before it is killed.
 const childGrace = time.Second
@@ -64,6 +67,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		out:     output.NewWriter(opts.Out, format),
 		formats: map[*codegen.Event][]lang.FormatPart{},
 	}
+	t.out.Hold(outHold)
 	defer t.close()
 
 	var objs []string
@@ -174,7 +178,10 @@ type tracer struct {
 	tickers  sync.WaitGroup
 	stopOnce sync.Once
 
-	// out formats everything the trace prints to Out.
+	// out formats everything the trace prints to Out. It holds its output
+	// (outHold), and the readers flush it when their ring buffer is empty:
+	// a burst of records costs one write per 64 KiB, not one per line, and
+	// a quiet trace still prints each line at once.
 	out *output.Writer
 	// formats caches the parsed formats of printf-like events.
 	formats map[*codegen.Event][]lang.FormatPart
@@ -302,6 +309,9 @@ func (t *tracer) startReaders() {
 			case <-tick.C:
 				t.mu.Lock()
 				t.reportLost()
+				// Also bounds how long a line can stay held should a
+				// reader's emptiness check ever miss it.
+				t.flushOut()
 				t.mu.Unlock()
 			}
 		}
@@ -321,6 +331,9 @@ func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}) {
 			err = t.handle(rec.RawSample)
 			if err != nil && t.runErr == nil {
 				t.runErr = err
+			}
+			if rd.AvailableBytes() == 0 {
+				t.flushOut()
 			}
 			t.mu.Unlock()
 			if err != nil {
@@ -448,11 +461,13 @@ func (t *tracer) finish() error {
 	t.drain()
 	t.mu.Lock()
 	defer t.mu.Unlock()
+	t.flushOut()
 	t.warnUnmatched()
 	t.reportLost()
 	if err := t.printAllMaps(); err != nil {
 		return err
 	}
+	t.flushOut()
 	t.reportFull()
 	return t.runErr
 }
@@ -510,5 +525,15 @@ func (t *tracer) close() {
 	}
 	if t.pidfd > 0 {
 		unix.Close(t.pidfd)
+	}
+	// What was printed before an error is still written.
+	t.out.Flush()
+}
+
+// flushOut writes the output t.out holds. The caller holds t.mu, or is
+// the only goroutine left.
+func (t *tracer) flushOut() {
+	if err := t.out.Flush(); err != nil && t.runErr == nil {
+		t.runErr = err
 	}
 }

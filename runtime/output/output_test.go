@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -240,4 +241,51 @@ func FuzzJSONString(f *testing.F) {
 			t.Fatalf("%q gives %s, which decodes to %q", s, out, back)
 		}
 	})
+}
+
+// writeCounter records each Write it gets.
+type writeCounter struct{ writes []string }
+
+func (c *writeCounter) Write(p []byte) (int, error) {
+	c.writes = append(c.writes, string(p))
+	return len(p), nil
+}
+
+// A holding Writer writes nothing until it holds its size or is flushed,
+// then whole lines only; a failed printf drops its own text, not the lines
+// held before it.
+func TestHold(t *testing.T) {
+	line, err := lang.ParseFormat("%d\n")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var c writeCounter
+	w := NewWriter(&c, Text)
+	w.Hold(8)
+	for i := range 3 {
+		if err := w.Printf(line, []Value{Int(int64(i * 100))}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if want := []string{"0\n100\n200\n"}; !slices.Equal(c.writes, want) {
+		t.Fatalf("after three lines over 8 bytes: writes %q, want %q", c.writes, want)
+	}
+	if err := w.Printf(line, []Value{Int(7)}); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Printf(line, []Value{Str("x")}); !errors.Is(err, ErrArgs) {
+		t.Fatalf("Printf of a string with %%d = %v, want ErrArgs", err)
+	}
+	if len(c.writes) != 1 {
+		t.Fatalf("a line under the held size was written: %q", c.writes)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if err := w.Flush(); err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"0\n100\n200\n", "7\n"}; !slices.Equal(c.writes, want) {
+		t.Errorf("after Flush twice: writes %q, want %q", c.writes, want)
+	}
 }

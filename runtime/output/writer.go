@@ -45,14 +45,16 @@ const (
 )
 
 // Writer prints a program's output to an io.Writer in one Format. Every
-// call makes a single Write of whole lines, so wrap the destination in a
-// bufio.Writer for speed and flush it when tracing stops. A Writer is not
-// safe for concurrent use.
+// Write it makes holds whole lines, so that another writer of the same
+// file (a traced command's own output) never lands inside a line. By
+// default every call makes one Write; see Hold. A Writer is not safe for
+// concurrent use.
 type Writer struct {
 	w      io.Writer
 	format Format
 	buf    []byte
 	text   []byte // printf's text, before JSON quotes it
+	hold   int    // see Hold
 }
 
 // NewWriter returns a Writer printing to w in format f.
@@ -60,7 +62,25 @@ func NewWriter(w io.Writer, f Format) *Writer {
 	return &Writer{w: w, format: f}
 }
 
+// Hold makes the Writer keep its output until it holds n bytes or Flush is
+// called: a burst of lines then costs one Write, not one per line.
+func (w *Writer) Hold(n int) {
+	w.hold = n
+}
+
+// flush ends each call: it writes the output unless Hold says to keep it.
 func (w *Writer) flush() error {
+	if len(w.buf) < w.hold {
+		return nil
+	}
+	return w.Flush()
+}
+
+// Flush writes the output the Writer holds.
+func (w *Writer) Flush() error {
+	if len(w.buf) == 0 {
+		return nil
+	}
 	_, err := w.w.Write(w.buf)
 	w.buf = w.buf[:0]
 	if err != nil {
@@ -108,10 +128,11 @@ func (w *Writer) Printf(parts []lang.FormatPart, args []Value) error {
 		w.buf = append(w.buf, "}\n"...)
 		return w.flush()
 	}
+	start := len(w.buf)
 	var err error
 	w.buf, err = AppendPrintf(w.buf, parts, args)
 	if err != nil {
-		w.buf = w.buf[:0]
+		w.buf = w.buf[:start]
 		return err
 	}
 	return w.flush()
