@@ -3,7 +3,10 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -21,6 +24,9 @@ const verifierTail = 20
 // program, the error names the script line the failing instruction came
 // from.
 func load(spec *ebpf.CollectionSpec, replace map[string]*ebpf.Map) (*ebpf.Collection, error) {
+	if err := checkStackDepth(spec, maxStackFile); err != nil {
+		return nil, err
+	}
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
 	if err == nil {
 		return coll, nil
@@ -30,6 +36,50 @@ func load(spec *ebpf.CollectionSpec, replace map[string]*ebpf.Map) (*ebpf.Collec
 		return nil, fmt.Errorf("load program: %w", err)
 	}
 	return nil, verifierError(spec, err, ve)
+}
+
+// maxStackFile holds kernel.perf_event_max_stack, the most frames the
+// kernel walks and a stack trace map may hold.
+const maxStackFile = "/proc/sys/kernel/perf_event_max_stack"
+
+// checkStackDepth refuses a ustack deeper than the limit in the file
+// limitFile, which the kernel would refuse with a bare "invalid argument"
+// when creating its stack map. Without the file the kernel decides.
+func checkStackDepth(spec *ebpf.CollectionSpec, limitFile string) error {
+	b, err := os.ReadFile(limitFile)
+	if err != nil {
+		return nil
+	}
+	limit, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return nil
+	}
+	for _, name := range slices.Sorted(maps.Keys(spec.Maps)) {
+		m := spec.Maps[name]
+		if frames := int(m.ValueSize / 8); m.Type == ebpf.StackTrace && frames > limit {
+			return fmt.Errorf("%sustack with %d frames: the kernel walks at most %d (kernel.perf_event_max_stack); raise the limit with sysctl kernel.perf_event_max_stack=%d",
+				referenceSource(spec, name), frames, limit, frames)
+		}
+	}
+	return nil
+}
+
+// referenceSource returns "FILE:LINE:COL: " of the first instruction that
+// uses map name, or "" when none has a source comment.
+func referenceSource(spec *ebpf.CollectionSpec, name string) string {
+	for _, prog := range slices.Sorted(maps.Keys(spec.Programs)) {
+		insns := spec.Programs[prog].Instructions
+		iter := insns.Iterate()
+		for iter.Next() {
+			if iter.Ins.Reference() != name {
+				continue
+			}
+			if loc, _, ok := strings.Cut(sourceAt(insns, int(iter.Offset)), " "); ok {
+				return loc + " "
+			}
+		}
+	}
+	return ""
 }
 
 // VerifierError is the kernel's verifier rejecting a program. Its message

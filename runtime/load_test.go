@@ -2,12 +2,15 @@ package runtime
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/testenv"
 )
 
@@ -70,5 +73,46 @@ func TestLoadVerifierError(t *testing.T) {
 	var ebpfErr *ebpf.VerifierError
 	if !errors.As(err, &ebpfErr) {
 		t.Error("the cilium/ebpf VerifierError is not wrapped")
+	}
+}
+
+// A ustack deeper than kernel.perf_event_max_stack is refused before
+// loading, at the script position that asked for it.
+func TestCheckStackDepth(t *testing.T) {
+	dir := t.TempDir()
+	limitFile := filepath.Join(dir, "perf_event_max_stack")
+	if err := os.WriteFile(limitFile, []byte("127\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	specWith := func(frames int) *ebpf.CollectionSpec {
+		name := codegen.StackMap(frames)
+		return &ebpf.CollectionSpec{
+			Maps: map[string]*ebpf.MapSpec{
+				name: {Type: ebpf.StackTrace, KeySize: 4, ValueSize: uint32(8 * frames), MaxEntries: 16},
+			},
+			Programs: map[string]*ebpf.ProgramSpec{"prog0": {Instructions: asm.Instructions{
+				asm.Mov.Imm(asm.R0, 0).WithSource(asm.Comment("a.bt:4:3: @[ustack(n)] = count()")),
+				asm.LoadMapPtr(asm.R2, 0).WithReference(name),
+				asm.Return(),
+			}}},
+		}
+	}
+	for _, tc := range []struct {
+		frames    int
+		limitFile string
+		want      string
+	}{
+		{127, limitFile, ""},
+		{128, limitFile, "a.bt:4:3: ustack with 128 frames: the kernel walks at most 127 (kernel.perf_event_max_stack); raise the limit with sysctl kernel.perf_event_max_stack=128"},
+		{128, filepath.Join(dir, "missing"), ""},
+	} {
+		err := checkStackDepth(specWith(tc.frames), tc.limitFile)
+		got := ""
+		if err != nil {
+			got = err.Error()
+		}
+		if got != tc.want {
+			t.Errorf("%d frames, limit file %s: error %q, want %q", tc.frames, filepath.Base(tc.limitFile), got, tc.want)
+		}
 	}
 }
