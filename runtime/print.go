@@ -50,13 +50,15 @@ func (t *tracer) formatParts(ev *codegen.Event) ([]lang.FormatPart, error) {
 	return parts, nil
 }
 
-// recordArgs decodes the fields of a record.
+// recordArgs decodes the fields of a record. The next call reuses the
+// slice it returns (one allocation less per printf record), so a caller
+// is done with it before it decodes another record.
 func (t *tracer) recordArgs(fields []codegen.Field, data []byte) []output.Value {
-	args := make([]output.Value, len(fields))
-	for i, f := range fields {
-		args[i] = t.value(f, data[f.Offset:])
+	t.args = t.args[:0]
+	for _, f := range fields {
+		t.args = append(t.args, t.value(f, data[f.Offset:]))
 	}
-	return args
+	return t.args
 }
 
 // keyArgs decodes the fields of a map key. bpftrace prints a pointer in

@@ -183,6 +183,9 @@ type tracer struct {
 	// a burst of records costs one write per 64 KiB, not one per line, and
 	// a quiet trace still prints each line at once.
 	out *output.Writer
+	// args holds the decoded fields of the record being printed (see
+	// recordArgs).
+	args []output.Value
 	// formats caches the parsed formats of printf-like events.
 	formats map[*codegen.Event][]lang.FormatPart
 	// syms names code addresses for func and usym().
