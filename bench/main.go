@@ -101,6 +101,12 @@ func cases() []Case {
 			"-c", fmt.Sprintf("LOOP %d", printfEvents),
 			"-e", `usdt:LOOP:bench:hit { printf("%d %s\n", arg0, str(arg2)); }`,
 		}},
+		// The same 500,000 events from two threads at once: the tool's
+		// reader then competes with both for the machine's two cores.
+		{Name: "printf-2-threads", Kind: KindPrintf, Args: []string{
+			"-c", fmt.Sprintf("LOOP %d 16 2", printfEvents/2),
+			"-e", `usdt:LOOP:bench:hit { printf("%d %s\n", arg0, str(arg2)); }`,
+		}},
 		{Name: "print-map-4096", Kind: KindPrintMap, Args: []string{
 			"-c", fmt.Sprintf("LOOP %d %d", mapKeys, mapKeys),
 			"-e", "usdt:LOOP:bench:hit { @[arg1] = count(); }",

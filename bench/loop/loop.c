@@ -2,16 +2,20 @@
 // loop and prints how long one iteration took, so that the benchmark can
 // compare the loop traced and untraced. Built by bench/main.go with gcc.
 //
-//	loop ITERATIONS [KEYS]
+//	loop ITERATIONS [KEYS [THREADS]]
 //
 // bench:hit's arguments: arg0 the iteration (int64), arg1 the iteration
-// modulo KEYS (default 16), arg2 one of eight names (char *).
+// modulo KEYS (default 16), arg2 one of eight names (char *). With
+// THREADS (default 1), that many threads each fire ITERATIONS hits at
+// once, from the same probe site; the main thread is one of them and the
+// only one timed.
 //
 // The loop runs in ten equal slices and reports the fastest slice's time
 // per iteration (ns_per_iteration; a slice the scheduler interrupted is
 // slower, not faster) and the mean over the whole loop (mean_ns). The last
 // line is "done ns=<CLOCK_REALTIME nanoseconds>" so the benchmark can time
 // what the tracer does after the traced process has gone (END, maps).
+#include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,16 +36,42 @@ static int64_t now(clockid_t clock)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
+// fire fires bench:hit for the iterations lo to hi-1. It is never
+// inlined, so that every thread fires the probe from its one site.
+static __attribute__((noinline)) void fire(int64_t lo, int64_t hi, int64_t keys)
+{
+	for (int64_t i = lo; i < hi; i++) {
+		int64_t k = i % keys;
+		const char *name = names[i & 7];
+		// Keep name in a register: bpftrace 0.17 misreads the
+		// scaled-index operand gcc would otherwise emit.
+		__asm__ volatile("" : "+r"(name));
+		DTRACE_PROBE3(bench, hit, i, k, name);
+	}
+}
+
+struct span {
+	int64_t n, keys;
+};
+
+static void *fire_thread(void *arg)
+{
+	struct span *sp = arg;
+	fire(0, sp->n, sp->keys);
+	return NULL;
+}
+
 int main(int argc, char **argv)
 {
-	if (argc < 2 || argc > 3) {
-		fprintf(stderr, "usage: loop ITERATIONS [KEYS]\n");
+	if (argc < 2 || argc > 4) {
+		fprintf(stderr, "usage: loop ITERATIONS [KEYS [THREADS]]\n");
 		return 2;
 	}
 	int64_t n = strtoll(argv[1], NULL, 10);
-	int64_t keys = argc == 3 ? strtoll(argv[2], NULL, 10) : 16;
-	if (n <= 0 || keys <= 0) {
-		fprintf(stderr, "loop: ITERATIONS and KEYS must be positive\n");
+	int64_t keys = argc >= 3 ? strtoll(argv[2], NULL, 10) : 16;
+	int64_t threads = argc == 4 ? strtoll(argv[3], NULL, 10) : 1;
+	if (n <= 0 || keys <= 0 || threads <= 0 || threads > 64) {
+		fprintf(stderr, "loop: ITERATIONS and KEYS must be positive, THREADS 1 to 64\n");
 		return 2;
 	}
 	// Touch the names first: a uprobe cannot fault pages in, so str(arg2)
@@ -49,6 +79,14 @@ int main(int argc, char **argv)
 	size_t total = 0;
 	for (int j = 0; j < 8; j++)
 		total += strlen(names[j]);
+	struct span sp = {n, keys};
+	pthread_t others[64];
+	for (int64_t t = 1; t < threads; t++) {
+		if (pthread_create(&others[t], NULL, fire_thread, &sp) != 0) {
+			fprintf(stderr, "loop: cannot start a thread\n");
+			return 1;
+		}
+	}
 	double best = -1;
 	int64_t start = now(CLOCK_MONOTONIC);
 	for (int s = 0; s < SLICES; s++) {
@@ -56,18 +94,13 @@ int main(int argc, char **argv)
 		if (hi == lo)
 			continue;
 		int64_t t0 = now(CLOCK_MONOTONIC);
-		for (int64_t i = lo; i < hi; i++) {
-			int64_t k = i % keys;
-			const char *name = names[i & 7];
-			// Keep name in a register: bpftrace 0.17 misreads the
-			// scaled-index operand gcc would otherwise emit.
-			__asm__ volatile("" : "+r"(name));
-			DTRACE_PROBE3(bench, hit, i, k, name);
-		}
+		fire(lo, hi, keys);
 		double per = (double)(now(CLOCK_MONOTONIC) - t0) / (double)(hi - lo);
 		if (best < 0 || per < best)
 			best = per;
 	}
+	for (int64_t t = 1; t < threads; t++)
+		pthread_join(others[t], NULL);
 	int64_t elapsed = now(CLOCK_MONOTONIC) - start;
 	printf("iterations=%lld ns_per_iteration=%.2f mean_ns=%.2f names=%zu\n", (long long)n, best,
 	       (double)elapsed / (double)n, total);
