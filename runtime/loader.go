@@ -199,23 +199,38 @@ func loadSharing(spec *ebpf.CollectionSpec, maps map[string]*ebpf.Map) (*ebpf.Co
 	return load(spec, replace)
 }
 
-// warnUnmatched warns, at the end of a trace that watched the -c command's
-// loads, about each attach point without a path that names one probe and
-// was found in no object the command had or loaded.
-func (t *tracer) warnUnmatched() {
-	if t.spec.LoaderProgram == "" || t.opts.NoWarnings {
-		return
+// waiting returns the attach points without a path that no program is
+// attached to yet: with a -c command whose loads are watched, they wait
+// for the objects it loads later.
+func (t *tracer) waiting() []*lang.AttachPoint {
+	if t.spec.LoaderProgram == "" {
+		return nil
 	}
 	attached := map[*lang.AttachPoint]bool{}
 	for _, a := range t.spec.Attachments {
 		attached[a.Probe] = true
 	}
-	var l lang.ErrorList
+	var aps []*lang.AttachPoint
 	for _, pr := range t.prog.Probes {
 		for _, ap := range pr.Attach {
-			if ap.Kind != lang.ProbeUSDT || !wildcardPath(ap.Target) || attached[ap] || !namesOne(ap) {
-				continue
+			if ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target) && !attached[ap] {
+				aps = append(aps, ap)
 			}
+		}
+	}
+	return aps
+}
+
+// warnUnmatched warns, at the end of a trace that watched the -c command's
+// loads, about each attach point without a path that names one probe and
+// was found in no object the command had or loaded.
+func (t *tracer) warnUnmatched() {
+	if t.opts.NoWarnings {
+		return
+	}
+	var l lang.ErrorList
+	for _, ap := range t.waiting() {
+		if namesOne(ap) {
 			l = append(l, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s was not found in the objects the command loaded", probeLabel(ap))})
 		}
 	}

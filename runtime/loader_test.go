@@ -76,7 +76,8 @@ func buildC(t *testing.T, dir, name, src string, flags ...string) string {
 // library the -c command loads with dlopen, next to one of the command
 // itself: the loader program stops the command when the dynamic loader
 // has mapped the library, the runtime attaches to its probes, and every
-// hit is counted.
+// hit is counted. "Attaching N probes..." counts an attach point that
+// waits for the library as one probe.
 func TestRunCommandLoadsLibraryLater(t *testing.T) {
 	testenv.RequireRoot(t)
 	loader, lib := buildDlopen(t)
@@ -84,16 +85,17 @@ func TestRunCommandLoadsLibraryLater(t *testing.T) {
 		name, src string
 		want      []string
 	}{
-		{"library only", `usdt::lib:hit { @ = count(); @sum = sum(arg0); }`, []string{"@: 50", "@sum: 1225"}},
+		{"library only", `usdt::lib:hit { @ = count(); @sum = sum(arg0); }`,
+			[]string{"Attaching 1 probe...", "@: 50", "@sum: 1225"}},
 		{"executable and library", `usdt::lib:* { @[probe] = count(); }`, []string{
-			"@[usdt:" + loader + ":lib:start]: 1", "@[usdt:" + lib + ":lib:hit]: 50"}},
+			"Attaching 1 probe...", "@[usdt:" + loader + ":lib:start]: 1", "@[usdt:" + lib + ":lib:hit]: 50"}},
 		{"with and without the path", `usdt:` + lib + `:lib:hit { @path = count(); } usdt::lib:hit { @nopath = count(); }`,
-			[]string{"@path: 50", "@nopath: 50"}},
+			[]string{"Attaching 2 probes...", "@path: 50", "@nopath: 50"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
-			out, stderr, err := runScript(t, ctx, tt.src, Options{Command: loader + " " + lib + " 50", Quiet: true})
+			out, stderr, err := runScript(t, ctx, tt.src, Options{Command: loader + " " + lib + " 50"})
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
 			}

@@ -110,7 +110,10 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		return err
 	}
 	if !opts.Quiet {
-		if err := t.attaching(len(sites)); err != nil {
+		// An attach point waiting for a library the command loads later
+		// counts as one probe: it is attached, if found, before the
+		// library's code runs.
+		if err := t.attaching(len(sites) + len(t.waiting())); err != nil {
 			return err
 		}
 	}
