@@ -43,8 +43,9 @@ const libjvm = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"
 const (
 	// hitIterations is how often the per-hit cases fire the probe: big
 	// enough that start-up does not matter inside the loop's own timing,
-	// small enough for a few tenths of a second per traced run.
-	hitIterations = 20000
+	// small enough for about a tenth of a second of hits per traced run
+	// (a hit costs ~1 µs on the AMD VMs, 5-6 µs on the Intel ones with PTI).
+	hitIterations = 100000
 	// printfEvents is how many printf events the throughput case fires.
 	printfEvents = 500000
 	// mapKeys is the number of keys of the map printed at exit, which is
