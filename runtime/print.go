@@ -31,9 +31,7 @@ func (t *tracer) attaching(n int) error {
 
 // printLost reports n records the programs could not reserve.
 func (t *tracer) printLost(n uint64) {
-	if err := t.out.LostEvents(n); err != nil && t.runErr == nil {
-		t.runErr = err
-	}
+	t.keepErr(t.out.LostEvents(n))
 }
 
 // formatParts returns the parsed printf-style format of event ev, parsing

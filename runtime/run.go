@@ -335,9 +335,7 @@ func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}) {
 		case err == nil:
 			t.mu.Lock()
 			err = t.handle(rec.RawSample)
-			if err != nil && t.runErr == nil {
-				t.runErr = err
-			}
+			t.keepErr(err)
 			if rd.AvailableBytes() == 0 {
 				t.flushOut()
 			}
@@ -353,9 +351,7 @@ func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}) {
 			return
 		default:
 			t.mu.Lock()
-			if t.runErr == nil {
-				t.runErr = fmt.Errorf("read ring buffer: %w", err)
-			}
+			t.keepErr(fmt.Errorf("read ring buffer: %w", err))
 			t.mu.Unlock()
 			t.requestExit()
 			return
@@ -390,9 +386,7 @@ func (t *tracer) startIntervals() {
 				case <-tick.C:
 					if err := runProgram(iv.prog); err != nil {
 						t.mu.Lock()
-						if t.runErr == nil {
-							t.runErr = fmt.Errorf("run interval program: %w", err)
-						}
+						t.keepErr(fmt.Errorf("run interval program: %w", err))
 						t.mu.Unlock()
 						t.requestExit()
 						return
@@ -539,7 +533,13 @@ func (t *tracer) close() {
 // flushOut writes the output t.out holds. The caller holds t.mu, or is
 // the only goroutine left.
 func (t *tracer) flushOut() {
-	if err := t.out.Flush(); err != nil && t.runErr == nil {
+	t.keepErr(t.out.Flush())
+}
+
+// keepErr records err (when not nil) as the run's error, unless an earlier
+// one is kept. The caller holds t.mu, or is the only goroutine left.
+func (t *tracer) keepErr(err error) {
+	if err != nil && t.runErr == nil {
 		t.runErr = err
 	}
 }
