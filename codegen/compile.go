@@ -119,6 +119,7 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 		c.callsExit = e.ExitedMap != ""
 		c.events = slices.Clone(e.Events)
 		c.spec.Attachments = slices.Clone(e.Attachments)
+		c.spec.TimeFormats = slices.Clone(e.TimeFormats)
 	}
 	if !c.callsExit {
 		c.spec.ExitedMap = ""

@@ -144,13 +144,6 @@ func (f *fn) event(call *lang.Call, ev Event, args []lang.Expr, ring string) err
 		}
 	}
 	fields, size := Layout(types...)
-	for i, a := range args {
-		if c, ok := a.(*lang.Call); ok && c.Name == "strftime" && len(c.Args) > 0 {
-			if lit, ok := c.Args[0].(*lang.StrLit); ok {
-				fields[i].Format = lit.Value
-			}
-		}
-	}
 	ev.Args = fields
 	ev.Pos = call.Loc
 	id := len(f.c.events)

@@ -3,6 +3,7 @@ package codegen
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -582,6 +583,8 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 			return f.buf(e, off)
 		case "ntop":
 			return f.ntop(e, off)
+		case "strftime":
+			return f.strftime(e, off)
 		}
 	case *lang.Ternary:
 		if err := f.intExpr(e.Cond); err != nil {
@@ -621,6 +624,26 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		}
 	}
 	return f.c.errorf(e, "%T of type %s as a value: %w", e, t, ErrUnsupported)
+}
+
+// strftime lowers strftime(format, nsecs) into a timestamp value at off
+// (see timestampSize).
+func (f *fn) strftime(e *lang.Call, off int) error {
+	lit, ok := e.Args[0].(*lang.StrLit)
+	if !ok || len(e.Args) != 2 {
+		return f.c.errorf(e, "strftime() expects a string literal format and a time")
+	}
+	index := slices.Index(f.c.spec.TimeFormats, lit.Value)
+	if index < 0 {
+		index = len(f.c.spec.TimeFormats)
+		f.c.spec.TimeFormats = append(f.c.spec.TimeFormats, lit.Value)
+	}
+	f.emit(storeImm64(regScratch, int16(off), int32(index)))
+	if err := f.intExpr(e.Args[1]); err != nil {
+		return err
+	}
+	f.emit(asm.StoreMem(regScratch, int16(off+8), asm.R0, asm.DWord))
+	return nil
 }
 
 // Address families of ntop()'s value.
@@ -960,9 +983,6 @@ func (f *fn) structString(e *lang.FieldAccess, off int) error {
 // intCall lowers a call with an integer value.
 func (f *fn) intCall(e *lang.Call) error {
 	switch {
-	case e.Name == "strftime" && len(e.Args) == 2:
-		// The time; its format travels in the record's Field.Format.
-		return f.intExpr(e.Args[1])
 	case (e.Name == "uptr" || e.Name == "kptr" || e.Name == "usym") && len(e.Args) == 1:
 		return f.intExpr(e.Args[0])
 	case e.Name == "sizeof" && len(e.Args) == 1:

@@ -39,6 +39,8 @@ func sizeOf(t lang.Type) int {
 		return size
 	case lang.KindInet:
 		return inetSize
+	case lang.KindTimestamp:
+		return timestampSize
 	case lang.KindNone, lang.KindVoid:
 		return 0
 	}
@@ -49,11 +51,17 @@ func sizeOf(t lang.Type) int {
 // or AF_INET6) followed by 16 bytes of address, as bpftrace lays it out.
 const inetSize = 24
 
+// timestampSize is the size of strftime()'s value: a u64 index into
+// Spec.TimeFormats followed by the u64 bpf_ktime_get_ns time. Each value
+// carries its own format, so one variable or map can hold times of
+// several formats, as in bpftrace.
+const timestampSize = 16
+
 // isScalar reports whether values of type t are lowered into a register
 // (integers, pointers, struct addresses) rather than into memory.
 func isScalar(t lang.Type) bool {
 	switch t.Kind {
-	case lang.KindString, lang.KindBuf, lang.KindTuple, lang.KindInet:
+	case lang.KindString, lang.KindBuf, lang.KindTuple, lang.KindInet, lang.KindTimestamp:
 		return false
 	}
 	return true

@@ -25,6 +25,10 @@ type Spec struct {
 	Events []Event
 	// Maps describes every user map, sorted by name.
 	Maps []Map
+	// TimeFormats are the formats of the script's strftime() calls, in
+	// the order they were compiled; a KindTimestamp value starts with an
+	// index into it.
+	TimeFormats []string
 	// EventsMap is the ring buffer for printf-like records; ControlMap the
 	// small one for exit and errors; LostMap the per-CPU u64 array counting
 	// records that could not be reserved. All are keys of Collection.Maps.
@@ -143,7 +147,8 @@ type Event struct {
 // Integers of every declared size take 8 bytes, sign- or zero-extended
 // per Type. A KindProbe value is a u64 index into Spec.Attachments (print
 // its ProbeName); KindUsym (func) is a u64 code address; KindTimestamp
-// (strftime) is a u64 bpf_ktime_get_ns time formatted with Format.
+// (strftime) is a u64 index into Spec.TimeFormats and a u64
+// bpf_ktime_get_ns time.
 type Field struct {
 	Type lang.Type
 	// Offset is the field's offset: in a record, counted from just after
@@ -152,8 +157,6 @@ type Field struct {
 	// Size is the field's size in bytes in the record (strings: the buffer
 	// size; buf: length u64 followed by the data bytes).
 	Size int
-	// Format is strftime's format for a KindTimestamp field.
-	Format string
 }
 
 // Map describes one user map and how its key and value are laid out.

@@ -111,13 +111,23 @@ func (t *tracer) value(f codegen.Field, b []byte) output.Value {
 		}
 		return output.Str(fmt.Sprintf("probe#%d", i))
 	case lang.KindTimestamp:
-		return output.Str(strftime(f.Format, t.wallTime(u64(b, 0))))
+		return output.Str(t.timestampText(b))
 	case lang.KindUsym:
 		return output.Str(t.syms.name(u64(b, 0)))
 	case lang.KindStack:
 		return output.Str(t.stackText(u64(b, 0), typ, valueStackIndent))
 	}
 	return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: typ.Signed}
+}
+
+// timestampText formats a strftime() value: a u64 index into the spec's
+// TimeFormats, then the bpf_ktime_get_ns time.
+func (t *tracer) timestampText(b []byte) string {
+	i := u64(b, 0)
+	if i >= uint64(len(t.spec.TimeFormats)) {
+		return fmt.Sprintf("strftime#%d", i)
+	}
+	return strftime(t.spec.TimeFormats[i], t.wallTime(u64(b, 8)))
 }
 
 // wallTime converts a bpf_ktime_get_ns time (CLOCK_MONOTONIC) into wall
