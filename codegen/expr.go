@@ -307,10 +307,14 @@ func (f *fn) unary(e *lang.Unary) error {
 		f.emit(asm.Neg.Imm(asm.R0, 0))
 	case "*":
 		xt := lang.TypeOf(e.X)
-		if xt.Kind != lang.KindPointer {
-			return f.c.errorf(e, "dereferencing %s, not a pointer", xt)
+		switch xt.Kind {
+		case lang.KindPointer:
+			return f.load(e, f.pointee(xt))
+		case lang.KindInt:
+			// An integer is an address of a u64, as in bpftrace.
+			return f.load(e, lang.Uint64)
 		}
-		return f.load(e, f.pointee(xt))
+		return f.c.errorf(e, "dereferencing %s, not a pointer", xt)
 	default:
 		return f.c.errorf(e, "operator %s: %w", e.Op, ErrUnsupported)
 	}
