@@ -133,6 +133,10 @@ type AttachPoint struct {
 	Func     string
 	Unit     string
 	Freq     uint64
+	// FreqParam is a positional parameter given as the rate
+	// (interval:s:$1), kept as written with Freq 0; the caller
+	// substitutes it and sets Freq with ParseFreq.
+	FreqParam string
 	// Address is set for uprobe:PATH:0x1234 (an address in PATH); Func is
 	// then empty.
 	Address uint64

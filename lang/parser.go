@@ -781,16 +781,47 @@ func (c *converter) attach(g *gAttach) *AttachPoint {
 		default:
 			c.errorf(loc, "%s is not an accepted unit of time", a.Unit)
 		}
-		v, err := strconv.ParseUint(args[1], 10, 64)
-		if err != nil {
-			c.errorf(loc, "%s probe needs a number, not %q", parts[0], args[1])
+		if isPositional(args[1]) {
+			a.FreqParam = args[1]
+			return a
 		}
-		if kind == ProbeProfile && err == nil && v == 0 {
-			c.errorf(loc, "profile frequency should be a positive integer")
+		v, err := ParseFreq(kind, args[1])
+		if err != nil {
+			c.errorf(loc, "%v", err)
 		}
 		a.Freq = v
 	}
 	return a
+}
+
+// isPositional reports whether s is a positional parameter ($1, $2 ...).
+func isPositional(s string) bool {
+	if len(s) < 2 || s[0] != '$' {
+		return false
+	}
+	for _, ch := range s[1:] {
+		if ch < '0' || ch > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseFreq parses the rate s of an interval or profile attach point of
+// the given kind.
+func ParseFreq(kind ProbeKind, s string) (uint64, error) {
+	name := "interval"
+	if kind == ProbeProfile {
+		name = "profile"
+	}
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s probe needs a number, not %q", name, s)
+	}
+	if kind == ProbeProfile && v == 0 {
+		return 0, fmt.Errorf("profile frequency should be a positive integer")
+	}
+	return v, nil
 }
 
 // cTypes are the C scalar types struct definitions may use, by their words

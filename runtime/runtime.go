@@ -200,6 +200,17 @@ func substituteParams(p *lang.Program, params []string) error {
 				}
 				*f = s
 			}
+			if ap.FreqParam == "" {
+				continue
+			}
+			s, err := expandParams(ap.FreqParam, params)
+			if err == nil {
+				ap.Freq, err = lang.ParseFreq(ap.Kind, s)
+			}
+			if err != nil {
+				return attachError(ap, "%v", err)
+			}
+			ap.FreqParam = ""
 		}
 	}
 	return nil
