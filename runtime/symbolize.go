@@ -182,6 +182,15 @@ func (s *symbolizer) name(addr uint64) string {
 	if match != "" {
 		return demangle(match)
 	}
+	return hexAddr(addr)
+}
+
+// hexAddr formats an address no symbol covers as bpftrace does: in hex
+// with 0x, except 0, which C++'s showbase prints as a bare 0.
+func hexAddr(addr uint64) string {
+	if addr == 0 {
+		return "0"
+	}
 	return fmt.Sprintf("0x%x", addr)
 }
 
