@@ -984,6 +984,25 @@ func (f *fn) structString(e *lang.FieldAccess, off int) error {
 	return nil
 }
 
+// bswap lowers bswap(x): the bytes of x's width in reverse order, zero-
+// extended (a byte comes back as it is).
+func (f *fn) bswap(e *lang.Call) error {
+	if err := f.intExpr(e.Args[0]); err != nil {
+		return err
+	}
+	switch lang.TypeOf(e).Size {
+	case 1:
+		f.emit(asm.And.Imm(asm.R0, 0xff))
+	case 2:
+		f.emit(asm.HostTo(asm.BE, asm.R0, asm.Half))
+	case 4:
+		f.emit(asm.HostTo(asm.BE, asm.R0, asm.Word))
+	default:
+		f.emit(asm.HostTo(asm.BE, asm.R0, asm.DWord))
+	}
+	return nil
+}
+
 // intCall lowers a call with an integer value.
 func (f *fn) intCall(e *lang.Call) error {
 	switch {
@@ -1003,6 +1022,8 @@ func (f *fn) intCall(e *lang.Call) error {
 		}
 		// bpftrace's strncmp is 0 when equal, 1 otherwise.
 		return f.strEqual(e, e.Args[0], e.Args[1], int(max(n, 0)), 0, 1)
+	case e.Name == "bswap" && len(e.Args) == 1:
+		return f.bswap(e)
 	case e.Name == "reg" && len(e.Args) == 1:
 		return f.reg(e)
 	case e.Name == "uaddr" && len(e.Args) == 1:

@@ -112,6 +112,7 @@ var funcs = map[string]funcSig{
 	"strncmp":  {min: 3, max: 3},
 	"uptr":     {min: 1, max: 1},
 	"kptr":     {min: 1, max: 1},
+	"bswap":    {min: 1, max: 1},
 }
 
 // unsupportedFuncs are functions bpftrace 0.17 has that gotrace does not
@@ -119,7 +120,7 @@ var funcs = map[string]funcSig{
 var unsupportedFuncs = map[string]bool{
 	"ksym": true, "kstack": true, "path": true, "macaddr": true, "cgroup_path": true,
 	"skboutput": true, "cgroupid": true, "strerror": true, "debugf": true, "unwatch": true,
-	"bswap": true, "strcontains": true,
+	"strcontains": true,
 }
 
 // arityError returns bpftrace's message for a call of name with n

@@ -1162,6 +1162,11 @@ func (c *checker) callResult(e *Call, sig funcSig) Type {
 			return TypeOf(e.Args[0])
 		}
 		return Int64
+	case "bswap":
+		// The bytes of the argument's own width, reversed, unsigned.
+		if len(e.Args) == 1 && TypeOf(e.Args[0]).Kind == KindInt {
+			return Int(TypeOf(e.Args[0]).Size, false)
+		}
 	}
 	return Uint64
 }
@@ -1299,6 +1304,8 @@ func (c *checker) callArgs(e *Call) {
 			}
 		}
 		c.constArg(e, args[2])
+	case "bswap":
+		c.intArg(e, args[0], "only supports integer arguments")
 	case "uptr", "kptr":
 		if t := c.expr(args[0], useValue); !isIntLike(t) && t.Kind != KindNone {
 			c.errorf(e.Loc, "%s() only supports integer or pointer arguments (%s provided)", name, formatTypeName(t))
