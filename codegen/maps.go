@@ -240,15 +240,40 @@ func (f *fn) deleteElem(call *lang.Call) error {
 	if err != nil {
 		return err
 	}
-	if m.Info.Value.Kind == lang.KindHist || m.Info.Value.Kind == lang.KindLhist {
-		return f.c.errorf(call, "delete() on %s map %s: %w", m.Info.Value, e.Name, ErrUnsupported)
+	bucketed := m.Info.Value.Kind == lang.KindHist || m.Info.Value.Kind == lang.KindLhist
+	if bucketed && m.Array {
+		return f.c.errorf(call, "delete() on key-less %s map %s: %w (clear() empties it)", m.Info.Value, e.Name, ErrUnsupported)
 	}
-	koff, err := f.mapKey(e, m)
+	key, err := f.mapKey(e, m)
 	if err != nil {
 		return err
 	}
+	if bucketed {
+		f.deleteBuckets(e.Name, key, m)
+		return nil
+	}
 	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(e.Name))
-	f.keyPtr(asm.R2, koff)
+	f.keyPtr(asm.R2, key)
 	f.emit(asm.FnMapDeleteElem.Call())
 	return nil
+}
+
+// deleteBuckets deletes one key of a hashed hist or lhist map: an element
+// per bucket, the bucket index being the key's last u64. The loop is
+// bounded by the bucket count (at most 66 for hist; lhist's count is
+// checked when it is declared).
+func (f *fn) deleteBuckets(name string, key keyAt, m *Map) {
+	bucket := int16(key.off + m.KeySize - 8)
+	loop := f.label("delbucket")
+	f.emit(storeImm64(key.base, bucket, 0))
+	f.place(loop)
+	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(name))
+	f.keyPtr(asm.R2, key)
+	f.emit(
+		asm.FnMapDeleteElem.Call(),
+		asm.LoadMem(asm.R1, key.base, bucket, asm.DWord),
+		asm.Add.Imm(asm.R1, 1),
+		asm.StoreMem(key.base, bucket, asm.R1, asm.DWord),
+		asm.JLT.Imm(asm.R1, int32(bucketCount(m.Info)), loop),
+	)
 }
