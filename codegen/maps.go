@@ -173,7 +173,7 @@ func (f *fn) assignMap(s *lang.AssignStmt, e *lang.MapExpr) error {
 	}
 	voff := f.alloc(m.ValueSize)
 	if s.Op == "=" {
-		if err := f.valueAs(s.RHS, voff, vt); err != nil {
+		if err := f.mapValueAs(s.RHS, voff, vt); err != nil {
 			return err
 		}
 		koff, err := f.mapKey(e, m)
@@ -196,6 +196,23 @@ func (f *fn) assignMap(s *lang.AssignStmt, e *lang.MapExpr) error {
 	}
 	f.emit(asm.StoreMem(regScratch, int16(voff), asm.R0, asm.DWord))
 	f.update(e.Name, index, koff, voff)
+	return nil
+}
+
+// mapValueAs lowers e into the scratch area at off as a value of map
+// value type vt. An integer narrower than 64 bits keeps its own bits but
+// is extended by the map's signedness, as bpftrace stores it: (uint8)255
+// into an int8 map is -1, (int8)-1 into a uint8 map 255.
+func (f *fn) mapValueAs(e lang.Expr, off int, vt lang.Type) error {
+	t := lang.TypeOf(e)
+	if vt.Kind != lang.KindInt || t.Kind != lang.KindInt || t.Size >= 8 || t.Signed == vt.Signed {
+		return f.valueAs(e, off, vt)
+	}
+	if err := f.intExpr(e); err != nil {
+		return err
+	}
+	f.emit(extend(asm.R0, t.Size, vt.Signed)...)
+	f.emit(asm.StoreMem(regScratch, int16(off), asm.R0, asm.DWord))
 	return nil
 }
 
