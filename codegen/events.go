@@ -120,11 +120,16 @@ func (f *fn) print(call *lang.Call) error {
 }
 
 // constInt returns the value of an integer literal or positional
-// parameter.
+// parameter, possibly negated.
 func (f *fn) constInt(e lang.Expr) (int64, error) {
 	switch e := e.(type) {
 	case *lang.IntLit:
 		return int64(e.Value), nil
+	case *lang.Unary:
+		if e.Op == "-" {
+			v, err := f.constInt(e.X)
+			return -v, err
+		}
 	case *lang.PositionalParam:
 		return f.paramInt(e)
 	}

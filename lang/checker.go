@@ -1303,7 +1303,9 @@ func (c *checker) callArgs(e *Call) {
 				c.laterf(e.Loc, "strncmp() only supports string arguments (%s provided)", formatTypeName(t))
 			}
 		}
-		c.constArg(e, args[2])
+		if n, ok := c.constArg(e, args[2]); ok && n < 0 {
+			c.laterf(e.Loc, "Builtin strncmp requires a non-negative size")
+		}
 	case "bswap":
 		c.intArg(e, args[0], "only supports integer arguments")
 	case "uptr", "kptr":
