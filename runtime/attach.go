@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"sort"
+	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -55,36 +56,95 @@ func planSites(spec *codegen.Spec) ([]site, error) {
 			if err != nil {
 				return nil, err
 			}
-			if a.Symbol == "" {
-				off, err := fileOffset(path, a.Address)
-				if err != nil {
-					return nil, fmt.Errorf("%s: %w", a.Probe.Raw, err)
-				}
-				sites = append(sites, site{att: a, path: path, offset: off})
-				continue
-			}
 			fs, ok := syms[path]
 			if !ok {
 				fs, err = functionSymbols(path)
 				if err != nil {
-					return nil, fmt.Errorf("%s: %w", a.Probe.Raw, err)
+					return nil, attachError(a.Probe, "%v", err)
 				}
 				syms[path] = fs
 			}
-			for _, name := range matchSymbols(fs, a.Symbol) {
-				// Attach by offset: symbols of size 0 (frame_dummy,
-				// hand-written assembly) are still code.
-				off, err := fileOffset(path, symbolValue(fs, name))
-				if err != nil {
-					return nil, fmt.Errorf("%s: symbol %s: %w", a.Probe.Raw, name, err)
-				}
-				sites = append(sites, site{att: a, path: path, symbol: name, offset: off})
+			us, err := uprobeSites(a, path, fs)
+			if err != nil {
+				return nil, err
 			}
+			sites = append(sites, us...)
 		default:
 			return nil, fmt.Errorf("%s: probes of this kind cannot be attached", a.Probe.Raw)
 		}
 	}
 	return sites, nil
+}
+
+// uprobeSites returns the sites of a uprobe or uretprobe attachment of the
+// file path, whose function symbols are syms: one site at an address
+// (0x2262, 8802, main+2; checkAddresses has checked it), or one per
+// function that the attachment names.
+func uprobeSites(a *codegen.Attachment, path string, syms []elf.Symbol) ([]site, error) {
+	if atAddress(a.Symbol) {
+		addr, _, err := uprobeAddress(a.Symbol, a.Address, syms)
+		if err != nil {
+			return nil, attachError(a.Probe, "%v", err)
+		}
+		off, err := fileOffset(path, addr)
+		if err != nil {
+			return nil, attachError(a.Probe, "%v", err)
+		}
+		return []site{{att: a, path: path, offset: off}}, nil
+	}
+	var sites []site
+	for _, name := range matchSymbols(syms, a.Symbol) {
+		// Attach by offset: symbols of size 0 (frame_dummy, hand-written
+		// assembly) are still code.
+		off, err := fileOffset(path, symbolNamed(syms, name).Value)
+		if err != nil {
+			return nil, attachError(a.Probe, "symbol %s: %v", name, err)
+		}
+		sites = append(sites, site{att: a, path: path, symbol: name, offset: off})
+	}
+	return sites, nil
+}
+
+// atAddress reports whether the function field of a uprobe places it at
+// an address rather than at functions: empty (the parser's hexadecimal
+// address), a decimal address or FUNC+OFFSET.
+func atAddress(field string) bool {
+	_, _, offset := funcOffset(field)
+	_, numeric := numericAddress(field)
+	return field == "" || offset || numeric
+}
+
+// funcOffset splits the function field of a uprobe given as FUNC+OFFSET
+// (main+2, main+0x10) into the function and the offset; ok is false for
+// any other field.
+func funcOffset(field string) (name string, off uint64, ok bool) {
+	i := strings.LastIndexByte(field, '+')
+	if i <= 0 {
+		return field, 0, false
+	}
+	off, ok = parseNumber(field[i+1:])
+	if !ok {
+		return field, 0, false
+	}
+	return field[:i], off, true
+}
+
+// numericAddress returns the address of a uprobe whose function field is
+// a decimal number (uprobe:BIN:8802, the form bpftrace's probe builtin
+// prints); the parser reads only hexadecimal ones (0x2262) as addresses.
+func numericAddress(field string) (uint64, bool) {
+	n, err := strconv.ParseUint(field, 10, 64)
+	return n, err == nil
+}
+
+// parseNumber parses a decimal or 0x-prefixed hexadecimal number.
+func parseNumber(s string) (uint64, bool) {
+	base := 10
+	if h, ok := strings.CutPrefix(s, "0x"); ok {
+		s, base = h, 16
+	}
+	n, err := strconv.ParseUint(s, base, 64)
+	return n, err == nil
 }
 
 // functionSymbols returns the defined function symbols of an ELF file, from
@@ -127,16 +187,6 @@ func matchSymbols(syms []elf.Symbol, pattern string) []string {
 	}
 	sort.Strings(names)
 	return names
-}
-
-// symbolValue returns the address of the named symbol in syms.
-func symbolValue(syms []elf.Symbol, name string) uint64 {
-	for _, s := range syms {
-		if s.Name == name {
-			return s.Value
-		}
-	}
-	return 0
 }
 
 // fileOffset turns a virtual address of an ELF file into the file offset a

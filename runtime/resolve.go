@@ -207,14 +207,15 @@ func usdtNotFound(ap *lang.AttachPoint, objs []string, r *probeReader) *lang.Err
 // symbolNotFound describes a uprobe attach point whose function the file
 // does not have.
 func symbolNotFound(ap *lang.AttachPoint) *lang.Error {
-	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", ap.Func, ap.Target)}
+	name, _, _ := funcOffset(ap.Func)
+	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", name, ap.Target)}
 	path, _ := absPath(ap.Target)
 	fs, _ := functionSymbols(path)
 	names := make([]string, len(fs))
 	for i, s := range fs {
 		names[i] = s.Name
 	}
-	if near := lang.ClosestName(ap.Func, names); near != "" {
+	if near := lang.ClosestName(name, names); near != "" {
 		e.Hint = fmt.Sprintf("did you mean %s?", near)
 	}
 	return e
@@ -224,13 +225,19 @@ func symbolNotFound(ap *lang.AttachPoint) *lang.Error {
 // points: one that matches nothing maps to no attach point, one with a
 // wildcard to an attach point per matching symbol (so that the probe
 // builtin names the symbol, as in bpftrace), and one naming a single
-// symbol, mangled or demangled, to itself.
+// symbol, mangled or demangled, to itself. A function with an offset
+// (main+2) is matched by its function; with offset 0 it becomes the
+// function alone, which the probe builtin prints as bpftrace does.
+// Attach points given by address are left as they are.
 func expandUprobes(p *lang.Program) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
 	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	syms := map[string][]elf.Symbol{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			if (ap.Kind != lang.ProbeUprobe && ap.Kind != lang.ProbeUretprobe) || ap.Func == "" {
+				continue
+			}
+			if _, ok := numericAddress(ap.Func); ok {
 				continue
 			}
 			path, err := absPath(ap.Target)
@@ -244,30 +251,44 @@ func expandUprobes(p *lang.Program) (map[*lang.AttachPoint][]*lang.AttachPoint, 
 				}
 				syms[path] = fs
 			}
-			names := matchSymbols(fs, ap.Func)
-			if !strings.Contains(ap.Func, "*") {
-				if len(names) > 0 {
-					res[ap] = []*lang.AttachPoint{ap}
-				} else {
-					res[ap] = nil
-				}
-				continue
+			fn, off, _ := funcOffset(ap.Func)
+			suffix := ""
+			if off != 0 {
+				suffix = ap.Func[len(fn):]
 			}
-			prefix := "uprobe"
-			if ap.Kind == lang.ProbeUretprobe {
-				prefix = "uretprobe"
-			}
-			aps := []*lang.AttachPoint{}
-			for _, name := range names {
+			names := matchSymbols(fs, fn)
+			switch {
+			case len(names) == 0:
+				res[ap] = nil
+			case !strings.Contains(fn, "*") && fn+suffix == ap.Func:
+				res[ap] = []*lang.AttachPoint{ap}
+			case !strings.Contains(fn, "*"):
 				one := *ap
-				one.Func = name
-				one.Raw = prefix + ":" + ap.Target + ":" + name
-				aps = append(aps, &one)
+				one.Func = fn
+				res[ap] = []*lang.AttachPoint{&one}
+			default:
+				res[ap] = expandWildcard(ap, names, suffix)
 			}
-			res[ap] = aps
 		}
 	}
 	return res, nil
+}
+
+// expandWildcard returns an attach point per symbol name that uprobe
+// attach point ap matched, each with suffix (an offset, +2) after the name.
+func expandWildcard(ap *lang.AttachPoint, names []string, suffix string) []*lang.AttachPoint {
+	prefix := "uprobe"
+	if ap.Kind == lang.ProbeUretprobe {
+		prefix = "uretprobe"
+	}
+	aps := []*lang.AttachPoint{}
+	for _, name := range names {
+		one := *ap
+		one.Func = name + suffix
+		one.Raw = prefix + ":" + ap.Target + ":" + one.Func
+		aps = append(aps, &one)
+	}
+	return aps
 }
 
 // matchUSDT reports whether probe pr matches attach point ap: provider and

@@ -45,7 +45,8 @@ type Options struct {
 	Command string
 	// Params are the positional parameters $1, $2, ...
 	Params []string
-	// Unsafe allows system() (--unsafe).
+	// Unsafe allows system() (--unsafe), and uprobes at addresses whose
+	// instruction boundary gotrace cannot check (a stripped file).
 	Unsafe bool
 	// StrLen is the default string size (BPFTRACE_STRLEN); 0 means 64.
 	StrLen int
@@ -112,6 +113,9 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int) (*codeg
 		}
 	}
 	matched := matchedProgram(p, uprobes)
+	if err := checkAddresses(matched, opts); err != nil {
+		return nil, err
+	}
 	// A -c command's probes without a path may be in a library it loads
 	// later: those are looked for again then (see loader.go).
 	watch := opts.Command != "" && hasWildcardUSDT(p)

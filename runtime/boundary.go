@@ -1,0 +1,316 @@
+package runtime
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"io"
+
+	"golang.org/x/arch/x86/x86asm"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// A uprobe writes a breakpoint over the first byte of an instruction: at an
+// address inside an instruction it corrupts that instruction and the traced
+// program crashes or computes garbage. The attach points that give an
+// address (uprobe:BIN:0x2262, uprobe:BIN:8802) or a function and an offset
+// (uprobe:BIN:main+2) are checked before anything is loaded: the address
+// must start an instruction of the function symbol that holds it, which is
+// decoded from its first byte. bpftrace 0.17 as packaged here refuses them
+// all ("compiled without (k|u)probe offset support").
+
+// maxInstLen is the length of the longest x86-64 instruction.
+const maxInstLen = 15
+
+// checkAddresses refuses the uprobes of p given by address or by function
+// and offset that would not start an instruction, and such uretprobes that
+// are not at a function's entry. Where gotrace cannot tell (no function
+// symbol holds the address, as in a stripped file, or an instruction it
+// does not know comes first) the attach point is refused too, unless
+// opts.Unsafe is set: then a warning says what was not checked.
+func checkAddresses(p *lang.Program, opts Options) error {
+	var errs, warnings lang.ErrorList
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			e, unchecked := checkAddress(ap)
+			switch {
+			case e == nil:
+			case unchecked && opts.Unsafe:
+				warnings = append(warnings, e)
+			case unchecked:
+				e.Hint = "--unsafe attaches there anyway"
+				errs = append(errs, e)
+			default:
+				errs = append(errs, e)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	if len(warnings) > 0 && !opts.NoWarnings && opts.Err != nil {
+		warnings.WriteWarnings(opts.Err, p.File, p.Source)
+	}
+	return nil
+}
+
+// checkAddress checks one attach point (see checkAddresses). unchecked
+// says that the problem is that gotrace could not check the address.
+func checkAddress(ap *lang.AttachPoint) (e *lang.Error, unchecked bool) {
+	if !givesAddress(ap) {
+		return nil, false
+	}
+	if _, off, _ := funcOffset(ap.Func); off != 0 && ap.Kind == lang.ProbeUretprobe {
+		return attachProblem(ap, "%s: a uretprobe attaches only at a function's entry, without an offset", ap.Func), false
+	}
+	path, err := absPath(ap.Target)
+	if err != nil {
+		return attachProblem(ap, "%v", err), false
+	}
+	syms, err := functionSymbols(path)
+	if err != nil {
+		return attachProblem(ap, "%v", err), false
+	}
+	addr, sym, err := uprobeAddress(ap.Func, ap.Address, syms)
+	if err != nil {
+		return attachProblem(ap, "%v", err), false
+	}
+	if isFunctionStart(syms, addr) {
+		return nil, false
+	}
+	if sym.Name == "" {
+		sym = symbolHolding(syms, addr)
+	}
+	return checkPlace(ap, path, sym, addr)
+}
+
+// givesAddress reports whether ap is a uprobe or uretprobe given by address
+// or by function and offset.
+func givesAddress(ap *lang.AttachPoint) bool {
+	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && atAddress(ap.Func)
+}
+
+// checkPlace checks address addr of the ELF file path, which is no
+// function's entry, for attach point ap: the function symbol sym holds it
+// (Name "" when none does).
+func checkPlace(ap *lang.AttachPoint, path string, sym elf.Symbol, addr uint64) (e *lang.Error, unchecked bool) {
+	what := fmt.Sprintf("address %#x", addr)
+	if _, _, offset := funcOffset(ap.Func); offset {
+		what = fmt.Sprintf("%s (address %#x)", ap.Func, addr)
+	}
+	if _, err := readCode(path, addr, 1); err != nil {
+		return attachProblem(ap, "%v", err), false
+	}
+	switch {
+	case sym.Name == "" && ap.Kind == lang.ProbeUretprobe:
+		return attachProblem(ap, "no function symbol of %s holds %s (a stripped file?): gotrace cannot check that it is a function's entry, the only place a uretprobe may attach", ap.Target, what), true
+	case sym.Name == "":
+		return attachProblem(ap, "no function symbol of %s holds %s (a stripped file?): gotrace cannot check that a uprobe there starts an instruction, and one inside an instruction corrupts it", ap.Target, what), true
+	case ap.Kind == lang.ProbeUretprobe:
+		return attachProblem(ap, "%s is %s+%d: a uretprobe attaches only at a function's entry", what, sym.Name, addr-sym.Value), false
+	}
+	start, n, err := instructionAt(path, sym, addr)
+	if err != nil {
+		return attachProblem(ap, "cannot check that %s starts an instruction of %s: %v", what, sym.Name, err), true
+	}
+	if start == addr {
+		return nil, false
+	}
+	e = attachProblem(ap, "%s is inside an instruction of %s (at %#x, %d bytes long): a uprobe there would corrupt it", what, sym.Name, start, n)
+	next := start + uint64(n)
+	e.Hint = fmt.Sprintf("the nearest instructions start at %#x (%s+%d) and %#x (%s+%d)",
+		start, sym.Name, start-sym.Value, next, sym.Name, next-sym.Value)
+	return e, false
+}
+
+// attachProblem is a diagnostic at attach point ap.
+func attachProblem(ap *lang.AttachPoint, format string, args ...any) *lang.Error {
+	return &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf(format, args...)}
+}
+
+// uprobeAddress returns the address a uprobe's function field gives: a
+// decimal address, or a function and an offset; address, the parser's
+// hexadecimal one, otherwise. For a function and offset it also returns
+// the function's symbol: the first of syms that the function names
+// (mangled or demangled), which the offset must lie in.
+func uprobeAddress(field string, address uint64, syms []elf.Symbol) (uint64, elf.Symbol, error) {
+	if addr, ok := numericAddress(field); ok {
+		return addr, elf.Symbol{}, nil
+	}
+	name, off, ok := funcOffset(field)
+	if !ok {
+		return address, elf.Symbol{}, nil
+	}
+	names := matchSymbols(syms, name)
+	if len(names) == 0 {
+		return 0, elf.Symbol{}, fmt.Errorf("function %s not found", name)
+	}
+	sym := symbolNamed(syms, names[0])
+	if off != 0 && off >= sym.Size {
+		return 0, sym, fmt.Errorf("offset %d is outside %s, which is %d bytes long", off, sym.Name, sym.Size)
+	}
+	return sym.Value + off, sym, nil
+}
+
+// symbolNamed returns the symbol of syms called name.
+func symbolNamed(syms []elf.Symbol, name string) elf.Symbol {
+	for _, s := range syms {
+		if s.Name == name {
+			return s
+		}
+	}
+	return elf.Symbol{}
+}
+
+// isFunctionStart reports whether a function symbol starts at addr.
+func isFunctionStart(syms []elf.Symbol, addr uint64) bool {
+	for _, s := range syms {
+		if s.Value == addr {
+			return true
+		}
+	}
+	return false
+}
+
+// symbolHolding returns the function symbol whose code holds addr, the
+// innermost when several do; its Name is "" when none does.
+func symbolHolding(syms []elf.Symbol, addr uint64) elf.Symbol {
+	var best elf.Symbol
+	for _, s := range syms {
+		if addr < s.Value || addr-s.Value >= s.Size {
+			continue
+		}
+		if best.Name == "" || s.Value > best.Value || (s.Value == best.Value && s.Name < best.Name) {
+			best = s
+		}
+	}
+	return best
+}
+
+// instructionAt decodes the function sym of the ELF file path from its
+// first byte and returns the start and the length of the instruction that
+// holds addr.
+func instructionAt(path string, sym elf.Symbol, addr uint64) (start uint64, n int, err error) {
+	code, err := readCode(path, sym.Value, addr-sym.Value+maxInstLen)
+	if err != nil {
+		return 0, 0, err
+	}
+	for pc := uint64(0); pc < uint64(len(code)); pc += uint64(n) {
+		if n, err = instLen(code[pc:]); err != nil {
+			return 0, 0, fmt.Errorf("decode the instruction at %#x: %w", sym.Value+pc, err)
+		}
+		if sym.Value+pc+uint64(n) > addr {
+			return sym.Value + pc, n, nil
+		}
+	}
+	return 0, 0, fmt.Errorf("the code of %s ends before %#x", sym.Name, addr)
+}
+
+// readCode reads up to size bytes of code at address addr of the ELF file
+// path, from the executable segment that holds addr; fewer where the
+// segment ends.
+func readCode(path string, addr, size uint64) ([]byte, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read code of %s: %w", path, err)
+	}
+	defer f.Close()
+	for _, p := range f.Progs {
+		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || addr < p.Vaddr || addr-p.Vaddr >= p.Filesz {
+			continue
+		}
+		code := make([]byte, min(size, p.Filesz-(addr-p.Vaddr)))
+		if _, err := p.ReadAt(code, int64(addr-p.Vaddr)); err != nil && !errors.Is(err, io.EOF) {
+			return nil, fmt.Errorf("read code of %s at %#x: %w", path, addr, err)
+		}
+		return code, nil
+	}
+	return nil, fmt.Errorf("address %#x is not in an executable segment of %s", addr, path)
+}
+
+// instLen returns the length of the x86-64 instruction that b starts with.
+//
+// x86asm does not know the hint-NOP opcodes 0F 18-0F 1F with a register
+// operand, among them CET's endbr64 (F3 0F 1E FA), which starts every
+// function of a binary built with -fcf-protection; and for a prefix before
+// an opcode it does not know (F3 0F 1E FA, F3 0F AE EE) it returns the
+// prefix alone as a 1-byte instruction without an error. So hint NOPs are
+// measured here, and an instruction x86asm cannot name is an error.
+func instLen(b []byte) (int, error) {
+	if n, ok := hintNOPLen(b); ok {
+		return n, nil
+	}
+	inst, err := x86asm.Decode(b, 64)
+	if err != nil {
+		return 0, err
+	}
+	if inst.Op == 0 {
+		return 0, fmt.Errorf("unknown instruction % x", b[:min(len(b), inst.Len+4)])
+	}
+	return inst.Len, nil
+}
+
+// hintNOPLen returns the length of the hint NOP (opcode 0F 18 to 0F 1F,
+// with legacy prefixes and a REX prefix) that b starts with; ok is false
+// when b starts with another instruction.
+func hintNOPLen(b []byte) (n int, ok bool) {
+	i := 0
+	for i < len(b) && isLegacyPrefix(b[i]) {
+		i++
+	}
+	if i < len(b) && b[i]&0xf0 == 0x40 {
+		i++
+	}
+	if i+2 >= len(b) || b[i] != 0x0f || b[i+1] < 0x18 || b[i+1] > 0x1f {
+		return 0, false
+	}
+	m := modRMLen(b[i+2:])
+	if m == 0 || i+2+m > maxInstLen {
+		return 0, false
+	}
+	return i + 2 + m, true
+}
+
+// isLegacyPrefix reports whether c is an x86 legacy prefix: operand and
+// address size, REP/REPNE, LOCK and the segment overrides.
+func isLegacyPrefix(c byte) bool {
+	switch c {
+	case 0x66, 0x67, 0xf0, 0xf2, 0xf3, 0x26, 0x2e, 0x36, 0x3e, 0x64, 0x65:
+		return true
+	}
+	return false
+}
+
+// modRMLen returns the length of the ModRM operand that b starts with
+// (ModRM byte, SIB byte, displacement) in 64-bit mode; 0 when b is too
+// short to hold it.
+func modRMLen(b []byte) int {
+	if len(b) == 0 {
+		return 0
+	}
+	mod, rm := b[0]>>6, b[0]&7
+	n := 1
+	if mod == 3 {
+		return n
+	}
+	if rm == 4 {
+		if len(b) < 2 {
+			return 0
+		}
+		n++
+		if mod == 0 && b[1]&7 == 5 {
+			n += 4 // SIB without a base: disp32
+		}
+	}
+	switch {
+	case mod == 1:
+		n++
+	case mod == 2, mod == 0 && rm == 5:
+		n += 4 // disp32, or RIP-relative
+	}
+	if len(b) < n {
+		return 0
+	}
+	return n
+}
