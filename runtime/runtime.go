@@ -97,6 +97,9 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int) (*codeg
 	if err := checkKernelSupport(p); err != nil {
 		return nil, err
 	}
+	if err := resolveTargets(p, opts, objs); err != nil {
+		return nil, err
+	}
 	probes, err := resolveUSDT(p, objs)
 	if err != nil {
 		return nil, err
