@@ -696,6 +696,21 @@ var probeTypes = map[string]ProbeKind{
 	"kretprobe": ProbeKretprobe, "kr": ProbeKretprobe,
 }
 
+// bpftraceProbeTypes are bpftrace's probe types (0.17's, and fentry,
+// fexit and rawtracepoint of later versions) that gotrace does not
+// attach, by name and alias.
+var bpftraceProbeTypes = map[string]string{
+	"software": "software", "s": "software",
+	"hardware": "hardware", "h": "hardware",
+	"watchpoint": "watchpoint", "w": "watchpoint",
+	"asyncwatchpoint": "asyncwatchpoint", "aw": "asyncwatchpoint",
+	"kfunc": "kfunc", "f": "kfunc",
+	"kretfunc": "kretfunc", "fr": "kretfunc",
+	"fentry": "fentry", "fexit": "fexit",
+	"iter": "iter", "it": "iter",
+	"rawtracepoint": "rawtracepoint", "rt": "rawtracepoint",
+}
+
 // splitAttach splits an attach point on colons outside double quotes and
 // removes the quotes.
 func splitAttach(raw string) []string {
@@ -728,7 +743,11 @@ func (c *converter) attach(g *gAttach) *AttachPoint {
 	parts := splitAttach(g.Raw)
 	kind, ok := probeTypes[parts[0]]
 	if !ok {
-		c.errorf(loc, "Invalid probe type: %s", parts[0])
+		if name, known := bpftraceProbeTypes[parts[0]]; known {
+			c.errorf(loc, "probe type %s is not supported by gotrace", name)
+		} else {
+			c.errorf(loc, "Invalid probe type: %s", parts[0])
+		}
 		return a
 	}
 	a.Kind = kind
