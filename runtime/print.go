@@ -206,9 +206,10 @@ func (t *tracer) printMap(name string, top, div int64) error {
 	return t.out.Map(om, uint64(max(top, 0)), uint64(max(div, 0)))
 }
 
-// printAllMaps prints every map at the end of the trace. The caller holds
+// printAllMaps prints every map: at the end of the trace after bpftrace's
+// two newlines when exit is set, without them on SIGUSR1. The caller holds
 // t.mu.
-func (t *tracer) printAllMaps() error {
+func (t *tracer) printAllMaps(exit bool) error {
 	maps := make([]*output.Map, 0, len(t.spec.Maps))
 	for i := range t.spec.Maps {
 		om, err := t.outputMap(&t.spec.Maps[i])
@@ -217,7 +218,10 @@ func (t *tracer) printAllMaps() error {
 		}
 		maps = append(maps, om)
 	}
-	return t.out.Exit(maps)
+	if exit {
+		return t.out.Exit(maps)
+	}
+	return t.out.Maps(maps)
 }
 
 // printTime prints time() with its strftime format.

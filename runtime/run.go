@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"os/signal"
 	goruntime "runtime"
 	"sync"
 	"syscall"
@@ -34,12 +35,18 @@ const outHold = 64 << 10
 // gets to exit after SIGTERM before it is killed.
 const childGrace = time.Second
 
+// ErrQuit is the cause (context.WithCancelCause) with which a caller ends
+// Run at once, as SIGQUIT ends bpftrace 0.17: without END and without
+// printing the maps. Run then returns ErrQuit.
+var ErrQuit = errors.New("quit")
+
 // Run traces: it compiles and loads p, attaches its probes, prints what
 // the programs ask for and, when the trace ends (exit(), ctx cancelled by
 // SIGINT/SIGTERM, the -c command or the -p process exiting), runs END,
 // prints the maps and detaches everything. It returns nil on such a normal
-// end. Every kernel object it created is gone when it returns, whatever
-// the path out.
+// end. On SIGUSR1 it prints every map, as bpftrace does, and goes on.
+// Every kernel object it created is gone when it returns, whatever the
+// path out.
 func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if opts.Out == nil {
 		opts.Out = io.Discard
@@ -67,8 +74,14 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		out:     output.NewWriter(opts.Out, format),
 		formats: map[*codegen.Event][]lang.FormatPart{},
 	}
-	t.out.Hold(outHold)
+	if !opts.LineBuffered {
+		t.out.Hold(outHold)
+	}
 	defer t.close()
+	// Caught from the start: SIGUSR1's default action ends the process.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer signal.Stop(usr1)
 
 	var objs []string
 	switch {
@@ -84,7 +97,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		if t.pidfd, err = unix.PidfdOpen(opts.PID, 0); err != nil {
 			return fmt.Errorf("failed to open process %d: %w", opts.PID, err)
 		}
-		if objs, err = processObjects(opts.PID); err != nil {
+		if objs, err = pidObjects(p, opts.PID); err != nil {
 			return err
 		}
 	}
@@ -140,7 +153,11 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		}
 	}
 	t.startIntervals()
-	t.wait(ctx)
+	t.wait(ctx, usr1)
+	if errors.Is(context.Cause(ctx), ErrQuit) {
+		// close detaches, stops the command and writes what was printed.
+		return ErrQuit
+	}
 	return t.finish()
 }
 
@@ -398,8 +415,8 @@ func (t *tracer) startIntervals() {
 }
 
 // wait blocks until the trace should end: exit(), ctx done, or the traced
-// command or process gone.
-func (t *tracer) wait(ctx context.Context) {
+// command or process gone. It prints the maps at each signal from usr1.
+func (t *tracer) wait(ctx context.Context, usr1 <-chan os.Signal) {
 	var gone <-chan struct{}
 	switch {
 	case t.child != nil:
@@ -407,10 +424,21 @@ func (t *tracer) wait(ctx context.Context) {
 	case t.pidfd > 0:
 		gone = waitPidfd(t.pidfd, t.exit)
 	}
-	select {
-	case <-t.exit:
-	case <-ctx.Done():
-	case <-gone:
+	for {
+		select {
+		case <-t.exit:
+			return
+		case <-ctx.Done():
+			return
+		case <-gone:
+			return
+		case <-usr1:
+			t.mu.Lock()
+			t.flushOut()
+			t.keepErr(t.printAllMaps(false))
+			t.flushOut()
+			t.mu.Unlock()
+		}
 	}
 }
 
@@ -464,12 +492,25 @@ func (t *tracer) finish() error {
 	t.flushOut()
 	t.warnUnmatched()
 	t.reportLost()
-	if err := t.printAllMaps(); err != nil {
+	if err := t.printExitMaps(); err != nil {
 		return err
 	}
 	t.flushOut()
 	t.reportFull()
 	return t.runErr
+}
+
+// printExitMaps prints the maps at the end of the trace, after bpftrace's
+// two newlines; with -o those go to standard output, as in bpftrace 0.17.
+// The caller holds t.mu.
+func (t *tracer) printExitMaps() error {
+	if t.opts.Stdout == nil {
+		return t.printAllMaps(true)
+	}
+	if _, err := io.WriteString(t.opts.Stdout, "\n\n"); err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return t.printAllMaps(false)
 }
 
 // drain prints every record already in the events ring buffer.

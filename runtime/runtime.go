@@ -15,6 +15,7 @@
 package runtime
 
 import (
+	"bytes"
 	"fmt"
 	"io"
 	"os"
@@ -33,6 +34,15 @@ type Options struct {
 	Out io.Writer
 	// Err receives warnings and runtime errors.
 	Err io.Writer
+	// Stdout is gotrace's standard output when Out is a file (-o). The
+	// two newlines that precede the maps at exit go there, as in bpftrace
+	// 0.17, so that the file holds the trace alone (in JSON, objects and
+	// nothing else); nil: they go to Out.
+	Stdout io.Writer
+	// LineBuffered writes each line as soon as it is formatted (-B line or
+	// -B none). Otherwise the output is held while records keep coming
+	// and written when a ring buffer is empty, in whole lines.
+	LineBuffered bool
 	// Format is "text" or "json".
 	Format string
 	// Quiet suppresses "Attaching N probes..." (-q).
@@ -67,7 +77,7 @@ type Options struct {
 // anything into the kernel; with Command set it does not start the command
 // either, it only reads its executable and libraries.
 func Compile(p *lang.Program, opts Options) (*codegen.Spec, error) {
-	objs, err := traceObjects(opts)
+	objs, err := traceObjects(p, opts)
 	if err != nil {
 		return nil, err
 	}
@@ -75,15 +85,56 @@ func Compile(p *lang.Program, opts Options) (*codegen.Spec, error) {
 }
 
 // traceObjects returns the objects an attach point without a path looks
-// in: those of the -c command or of the -p process.
-func traceObjects(opts Options) ([]string, error) {
+// in: those of the -c command or of the -p process (see pidObjects).
+func traceObjects(p *lang.Program, opts Options) ([]string, error) {
 	switch {
 	case opts.Command != "":
 		return commandObjects(opts.Command)
 	case opts.PID != 0:
-		return processObjects(opts.PID)
+		return pidObjects(p, opts.PID)
 	}
 	return nil, nil
+}
+
+// pidObjects returns the objects process pid maps when an attach point of
+// p needs them (a usdt probe without a path), and nil otherwise: reading
+// /proc/PID/maps may be refused (-p 1 in a container) where a program
+// that needs no object still runs.
+func pidObjects(p *lang.Program, pid int) ([]string, error) {
+	if !hasWildcardUSDT(p) {
+		return nil, nil
+	}
+	objs, err := processObjects(pid)
+	if err != nil {
+		return nil, err
+	}
+	if len(objs) == 0 {
+		// Else resolveUSDT would ask for the -p that was given.
+		return nil, fmt.Errorf("process %d maps no files to look for usdt probes in%s", pid, exitedNote(pid))
+	}
+	return objs, nil
+}
+
+// exitedNote says why process pid maps nothing when it has exited: ": it
+// has exited and is a zombie ...", or "" for a live process.
+func exitedNote(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return ": it has exited"
+	}
+	// The state follows the command name, which is in parentheses and
+	// may itself hold ") ".
+	_, rest, ok := strings.Cut(string(b[bytes.LastIndexByte(b, ')')+1:]), " ")
+	if !ok || rest == "" {
+		return ""
+	}
+	switch rest[0] {
+	case 'Z':
+		return ": it has exited (a zombie that its parent has not reaped)"
+	case 'X':
+		return ": it has exited"
+	}
+	return ""
 }
 
 // compile substitutes positional parameters in attach points, refuses the

@@ -190,9 +190,15 @@ func (w *Writer) Map(m *Map, top, div uint64) error {
 }
 
 // Exit prints the maps at the end of tracing: bpftrace's two newlines
-// (in JSON too), then every map sorted by name as Map prints them.
+// (in JSON too), then the maps as Maps prints them.
 func (w *Writer) Exit(maps []*Map) error {
 	w.buf = append(w.buf, "\n\n"...)
+	return w.Maps(maps)
+}
+
+// Maps prints every map sorted by name as Map prints them, as bpftrace
+// does on SIGUSR1 and, after two newlines, at exit.
+func (w *Writer) Maps(maps []*Map) error {
 	sorted := slices.Clone(maps)
 	slices.SortFunc(sorted, func(a, b *Map) int { return strings.Compare(a.Name, b.Name) })
 	for _, m := range sorted {
