@@ -36,17 +36,50 @@ type flags struct {
 	program    string
 	list       bool
 	verbose    bool
-	pid        int
+	pid        string
 	command    string
 	outFile    string
 	format     string
 	quiet      bool
-	debug      string
+	debug      debugFlag
 	dryRun     bool
 	version    bool
 	unsafe     bool
 	noWarnings bool
+	buffering  string
+	helpers    int
+	includeDir []string
+	include    []string
+	info       bool
+	usdtFile   bool
 }
+
+// debugBare is the value of a -d without a stage (-d, -dd); pflag shows
+// no default for a "count" flag with this one.
+const debugBare = "+1"
+
+// debugFlag is -d: bpftrace's -d and -dd take no argument and print every
+// stage gotrace has (each -d counts, for -dd); -d=STAGE prints one.
+type debugFlag struct {
+	level int
+	stage string
+}
+
+func (d *debugFlag) String() string { return d.stage }
+func (d *debugFlag) Type() string   { return "count" }
+
+func (d *debugFlag) Set(s string) error {
+	if s == debugBare {
+		d.level++
+		return nil
+	}
+	d.stage = s
+	return nil
+}
+
+// maxPID is the largest PID Linux can give (PID_MAX_LIMIT), the bound of
+// bpftrace's -p check.
+const maxPID = 4194304
 
 // run is the whole command: it returns the process exit code, so that tests
 // can call it in-process.
@@ -80,18 +113,25 @@ default 16 MiB worth).`,
 	fs.StringVarP(&f.program, "program", "e", "", "execute this `PROGRAM`")
 	fs.BoolVarP(&f.list, "list", "l", false, "list probes matching the pattern given as argument")
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "verbose messages; with -l, list probe arguments")
-	fs.IntVarP(&f.pid, "pid", "p", 0, "trace only process `PID` and enable its USDT probes")
+	fs.StringVarP(&f.pid, "pid", "p", "", "trace only process `PID` and enable its USDT probes")
 	fs.StringVarP(&f.command, "command", "c", "", "run `CMD`, trace only it and exit when it exits")
 	fs.StringVarP(&f.outFile, "output", "o", "", "write output to `FILE`")
 	fs.StringVarP(&f.format, "format", "f", "text", "output `FORMAT`: text or json")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print \"Attaching N probes...\"")
-	fs.StringVarP(&f.debug, "debug", "d", "", "print `STAGE` (ast: the checked AST; codegen: the eBPF maps and programs) and stop before loading")
+	fs.VarP(&f.debug, "debug", "d", "(dry run) print the AST after parsing and after checking, then the eBPF maps and programs (-dd: the same); -d`[=STAGE]` prints only STAGE: ast or codegen")
+	fs.Lookup("debug").NoOptDefVal = debugBare
 	fs.BoolVar(&f.dryRun, "dry-run", false, "check and compile, but do not load or attach")
+	fs.StringVarP(&f.buffering, "buffering", "B", "full", "output buffering `MODE`: full (write when the ring buffer is empty), line or none (write each line at once)")
+	fs.StringArrayVar(&f.include, "include", nil, "put the text of `FILE` before the script: its #define macros and struct definitions")
+	fs.StringArrayVarP(&f.includeDir, "include-dir", "I", nil, "add `DIR` to the #include path: not supported, gotrace skips #include (use --include FILE)")
+	fs.CountVarP(&f.helpers, "check-helpers", "k", "``accepted for bpftrace's -k and -kk; gotrace does not report helper errors")
+	fs.BoolVar(&f.usdtFile, "usdt-file-activation", false, "accepted: USDT semaphores are always raised in every process that maps the file")
+	fs.BoolVar(&f.info, "info", false, "print what this kernel offers gotrace")
 	fs.BoolVarP(&f.version, "version", "V", false, "print the version")
 	fs.BoolVar(&f.unsafe, "unsafe", false, "allow unsafe builtins (system, cat)")
 	fs.BoolVar(&f.noWarnings, "no-warnings", false, "do not print warnings")
 
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := signalContext()
 	defer stop()
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "ERROR: %v\n", err)
@@ -102,6 +142,41 @@ default 16 MiB worth).`,
 	return code
 }
 
+// signalContext returns a context that SIGINT and SIGTERM cancel (the
+// trace ends, END runs, the maps are printed) and SIGQUIT cancels with
+// runtime.ErrQuit (the trace ends at once, as SIGQUIT ends bpftrace 0.17,
+// but with the probes detached and a -c command stopped, and without Go's
+// goroutine dump). SIGUSR1 is the runtime's.
+func signalContext() (context.Context, func()) {
+	ctx, cancel := context.WithCancelCause(context.Background())
+	sigs := make(chan os.Signal, 1)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT)
+	done := make(chan struct{})
+	go func() {
+		for {
+			select {
+			case <-done:
+				return
+			case sig := <-sigs:
+				if sig == syscall.SIGQUIT {
+					cancel(runtime.ErrQuit)
+				} else {
+					cancel(context.Canceled)
+				}
+			}
+		}
+	}()
+	return ctx, func() {
+		signal.Stop(sigs)
+		close(done)
+		cancel(nil)
+	}
+}
+
+// quitCode is the exit code after SIGQUIT: the shell's for a process that
+// SIGQUIT ended.
+const quitCode = 128 + int(syscall.SIGQUIT)
+
 // execute does what the flags ask. A non-nil error is printed as
 // "ERROR: ..."; diagnostics it prints itself come with an exit code only.
 func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Writer) (int, error) {
@@ -109,27 +184,53 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		fmt.Fprintf(stdout, "gotrace %s\n", version)
 		return 0, nil
 	}
+	if f.info {
+		// bpftrace prints --info on standard error.
+		runtime.WriteInfo(stderr, version)
+		return 0, nil
+	}
 	if f.format != "text" && f.format != "json" {
 		return 1, fmt.Errorf("invalid output format %q: valid formats are 'text' and 'json'", f.format)
 	}
-	if f.pid != 0 && f.command != "" {
+	if f.buffering != "full" && f.buffering != "line" && f.buffering != "none" {
+		return 1, errors.New("USAGE: -B must be either 'line', 'full', or 'none'.")
+	}
+	if len(f.includeDir) > 0 {
+		return 1, errors.New("-I is not supported: gotrace skips #include directives (it has no C preprocessor); pass a header's macros and structs with --include FILE")
+	}
+	pid, err := parsePID(f.pid)
+	if err != nil {
+		return 1, err
+	}
+	if pid != 0 && f.command != "" {
 		return 1, errors.New("-p and -c cannot be used together")
 	}
 	if f.list {
-		return list(f, args, stdout, stderr)
+		return list(f, pid, args, stdout, stderr)
 	}
 
 	file, src, params, err := script(f, args)
 	if err != nil {
 		return 1, err
 	}
+	pre, err := includes(f.include)
+	if err != nil {
+		return 1, err
+	}
+	src = pre.text + src
+	diagnose := func(err error) (int, error) { return pre.diagnose(err, file, src, stderr) }
 	strSize, keysMax := strLen(), mapKeysMax()
+	var parsed *lang.Program
 	prog, err := lang.Parse(file, src)
+	if err == nil && f.debug.level > 0 {
+		// The AST before the checker types it (lang.Check changes prog).
+		parsed, _ = lang.Parse(file, src)
+	}
 	if err == nil {
 		err = lang.Check(prog, lang.Config{StrLen: strSize, Params: params, Unsafe: f.unsafe, MapKeysMax: keysMax, Child: f.command != ""})
 	}
 	if err != nil {
-		return diagnose(err, file, src, stderr)
+		return diagnose(err)
 	}
 
 	out := stdout
@@ -143,11 +244,15 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	}
 	opts := runtime.Options{
 		Out: out, Err: stderr, Format: f.format, Quiet: f.quiet,
-		PID: f.pid, Command: f.command, Params: params, Unsafe: f.unsafe,
+		PID: pid, Command: f.command, Params: params, Unsafe: f.unsafe,
 		StrLen: strSize, MapKeysMax: keysMax, Verbose: f.verbose,
 		NoWarnings: f.noWarnings, BufferPages: bufferPages(),
+		LineBuffered: f.buffering != "full",
 	}
-	switch f.debug {
+	if f.outFile != "" {
+		opts.Stdout = stdout
+	}
+	switch f.debug.stage {
 	case "":
 	case "ast":
 		lang.Dump(stdout, prog)
@@ -155,23 +260,61 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	case "codegen":
 		spec, err := runtime.Compile(prog, opts)
 		if err != nil {
-			return diagnose(err, file, src, stderr)
+			return diagnose(err)
 		}
 		spec.WriteListing(stdout)
 		return 0, nil
 	default:
-		return 1, fmt.Errorf("unknown debug stage %q: the stages are: ast, codegen", f.debug)
+		return 1, fmt.Errorf("unknown debug stage %q: the stages are: ast, codegen", f.debug.stage)
+	}
+	if f.debug.level > 0 {
+		// bpftrace's -d: every stage, a dry run.
+		debugHeader(stdout, "AST after: parser")
+		lang.Dump(stdout, parsed)
+		debugHeader(stdout, "AST after: semantic")
+		lang.Dump(stdout, prog)
+		spec, err := runtime.Compile(prog, opts)
+		if err != nil {
+			return diagnose(err)
+		}
+		debugHeader(stdout, "eBPF after: codegen")
+		spec.WriteListing(stdout)
+		return 0, nil
 	}
 	if f.dryRun {
 		if _, err := runtime.Compile(prog, opts); err != nil {
-			return diagnose(err, file, src, stderr)
+			return diagnose(err)
 		}
 		return 0, nil
 	}
-	if err := runtime.Run(ctx, prog, opts); err != nil {
-		return diagnose(err, file, src, stderr)
+	err = runtime.Run(ctx, prog, opts)
+	if errors.Is(err, runtime.ErrQuit) {
+		return quitCode, nil
+	}
+	if err != nil {
+		return diagnose(err)
 	}
 	return 0, nil
+}
+
+// debugHeader prints a stage's title as bpftrace's -d does.
+func debugHeader(w io.Writer, title string) {
+	fmt.Fprintf(w, "\n%s\n-------------------\n", title)
+}
+
+// parsePID checks -p as bpftrace 0.17 does; "" is no -p, 0.
+func parsePID(s string) (int, error) {
+	if s == "" {
+		return 0, nil
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	if err != nil && !errors.Is(err, strconv.ErrRange) {
+		return 0, fmt.Errorf("pid '%s' is not a valid decimal number", s)
+	}
+	if err != nil || n < 1 || n > maxPID {
+		return 0, fmt.Errorf("pid '%s' out of valid pid range [1,%d]", s, maxPID)
+	}
+	return int(n), nil
 }
 
 // diagnose prints the script's diagnostics when err carries them, with the
@@ -211,7 +354,7 @@ func script(f *flags, args []string) (file, src string, params []string, err err
 
 // list prints the probes that match the pattern (-l), of a process (-p) or
 // both.
-func list(f *flags, args []string, stdout, stderr io.Writer) (int, error) {
+func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) > 1 {
 		return 1, errors.New("-l takes at most one pattern")
 	}
@@ -219,10 +362,10 @@ func list(f *flags, args []string, stdout, stderr io.Writer) (int, error) {
 	if len(args) == 1 {
 		pattern = args[0]
 	}
-	if pattern == "" && f.pid == 0 {
+	if pattern == "" && pid == 0 {
 		return 1, errors.New("-l needs a pattern such as 'usdt:/path/to/binary:*', or -p PID")
 	}
-	err := usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: f.pid, Verbose: f.verbose})
+	err := usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: pid, Verbose: f.verbose})
 	var pe *usdt.PatternError
 	if errors.As(err, &pe) {
 		// bpftrace treats the pattern as a one-line script named stdin.

@@ -8,8 +8,12 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
+	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/rogpeppe/go-internal/testscript"
 
@@ -51,7 +55,8 @@ func TestScript(t *testing.T) {
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
-			"exits": cmdExits,
+			"exits":   cmdExits,
+			"signals": cmdSignals,
 		},
 	})
 }
@@ -82,5 +87,108 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 	}
 	if got != want {
 		ts.Fatalf("%s exited with %d, want %d", args[1], got, want)
+	}
+}
+
+// cmdSignals runs a program, sends it signals and checks its exit code:
+//
+//	signals [-watch=FILE] CODE SIG[,SIG...] PROGRAM [ARG...]
+//
+// Each signal (USR1, INT, TERM, QUIT) is sent once the program has written
+// to standard output (or to FILE), and after each the command waits until
+// that output grows, the program exits or a second passes. The program's standard
+// output and error are left in the files signals.stdout and
+// signals.stderr of the work directory, for cmp.
+func cmdSignals(ts *testscript.TestScript, neg bool, args []string) {
+	watch := ""
+	if len(args) > 0 && strings.HasPrefix(args[0], "-watch=") {
+		watch = ts.MkAbs(strings.TrimPrefix(args[0], "-watch="))
+		args = args[1:]
+	}
+	if neg || len(args) < 3 {
+		ts.Fatalf("usage: signals CODE SIG[,SIG...] PROGRAM [ARG...]")
+	}
+	want, err := strconv.Atoi(args[0])
+	if err != nil {
+		ts.Fatalf("signals: bad exit code %q", args[0])
+	}
+	names := map[string]syscall.Signal{"USR1": syscall.SIGUSR1, "INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "QUIT": syscall.SIGQUIT}
+	var sigs []syscall.Signal
+	for _, name := range strings.Split(args[1], ",") {
+		sig, ok := names[name]
+		if !ok {
+			ts.Fatalf("signals: unknown signal %q", name)
+		}
+		sigs = append(sigs, sig)
+	}
+	// The script's PATH, which holds gotrace, is not the test's.
+	path := ""
+	for _, dir := range filepath.SplitList(ts.Getenv("PATH")) {
+		if fi, err := os.Stat(filepath.Join(dir, args[2])); err == nil && fi.Mode()&0o111 != 0 {
+			path = filepath.Join(dir, args[2])
+			break
+		}
+	}
+	if path == "" {
+		ts.Fatalf("signals: %s not found on the script's PATH", args[2])
+	}
+	stdout, err := os.Create(ts.MkAbs("signals.stdout"))
+	ts.Check(err)
+	defer stdout.Close()
+	stderr, err := os.Create(ts.MkAbs("signals.stderr"))
+	ts.Check(err)
+	defer stderr.Close()
+	cmd := exec.Command(path, args[3:]...)
+	cmd.Dir = ts.MkAbs(".")
+	cmd.Stdout, cmd.Stderr = stdout, stderr
+	ts.Check(cmd.Start())
+	done := make(chan struct{})
+	go func() {
+		cmd.Wait()
+		close(done)
+	}()
+	size := func() int64 {
+		if watch != "" {
+			fi, err := os.Stat(watch)
+			if err != nil {
+				return 0
+			}
+			return fi.Size()
+		}
+		fi, err := stdout.Stat()
+		ts.Check(err)
+		return fi.Size()
+	}
+	// waitGrowth waits until the output is longer than n bytes, the
+	// program has exited or limit has passed.
+	waitGrowth := func(n int64, limit time.Duration) {
+		for end := time.Now().Add(limit); time.Now().Before(end); {
+			select {
+			case <-done:
+				return
+			case <-time.After(20 * time.Millisecond):
+			}
+			if size() > n {
+				return
+			}
+		}
+	}
+	waitGrowth(0, 10*time.Second)
+	for _, sig := range sigs {
+		n := size()
+		if err := cmd.Process.Signal(sig); err != nil {
+			break // exited already: its exit code tells
+		}
+		waitGrowth(n, time.Second)
+	}
+	select {
+	case <-done:
+	case <-time.After(10 * time.Second):
+		cmd.Process.Kill()
+		<-done
+		ts.Fatalf("%s still running 10s after the last signal", args[2])
+	}
+	if got := cmd.ProcessState.ExitCode(); got != want {
+		ts.Fatalf("%s exited with %d (%v), want %d", args[2], got, cmd.ProcessState, want)
 	}
 }
