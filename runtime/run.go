@@ -388,29 +388,45 @@ func (t *tracer) requestExit() {
 	})
 }
 
-// startIntervals runs every interval program on its own ticker.
+// startIntervals runs the interval programs, one ticker per period. The
+// programs of one period run in script order at each tick, so that one
+// that calls exit() stops those after it (they check the exited flag),
+// as in bpftrace; on tickers of their own they raced.
 func (t *tracer) startIntervals() {
+	var periods []time.Duration
+	byPeriod := map[time.Duration][]*ebpf.Program{}
 	for _, iv := range t.intervals {
+		if _, ok := byPeriod[iv.period]; !ok {
+			periods = append(periods, iv.period)
+		}
+		byPeriod[iv.period] = append(byPeriod[iv.period], iv.prog)
+	}
+	for _, period := range periods {
 		t.tickers.Add(1)
-		go func() {
-			defer t.tickers.Done()
-			tick := time.NewTicker(iv.period)
-			defer tick.Stop()
-			for {
-				select {
-				case <-t.stop:
+		go t.tick(period, byPeriod[period])
+	}
+}
+
+// tick runs progs every period until the trace stops.
+func (t *tracer) tick(period time.Duration, progs []*ebpf.Program) {
+	defer t.tickers.Done()
+	tick := time.NewTicker(period)
+	defer tick.Stop()
+	for {
+		select {
+		case <-t.stop:
+			return
+		case <-tick.C:
+			for _, prog := range progs {
+				if err := runProgram(prog); err != nil {
+					t.mu.Lock()
+					t.keepErr(fmt.Errorf("run interval program: %w", err))
+					t.mu.Unlock()
+					t.requestExit()
 					return
-				case <-tick.C:
-					if err := runProgram(iv.prog); err != nil {
-						t.mu.Lock()
-						t.keepErr(fmt.Errorf("run interval program: %w", err))
-						t.mu.Unlock()
-						t.requestExit()
-						return
-					}
 				}
 			}
-		}()
+		}
 	}
 }
 

@@ -436,6 +436,22 @@ func TestRunInterval(t *testing.T) {
 	}
 }
 
+// Interval programs of one period run in script order at each tick: the
+// one after an exit() does not run (on tickers of their own, it printed in
+// most runs; bpftrace never prints it).
+func TestRunIntervalsInOrder(t *testing.T) {
+	testenv.RequireRoot(t)
+	for range 5 {
+		out, _, err := runScript(t, context.Background(), `interval:ms:10 { printf("first\n"); exit(); } interval:ms:10 { printf("second\n"); }`, Options{Quiet: true})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if out != "first\n\n\n" {
+			t.Fatalf("output %q, want only the first interval's line", out)
+		}
+	}
+}
+
 // TestRunCountsLocations checks "Attaching N probes..." counts every
 // location of a USDT probe, as bpftrace does: the dupsite fixture fires
 // net:outbound_message from two sites that share one semaphore.
