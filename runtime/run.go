@@ -320,22 +320,33 @@ func (t *tracer) startReaders() {
 		t.read(t.events, t.flushed)
 	}()
 	go t.read(t.control, nil)
+	t.every(lostPoll, func() bool {
+		t.mu.Lock()
+		defer t.mu.Unlock()
+		t.reportLost()
+		// Also bounds how long a line can stay held should a reader's
+		// emptiness check ever miss it.
+		t.flushOut()
+		return true
+	})
+}
+
+// every calls f every period, on a goroutine of its own, until the trace
+// stops or f returns false.
+func (t *tracer) every(period time.Duration, f func() bool) {
 	t.tickers.Add(1)
 	go func() {
 		defer t.tickers.Done()
-		tick := time.NewTicker(lostPoll)
+		tick := time.NewTicker(period)
 		defer tick.Stop()
 		for {
 			select {
 			case <-t.stop:
 				return
 			case <-tick.C:
-				t.mu.Lock()
-				t.reportLost()
-				// Also bounds how long a line can stay held should a
-				// reader's emptiness check ever miss it.
-				t.flushOut()
-				t.mu.Unlock()
+				if !f() {
+					return
+				}
 			}
 		}
 	}()
@@ -402,32 +413,25 @@ func (t *tracer) startIntervals() {
 		byPeriod[iv.period] = append(byPeriod[iv.period], iv.prog)
 	}
 	for _, period := range periods {
-		t.tickers.Add(1)
-		go t.tick(period, byPeriod[period])
+		t.every(period, func() bool {
+			return t.runIntervals(byPeriod[period])
+		})
 	}
 }
 
-// tick runs progs every period until the trace stops.
-func (t *tracer) tick(period time.Duration, progs []*ebpf.Program) {
-	defer t.tickers.Done()
-	tick := time.NewTicker(period)
-	defer tick.Stop()
-	for {
-		select {
-		case <-t.stop:
-			return
-		case <-tick.C:
-			for _, prog := range progs {
-				if err := runProgram(prog); err != nil {
-					t.mu.Lock()
-					t.keepErr(fmt.Errorf("run interval program: %w", err))
-					t.mu.Unlock()
-					t.requestExit()
-					return
-				}
-			}
+// runIntervals runs progs once, in order. On an error it ends the trace
+// and returns false.
+func (t *tracer) runIntervals(progs []*ebpf.Program) bool {
+	for _, prog := range progs {
+		if err := runProgram(prog); err != nil {
+			t.mu.Lock()
+			t.keepErr(fmt.Errorf("run interval program: %w", err))
+			t.mu.Unlock()
+			t.requestExit()
+			return false
 		}
 	}
+	return true
 }
 
 // wait blocks until the trace should end: exit(), ctx done, or the traced
