@@ -147,7 +147,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 			return fmt.Errorf("run BEGIN: %w", err)
 		}
 	}
-	if t.child != nil {
+	// A BEGIN that called exit() ends the trace before the command runs
+	// any of its code, as in bpftrace; close kills it.
+	if t.child != nil && !t.exitedEarly() {
 		if err := t.child.release(); err != nil {
 			return err
 		}
@@ -485,6 +487,14 @@ func waitPidfd(pidfd int, stop <-chan struct{}) <-chan struct{} {
 		}
 	}()
 	return gone
+}
+
+// exitedEarly reports whether exit() has run already, by the flag it
+// sets: its record is read by another goroutine.
+func (t *tracer) exitedEarly() bool {
+	m := t.coll.Maps[t.spec.ExitedMap]
+	var flag uint64
+	return m != nil && m.Lookup(uint32(0), &flag) == nil && flag != 0
 }
 
 // finish ends the trace: it stops the timers, detaches the probes, prints

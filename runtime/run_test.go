@@ -571,3 +571,20 @@ func TestRunCommandNotStartedOnError(t *testing.T) {
 		t.Error("the command ran although the trace failed")
 	}
 }
+
+// A BEGIN that calls exit() ends the trace before the -c command runs,
+// as in bpftrace; END still runs.
+func TestRunCommandNotStartedAfterBeginExit(t *testing.T) {
+	testenv.RequireRoot(t)
+	marker := filepath.Join(t.TempDir(), "ran")
+	out, _, err := runScript(t, context.Background(), `BEGIN { printf("begin\n"); exit(); } END { printf("end\n"); }`, Options{Command: "touch " + marker, Quiet: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != "begin\nend\n\n\n" {
+		t.Errorf("output %q, want BEGIN's and END's lines", out)
+	}
+	if _, err := os.Stat(marker); err == nil {
+		t.Error("the command ran although BEGIN called exit()")
+	}
+}
