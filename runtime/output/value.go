@@ -179,8 +179,15 @@ func compareIntValues(a, b Value) int {
 }
 
 // divide divides an integer value by div, truncating toward zero as C
-// does; div 0 or 1 leaves it alone.
+// does, and each integer of a tuple; div 0 or 1 leaves it alone.
 func divide(v Value, div uint64) Value {
+	if v.Kind == ValueTuple && div > 1 {
+		elems := make([]Value, len(v.Elems))
+		for i, e := range v.Elems {
+			elems[i] = divide(e, div)
+		}
+		return Tuple(elems...)
+	}
 	if v.Kind != ValueInt || div <= 1 {
 		return v
 	}
