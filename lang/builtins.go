@@ -30,7 +30,7 @@ var builtinVars = map[string]Type{
 // tracefs).
 var unsupportedBuiltins = map[string]bool{
 	"kstack": true, "stack": true, "curtask": true, "ctx": true, "args": true,
-	"username": true, "jiffies": true,
+	"username": true,
 }
 
 // argIndex returns N for a builtin named argN, or -1.
