@@ -18,11 +18,12 @@ var builtinVars = map[string]Type{
 	"pid": Uint64, "tid": Uint64, "uid": Uint64, "gid": Uint64, "cpu": Uint64,
 	"nsecs": Uint64, "elapsed": Uint64, "rand": Uint64, "cgroup": Uint64,
 	"numaid": Uint64, "retval": Uint64,
-	"cpid":   Int(4, false),
-	"comm":   String(16),
-	"probe":  {Kind: KindProbe},
-	"func":   {Kind: KindUsym},
-	"ustack": {Kind: KindStack, StackFrames: DefaultStackFrames},
+	"cpid":     Int(4, false),
+	"comm":     String(16),
+	"probe":    {Kind: KindProbe},
+	"func":     {Kind: KindUsym},
+	"username": {Kind: KindUsername},
+	"ustack":   {Kind: KindStack, StackFrames: DefaultStackFrames},
 }
 
 // unsupportedBuiltins are builtin variables bpftrace 0.17 has that need a
@@ -30,7 +31,6 @@ var builtinVars = map[string]Type{
 // tracefs).
 var unsupportedBuiltins = map[string]bool{
 	"kstack": true, "stack": true, "curtask": true, "ctx": true, "args": true,
-	"username": true,
 }
 
 // argIndex returns N for a builtin named argN, or -1.

@@ -39,6 +39,9 @@ const (
 	KindTimestamp
 	// KindUsym is usym()'s result.
 	KindUsym
+	// KindUsername is the username builtin: a u64 uid that prints as the
+	// user's name.
+	KindUsername
 	// KindInet is ntop()'s result.
 	KindInet
 	// KindStack is ustack()'s result.
@@ -157,6 +160,8 @@ func (t Type) String() string {
 		return "timestamp"
 	case KindUsym:
 		return "usym"
+	case KindUsername:
+		return "username"
 	case KindInet:
 		return "inet"
 	case KindStack:

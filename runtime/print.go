@@ -6,6 +6,8 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"os/user"
+	"strconv"
 	"strings"
 	"syscall"
 	"time"
@@ -112,6 +114,8 @@ func (t *tracer) value(f codegen.Field, b []byte) output.Value {
 		return output.Str(fmt.Sprintf("probe#%d", i))
 	case lang.KindTimestamp:
 		return output.Str(t.timestampText(b))
+	case lang.KindUsername:
+		return output.Str(t.userName(u64(b, 0)))
 	case lang.KindUsym:
 		return output.Str(t.syms.name(u64(b, 0)))
 	case lang.KindStack:
@@ -128,6 +132,23 @@ func (t *tracer) timestampText(b []byte) string {
 		return fmt.Sprintf("strftime#%d", i)
 	}
 	return strftime(t.spec.TimeFormats[i], t.wallTime(u64(b, 8)))
+}
+
+// userName returns the name of user uid, "" for a uid with no name, as
+// bpftrace prints username. Names are looked up once per uid.
+func (t *tracer) userName(uid uint64) string {
+	if name, ok := t.users[uid]; ok {
+		return name
+	}
+	name := ""
+	if u, err := user.LookupId(strconv.FormatUint(uid, 10)); err == nil {
+		name = u.Username
+	}
+	if t.users == nil {
+		t.users = map[uint64]string{}
+	}
+	t.users[uid] = name
+	return name
 }
 
 // wallTime converts a bpf_ktime_get_ns time (CLOCK_MONOTONIC) into wall

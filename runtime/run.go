@@ -174,7 +174,9 @@ type tracer struct {
 	extra    []*ebpf.Collection
 	searched map[fileID]bool
 	// prog is the checked program, for the probes of objects loaded later.
-	prog  *lang.Program
+	prog *lang.Program
+	// users caches the names username prints, by uid.
+	users map[uint64]string
 	pid   int
 	child *child
 	pidfd int
