@@ -50,7 +50,11 @@ type fn struct {
 	// area's high-water mark; zerosMax the largest zero source needed.
 	scratch    int
 	scratchMax int
-	zerosMax   int
+	// unalignedScratch is set when the code reads the scratch area at
+	// unaligned offsets (strcontains): it must then be the per-CPU map's
+	// value, as the verifier refuses unaligned stack reads.
+	unalignedScratch bool
+	zerosMax         int
 
 	vars map[string]variable
 	// varNames are the variables in declaration (name) order.

@@ -70,7 +70,7 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 // nothing, where the per-CPU map's value costs a lookup and, on machines
 // whose TLB is flushed at each kernel entry, a page walk on every hit.
 func (f *fn) scratchOnStack() bool {
-	return -stackSize+f.scratchMax <= int(f.stackLow)
+	return !f.unalignedScratch && -stackSize+f.scratchMax <= int(f.stackLow)
 }
 
 // inheritMetadata gives ins the label and source comment of old, which it

@@ -1308,6 +1308,12 @@ func (c *checker) callArgs(e *Call) {
 		}
 	case "bswap":
 		c.intArg(e, args[0], "only supports integer arguments")
+	case "strcontains":
+		for _, a := range args {
+			if t := c.expr(a, useValue); t.Kind != KindString && t.Kind != KindNone {
+				c.laterf(e.Loc, "strcontains() only supports string arguments (%s provided)", formatTypeName(t))
+			}
+		}
 	case "uptr", "kptr":
 		if t := c.expr(args[0], useValue); !isIntLike(t) && t.Kind != KindNone {
 			c.errorf(e.Loc, "%s() only supports integer or pointer arguments (%s provided)", name, formatTypeName(t))
