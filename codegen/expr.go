@@ -1077,7 +1077,7 @@ func (f *fn) strContains(e *lang.Call) error {
 // intCall lowers a call with an integer value.
 func (f *fn) intCall(e *lang.Call) error {
 	switch {
-	case (e.Name == "uptr" || e.Name == "kptr" || e.Name == "usym") && len(e.Args) == 1:
+	case (e.Name == "uptr" || e.Name == "kptr" || e.Name == "usym" || e.Name == "strerror") && len(e.Args) == 1:
 		return f.intExpr(e.Args[0])
 	case e.Name == "sizeof" && len(e.Args) == 1:
 		size, err := f.sizeofType(e, lang.TypeOf(e.Args[0]))

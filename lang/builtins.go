@@ -114,13 +114,14 @@ var funcs = map[string]funcSig{
 	"kptr":        {min: 1, max: 1},
 	"bswap":       {min: 1, max: 1},
 	"strcontains": {min: 2, max: 2},
+	"strerror":    {min: 1, max: 1},
 }
 
 // unsupportedFuncs are functions bpftrace 0.17 has that gotrace does not
 // implement (kernel-side features).
 var unsupportedFuncs = map[string]bool{
 	"ksym": true, "kstack": true, "path": true, "macaddr": true, "cgroup_path": true,
-	"skboutput": true, "cgroupid": true, "strerror": true, "debugf": true, "unwatch": true,
+	"skboutput": true, "cgroupid": true, "debugf": true, "unwatch": true,
 }
 
 // arityError returns bpftrace's message for a call of name with n

@@ -1153,6 +1153,8 @@ func (c *checker) callResult(e *Call, sig funcSig) Type {
 		return c.stackType(e)
 	case "usym":
 		return Type{Kind: KindUsym}
+	case "strerror":
+		return Type{Kind: KindErrno}
 	case "ntop":
 		return Type{Kind: KindInet}
 	case "uaddr":
@@ -1306,7 +1308,7 @@ func (c *checker) callArgs(e *Call) {
 		if n, ok := c.constArg(e, args[2]); ok && n < 0 {
 			c.laterf(e.Loc, "Builtin strncmp requires a non-negative size")
 		}
-	case "bswap":
+	case "bswap", "strerror":
 		c.intArg(e, args[0], "only supports integer arguments")
 	case "strcontains":
 		for _, a := range args {

@@ -112,7 +112,7 @@ func (v *FormatVerb) Accepts(t Type) bool {
 // printsAsString reports whether values of type t print as text.
 func printsAsString(t Type) bool {
 	switch t.Kind {
-	case KindString, KindUsym, KindUsername, KindInet, KindStack, KindTimestamp, KindProbe:
+	case KindString, KindUsym, KindUsername, KindErrno, KindInet, KindStack, KindTimestamp, KindProbe:
 		return true
 	}
 	return false

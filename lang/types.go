@@ -39,6 +39,9 @@ const (
 	KindTimestamp
 	// KindUsym is usym()'s result.
 	KindUsym
+	// KindErrno is strerror()'s result: a u64 errno that prints as the C
+	// library's message for it.
+	KindErrno
 	// KindUsername is the username builtin: a u64 uid that prints as the
 	// user's name.
 	KindUsername
@@ -162,6 +165,8 @@ func (t Type) String() string {
 		return "usym"
 	case KindUsername:
 		return "username"
+	case KindErrno:
+		return "strerror"
 	case KindInet:
 		return "inet"
 	case KindStack:

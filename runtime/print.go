@@ -114,6 +114,8 @@ func (t *tracer) value(f codegen.Field, b []byte) output.Value {
 		return output.Str(fmt.Sprintf("probe#%d", i))
 	case lang.KindTimestamp:
 		return output.Str(t.timestampText(b))
+	case lang.KindErrno:
+		return output.Str(errnoText(int64(u64(b, 0))))
 	case lang.KindUsername:
 		return output.Str(t.userName(u64(b, 0)))
 	case lang.KindUsym:
