@@ -14,6 +14,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // site is one place a program runs: what bpftrace counts in "Attaching N
@@ -122,7 +123,7 @@ func funcOffset(field string) (name string, off uint64, ok bool) {
 	if i <= 0 {
 		return field, 0, false
 	}
-	off, ok = parseNumber(field[i+1:])
+	off, ok = usdt.ParseNumber(field[i+1:])
 	if !ok {
 		return field, 0, false
 	}
@@ -134,16 +135,6 @@ func funcOffset(field string) (name string, off uint64, ok bool) {
 // prints); the parser reads only hexadecimal ones (0x2262) as addresses.
 func numericAddress(field string) (uint64, bool) {
 	n, err := strconv.ParseUint(field, 10, 64)
-	return n, err == nil
-}
-
-// parseNumber parses a decimal or 0x-prefixed hexadecimal number.
-func parseNumber(s string) (uint64, bool) {
-	base := 10
-	if h, ok := strings.CutPrefix(s, "0x"); ok {
-		s, base = h, 16
-	}
-	n, err := strconv.ParseUint(s, base, 64)
 	return n, err == nil
 }
 

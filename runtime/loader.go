@@ -12,6 +12,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // A -c command can load libraries after it starts (java loads libjvm.so
@@ -115,7 +116,7 @@ func (t *tracer) watchLoader(objs []string) error {
 // caller holds t.mu.
 func (t *tracer) loadedObjects() error {
 	defer unix.Kill(t.pid, unix.SIGCONT)
-	objs, err := processObjects(t.pid)
+	objs, err := usdt.ProcessPaths(t.pid)
 	if err != nil {
 		return nil // the command has gone
 	}

@@ -334,27 +334,6 @@ func commandObjects(command string) ([]string, error) {
 	return append([]string{path}, neededLibraries(path)...), nil
 }
 
-// processObjects returns the files process pid maps, by the paths gotrace
-// sees them under: their own when gotrace shares the process's mount
-// namespace, /proc/PID/root/... otherwise.
-func processObjects(pid int) ([]string, error) {
-	objs, err := usdt.MappedObjects(pid)
-	if err != nil {
-		return nil, fmt.Errorf("failed to find the objects of process %d: %w", pid, err)
-	}
-	paths := make([]string, 0, len(objs))
-	for _, o := range objs {
-		path := o.OpenPath
-		own, err1 := os.Stat(o.Path)
-		theirs, err2 := os.Stat(o.OpenPath)
-		if err1 == nil && err2 == nil && os.SameFile(own, theirs) {
-			path = o.Path
-		}
-		paths = append(paths, path)
-	}
-	return paths, nil
-}
-
 // neededLibraries resolves the DT_NEEDED closure of an executable the way
 // the dynamic loader would find it: RPATH/RUNPATH (with $ORIGIN),
 // LD_LIBRARY_PATH, the ld.so.conf directories and the default ones.

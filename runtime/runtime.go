@@ -104,7 +104,7 @@ func pidObjects(p *lang.Program, pid int) ([]string, error) {
 	if !hasWildcardUSDT(p) {
 		return nil, nil
 	}
-	objs, err := processObjects(pid)
+	objs, err := usdt.ProcessPaths(pid)
 	if err != nil {
 		return nil, err
 	}

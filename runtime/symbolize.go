@@ -3,13 +3,13 @@ package runtime
 import (
 	"bufio"
 	"debug/elf"
-	"encoding/hex"
 	"fmt"
 	"os"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // symbolizer names code addresses of the traced process for func and
@@ -73,7 +73,7 @@ func (s *symbolizer) file(path string) *elfSymbols {
 			}
 			// A stripped library's local functions (libc's
 			// __libc_start_call_main) are in its separate debug file.
-			if debug := debugFile(f); debug != "" {
+			if debug := usdt.DebugFile(f); debug != "" {
 				if more, err := functionSymbols(debug); err == nil {
 					es.syms = append(es.syms, more...)
 				}
@@ -84,36 +84,6 @@ func (s *symbolizer) file(path string) *elfSymbols {
 	}
 	s.files[path] = es
 	return es
-}
-
-// debugRoot is where distributions install separate debug files, by
-// build id.
-const debugRoot = "/usr/lib/debug/.build-id"
-
-// debugFile returns the path of f's separate debug file, found by its
-// GNU build id, or "" when it has none installed.
-func debugFile(f *elf.File) string {
-	sec := f.Section(".note.gnu.build-id")
-	if sec == nil {
-		return ""
-	}
-	note, err := sec.Data()
-	// The note: namesz, descsz, type, "GNU\0", then the id.
-	if err != nil || len(note) < 16 {
-		return ""
-	}
-	namesz := int(f.ByteOrder.Uint32(note[0:]))
-	descsz := int(f.ByteOrder.Uint32(note[4:]))
-	start := 12 + (namesz+3)&^3
-	if descsz < 2 || start+descsz > len(note) {
-		return ""
-	}
-	id := hex.EncodeToString(note[start : start+descsz])
-	path := filepath.Join(debugRoot, id[:2], id[2:]+".debug")
-	if _, err := os.Stat(path); err != nil {
-		return ""
-	}
-	return path
 }
 
 // offset turns a virtual address of the file into a file offset.

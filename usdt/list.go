@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -13,93 +12,119 @@ import (
 
 // ListOptions selects the probes that List prints.
 type ListOptions struct {
-	// Pattern is a probe pattern as given to `-l`: "usdt:PATH:NAME" or
-	// "usdt:PATH:PROVIDER:NAME", where every field may hold the globs
-	// `*` and `?` and a field may be double-quoted. With a PID,
-	// "usdt:NAME" is accepted too and PATH selects among the process's
-	// objects. An empty Pattern with a PID lists all its probes.
+	// Pattern is a probe pattern as given to `-l`: "usdt:PATH:NAME",
+	// "usdt:PATH:PROVIDER:NAME", "uprobe:PATH:FUNCTION" or
+	// "uretprobe:PATH:FUNCTION", where every field may hold the globs `*`
+	// and `?` and a field may be double-quoted. A wildcard probe type
+	// stands for uprobe and usdt, as in bpftrace. With a PID, "usdt:NAME"
+	// and "uprobe:FUNCTION" are accepted too: PATH selects among the
+	// process's objects for usdt, and is the process's executable for
+	// uprobes. An empty Pattern with a PID lists all the probes of the
+	// process, as "*" does: its executable's functions and the usdt
+	// probes of every object it maps.
 	Pattern string
 	// PID, when not 0, lists the probes of the executable and the shared
 	// objects that this process has mapped.
 	PID int
-	// Verbose (`-lv`) follows each probe's line with its locations
+	// Verbose (`-lv`) follows each usdt probe's line with its locations
 	// (address, file offset, semaphore) and each location's arguments
 	// (index, bpftrace type, operand), indented. bpftrace 0.17 prints
 	// nothing more for usdt probes with -lv, so these lines are additive:
-	// the probe lines are the same as without Verbose.
+	// the probe lines are the same as without Verbose. Uprobe lines have
+	// nothing more.
 	Verbose bool
 }
 
-// List writes the USDT probes that match opts to w the way bpftrace 0.17's
-// `-l` does: one line "usdt:PATH:PROVIDER:NAME" per probe, sorted byte by
-// byte, each probe once. PATH is the path as given (a bare name found
-// through $PATH is shown with its directory); with a PID it is the
-// object's path under /proc/PID/root. A pattern that cannot be parsed, a
-// missing or unreadable file and a process that does not exist are errors,
-// returned before anything is written.
+// List writes the probes that match opts to w the way bpftrace 0.17's
+// `-l` does: one line "usdt:PATH:PROVIDER:NAME" per usdt probe and
+// "uprobe:PATH:FUNCTION" per function, sorted byte by byte, each once.
+// PATH is the path as given (a bare name found through $PATH is shown with
+// its directory, a library name such as libc as the file found); with a
+// PID a usdt probe's PATH is the object's path under /proc/PID/root. A
+// pattern that cannot be parsed, a missing or unreadable file and a
+// process that does not exist are errors, returned before anything is
+// written.
 func List(w io.Writer, opts ListOptions) error {
-	if err := list(w, opts); err != nil {
-		return fmt.Errorf("list usdt probes: %w", err)
+	err := list(w, opts)
+	var pe *PatternError
+	if errors.As(err, &pe) && pe.Pattern == "" {
+		pe.Pattern = opts.Pattern
+	}
+	if err != nil {
+		return fmt.Errorf("list probes: %w", err)
 	}
 	return nil
 }
 
 func list(w io.Writer, opts ListOptions) error {
-	pat, err := parsePattern(opts.Pattern, opts.PID != 0)
+	usdtPat, uprobes, err := parsePattern(opts.Pattern, opts.PID != 0)
 	if err != nil {
 		return err
 	}
+	var lines []string
+	for _, up := range uprobes {
+		l, err := uprobeLines(up, opts.PID)
+		if err != nil {
+			return err
+		}
+		lines = append(lines, l...)
+	}
+	var probes map[string]*Probe
+	if usdtPat != nil {
+		if probes, err = usdtProbes(*usdtPat, opts.PID); err != nil {
+			return err
+		}
+		for line := range probes {
+			lines = append(lines, line)
+		}
+	}
+	slices.Sort(lines)
+	lines = slices.Compact(lines)
+
+	bw := bufio.NewWriter(w)
+	for _, line := range lines {
+		bw.WriteString(line)
+		bw.WriteByte('\n')
+		if p := probes[line]; p != nil && opts.Verbose {
+			writeDetails(bw, p)
+		}
+	}
+	return bw.Flush()
+}
+
+// usdtProbes returns the usdt probes that pat names by their lines.
+func usdtProbes(pat pattern, pid int) (map[string]*Probe, error) {
 	var targets []target
-	if opts.PID != 0 {
-		targets, err = processTargets(opts.PID, pat.path)
+	var err error
+	if pid != 0 {
+		targets, err = processTargets(pid, pat.path)
 	} else {
-		targets, err = fileTargets(pat.path)
-	}
-	var pe *PatternError
-	if errors.As(err, &pe) {
-		pe.Pattern = opts.Pattern
+		targets, err = targetFiles("usdt", pat.path, nil)
 	}
 	if err != nil {
-		return err
+		return nil, err
 	}
-	type entry struct {
-		line  string
-		probe *Probe
-	}
-	var entries []entry
-	seen := make(map[string]bool)
+	probes := make(map[string]*Probe)
 	for _, t := range targets {
-		probes, err := ReadFile(t.open)
+		found, err := ReadFile(t.open)
 		if err != nil {
 			if t.optional {
 				continue
 			}
-			return err
+			return nil, err
 		}
-		for i := range probes {
-			p := &probes[i]
+		for i := range found {
+			p := &found[i]
 			if !globMatch(pat.provider, p.Provider) || !globMatch(pat.name, p.Name) {
 				continue
 			}
 			line := "usdt:" + t.display + ":" + p.Provider + ":" + p.Name
-			if seen[line] {
-				continue
+			if probes[line] == nil {
+				probes[line] = p
 			}
-			seen[line] = true
-			entries = append(entries, entry{line, p})
 		}
 	}
-	slices.SortFunc(entries, func(a, b entry) int { return strings.Compare(a.line, b.line) })
-
-	bw := bufio.NewWriter(w)
-	for _, e := range entries {
-		bw.WriteString(e.line)
-		bw.WriteByte('\n')
-		if opts.Verbose {
-			writeDetails(bw, e.probe)
-		}
-	}
-	return bw.Flush()
+	return probes, nil
 }
 
 // writeDetails writes the `-lv` lines of p: each location with its
@@ -126,7 +151,6 @@ func writeDetails(w *bufio.Writer, p *Probe) {
 	}
 }
 
-// pattern is a parsed usdt probe pattern; every field is a glob.
 // PatternError is a problem with a -l pattern itself or with the file it
 // names; bpftrace reports these as a diagnostic under the pattern.
 type PatternError struct {
@@ -139,33 +163,85 @@ func (e *PatternError) Error() string {
 	return fmt.Sprintf("pattern %q: %s", e.Pattern, e.Msg)
 }
 
-// targetFileError is bpftrace's message for a usdt path that names no
-// readable ELF file.
-func targetFileError(path string) error {
-	return &PatternError{Msg: fmt.Sprintf("usdt target file '%s' does not exist or is not executable", path)}
-}
-
+// pattern is a parsed usdt probe pattern; every field is a glob.
 type pattern struct {
 	path, provider, name string
 }
 
-// parsePattern parses a `-l` pattern for usdt probes.
-func parsePattern(s string, withPID bool) (pattern, error) {
+// listedTypes maps the names and bpftrace's aliases of the probe types
+// that -l lists to their names.
+var listedTypes = map[string]string{
+	"uprobe": "uprobe", "u": "uprobe",
+	"uretprobe": "uretprobe", "ur": "uretprobe",
+	"usdt": "usdt", "U": "usdt",
+}
+
+// wildcardTypes are the types a wildcard probe type stands for, as in
+// bpftrace 0.17, which lists return probes only by name.
+var wildcardTypes = []string{"uprobe", "usdt"}
+
+// parsePattern parses a `-l` pattern into the usdt pattern (nil when the
+// pattern names no usdt probes) and the uprobe patterns it stands for. A
+// wildcard probe type stands for each of wildcardTypes whose fields fit.
+// An empty pattern with a PID is "*", which is "*:*".
+func parsePattern(s string, withPID bool) (*pattern, []uprobePattern, error) {
 	if s == "" {
-		if withPID {
-			return pattern{"*", "*", "*"}, nil
+		if !withPID {
+			return nil, nil, errors.New("no probe pattern and no process to list")
 		}
-		return pattern{}, fmt.Errorf("no probe pattern and no process to list")
+		s = "*"
 	}
 	fields, err := splitFields(s)
 	if err != nil {
-		return pattern{}, &PatternError{s, err.Error()}
+		return nil, nil, &PatternError{s, err.Error()}
 	}
-	if !globMatch(fields[0], "usdt") {
-		return pattern{}, &PatternError{s, fmt.Sprintf("probe type '%s' is not usdt", fields[0])}
+	typ, args := fields[0], fields[1:]
+	types := []string{listedTypes[typ]}
+	wildcard := strings.ContainsAny(typ, "*?")
+	if wildcard && len(args) == 0 && withPID {
+		// "*" with a PID is every probe of the process, as in bpftrace.
+		args = []string{"*"}
 	}
+	switch {
+	case types[0] != "":
+	case wildcard:
+		types = slices.DeleteFunc(slices.Clone(wildcardTypes), func(t string) bool { return !globMatch(typ, t) })
+		if len(types) == 0 {
+			return nil, nil, &PatternError{s, fmt.Sprintf("No probe type matched for %s: gotrace -l lists uprobe, uretprobe and usdt probes, and a wildcard stands for uprobe and usdt", typ)}
+		}
+	default:
+		return nil, nil, &PatternError{s, fmt.Sprintf("probe type '%s' is not listed: gotrace -l lists uprobe, uretprobe and usdt probes", typ)}
+	}
+	var usdtPat *pattern
+	var uprobes []uprobePattern
+	for _, t := range types {
+		if t == "usdt" {
+			p, err := parseUSDT(args, withPID)
+			if err == nil {
+				usdtPat = &p
+			} else if !wildcard {
+				return nil, nil, &PatternError{s, err.Error()}
+			}
+			continue
+		}
+		p, err := parseUprobe(t, args, withPID)
+		if err == nil {
+			uprobes = append(uprobes, p)
+		} else if !wildcard {
+			return nil, nil, &PatternError{s, err.Error()}
+		}
+	}
+	if usdtPat == nil && len(uprobes) == 0 {
+		return nil, nil, &PatternError{s, fmt.Sprintf("'%s' names no probe that gotrace lists: they are 'uprobe:FILE:FUNCTION' and 'usdt:FILE:[PROVIDER:]NAME', or with -p PID 'uprobe:FUNCTION' and 'usdt:NAME'; gotrace has no kernel probes", s)}
+	}
+	return usdtPat, uprobes, nil
+}
+
+// parseUSDT checks the arguments of a usdt pattern with bpftrace 0.17's
+// messages: PATH:NAME or PATH:PROVIDER:NAME, or NAME alone with a PID.
+func parseUSDT(args []string, withPID bool) (pattern, error) {
 	var p pattern
-	switch args := fields[1:]; {
+	switch {
 	case len(args) == 1 && withPID:
 		p = pattern{"*", "*", args[0]}
 	case len(args) == 2:
@@ -173,19 +249,19 @@ func parsePattern(s string, withPID bool) (pattern, error) {
 	case len(args) == 3:
 		p = pattern{args[0], args[1], args[2]}
 	default:
-		return pattern{}, &PatternError{s, "usdt probe type requires 2 or 3 arguments"}
+		return p, errors.New("usdt probe type requires 2 or 3 arguments")
 	}
 	if p.provider == "" {
 		p.provider = "*"
 	}
 	if p.path == "" {
 		if !withPID {
-			return pattern{}, &PatternError{s, "usdt probe must have a target file"}
+			return p, errors.New("usdt probe must have a target file")
 		}
 		p.path = "*"
 	}
 	if p.name == "" {
-		return pattern{}, &PatternError{s, "usdt probe must have a target function or wildcard"}
+		return p, errors.New("usdt probe must have a target function or wildcard")
 	}
 	return p, nil
 }
@@ -224,64 +300,6 @@ type target struct {
 	optional bool
 }
 
-// fileTargets finds the files a path pattern names. Like bpftrace, a name
-// without a slash is also looked for in every $PATH directory; a pattern
-// with a glob lists every ELF file it matches, a plain one the first.
-func fileTargets(path string) ([]target, error) {
-	candidates := []string{path}
-	if !strings.Contains(path, "/") {
-		for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
-			if dir != "" {
-				candidates = append(candidates, dir+"/"+path)
-			}
-		}
-	}
-	wildcard := strings.ContainsAny(path, "*?")
-	if wildcard {
-		var expanded []string
-		for _, c := range candidates {
-			matches, err := filepath.Glob(c)
-			if err != nil {
-				return nil, fmt.Errorf("path pattern %q: %w", path, err)
-			}
-			expanded = append(expanded, matches...)
-		}
-		candidates = expanded
-	}
-	var targets []target
-	seen := make(map[string]bool)
-	for _, c := range candidates {
-		if seen[c] || !isELF(c) {
-			continue
-		}
-		seen[c] = true
-		targets = append(targets, target{display: c, open: c, optional: wildcard})
-		if !wildcard {
-			break
-		}
-	}
-	if len(targets) == 0 {
-		return nil, targetFileError(path)
-	}
-	return targets, nil
-}
-
-// isELF reports whether path is a regular file that starts like an ELF
-// file.
-func isELF(path string) bool {
-	f, err := os.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err != nil || !st.Mode().IsRegular() {
-		return false
-	}
-	var magic [4]byte
-	_, err = io.ReadFull(f, magic[:])
-	return err == nil && string(magic[:]) == "\x7fELF"
-}
-
 // processTargets finds the objects of process pid that a path pattern
 // names: a glob is matched against both the path the process sees and the
 // /proc/PID/root path, a plain absolute path must equal one of them and a
@@ -313,8 +331,8 @@ func processTargets(pid int, path string) ([]target, error) {
 			targets = append(targets, target{display: o.OpenPath, open: o.OpenPath})
 		}
 	}
-	if len(targets) == 0 && !wildcard && strings.Contains(path, "/") && !isELF(plain) {
-		return nil, targetFileError(path)
+	if len(targets) == 0 && !wildcard && strings.Contains(path, "/") && !isTargetFile(plain) {
+		return nil, targetFileError("usdt", path)
 	}
 	return targets, nil
 }
@@ -326,12 +344,14 @@ func globMatch(pattern, s string) bool {
 	starP, starI := -1, 0
 	for i < len(s) {
 		switch {
+		case p < len(pattern) && pattern[p] == '*':
+			// Before the literal case: a '*' in s (char const*) is
+			// matched by a star as any other byte.
+			starP, starI = p, i
+			p++
 		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == s[i]):
 			p++
 			i++
-		case p < len(pattern) && pattern[p] == '*':
-			starP, starI = p, i
-			p++
 		case starP >= 0:
 			// Let the last star take one more byte and retry.
 			starI++

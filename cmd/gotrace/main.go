@@ -363,7 +363,8 @@ func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, erro
 		pattern = args[0]
 	}
 	if pattern == "" && pid == 0 {
-		return 1, errors.New("-l needs a pattern such as 'usdt:/path/to/binary:*', or -p PID")
+		// bpftrace lists its kernel probes here.
+		return 1, errors.New("-l without a pattern lists bpftrace's kernel probes, and gotrace has none: it lists uprobe, uretprobe and usdt probes, of a file ('uprobe:/path/to/binary:*', 'usdt:/path/to/binary:*') or of a process (-p PID)")
 	}
 	err := usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: pid, Verbose: f.verbose})
 	var pe *usdt.PatternError

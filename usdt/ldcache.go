@@ -1,4 +1,4 @@
-package runtime
+package usdt
 
 import (
 	"bytes"
@@ -82,5 +82,9 @@ func cacheString(data []byte, off uint32) (string, error) {
 	if uint64(off) >= uint64(len(data)) {
 		return "", fmt.Errorf("string offset %d is past the end", off)
 	}
-	return cString(data[off:]), nil
+	s := data[off:]
+	if i := bytes.IndexByte(s, 0); i >= 0 {
+		s = s[:i]
+	}
+	return string(s), nil
 }

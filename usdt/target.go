@@ -1,0 +1,234 @@
+package usdt
+
+import (
+	"debug/elf"
+	"encoding/hex"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"golang.org/x/sys/unix"
+)
+
+// FindTarget returns the file a bare target name (no '/', no wildcard) of
+// a usdt, uprobe or uretprobe stands for, or "" when there is none. As
+// bpftrace 0.17 finds a uprobe's:
+//
+//   - for a name that starts with "lib" (libc, libpython3.11), first an
+//     object of the -p process (mapped) whose path holds "/NAME." or
+//     "/NAME-" (/usr/lib/x86_64-linux-gnu/libc.so.6), then the first
+//     library of the loader's cache whose soname starts with "NAME.so"
+//     (/lib/x86_64-linux-gnu/libc.so.6);
+//   - the file of that name in the working directory, returned as name;
+//   - the first file of that name in a $PATH directory
+//     (python3.11: /usr/bin/python3.11).
+//
+// A file in the working directory or $PATH counts when it is an ELF file
+// that is executable or a shared object, as bpftrace checks it. And where
+// 0.17 finds nothing: a library that the -c command loads at start-up
+// (loaded) but the cache does not have, found as in mapped.
+func FindTarget(name string, mapped, loaded []string) string {
+	if strings.HasPrefix(name, "lib") {
+		for _, path := range []string{mappedLibrary(name, mapped), cachedLibrary(name), mappedLibrary(name, loaded)} {
+			if path != "" {
+				return path
+			}
+		}
+	}
+	if isTargetFile(name) {
+		return name
+	}
+	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+		if dir == "" {
+			continue
+		}
+		if path := filepath.Join(dir, name); isTargetFile(path) {
+			return path
+		}
+	}
+	return ""
+}
+
+// mappedLibrary returns the first of objs whose path holds "/NAME." or
+// "/NAME-", or "".
+func mappedLibrary(name string, objs []string) string {
+	for _, o := range objs {
+		if strings.Contains(o, "/"+name+".") || strings.Contains(o, "/"+name+"-") {
+			return o
+		}
+	}
+	return ""
+}
+
+// cachedLibrary returns the path of the first library of the loader's
+// cache whose soname starts with "NAME.so", or "".
+func cachedLibrary(name string) string {
+	entries, err := readLdCache()
+	if err != nil {
+		return ""
+	}
+	for _, e := range entries {
+		if strings.HasPrefix(e.name, name+".so") {
+			return e.path
+		}
+	}
+	return ""
+}
+
+// isTargetFile reports whether path is a file bpftrace 0.17 takes as a
+// uprobe or usdt target: a regular ELF file that the caller may execute
+// or that is a shared object (libstdc++.so.6.0.30 is not executable).
+func isTargetFile(path string) bool {
+	st, err := os.Stat(path)
+	if err != nil || !st.Mode().IsRegular() {
+		return false
+	}
+	f, err := elf.Open(path)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	return f.Type == elf.ET_DYN || unix.Access(path, unix.X_OK) == nil
+}
+
+// ProcessPaths returns the files process pid maps, by the paths gotrace
+// sees them under: their own when gotrace shares the process's mount
+// namespace, /proc/PID/root/... otherwise.
+func ProcessPaths(pid int) ([]string, error) {
+	objs, err := MappedObjects(pid)
+	if err != nil {
+		return nil, fmt.Errorf("failed to find the objects of process %d: %w", pid, err)
+	}
+	paths := make([]string, 0, len(objs))
+	for _, o := range objs {
+		path := o.OpenPath
+		own, err1 := os.Stat(o.Path)
+		theirs, err2 := os.Stat(o.OpenPath)
+		if err1 == nil && err2 == nil && os.SameFile(own, theirs) {
+			path = o.Path
+		}
+		paths = append(paths, path)
+	}
+	return paths, nil
+}
+
+// debugRoot is where distributions install separate debug files, by
+// build id.
+const debugRoot = "/usr/lib/debug/.build-id"
+
+// DebugFile returns the path of f's separate debug file, found by its GNU
+// build id (libc6-dbg installs libc's), or "" when it has none installed.
+func DebugFile(f *elf.File) string {
+	sec := f.Section(".note.gnu.build-id")
+	if sec == nil {
+		return ""
+	}
+	note, err := sec.Data()
+	// The note: namesz, descsz, type, "GNU\0", then the id.
+	if err != nil || len(note) < 16 {
+		return ""
+	}
+	namesz := int(f.ByteOrder.Uint32(note[0:]))
+	descsz := int(f.ByteOrder.Uint32(note[4:]))
+	start := 12 + (namesz+3)&^3
+	if descsz < 2 || start+descsz > len(note) {
+		return ""
+	}
+	id := hex.EncodeToString(note[start : start+descsz])
+	path := filepath.Join(debugRoot, id[:2], id[2:]+".debug")
+	if _, err := os.Stat(path); err != nil {
+		return ""
+	}
+	return path
+}
+
+// expandGlob returns the paths that match pattern, whose `*` and `?` stand
+// for any run of characters and any one character within a path element,
+// as glob(3) expands them for bpftrace: the elements without a wildcard
+// are kept as written ("./", ".."), and a wildcard does not match a
+// leading dot. The result is in no particular order.
+func expandGlob(pattern string) []string {
+	paths := []string{""}
+	elems := strings.Split(pattern, "/")
+	for i, elem := range elems {
+		sep := "/"
+		if i == len(elems)-1 {
+			sep = ""
+		}
+		var next []string
+		for _, p := range paths {
+			if !strings.ContainsAny(elem, "*?") {
+				next = append(next, p+elem+sep)
+				continue
+			}
+			dir := p
+			if dir == "" {
+				dir = "."
+			}
+			entries, err := os.ReadDir(dir)
+			if err != nil {
+				continue
+			}
+			for _, e := range entries {
+				name := e.Name()
+				if strings.HasPrefix(name, ".") && !strings.HasPrefix(elem, ".") {
+					continue
+				}
+				if globMatch(elem, name) {
+					next = append(next, p+name+sep)
+				}
+			}
+		}
+		paths = next
+	}
+	return paths
+}
+
+// targetFiles returns the files a target pattern of kind ("usdt" or
+// "uprobe") names, each with the path a listing shows for it. A pattern
+// with a wildcard lists every target file it matches, relative to the
+// working directory and, when it has no '/', in every $PATH directory,
+// each path as expanded; an empty list is an error. A bare name is
+// FindTarget's file (mapped are the -p process's objects), any other path
+// itself.
+func targetFiles(kind, path string, mapped []string) ([]target, error) {
+	if !strings.ContainsAny(path, "*?") {
+		if !strings.Contains(path, "/") {
+			if found := FindTarget(path, mapped, nil); found != "" {
+				return []target{{display: found, open: found}}, nil
+			}
+		} else if isTargetFile(path) {
+			return []target{{display: path, open: path}}, nil
+		}
+		return nil, targetFileError(kind, path)
+	}
+	patterns := []string{path}
+	if !strings.Contains(path, "/") {
+		for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
+			if dir != "" {
+				patterns = append(patterns, strings.TrimSuffix(dir, "/")+"/"+path)
+			}
+		}
+	}
+	var targets []target
+	seen := make(map[string]bool)
+	for _, p := range patterns {
+		for _, m := range expandGlob(p) {
+			if !seen[m] && isTargetFile(m) {
+				seen[m] = true
+				targets = append(targets, target{display: m, open: m, optional: true})
+			}
+		}
+	}
+	if len(targets) == 0 {
+		return nil, targetFileError(kind, path)
+	}
+	return targets, nil
+}
+
+// targetFileError is bpftrace's message for a path that names no target
+// file.
+func targetFileError(kind, path string) error {
+	return &PatternError{Msg: fmt.Sprintf("%s target file '%s' does not exist or is not executable", kind, path)}
+}

@@ -1,0 +1,205 @@
+package usdt
+
+import (
+	"debug/elf"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/ianlancetaylor/demangle"
+)
+
+// FunctionNames returns the names bpftrace 0.17 lists for uprobes in the
+// ELF file at path, sorted and each once: the symbols of type FUNC or
+// GNU_IFUNC with a name and a non-zero value, from .symtab and .dynsym
+// and from the file's separate debug file when one is installed (libc's
+// local functions, such as malloc_consolidate), but not gcc's partial
+// functions (tp_utxo.part.0), which bpftrace leaves out as untraceable. A non-PIE executable's
+// undefined function whose address it takes has a value (its PLT entry),
+// so python3.11 lists malloc, as bpftrace does.
+func FunctionNames(path string) ([]string, error) {
+	var names []string
+	read := func(path string) (*elf.File, error) {
+		f, err := elf.Open(path)
+		if err != nil {
+			return nil, fmt.Errorf("read function symbols: %w", err)
+		}
+		for _, syms := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+			list, err := syms()
+			if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+				f.Close()
+				return nil, fmt.Errorf("read function symbols of %s: %w", path, err)
+			}
+			for _, s := range list {
+				typ := elf.ST_TYPE(s.Info)
+				if s.Name != "" && s.Value != 0 && (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && !strings.Contains(s.Name, ".part.") {
+					names = append(names, s.Name)
+				}
+			}
+		}
+		return f, nil
+	}
+	f, err := read(path)
+	if err != nil {
+		return nil, err
+	}
+	debug := DebugFile(f)
+	f.Close()
+	if debug != "" {
+		if df, err := read(debug); err == nil {
+			df.Close()
+		}
+	}
+	slices.Sort(names)
+	return slices.Compact(names), nil
+}
+
+// uprobePattern is a uprobe or uretprobe pattern of -l.
+type uprobePattern struct {
+	kind string // "uprobe" or "uretprobe"
+	// path is the target file pattern; "" is the -p process's
+	// executable.
+	path string
+	// fn matches function names; an offset (Py_Main+4) is dropped, as
+	// bpftrace 0.17 lists the function.
+	fn string
+}
+
+// parseUprobe checks the arguments of a uprobe or uretprobe pattern with
+// bpftrace 0.17's messages: TARGET:FUNCTION, or FUNCTION alone with a PID.
+func parseUprobe(kind string, args []string, withPID bool) (uprobePattern, error) {
+	p := uprobePattern{kind: kind}
+	switch {
+	case len(args) == 2:
+		p.path, p.fn = args[0], args[1]
+		if p.path == "" {
+			return p, fmt.Errorf("%s should have a target", kind)
+		}
+	case len(args) == 1 && withPID:
+		p.fn = args[0]
+	default:
+		return p, fmt.Errorf("%s probe type requires 2 arguments", kind)
+	}
+	if p.fn == "" {
+		return p, fmt.Errorf("%s should be attached to a function and/or address", kind)
+	}
+	if _, ok := ParseNumber(p.fn); ok {
+		return p, fmt.Errorf("%s is an address: -l lists functions by name", p.fn)
+	}
+	if i := strings.LastIndexByte(p.fn, '+'); i > 0 {
+		if _, ok := ParseNumber(p.fn[i+1:]); ok {
+			if kind == "uretprobe" {
+				return p, errors.New("Offset not allowed")
+			}
+			p.fn = p.fn[:i]
+		}
+	}
+	return p, nil
+}
+
+// ParseNumber parses a decimal or 0x-prefixed hexadecimal number, as
+// bpftrace reads the address or offset of a uprobe.
+func ParseNumber(s string) (uint64, bool) {
+	base := 10
+	if h, ok := strings.CutPrefix(s, "0x"); ok {
+		s, base = h, 16
+	}
+	n, err := strconv.ParseUint(s, base, 64)
+	return n, err == nil
+}
+
+// uprobeLines returns the lines "KIND:PATH:FUNCTION" of the functions
+// that p names. PATH is as targetFiles shows it, or with a PID and no
+// path the process's executable under /proc/PID/root, as bpftrace 0.17
+// shows it.
+func uprobeLines(p uprobePattern, pid int) ([]string, error) {
+	var targets []target
+	var err error
+	switch {
+	case p.path == "":
+		var exe string
+		exe, err = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
+		if err != nil {
+			return nil, fmt.Errorf("find the executable of process %d: %w", pid, err)
+		}
+		path := fmt.Sprintf("/proc/%d/root%s", pid, exe)
+		targets = []target{{display: path, open: path}}
+	default:
+		var mapped []string
+		if pid != 0 && strings.HasPrefix(p.path, "lib") {
+			// The process's own library comes first, as in bpftrace.
+			mapped, _ = ProcessPaths(pid)
+		}
+		targets, err = targetFiles("uprobe", p.path, mapped)
+	}
+	if err != nil {
+		return nil, err
+	}
+	var lines []string
+	for _, t := range targets {
+		names, err := FunctionNames(t.open)
+		if err != nil {
+			if t.optional {
+				continue
+			}
+			return nil, err
+		}
+		for _, name := range names {
+			if functionMatch(p.fn, name) {
+				lines = append(lines, p.kind+":"+t.display+":"+name)
+			}
+		}
+	}
+	return lines, nil
+}
+
+// functionMatch reports whether a function pattern names the symbol
+// name, as bpftrace 0.17 matches: the name itself, or the start of the
+// C++ name it demangles to, parameters and all. So "std::bad_alloc::what"
+// names _ZNKSt9bad_alloc4whatEv (std::bad_alloc::what() const), "foo"
+// every overload of foo, and "*::what() const" (where a whole name is
+// meant) every const what(); also "std::bad_al".
+func functionMatch(pattern, name string) bool {
+	if globMatch(pattern, name) {
+		return true
+	}
+	d, ok := demangleName(name)
+	return ok && globMatch(pattern+"*", d)
+}
+
+// demangleName demangles a C++ symbol name the way bpftrace 0.17 does,
+// with LLVM's demangler: a clone's suffix follows in parentheses
+// ("foo() (.cold)"), and Rust's legacy symbols read as C++, with their
+// hash ("iri_string::normalize::path::PathSegment::segment::hc8d1... (.5586)").
+// 0.17's demangler does not know transaction clones (_ZGTt: "transaction
+// clone for ..."), so they are not demangled.
+func demangleName(name string) (string, bool) {
+	if !strings.HasPrefix(name, "_Z") || strings.HasPrefix(name, "_ZGTt") {
+		return "", false
+	}
+	suffix := ""
+	a, err := demangle.ToAST(name, demangle.NoRust)
+	if err != nil {
+		// The demangler takes a clone's suffix only after parameters,
+		// which Rust's symbols do not have.
+		i := strings.LastIndex(name, "E.")
+		if i < 0 {
+			return "", false
+		}
+		if a, err = demangle.ToAST(name[:i+1], demangle.NoRust); err != nil {
+			return "", false
+		}
+		suffix = name[i+1:]
+	}
+	for c, ok := a.(*demangle.Clone); ok; c, ok = a.(*demangle.Clone) {
+		a, suffix = c.Base, c.Suffix+suffix
+	}
+	d := demangle.ASTToString(a)
+	if suffix != "" {
+		d += " (" + suffix + ")"
+	}
+	return d, true
+}
