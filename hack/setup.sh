@@ -21,6 +21,9 @@ packages=(
 	openjdk-17-jdk-headless
 	python3.11
 	time
+	# libc's separate debug file: the names of its local functions, for
+	# uprobes (malloc_consolidate) and stacks (__libc_start_call_main).
+	libc6-dbg
 )
 
 # Files that must exist once the packages are installed: checked as well as

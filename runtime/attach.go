@@ -139,13 +139,35 @@ func numericAddress(field string) (uint64, bool) {
 }
 
 // functionSymbols returns the defined function symbols of an ELF file, from
-// its symbol table and its dynamic symbol table.
+// its symbol table and its dynamic symbol table, and from its separate
+// debug file when one is installed: a stripped library's local functions
+// (libc's malloc_consolidate) are named only there, as -l lists them.
+// The debug file's values are the same addresses as the file's.
 func functionSymbols(path string) ([]elf.Symbol, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, err)
 	}
 	defer f.Close()
+	all, err := definedFunctions(f, path)
+	if err != nil {
+		return nil, err
+	}
+	if debug := usdt.DebugFile(f); debug != "" {
+		if df, err := elf.Open(debug); err == nil {
+			more, err := definedFunctions(df, debug)
+			df.Close()
+			if err == nil {
+				all = append(all, more...)
+			}
+		}
+	}
+	return all, nil
+}
+
+// definedFunctions returns the defined function symbols of f (read from
+// path), from .symtab and .dynsym.
+func definedFunctions(f *elf.File, path string) ([]elf.Symbol, error) {
 	var all []elf.Symbol
 	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
 		syms, err := read()

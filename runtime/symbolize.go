@@ -8,8 +8,6 @@ import (
 	"sort"
 	"strconv"
 	"strings"
-
-	"github.com/gotrace/gotrace/usdt"
 )
 
 // symbolizer names code addresses of the traced process for func and
@@ -69,13 +67,6 @@ func (s *symbolizer) file(path string) *elfSymbols {
 			for _, p := range f.Progs {
 				if p.Type == elf.PT_LOAD {
 					es.progs = append(es.progs, p.ProgHeader)
-				}
-			}
-			// A stripped library's local functions (libc's
-			// __libc_start_call_main) are in its separate debug file.
-			if debug := usdt.DebugFile(f); debug != "" {
-				if more, err := functionSymbols(debug); err == nil {
-					es.syms = append(es.syms, more...)
 				}
 			}
 			f.Close()

@@ -4,6 +4,7 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -121,5 +122,23 @@ func TestRunFuncWithoutPID(t *testing.T) {
 	}
 	if want := fmt.Sprintf("@calls[work, uprobe:%s:work]: 3\n", bin); !strings.Contains(out, want) {
 		t.Errorf("output %q lacks %q", out, want)
+	}
+}
+
+// A function that only a library's separate debug file names (libc's
+// malloc_consolidate, with libc6-dbg) is attached, as -l lists it and as
+// bpftrace 0.17 attaches it.
+func TestRunUprobeDebugFileFunction(t *testing.T) {
+	testenv.RequireRoot(t)
+	const python = "/usr/bin/python3.11"
+	if _, err := os.Stat(python); err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
+	out, stderr, err := runScript(t, context.Background(), `uprobe:libc:malloc_consolidate { @ = count(); }`, Options{Command: python + " -c pass", Quiet: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if !strings.Contains(out, "@: ") || strings.Contains(out, "@: 0\n") {
+		t.Errorf("output %q, want malloc_consolidate counted", out)
 	}
 }
