@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"debug/elf"
-	"errors"
 	"fmt"
 	"sort"
 	"strconv"
@@ -138,49 +137,33 @@ func numericAddress(field string) (uint64, bool) {
 	return n, err == nil
 }
 
-// functionSymbols returns the defined function symbols of an ELF file, from
-// its symbol table and its dynamic symbol table, and from its separate
-// debug file when one is installed: a stripped library's local functions
-// (libc's malloc_consolidate) are named only there, as -l lists them.
-// The debug file's values are the same addresses as the file's.
+// functionSymbols returns the function symbols of an ELF file that a
+// uprobe can name (usdt.FunctionSymbols), but not its indirect functions:
+// an IFUNC's symbol is the resolver the loader calls once, and a uprobe
+// there is refused (symbolNotFound says why).
 func functionSymbols(path string) ([]elf.Symbol, error) {
+	all, err := allFunctionSymbols(path)
+	if err != nil {
+		return nil, err
+	}
+	var syms []elf.Symbol
+	for _, s := range all {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			syms = append(syms, s)
+		}
+	}
+	return syms, nil
+}
+
+// allFunctionSymbols returns usdt.FunctionSymbols of the file at path,
+// IFUNCs included.
+func allFunctionSymbols(path string) ([]elf.Symbol, error) {
 	f, err := elf.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, err)
 	}
 	defer f.Close()
-	all, err := definedFunctions(f, path)
-	if err != nil {
-		return nil, err
-	}
-	if debug := usdt.DebugFile(f); debug != "" {
-		if df, err := elf.Open(debug); err == nil {
-			more, err := definedFunctions(df, debug)
-			df.Close()
-			if err == nil {
-				all = append(all, more...)
-			}
-		}
-	}
-	return all, nil
-}
-
-// definedFunctions returns the defined function symbols of f (read from
-// path), from .symtab and .dynsym.
-func definedFunctions(f *elf.File, path string) ([]elf.Symbol, error) {
-	var all []elf.Symbol
-	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
-		syms, err := read()
-		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-			return nil, fmt.Errorf("read symbols of %s: %w", path, err)
-		}
-		for _, s := range syms {
-			if elf.ST_TYPE(s.Info) == elf.STT_FUNC && s.Value != 0 {
-				all = append(all, s)
-			}
-		}
-	}
-	return all, nil
+	return usdt.FunctionSymbols(f, path)
 }
 
 // matchSymbols returns the sorted, distinct names of the symbols that

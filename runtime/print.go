@@ -229,20 +229,24 @@ func (t *tracer) printMap(name string, top, div int64) error {
 	return t.out.Map(om, uint64(max(top, 0)), uint64(max(div, 0)))
 }
 
-// printAllMaps prints every map: at the end of the trace after bpftrace's
-// two newlines when exit is set, without them on SIGUSR1. The caller holds
-// t.mu.
-func (t *tracer) printAllMaps(exit bool) error {
+// outputMaps reads every map for printing. The caller holds t.mu.
+func (t *tracer) outputMaps() ([]*output.Map, error) {
 	maps := make([]*output.Map, 0, len(t.spec.Maps))
 	for i := range t.spec.Maps {
 		om, err := t.outputMap(&t.spec.Maps[i])
 		if err != nil {
-			return err
+			return nil, err
 		}
 		maps = append(maps, om)
 	}
-	if exit {
-		return t.out.Exit(maps)
+	return maps, nil
+}
+
+// printAllMaps prints every map, as on SIGUSR1. The caller holds t.mu.
+func (t *tracer) printAllMaps() error {
+	maps, err := t.outputMaps()
+	if err != nil {
+		return err
 	}
 	return t.out.Maps(maps)
 }

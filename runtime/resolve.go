@@ -211,24 +211,26 @@ func symbolNotFound(ap *lang.AttachPoint) *lang.Error {
 	name, _, _ := funcOffset(ap.Func)
 	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", name, ap.Target)}
 	path, _ := absPath(ap.Target)
-	fs, _ := functionSymbols(path)
-	names := make([]string, len(fs))
-	for i, s := range fs {
-		names[i] = s.Name
+	all, _ := allFunctionSymbols(path)
+	var names, impls []string
+	ifunc := false
+	for _, s := range all {
+		if elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC {
+			ifunc = ifunc || s.Name == name
+			continue
+		}
+		names = append(names, s.Name)
+		if strings.HasPrefix(s.Name, "__"+name+"_") {
+			impls = append(impls, s.Name)
+		}
 	}
-	if isIFunc(path, name) {
+	if ifunc {
 		// bpftrace attaches to the resolver, which runs once per process.
 		e.Msg = fmt.Sprintf("function %s in %s is an IFUNC: its symbol is the resolver the dynamic loader calls once to choose an implementation", name, ap.Target)
-		var impls []string
-		for _, n := range names {
-			if strings.HasPrefix(n, "__"+name+"_") && !slices.Contains(impls, n) {
-				impls = append(impls, n)
-			}
-		}
-		slices.Sort(impls)
 		e.Hint = "a uprobe there fires only while the loader binds it"
 		if len(impls) > 0 {
-			e.Hint = "trace the implementations instead: " + strings.Join(impls, ", ")
+			slices.Sort(impls)
+			e.Hint = "trace the implementations instead: " + strings.Join(slices.Compact(impls), ", ")
 		}
 		return e
 	}
@@ -236,25 +238,6 @@ func symbolNotFound(ap *lang.AttachPoint) *lang.Error {
 		e.Hint = fmt.Sprintf("did you mean %s?", near)
 	}
 	return e
-}
-
-// isIFunc reports whether the file at path has an indirect function
-// (STT_GNU_IFUNC) symbol named name.
-func isIFunc(path, name string) bool {
-	f, err := elf.Open(path)
-	if err != nil {
-		return false
-	}
-	defer f.Close()
-	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
-		syms, _ := read()
-		for _, s := range syms {
-			if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC {
-				return true
-			}
-		}
-	}
-	return false
 }
 
 // expandUprobes resolves the symbols of uprobe and uretprobe attach

@@ -459,7 +459,7 @@ func (t *tracer) wait(ctx context.Context, usr1 <-chan os.Signal) {
 		case <-usr1:
 			t.mu.Lock()
 			t.flushOut()
-			t.keepErr(t.printAllMaps(false))
+			t.keepErr(t.printAllMaps())
 			t.flushOut()
 			t.mu.Unlock()
 		}
@@ -537,12 +537,16 @@ func (t *tracer) finish() error {
 // The caller holds t.mu.
 func (t *tracer) printExitMaps() error {
 	if t.opts.Stdout == nil {
-		return t.printAllMaps(true)
+		maps, err := t.outputMaps()
+		if err != nil {
+			return err
+		}
+		return t.out.Exit(maps)
 	}
 	if _, err := io.WriteString(t.opts.Stdout, "\n\n"); err != nil {
 		return fmt.Errorf("write output: %w", err)
 	}
-	return t.printAllMaps(false)
+	return t.printAllMaps()
 }
 
 // drain prints every record already in the events ring buffer.

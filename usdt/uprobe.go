@@ -13,48 +13,70 @@ import (
 )
 
 // FunctionNames returns the names bpftrace 0.17 lists for uprobes in the
-// ELF file at path, sorted and each once: the symbols of type FUNC or
-// GNU_IFUNC with a name and a non-zero value, from .symtab and .dynsym
-// and from the file's separate debug file when one is installed (libc's
-// local functions, such as malloc_consolidate), but not gcc's partial
-// functions (tp_utxo.part.0), which bpftrace leaves out as untraceable. A non-PIE executable's
-// undefined function whose address it takes has a value (its PLT entry),
-// so python3.11 lists malloc, as bpftrace does.
+// ELF file at path, sorted and each once: those of FunctionSymbols but
+// gcc's partial functions (tp_utxo.part.0), which bpftrace leaves out as
+// untraceable.
 func FunctionNames(path string) ([]string, error) {
-	var names []string
-	read := func(path string) (*elf.File, error) {
-		f, err := elf.Open(path)
-		if err != nil {
-			return nil, fmt.Errorf("read function symbols: %w", err)
-		}
-		for _, syms := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
-			list, err := syms()
-			if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-				f.Close()
-				return nil, fmt.Errorf("read function symbols of %s: %w", path, err)
-			}
-			for _, s := range list {
-				typ := elf.ST_TYPE(s.Info)
-				if s.Name != "" && s.Value != 0 && (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) && !strings.Contains(s.Name, ".part.") {
-					names = append(names, s.Name)
-				}
-			}
-		}
-		return f, nil
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read function symbols: %w", err)
 	}
-	f, err := read(path)
+	defer f.Close()
+	syms, err := FunctionSymbols(f, path)
 	if err != nil {
 		return nil, err
 	}
-	debug := DebugFile(f)
-	f.Close()
-	if debug != "" {
-		if df, err := read(debug); err == nil {
-			df.Close()
+	var names []string
+	for _, s := range syms {
+		if !strings.Contains(s.Name, ".part.") {
+			names = append(names, s.Name)
 		}
 	}
 	slices.Sort(names)
 	return slices.Compact(names), nil
+}
+
+// FunctionSymbols returns the function symbols of f, read from path: those
+// of type FUNC or GNU_IFUNC with a name and a non-zero value, from .symtab
+// and .dynsym, and from f's separate debug file when one is installed
+// (libc's local functions, such as malloc_consolidate; its values are
+// f's addresses). A non-PIE executable's undefined function whose address
+// it takes has a value (its PLT entry), so python3.11 has malloc, as
+// bpftrace 0.17 lists it.
+func FunctionSymbols(f *elf.File, path string) ([]elf.Symbol, error) {
+	syms, err := definedFunctions(f, path)
+	if err != nil {
+		return nil, err
+	}
+	if debug := DebugFile(f); debug != "" {
+		if df, err := elf.Open(debug); err == nil {
+			more, err := definedFunctions(df, debug)
+			df.Close()
+			if err == nil {
+				syms = append(syms, more...)
+			}
+		}
+	}
+	return syms, nil
+}
+
+// definedFunctions returns the FUNC and GNU_IFUNC symbols of f (read from
+// path) with a name and a value, from .symtab and .dynsym.
+func definedFunctions(f *elf.File, path string) ([]elf.Symbol, error) {
+	var syms []elf.Symbol
+	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
+		list, err := read()
+		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
+			return nil, fmt.Errorf("read function symbols of %s: %w", path, err)
+		}
+		for _, s := range list {
+			typ := elf.ST_TYPE(s.Info)
+			if s.Name != "" && s.Value != 0 && (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) {
+				syms = append(syms, s)
+			}
+		}
+	}
+	return syms, nil
 }
 
 // uprobePattern is a uprobe or uretprobe pattern of -l.
