@@ -35,9 +35,8 @@ type site struct {
 // resolved here, before anything is loaded, so that the count printed
 // first is right; an attach point that matches nothing drops out silently,
 // as in bpftrace.
-func planSites(spec *codegen.Spec) ([]site, error) {
+func planSites(spec *codegen.Spec, tables symbolTables) ([]site, error) {
 	var sites []site
-	syms := map[string][]elf.Symbol{}
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
 		switch a.Kind {
@@ -56,13 +55,9 @@ func planSites(spec *codegen.Spec) ([]site, error) {
 			if err != nil {
 				return nil, err
 			}
-			fs, ok := syms[path]
-			if !ok {
-				fs, err = functionSymbols(path)
-				if err != nil {
-					return nil, attachError(a.Probe, "%v", err)
-				}
-				syms[path] = fs
+			fs, err := tables.get(path)
+			if err != nil {
+				return nil, attachError(a.Probe, "%v", err)
 			}
 			us, err := uprobeSites(a, path, fs)
 			if err != nil {
@@ -152,6 +147,24 @@ func functionSymbols(path string) ([]elf.Symbol, error) {
 			syms = append(syms, s)
 		}
 	}
+	return syms, nil
+}
+
+// symbolTables holds the function symbols of each file one run reads, so
+// that expanding, checking and attaching its uprobes read a file once
+// (libc's, with its debug file, takes about 9 ms).
+type symbolTables map[string][]elf.Symbol
+
+// get returns functionSymbols(path), read on first use.
+func (st symbolTables) get(path string) ([]elf.Symbol, error) {
+	if syms, ok := st[path]; ok {
+		return syms, nil
+	}
+	syms, err := functionSymbols(path)
+	if err != nil {
+		return nil, err
+	}
+	st[path] = syms
 	return syms, nil
 }
 

@@ -29,11 +29,11 @@ const maxInstLen = 15
 // symbol holds the address, as in a stripped file, or an instruction it
 // does not know comes first) the attach point is refused too, unless
 // opts.Unsafe is set: then a warning says what was not checked.
-func checkAddresses(p *lang.Program, opts Options) error {
+func checkAddresses(p *lang.Program, opts Options, tables symbolTables) error {
 	var errs, warnings lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
-			e, unchecked := checkAddress(ap)
+			e, unchecked := checkAddress(ap, tables)
 			switch {
 			case e == nil:
 			case unchecked && opts.Unsafe:
@@ -57,7 +57,7 @@ func checkAddresses(p *lang.Program, opts Options) error {
 
 // checkAddress checks one attach point (see checkAddresses). unchecked
 // says that the problem is that gotrace could not check the address.
-func checkAddress(ap *lang.AttachPoint) (e *lang.Error, unchecked bool) {
+func checkAddress(ap *lang.AttachPoint, tables symbolTables) (e *lang.Error, unchecked bool) {
 	if !givesAddress(ap) {
 		return nil, false
 	}
@@ -68,7 +68,7 @@ func checkAddress(ap *lang.AttachPoint) (e *lang.Error, unchecked bool) {
 	if err != nil {
 		return attachProblem(ap, "%v", err), false
 	}
-	syms, err := functionSymbols(path)
+	syms, err := tables.get(path)
 	if err != nil {
 		return attachProblem(ap, "%v", err), false
 	}

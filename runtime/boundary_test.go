@@ -132,7 +132,7 @@ func TestCheckAddressBoundaries(t *testing.T) {
 				{Kind: lang.ProbeUprobe, Target: tc.path, Address: addr},
 				{Kind: lang.ProbeUprobe, Target: tc.path, Func: fmt.Sprintf("%s+%d", tc.fn, addr-sym.Value)},
 			} {
-				e, unchecked := checkAddress(ap)
+				e, unchecked := checkAddress(ap, symbolTables{})
 				switch {
 				case starts[addr] && e != nil:
 					t.Errorf("%s+%d: refused an instruction start: %v", tc.fn, addr-sym.Value, e.Msg)
@@ -186,7 +186,7 @@ func TestCheckAddressErrors(t *testing.T) {
 		{"a function", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: "/no/such/file", Func: "main"}, "", false},
 		{"a usdt probe", lang.AttachPoint{Kind: lang.ProbeUSDT, Target: bin, Func: "x+1"}, "", false},
 	} {
-		e, unchecked := checkAddress(&tc.ap)
+		e, unchecked := checkAddress(&tc.ap, symbolTables{})
 		switch {
 		case tc.want == "" && e != nil:
 			t.Errorf("%s: %v", tc.name, e.Msg)
@@ -208,19 +208,19 @@ func TestCheckAddressesUnsafe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = checkAddresses(p, Options{})
+	err = checkAddresses(p, Options{}, symbolTables{})
 	if l, ok := err.(lang.ErrorList); !ok || l[0].Span.End.Line != 2 || l[0].Hint != "--unsafe attaches there anyway" {
 		t.Fatalf("error %#v, want one on line 2 with the --unsafe hint", err)
 	}
 	var warnings strings.Builder
-	if err := checkAddresses(p, Options{Unsafe: true, Err: &warnings}); err != nil {
+	if err := checkAddresses(p, Options{Unsafe: true, Err: &warnings}, symbolTables{}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "stdin:1-2: WARNING: no function symbol of"; !strings.HasPrefix(warnings.String(), want) {
 		t.Errorf("warning %q, want a positioned WARNING", warnings.String())
 	}
 	warnings.Reset()
-	if err := checkAddresses(p, Options{Unsafe: true, NoWarnings: true, Err: &warnings}); err != nil || warnings.Len() > 0 {
+	if err := checkAddresses(p, Options{Unsafe: true, NoWarnings: true, Err: &warnings}, symbolTables{}); err != nil || warnings.Len() > 0 {
 		t.Errorf("--no-warnings: %v, %q", err, warnings.String())
 	}
 }

@@ -168,7 +168,8 @@ func (t *tracer) loadedObjects() error {
 		return fmt.Errorf("load the probes of %v: %w", fresh, err)
 	}
 	t.extra = append(t.extra, coll)
-	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(t.spec.Attachments):]})
+	// Only usdt attach points wait for libraries: no symbols to read.
+	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(t.spec.Attachments):]}, symbolTables{})
 	if err != nil {
 		return err
 	}

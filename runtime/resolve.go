@@ -248,9 +248,8 @@ func symbolNotFound(ap *lang.AttachPoint) *lang.Error {
 // (main+2) is matched by its function; with offset 0 it becomes the
 // function alone, which the probe builtin prints as bpftrace does.
 // Attach points given by address are left as they are.
-func expandUprobes(p *lang.Program) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
+func expandUprobes(p *lang.Program, tables symbolTables) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
 	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
-	syms := map[string][]elf.Symbol{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			if (ap.Kind != lang.ProbeUprobe && ap.Kind != lang.ProbeUretprobe) || ap.Func == "" {
@@ -263,12 +262,9 @@ func expandUprobes(p *lang.Program) (map[*lang.AttachPoint][]*lang.AttachPoint, 
 			if err != nil {
 				return nil, err
 			}
-			fs, ok := syms[path]
-			if !ok {
-				if fs, err = functionSymbols(path); err != nil {
-					return nil, attachError(ap, "%v", err)
-				}
-				syms[path] = fs
+			fs, err := tables.get(path)
+			if err != nil {
+				return nil, attachError(ap, "%v", err)
 			}
 			fn, off, _ := funcOffset(ap.Func)
 			suffix := ""

@@ -105,10 +105,11 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if t.child != nil {
 		childPID = t.child.PID
 	}
-	if t.spec, err = compile(p, opts, objs, childPID); err != nil {
+	tables := symbolTables{}
+	if t.spec, err = compile(p, opts, objs, childPID, tables); err != nil {
 		return err
 	}
-	sites, err := planSites(t.spec)
+	sites, err := planSites(t.spec, tables)
 	if err != nil {
 		return err
 	}

@@ -81,7 +81,7 @@ func Compile(p *lang.Program, opts Options) (*codegen.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compile(p, opts, objs, 0)
+	return compile(p, opts, objs, 0, symbolTables{})
 }
 
 // traceObjects returns the objects an attach point without a path looks
@@ -140,8 +140,9 @@ func exitedNote(pid int) string {
 // compile substitutes positional parameters in attach points, refuses the
 // attach points this kernel cannot serve, resolves USDT probes in objs and
 // runs the code generator on the attach points that matched something.
-// childPID is the -c command's PID, the value of cpid.
-func compile(p *lang.Program, opts Options, objs []string, childPID int) (*codegen.Spec, error) {
+// childPID is the -c command's PID, the value of cpid; tables keeps the
+// function symbols read for uprobes, for attaching them.
+func compile(p *lang.Program, opts Options, objs []string, childPID int, tables symbolTables) (*codegen.Spec, error) {
 	if err := substituteParams(p, opts.Params); err != nil {
 		return nil, err
 	}
@@ -155,7 +156,7 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int) (*codeg
 	if err != nil {
 		return nil, err
 	}
-	uprobes, err := expandUprobes(p)
+	uprobes, err := expandUprobes(p, tables)
 	if err != nil {
 		return nil, err
 	}
@@ -167,7 +168,7 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int) (*codeg
 		}
 	}
 	matched := matchedProgram(p, uprobes)
-	if err := checkAddresses(matched, opts); err != nil {
+	if err := checkAddresses(matched, opts, tables); err != nil {
 		return nil, err
 	}
 	// A -c command's probes without a path may be in a library it loads
