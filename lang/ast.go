@@ -1,6 +1,6 @@
 // Package lang is gotrace's front end for the bpftrace language: it parses a
 // script into a plain AST (this file), checks it and annotates every
-// expression with its type (checker.go), and reports problems as positioned
+// expression with its type (check.go), and reports problems as positioned
 // diagnostics in bpftrace's format (diag.go).
 //
 // The AST carries no grammar tags: the parser keeps its participle structs to

@@ -1,0 +1,281 @@
+package lang
+
+// The checker is gotrace's semantic analysis, modelled on bpftrace 0.17's
+// semantic analyser: it resolves the type of every expression, checks
+// every builtin and function against the probe it appears in, fills in
+// Program.Maps and Program.NumParams and sets UnrollStmt.N. Its messages
+// and their columns are bpftrace's.
+//
+// Like bpftrace, it works in passes: a map or a variable may be read in
+// the source before the assignment that gives it its type (`@n = @n + 1`
+// in one probe, `@n = 0` in BEGIN further down). Silent passes run until
+// no map or variable type changes any more; a final pass reports errors.
+// bpftrace makes some checks (binary operator types, printf arguments,
+// lhist bounds ...) only in its last pass, which it never reaches when
+// its first pass found an error; Check reports those (laterf) only when
+// there are no others, so that it prints the errors bpftrace prints.
+// String types grow to the largest string ever stored in a variable, a map
+// value or a map key, so that every store fits.
+//
+// What each node's Type means after Check (codegen relies on these):
+//
+//   - IntLit: int64. StrLit: string[len+1] (the literal and its NUL).
+//   - Var: the variable's type, the same at every use in a probe: the type
+//     of its first assignment, with strings (also inside tuples) widened to
+//     the largest one assigned. Integer variables keep their first type's
+//     size (`$x = (uint8)1; $x = 300` stores 44).
+//   - MapExpr: the map's value type (Program.Maps[name].Value); integer
+//     values are 64-bit, signed as the first value stored. An aggregation
+//     map has the aggregation kind (KindCount, KindHist ...).
+//   - Map keys: MapInfo.Key is the key type; integer keys are 64-bit,
+//     string keys are widened like values; several keys make a tuple.
+//   - Builtin: pid, tid, uid, gid, cpu, nsecs, elapsed, rand, cgroup,
+//     numaid, retval and argN are uint64 (USDT argN as bpftrace 0.17 types
+//     them: unsigned; codegen reads them with the note's size and sign and
+//     widens); cpid uint32; comm string[16]; probe KindProbe; func KindUsym;
+//     ustack KindStack. A Builtin that names a stack mode inside ustack()
+//     (perf, bpftrace) has KindNone; one that names a type inside sizeof()
+//     (uint32) has that type.
+//   - PositionalParam: $# and $N used as a number are int64 constants (a
+//     missing $N is 0); $N as the first argument of str() is string[len+1]
+//     of its text (a missing $N is ""), and that str() call is a constant.
+//   - Binary: arithmetic, bitwise, comparison and logical operators on
+//     integers give a 64-bit integer, signed only when both operands are
+//     signed; pointer +/- integer keeps the pointer type; string == and !=
+//     give uint64.
+//   - Unary: ! keeps its operand's type; - and ~ give a 64-bit integer of
+//     the operand's signedness; * gives the pointee (uint64 when
+//     dereferencing a plain integer, like bpftrace).
+//   - IncDec: the variable's or the map's integer type (int64 for a map
+//     first created by ++/--).
+//   - Ternary: two integers give a 64-bit integer signed when both are;
+//     two strings give string[StrLen].
+//   - Cast: Cast.To (struct sizes filled in from the script's definitions).
+//   - Tuple: KindTuple with the element types. FieldAccess: the tuple
+//     element or the struct field's type. IndexExpr: the element type.
+//   - Call: str() string[StrLen] (str(p, n) reads at most n bytes into
+//     it); buf(p, n) KindBuf with Size min(n, StrLen) data bytes, or
+//     StrLen when n is not a constant; strftime() KindTimestamp; usym()
+//     KindUsym; ntop() KindInet; ustack() KindStack; count() KindCount,
+//     sum() KindSum ... lhist() KindLhist (only as a map's value); uptr(),
+//     kptr() the pointer type given or int64; sizeof(), strncmp(),
+//     kaddr(), uaddr(), reg() uint64; statements (printf, print, exit,
+//     clear, zero, delete, time, join, cat, system, signal, override)
+//     KindVoid.
+
+import (
+	"cmp"
+	"fmt"
+	"slices"
+)
+
+// Config holds the settings the checker needs from the command line and
+// the environment.
+type Config struct {
+	// StrLen is the size of str()'s buffer (BPFTRACE_STRLEN); 0 means
+	// DefaultStrLen.
+	StrLen int
+	// Params are the positional parameters $1, $2, ...
+	Params []string
+	// Unsafe allows system(), signal() and override() (--unsafe).
+	Unsafe bool
+	// MapKeysMax is the number of keys a map holds
+	// (BPFTRACE_MAP_KEYS_MAX); 0 means DefaultMapKeysMax. Codegen sizes
+	// the maps; the checker only validates it.
+	MapKeysMax int
+	// Child says a -c command is traced: cpid is only valid then.
+	Child bool
+}
+
+// The defaults of Config, bpftrace 0.17's.
+const (
+	DefaultStrLen     = 64
+	DefaultMapKeysMax = 4096
+)
+
+// MaxStrLen bounds Config.StrLen. bpftrace 0.17 stops at 200 because its
+// strings live on the 512-byte BPF stack; gotrace keeps values in scratch
+// maps and allows the 1024 later bpftrace versions default to, enough for
+// Bitcoin Core's longest strings (128-byte messages, 68-byte Tor peers).
+const MaxStrLen = 1024
+
+// maxPasses bounds the silent passes. Each one can only settle more
+// types, and a chain of maps each read before it is assigned needs one
+// pass per link.
+const maxPasses = 16
+
+// Check checks p, annotates every expression with its type (see the
+// comment at the top of check.go for what each node's type means), and
+// fills in p.Maps and p.NumParams. It returns an ErrorList with the
+// problems bpftrace 0.17 reports, in source order, or nil; a bad Config is
+// a plain error.
+func Check(p *Program, cfg Config) error {
+	if cfg.StrLen == 0 {
+		cfg.StrLen = DefaultStrLen
+	}
+	if cfg.MapKeysMax == 0 {
+		cfg.MapKeysMax = DefaultMapKeysMax
+	}
+	if cfg.StrLen < 0 || cfg.StrLen > MaxStrLen {
+		return fmt.Errorf("check program: string length %d is outside 1..%d", cfg.StrLen, MaxStrLen)
+	}
+	if cfg.MapKeysMax < 0 {
+		return fmt.Errorf("check program: map size %d is negative", cfg.MapKeysMax)
+	}
+	c := &checker{
+		prog:    p,
+		cfg:     cfg,
+		maps:    map[string]*mapState{},
+		vars:    map[*Probe]map[string]Type{},
+		structs: map[string]*StructDef{},
+		lines:   lineOffsets(p.Source),
+		late:    map[*Error]bool{},
+		symbols: map[[2]string]symbolSize{},
+	}
+	for _, s := range p.Structs {
+		c.structs[s.Name] = s
+	}
+	for range maxPasses {
+		c.changed = false
+		c.run()
+		if !c.changed {
+			break
+		}
+	}
+	c.final = true
+	c.run()
+
+	p.Maps = map[string]*MapInfo{}
+	for name, m := range c.maps {
+		p.Maps[name] = m.info
+	}
+	p.NumParams = c.numParams
+	if len(c.errs) == 0 {
+		return nil
+	}
+	if len(c.late) < len(c.errs) {
+		c.errs = slices.DeleteFunc(c.errs, func(e *Error) bool { return c.late[e] })
+	}
+	slices.SortStableFunc(c.errs, func(a, b *Error) int {
+		if d := cmp.Compare(a.Span.Start.Line, b.Span.Start.Line); d != 0 {
+			return d
+		}
+		return cmp.Compare(a.Span.Start.Col, b.Span.Start.Col)
+	})
+	return c.errs
+}
+
+// checker is the state of one Check.
+type checker struct {
+	prog *Program
+	cfg  Config
+	// final is set for the last pass, the one that reports errors.
+	final bool
+	// changed records that a pass learned a map or variable type.
+	changed bool
+	errs    ErrorList
+	// late marks the errors of bpftrace's final pass (see laterf).
+	late map[*Error]bool
+	maps map[string]*mapState
+	// vars holds each probe's variable types, kept across passes.
+	vars    map[*Probe]map[string]Type
+	structs map[string]*StructDef
+	lines   []int
+
+	// The probe being checked, the variables assigned so far in it, and
+	// how many loops enclose the current statement.
+	probe     *Probe
+	defined   map[string]bool
+	loops     int
+	numParams int
+	// symbols caches uaddr()'s symbol sizes by file and name.
+	symbols map[[2]string]symbolSize
+}
+
+// use says where an expression appears, for the functions that are only
+// allowed in some places.
+type use int
+
+const (
+	// useValue: an operand, an argument, a condition.
+	useValue use = iota
+	// useStmt: an expression statement (printf(...);).
+	useStmt
+	// useAssign: the value of an assignment or a map key.
+	useAssign
+	// useMapAssign: the whole right-hand side of `@m = ...`, where
+	// aggregations go.
+	useMapAssign
+)
+
+// errorf records an error that bpftrace 0.17 finds in its first pass.
+func (c *checker) errorf(s Span, format string, args ...any) {
+	c.report(s, "", false, format, args...)
+}
+
+// laterf records an error that bpftrace 0.17 only looks for in its final
+// pass, which it does not reach when its first pass found errors: Check
+// reports these only when there are no others.
+func (c *checker) laterf(s Span, format string, args ...any) {
+	c.report(s, "", true, format, args...)
+}
+
+// hintf records a first-pass error with a hint.
+func (c *checker) hintf(s Span, hint, format string, args ...any) {
+	c.report(s, hint, false, format, args...)
+}
+
+// report records an error in the final pass only, once per position and
+// message.
+func (c *checker) report(s Span, hint string, late bool, format string, args ...any) {
+	if !c.final {
+		return
+	}
+	msg := fmt.Sprintf(format, args...)
+	s.Start = c.tokenStart(s.Start)
+	for _, e := range c.errs {
+		if e.Span == s && e.Msg == msg {
+			return
+		}
+	}
+	e := &Error{Span: s, Msg: msg, Hint: hint}
+	c.errs = append(c.errs, e)
+	if late {
+		c.late[e] = true
+	}
+}
+
+func (c *checker) run() {
+	c.numParams = 0
+	for _, pr := range c.prog.Probes {
+		c.probe = pr
+		c.defined = map[string]bool{}
+		c.loops = 0
+		if c.vars[pr] == nil {
+			c.vars[pr] = map[string]Type{}
+		}
+		if pr.Pred != nil {
+			t := c.expr(pr.Pred, useValue)
+			if !isIntLike(t) && t.Kind != KindNone {
+				span := pr.Pred.Span()
+				span.End = c.find(span.End, "/").End
+				c.laterf(span, "Invalid type for predicate: %s", formatTypeName(t))
+			}
+		}
+		if pr.Body != nil {
+			c.block(pr.Body)
+		}
+	}
+}
+
+// probeKinds lists the distinct kinds of the current probe's attach
+// points, in order.
+func (c *checker) probeKinds() []ProbeKind {
+	var kinds []ProbeKind
+	for _, a := range c.probe.Attach {
+		if !slices.Contains(kinds, a.Kind) {
+			kinds = append(kinds, a.Kind)
+		}
+	}
+	return kinds
+}

@@ -1,0 +1,275 @@
+package lang
+
+// This file types expressions: operators, casts, field access and
+// indexing.
+
+import "strings"
+
+// expr checks e, sets its type and returns it.
+func (c *checker) expr(e Expr, u use) Type {
+	t := c.exprType(e, u)
+	SetType(e, t)
+	return t
+}
+
+func (c *checker) exprType(e Expr, u use) Type {
+	switch e := e.(type) {
+	case *IntLit:
+		return Int64
+	case *StrLit:
+		return String(len(e.Value) + 1)
+	case *Var:
+		return c.varRead(e)
+	case *MapExpr:
+		m := c.mapAccess(e, e.Loc)
+		return c.mapValue(e, m, true)
+	case *Builtin:
+		return c.builtin(e)
+	case *PositionalParam:
+		return c.param(e)
+	case *Call:
+		return c.call(e, u)
+	case *Binary:
+		l := c.expr(e.X, useValue)
+		r := c.expr(e.Y, useValue)
+		return c.binaryType(e.Op, l, r, e.Loc, c.find(e.X.Span().End, e.Op))
+	case *Unary:
+		return c.unary(e)
+	case *IncDec:
+		return c.incDec(e)
+	case *Ternary:
+		return c.ternary(e)
+	case *Cast:
+		return c.cast(e)
+	case *Tuple:
+		t := Type{Kind: KindTuple}
+		for _, x := range e.Elems {
+			et := c.expr(x, useAssign)
+			if et.Kind == KindVoid || et.IsAggregation() {
+				et = Type{}
+			}
+			t.Elems = append(t.Elems, et)
+		}
+		return t
+	case *FieldAccess:
+		return c.field(e)
+	case *IndexExpr:
+		return c.index(e)
+	}
+	return Type{}
+}
+
+// binaryType types `l op r`. whole is the expression's span, opSpan the
+// operator's.
+func (c *checker) binaryType(op string, l, r Type, whole, opSpan Span) Type {
+	switch {
+	case l.Kind == KindNone || r.Kind == KindNone:
+		// Unresolved yet (a map assigned later), or already reported.
+		// bpftrace types such arithmetic unsigned, which is how `@n += 1`
+		// on a new map ends up uint64.
+		if (l.Kind == KindNone || l.Kind == KindInt) && (r.Kind == KindNone || r.Kind == KindInt) {
+			return Uint64
+		}
+		return Type{}
+	case l.Kind == KindInt && r.Kind == KindInt:
+		return Int(8, l.Signed && r.Signed)
+	case l.Kind == KindPointer && r.Kind == KindInt && (op == "+" || op == "-"):
+		return l
+	case l.Kind == KindInt && r.Kind == KindPointer && op == "+":
+		return r
+	case isIntLike(l) && isIntLike(r) && (op == "&&" || op == "||"):
+		// bpftrace takes no pointer in a logical operator.
+		c.errorf(opSpan, "The %s operator can not be used on expressions of types %s, %s", op, typeName(l), typeName(r))
+		return Type{}
+	case isIntLike(l) && isIntLike(r) && !(l.Kind == KindPointer && r.Kind == KindPointer && !isComparison(op)):
+		return Uint64
+	case (l.Kind == KindString || l.Kind == KindBuf) && l.Kind == r.Kind && (op == "==" || op == "!="):
+		return Uint64
+	case isIntLike(l) && isIntLike(r):
+		c.errorf(opSpan, "The %s operator can not be used on expressions of types %s, %s", op, typeName(l), typeName(r))
+		return Type{}
+	case l.Kind == r.Kind:
+		c.laterf(opSpan, "The %s operator can not be used on expressions of types %s, %s", op, typeName(l), typeName(r))
+		return Type{}
+	}
+	c.laterf(whole, "Type mismatch for '%s': comparing '%s' with '%s'", op, typeName(l), typeName(r))
+	return Type{}
+}
+
+func isComparison(op string) bool {
+	switch op {
+	case "==", "!=", "<", "<=", ">", ">=", "&&", "||":
+		return true
+	}
+	return false
+}
+
+func (c *checker) unary(e *Unary) Type {
+	t := c.expr(e.X, useValue)
+	opSpan := Span{Start: e.Loc.Start, End: Pos{Line: e.Loc.Start.Line, Col: e.Loc.Start.Col + len(e.Op)}}
+	if t.Kind == KindNone {
+		return Type{}
+	}
+	switch e.Op {
+	case "!":
+		if t.Kind == KindInt {
+			return t
+		}
+	case "-", "~":
+		if t.Kind == KindInt {
+			return Int(8, t.Signed)
+		}
+		if t.Kind == KindPointer {
+			return Uint64
+		}
+	case "*":
+		switch {
+		case t.Kind == KindPointer && t.Elem != nil:
+			return c.resolve(*t.Elem)
+		case isIntLike(t):
+			return Uint64
+		}
+		c.laterf(opSpan, "The dereference operator can not be used on expressions of type '%s'", typeName(t))
+		return Type{}
+	}
+	c.laterf(opSpan, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
+	return Type{}
+}
+
+func (c *checker) incDec(e *IncDec) Type {
+	switch x := e.X.(type) {
+	case *Var:
+		t := c.varRead(x)
+		if t.Kind != KindInt && t.Kind != KindNone {
+			c.laterf(e.Loc, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
+		}
+		return t
+	case *MapExpr:
+		m := c.mapAccess(x, x.Loc)
+		if !m.valueSet {
+			c.mapStore(x, m, Int64, x.Loc)
+		}
+		t := c.mapValue(x, m, false)
+		if t.Kind != KindInt && t.Kind != KindNone {
+			c.laterf(e.Loc, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
+		}
+		return t
+	}
+	c.expr(e.X, useValue)
+	c.errorf(e.Loc, "The %s operator must be applied to a map or variable", e.Op)
+	return Type{}
+}
+
+func (c *checker) ternary(e *Ternary) Type {
+	cond := c.expr(e.Cond, useValue)
+	a := c.expr(e.Then, useValue)
+	b := c.expr(e.Else, useValue)
+	if cond.Kind != KindInt && cond.Kind != KindNone {
+		c.laterf(e.Loc, "Invalid condition in ternary: %s", condName(cond))
+	}
+	switch {
+	case a.Kind == KindNone:
+		return b
+	case b.Kind == KindNone:
+		return a
+	case a.Kind == KindInt && b.Kind == KindInt:
+		return Int(8, a.Signed && b.Signed)
+	case a.Kind == KindString && b.Kind == KindString:
+		return String(c.cfg.StrLen)
+	case a.Kind == KindTuple && b.Kind == KindTuple:
+		c.errorf(e.Loc, "Ternary return type unsupported tuple")
+		return Type{}
+	case a.Equal(b):
+		return a
+	}
+	c.laterf(e.Loc, "Ternary operator must return the same type: have '%s' and '%s'", formatTypeName(a), formatTypeName(b))
+	return Type{}
+}
+
+func (c *checker) cast(e *Cast) Type {
+	x := c.expr(e.X, useValue)
+	to := c.resolve(e.To)
+	// bpftrace underlines the parenthesized type only.
+	span := e.Loc
+	if i := strings.LastIndexByte(c.prog.Source[:c.offset(e.X.Span().Start)], ')'); i >= c.offset(e.Loc.Start) {
+		span.End = c.position(i + 1)
+	}
+	base := to
+	for base.Kind == KindPointer && base.Elem != nil {
+		base = *base.Elem
+	}
+	if base.Kind == KindStruct && c.structs[base.Struct] == nil {
+		name := strings.TrimSpace(strings.TrimRight(e.TypeName, "* "))
+		c.errorf(span, "Unknown struct/union: '%s'", name)
+		return Type{}
+	}
+	if to.Kind == KindStruct {
+		c.errorf(span, "Cannot cast to \"%s\"", typeName(to))
+		return Type{}
+	}
+	if x.Kind != KindNone && !isIntLike(x) {
+		c.errorf(span, "Casts are not supported for type: \"%s\"", typeName(x))
+		return Type{}
+	}
+	return to
+}
+
+func (c *checker) field(e *FieldAccess) Type {
+	x := c.expr(e.X, useValue)
+	if x.Kind == KindNone {
+		return Type{}
+	}
+	if e.Field == "" {
+		if x.Kind != KindTuple {
+			c.laterf(e.Loc, "Can not access index %d on expression of type '%s'", e.Index, typeName(x))
+			return Type{}
+		}
+		if e.Index < 0 || e.Index >= len(x.Elems) {
+			c.laterf(e.Loc, "Invalid tuple index: %d. Found %d elements in tuple.", e.Index, len(x.Elems))
+			return Type{}
+		}
+		return x.Elems[e.Index]
+	}
+	st := x
+	switch {
+	case e.Arrow && x.Kind == KindPointer && x.Elem != nil && x.Elem.Kind == KindStruct:
+		st = *x.Elem
+	case !e.Arrow && x.Kind == KindPointer && x.Elem != nil && x.Elem.Kind == KindStruct:
+		c.errorf(e.Loc, "Can not access field '%s' on type '%s'. Try dereferencing it first, or using '->'", e.Field, typeName(x))
+		return Type{}
+	case !e.Arrow && x.Kind == KindStruct:
+	default:
+		c.errorf(e.Loc, "Can not access field '%s' on expression of type '%s'", e.Field, typeName(x))
+		return Type{}
+	}
+	def := c.structs[st.Struct]
+	if def == nil {
+		c.errorf(e.Loc, "Unknown struct/union: '%s'", typeName(st))
+		return Type{}
+	}
+	for _, f := range def.Fields {
+		if f.Name == e.Field {
+			return c.resolve(f.Type)
+		}
+	}
+	c.errorf(e.Loc, "Struct/union of type '%s' does not contain a field named '%s'", typeName(st), e.Field)
+	return Type{}
+}
+
+func (c *checker) index(e *IndexExpr) Type {
+	x := c.expr(e.X, useValue)
+	i := c.expr(e.Index, useValue)
+	if i.Kind != KindInt && i.Kind != KindNone {
+		c.laterf(e.Index.Span(), "The array index must be an integer, found %s", formatTypeName(i))
+	}
+	switch {
+	case x.Kind == KindNone:
+		return Type{}
+	case (x.Kind == KindPointer || x.Kind == KindArray) && x.Elem != nil:
+		return c.resolve(*x.Elem)
+	case x.Kind == KindPointer:
+		return Int(1, false)
+	}
+	c.laterf(e.Loc, "The array index operator [] can only be used on arrays and pointers, found %s.", formatTypeName(x))
+	return Type{}
+}

@@ -1,0 +1,236 @@
+package lang
+
+// This file checks maps: their keys and values across all uses, and
+// the aggregations stored in them.
+
+import "strings"
+
+// mapState is what the checker knows about one map.
+type mapState struct {
+	info     *MapInfo
+	keySet   bool
+	valueSet bool
+	lhistSet bool
+}
+
+// mapState returns the state of the map called name, creating it at its
+// first appearance.
+func (c *checker) mapState(name string, at Span) *mapState {
+	m := c.maps[name]
+	if m == nil {
+		m = &mapState{info: &MapInfo{Name: name, Pos: at}}
+		c.maps[name] = m
+	}
+	return m
+}
+
+// mapAccess checks the keys of m and their agreement with the map's key
+// type; mismatches are reported at span.
+func (c *checker) mapAccess(e *MapExpr, span Span) *mapState {
+	m := c.mapState(e.Name, e.Loc)
+	var key Type
+	switch len(e.Keys) {
+	case 0:
+	case 1:
+		key = c.keyType(e.Keys[0], e)
+	default:
+		key = Type{Kind: KindTuple}
+		for _, k := range e.Keys {
+			key.Elems = append(key.Elems, c.keyType(k, e))
+		}
+	}
+	if hasNone(key) && len(e.Keys) > 0 {
+		return m
+	}
+	if !m.keySet {
+		m.keySet = true
+		m.info.Key = key
+		c.changed = true
+		return m
+	}
+	merged, ok := mergeTypes(m.info.Key, key)
+	if !ok {
+		c.laterf(span, "Argument mismatch for %s: trying to access with arguments: [%s] when map expects arguments: [%s]", e.Name, keyArgs(key), keyArgs(m.info.Key))
+		return m
+	}
+	if !merged.Equal(m.info.Key) {
+		m.info.Key = merged
+		c.changed = true
+	}
+	return m
+}
+
+// keyType checks one map key expression and returns its key type.
+func (c *checker) keyType(k Expr, e *MapExpr) Type {
+	t := c.expr(k, useAssign)
+	switch {
+	case t.Kind == KindTuple:
+		c.errorf(e.Loc, "tuple cannot be used as a map key. Try a multi-key associative array instead (eg `@map[$1, $2] = ...)`.")
+		return Type{}
+	case t.Kind == KindInt:
+		return Int(8, t.Signed)
+	case t.Kind == KindVoid || t.IsAggregation():
+		return Type{}
+	}
+	return t
+}
+
+// hasNone reports whether t is or contains an unresolved type.
+func hasNone(t Type) bool {
+	if t.Kind == KindNone {
+		return true
+	}
+	for _, e := range t.Elems {
+		if hasNone(e) {
+			return true
+		}
+	}
+	return false
+}
+
+// keyArgs lists key types the way bpftrace 0.17's "Argument mismatch"
+// message does: integers of any size as "unsigned int64".
+func keyArgs(key Type) string {
+	var elems []Type
+	switch key.Kind {
+	case KindNone:
+		return ""
+	case KindTuple:
+		elems = key.Elems
+	default:
+		elems = []Type{key}
+	}
+	parts := make([]string, len(elems))
+	for i, t := range elems {
+		if t.Kind == KindInt {
+			parts[i] = "unsigned int64"
+		} else {
+			parts[i] = typeName(t)
+		}
+	}
+	return strings.Join(parts, ", ")
+}
+
+// mapValue types a read of map e's value.
+func (c *checker) mapValue(e *MapExpr, m *mapState, report bool) Type {
+	if !m.valueSet {
+		if report {
+			c.laterf(e.Loc, "Undefined map: %s", e.Name)
+		}
+		SetType(e, Type{})
+		return Type{}
+	}
+	SetType(e, m.info.Value)
+	return m.info.Value
+}
+
+// mapStore records that map e is assigned a value of type t.
+func (c *checker) mapStore(e *MapExpr, m *mapState, t Type, opSpan Span) {
+	if t.Kind == KindInt {
+		t = Int(8, t.Signed)
+	}
+	switch {
+	case t.Kind == KindNone || t.Kind == KindVoid:
+	case !m.valueSet:
+		m.valueSet = true
+		m.info.Value = t
+		c.changed = true
+	default:
+		merged, ok := mergeTypes(m.info.Value, t)
+		switch {
+		case !ok && m.info.Value.Kind == KindTuple && t.Kind == KindTuple:
+			c.laterf(opSpan, "Tuple type mismatch: %s != %s.", typeName(m.info.Value), typeName(t))
+		case !ok:
+			// bpftrace 0.17 leaves the last quote out.
+			c.errorf(e.Loc, "Type mismatch for %s: trying to assign value of type '%s' when map already contains a value of type '%s", e.Name, typeName(t), typeName(m.info.Value))
+		case !merged.Equal(m.info.Value):
+			m.info.Value = merged
+			c.changed = true
+		}
+	}
+}
+
+// lhistStore checks that every lhist() stored in a map has the same
+// bounds.
+func (c *checker) lhistStore(name string, m *mapState, call *Call) {
+	p, ok := c.lhistParams(call)
+	if !ok || m.info.Value.Kind != KindLhist {
+		return
+	}
+	if !m.lhistSet {
+		m.lhistSet = true
+		m.info.Lhist = p
+		return
+	}
+	if m.info.Lhist != p {
+		c.laterf(call.Loc, "Different lhist bounds in a single map unsupported")
+	}
+}
+
+// lhistArgs checks lhist()'s constant bounds.
+func (c *checker) lhistArgs(e *Call) {
+	var vals [3]int64
+	ok := true
+	for i, a := range e.Args[1:] {
+		if c.badParam(a) {
+			// bpftrace also gives the usual message here, in its first
+			// pass.
+			p := a.(*PositionalParam)
+			v, _ := c.paramValue(p.N)
+			c.errorf(p.Loc, "$%d used numerically but given %q. Try using str($%d).", p.N, v, p.N)
+			c.errorf(e.Loc, "lhist: invalid %s value", [3]string{"min", "max", "step"}[i])
+			SetType(a, Int64)
+			ok = false
+			continue
+		}
+		v, isConst := c.constArg(e, a)
+		vals[i] = v
+		ok = ok && isConst
+	}
+	if !ok {
+		return
+	}
+	lo, hi, step := vals[0], vals[1], vals[2]
+	if lo < 0 {
+		c.laterf(e.Loc, "lhist() min must be non-negative (provided min %d)", lo)
+	}
+	if step < 1 {
+		c.laterf(e.Loc, "lhist() step must be >= 1 (%d provided)", step)
+		return
+	}
+	if lo > hi {
+		c.laterf(e.Loc, "lhist() min must be less than max (provided min %d and max %d)", lo, hi)
+	}
+	switch n := (hi - lo) / step; {
+	case n < 1:
+		c.laterf(e.Loc, "lhist() step is too large for the given range (provided step %d for range %d)", step, hi-lo)
+	case n > 1000:
+		c.laterf(e.Loc, "lhist() too many buckets, must be <= 1000 (would need %d)", n)
+	}
+}
+
+// lhistParams returns a valid lhist() call's constant bounds.
+func (c *checker) lhistParams(e *Call) (LhistParams, bool) {
+	if len(e.Args) != 4 {
+		return LhistParams{}, false
+	}
+	var vals [3]int64
+	for i, a := range e.Args[1:] {
+		v, ok := c.constInt(a)
+		if !ok {
+			return LhistParams{}, false
+		}
+		vals[i] = v
+	}
+	return LhistParams{Min: vals[0], Max: vals[1], Step: vals[2]}, true
+}
+
+// mapRef types a whole map passed to print(), clear() or zero(): its keys
+// are not checked against the map's.
+func (c *checker) mapRef(m *MapExpr) {
+	ms := c.mapState(m.Name, m.Loc)
+	for _, k := range m.Keys {
+		c.expr(k, useValue)
+	}
+	c.mapValue(m, ms, true)
+}

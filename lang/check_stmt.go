@@ -1,0 +1,123 @@
+package lang
+
+// This file checks statements.
+
+import "strings"
+
+func (c *checker) block(b *Block) {
+	for _, s := range b.Stmts {
+		c.stmt(s)
+	}
+}
+
+func (c *checker) stmt(s Stmt) {
+	switch s := s.(type) {
+	case *Block:
+		c.block(s)
+	case *ExprStmt:
+		c.expr(s.X, useStmt)
+	case *AssignStmt:
+		c.assign(s)
+	case *IfStmt:
+		t := c.expr(s.Cond, useValue)
+		if t.Kind != KindInt && t.Kind != KindNone {
+			// bpftrace 0.17 reports this at 1:1; gotrace points at the
+			// condition.
+			c.laterf(s.Cond.Span(), "Invalid condition in if(): %s", condName(t))
+		}
+		c.block(s.Then)
+		if s.Else != nil {
+			c.stmt(s.Else)
+		}
+	case *UnrollStmt:
+		c.unroll(s)
+	case *WhileStmt:
+		t := c.expr(s.Cond, useValue)
+		if !isIntLike(t) && t.Kind != KindNone && t.Kind != KindString {
+			c.laterf(s.Cond.Span(), "Invalid condition in while(): %s", formatTypeName(t))
+		}
+		c.loops++
+		c.block(s.Body)
+		c.loops--
+	case *JumpStmt:
+		if (s.Kind == "break" || s.Kind == "continue") && c.loops == 0 {
+			c.errorf(s.Loc, "%s used outside of a loop", s.Kind)
+		}
+	}
+}
+
+// unroll checks `unroll (N)`: N is a constant from 1 to 100.
+func (c *checker) unroll(s *UnrollStmt) {
+	c.expr(s.Count, useValue)
+	span := Span{Start: s.Loc.Start, End: c.find(s.Count.Span().End, ")").End}
+	s.N = 0
+	n, ok := c.constInt(s.Count)
+	switch {
+	case c.badParam(s.Count):
+		c.errorf(span, "invalid unroll value")
+	case !ok:
+		c.errorf(span, "unroll count must be an integer literal or a positional parameter")
+	case n < 1:
+		c.errorf(span, "unroll minimum value is 1")
+	case n > 100:
+		c.errorf(span, "unroll maximum value is 100")
+	default:
+		s.N = int(n)
+	}
+	c.block(s.Body)
+}
+
+// assign checks `LHS op RHS`.
+func (c *checker) assign(s *AssignStmt) {
+	opSpan := c.find(s.LHS.Span().End, s.Op)
+	switch lhs := s.LHS.(type) {
+	case *Var:
+		var t Type
+		if s.Op == "=" {
+			t = c.expr(s.RHS, useAssign)
+		} else {
+			cur := c.varRead(lhs)
+			r := c.expr(s.RHS, useValue)
+			if !isIntLike(cur) && cur.Kind != KindNone {
+				// bpftrace checks `$s += 1` as the assignment of an
+				// unsigned result to $s.
+				c.errorf(s.Loc, "Type mismatch for %s: trying to assign value of type '%s' when variable already contains a value of type '%s'", lhs.Name, typeName(Uint64), typeName(cur))
+				SetType(lhs, cur)
+				return
+			}
+			t = c.binaryType(strings.TrimSuffix(s.Op, "="), cur, r, s.Loc, opSpan)
+		}
+		c.varAssign(lhs, t, opSpan)
+	case *MapExpr:
+		m := c.mapAccess(lhs, lhs.Span())
+		var t Type
+		if s.Op == "=" {
+			u := useAssign
+			if _, ok := s.RHS.(*Call); ok {
+				u = useMapAssign
+			}
+			t = c.expr(s.RHS, u)
+		} else {
+			cur := c.mapValue(lhs, m, false)
+			if !m.valueSet {
+				// bpftrace takes a new map in `@m op= v` as unsigned.
+				cur = Uint64
+			}
+			r := c.expr(s.RHS, useValue)
+			if !isIntLike(cur) && cur.Kind != KindNone {
+				t = Uint64 // reported by mapStore, as bpftrace does
+			} else {
+				t = c.binaryType(strings.TrimSuffix(s.Op, "="), cur, r, s.Loc, opSpan)
+			}
+		}
+		c.mapStore(lhs, m, t, opSpan)
+		if call, ok := s.RHS.(*Call); ok && t.Kind == KindLhist {
+			c.lhistStore(lhs.Name, m, call)
+		}
+		SetType(lhs, m.info.Value)
+	default:
+		c.expr(s.LHS, useValue)
+		c.expr(s.RHS, useValue)
+		c.errorf(s.LHS.Span(), "Invalid assignment: the left-hand side must be a variable or a map")
+	}
+}
