@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Build gotrace and run its main job: trace the bitcoind-shaped demo target
 # (testdata/fixture) with scripts/netmsg.bt, the per-message script of the
-# original Bitcoin Core tracing proposal. Run as root on a fresh machine:
-# hack/setup.sh installs gcc and <sys/sdt.h>, which the fixture needs.
+# original Bitcoin Core tracing proposal on the tracepoints Bitcoin Core
+# merged. Run as root on a fresh machine: hack/setup.sh installs gcc and
+# <sys/sdt.h>, which the fixture needs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 hack/setup.sh
