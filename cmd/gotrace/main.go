@@ -130,6 +130,7 @@ default 16 MiB worth).`,
 	fs.BoolVarP(&f.version, "version", "V", false, "print the version")
 	fs.BoolVar(&f.unsafe, "unsafe", false, "allow unsafe builtins (system, cat)")
 	fs.BoolVar(&f.noWarnings, "no-warnings", false, "do not print warnings")
+	addToolCommands(cmd)
 
 	ctx, stop := signalContext()
 	defer stop()
