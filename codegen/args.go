@@ -6,29 +6,20 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/gotrace/gotrace/internal/ptregs"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
 )
-
-// Offsets in x86-64 struct pt_regs.
-const (
-	ptRegsRAX = 80
-	ptRegsRIP = 128
-	ptRegsLen = 168
-)
-
-// uprobeArgRegs are the pt_regs offsets of the first six integer
-// arguments in the x86-64 calling convention: rdi rsi rdx rcx r8 r9.
-var uprobeArgRegs = []int16{112, 104, 96, 88, 72, 64}
 
 // arg lowers argN into R0.
 func (f *fn) arg(e *lang.Builtin, n int) error {
 	switch f.t.kind {
 	case lang.ProbeUprobe:
-		if n >= len(uprobeArgRegs) {
-			return f.c.errorf(e, "%s: uprobes read arg0 to arg%d", e.Name, len(uprobeArgRegs)-1)
+		off, ok := ptregs.ArgOffset(n)
+		if !ok {
+			return f.c.errorf(e, "%s: uprobes read arg0 to arg%d", e.Name, len(ptregs.Args)-1)
 		}
-		f.emit(asm.LoadMem(asm.R0, regCtx, uprobeArgRegs[n], asm.DWord))
+		f.emit(asm.LoadMem(asm.R0, regCtx, int16(off), asm.DWord))
 		return nil
 	case lang.ProbeUSDT:
 	default:
@@ -125,7 +116,7 @@ func loadUSDTArg(regs asm.Register, a usdt.Arg, pc uint64, slot int16) (asm.Inst
 				return nil, fmt.Errorf("argument %s: address of symbol %q unknown", a.Operand, a.Symbol)
 			}
 			// At the probe, regs->ip is the runtime address of pc.
-			insns = append(insns, asm.LoadMem(asm.R3, regs, ptRegsRIP, asm.DWord))
+			insns = append(insns, asm.LoadMem(asm.R3, regs, int16(ptregs.IP), asm.DWord))
 			insns = append(insns, addConst(asm.R3, int64(a.SymbolAddr)+a.Disp-int64(pc))...)
 		}
 		insns = append(insns,
@@ -146,7 +137,7 @@ func loadUSDTArg(regs asm.Register, a usdt.Arg, pc uint64, slot int16) (asm.Inst
 // register, shifted down for the high-byte registers (ah, bh, ch, dh) and
 // truncated to the named width.
 func loadReg(dst, regs asm.Register, r usdt.Register) (asm.Instructions, error) {
-	if r.PtRegsOffset < 0 || r.PtRegsOffset >= ptRegsLen {
+	if r.PtRegsOffset < 0 || r.PtRegsOffset >= ptregs.Size {
 		return nil, fmt.Errorf("register %%%s: offset %d outside pt_regs", r.Name, r.PtRegsOffset)
 	}
 	insns := asm.Instructions{asm.LoadMem(dst, regs, int16(r.PtRegsOffset&^7), asm.DWord)}

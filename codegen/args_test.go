@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/gotrace/gotrace/internal/ptregs"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -82,7 +83,7 @@ func TestLoadUSDTArg(t *testing.T) {
 // values and returns it.
 func runArg(t *testing.T, a usdt.Arg, pc uint64, regs map[int]uint64) uint64 {
 	t.Helper()
-	regsMap, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: ptRegsLen, MaxEntries: 1})
+	regsMap, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: ptregs.Size, MaxEntries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -92,7 +93,7 @@ func runArg(t *testing.T, a usdt.Arg, pc uint64, regs map[int]uint64) uint64 {
 		t.Fatal(err)
 	}
 	defer out.Close()
-	buf := make([]byte, ptRegsLen)
+	buf := make([]byte, ptregs.Size)
 	for off, v := range regs {
 		binary.LittleEndian.PutUint64(buf[off&^7:], v)
 	}

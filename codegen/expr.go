@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/gotrace/gotrace/internal/ptregs"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -943,7 +944,7 @@ func (f *fn) builtin(e *lang.Builtin) error {
 	case "func":
 		switch f.t.kind {
 		case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
-			f.emit(asm.LoadMem(asm.R0, regCtx, ptRegsRIP, asm.DWord))
+			f.emit(asm.LoadMem(asm.R0, regCtx, int16(ptregs.IP), asm.DWord))
 		default:
 			return f.c.errorf(e, "func is not available in %s", f.t.probeName)
 		}
@@ -951,7 +952,7 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		if f.t.kind != lang.ProbeUretprobe {
 			return f.c.errorf(e, "retval is only available in uretprobes")
 		}
-		f.emit(asm.LoadMem(asm.R0, regCtx, ptRegsRAX, asm.DWord))
+		f.emit(asm.LoadMem(asm.R0, regCtx, int16(ptregs.AX), asm.DWord))
 	default:
 		if n, ok := strings.CutPrefix(e.Name, "arg"); ok {
 			i, err := strconv.Atoi(n)
@@ -1124,11 +1125,6 @@ func (f *fn) sizeofType(n lang.Node, t lang.Type) (int, error) {
 	return 0, f.c.errorf(n, "sizeof(%s): %w", t, ErrUnsupported)
 }
 
-// ptRegsNames are the x86-64 struct pt_regs members reg() reads, by
-// offset/8.
-var ptRegsNames = []string{"r15", "r14", "r13", "r12", "bp", "bx", "r11", "r10", "r9", "r8",
-	"ax", "cx", "dx", "si", "di", "orig_ax", "ip", "cs", "flags", "sp", "ss"}
-
 // reg lowers reg("name"): a register of the probed thread.
 func (f *fn) reg(e *lang.Call) error {
 	lit, ok := e.Args[0].(*lang.StrLit)
@@ -1140,13 +1136,12 @@ func (f *fn) reg(e *lang.Call) error {
 	default:
 		return f.c.errorf(e, "reg() is not available in %s", f.t.probeName)
 	}
-	for i, name := range ptRegsNames {
-		if name == lit.Value {
-			f.emit(asm.LoadMem(asm.R0, regCtx, int16(8*i), asm.DWord))
-			return nil
-		}
+	r, ok := ptregs.ByMember(lit.Value)
+	if !ok {
+		return f.c.errorf(e, "reg(): unknown register %q", lit.Value)
 	}
-	return f.c.errorf(e, "reg(): unknown register %q", lit.Value)
+	f.emit(asm.LoadMem(asm.R0, regCtx, int16(r.Offset), asm.DWord))
+	return nil
 }
 
 // uaddr lowers uaddr("sym"): the address of a data symbol in the ELF file

@@ -49,11 +49,6 @@ func argIndex(name string) int {
 	return n
 }
 
-// maxRegisterArgs is how many function arguments x86-64 passes in
-// registers; uprobe argN reads those (bpftrace 0.17: "x86_64 doesn't
-// support arg6").
-const maxRegisterArgs = 6
-
 // probeKindNames are bpftrace's names of the probe kinds, in its messages
 // and in Dump.
 var probeKindNames = map[ProbeKind]string{
@@ -148,14 +143,6 @@ func arityError(name string, sig funcSig, n int) string {
 		return fmt.Sprintf("%s() takes up to %d arguments (%d provided)", name, sig.max, n)
 	}
 	return ""
-}
-
-// x86Registers are the pt_regs names reg() accepts on x86-64.
-var x86Registers = map[string]bool{
-	"r15": true, "r14": true, "r13": true, "r12": true, "bp": true, "bx": true,
-	"r11": true, "r10": true, "r9": true, "r8": true, "ax": true, "cx": true,
-	"dx": true, "si": true, "di": true, "orig_ax": true, "ip": true, "cs": true,
-	"flags": true, "sp": true, "ss": true,
 }
 
 // ClosestName returns the name in candidates nearest to name by edit

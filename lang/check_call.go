@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/internal/ptregs"
 )
 
 // symbolSize is a symbol's size, or the error of looking it up.
@@ -192,8 +194,10 @@ func (c *checker) callArgs(e *Call) {
 		c.literalArg(e, args[0])
 	case "reg":
 		c.userProbeOnly(e)
-		if lit, ok := c.literalArg(e, args[0]); ok && !x86Registers[lit] {
-			c.errorf(e.Loc, "'%s' is not a valid register on this architecture (x86_64)", lit)
+		if lit, ok := c.literalArg(e, args[0]); ok {
+			if _, reg := ptregs.ByMember(lit); !reg {
+				c.errorf(e.Loc, "'%s' is not a valid register on this architecture (x86_64)", lit)
+			}
 		}
 	case "ntop":
 		if len(args) == 2 {

@@ -1,5 +1,7 @@
 package lang
 
+import "github.com/gotrace/gotrace/internal/ptregs"
+
 // This file types names: scratch variables, builtin variables and
 // positional parameters.
 
@@ -49,7 +51,9 @@ func (c *checker) builtin(e *Builtin) Type {
 				// Any argN the probe's note describes; codegen checks N
 				// against the note.
 			case ProbeUprobe, ProbeKprobe:
-				if n >= maxRegisterArgs {
+				// bpftrace 0.17 reads only the arguments passed in
+				// registers.
+				if _, ok := ptregs.ArgOffset(n); !ok {
 					c.errorf(e.Loc, "x86_64 doesn't support %s", e.Name)
 				}
 			default:

@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+
+	"github.com/gotrace/gotrace/internal/ptregs"
 )
 
 // registers maps every x86-64 register name an SDT operand may use to its
@@ -13,51 +15,21 @@ var registers = buildRegisters()
 func buildRegisters() map[string]Register {
 	regs := make(map[string]Register)
 	add := func(name string, off, width int) {
-		regs[name] = Register{Name: name, PtRegsOffset: off, Width: width}
+		if name != "" {
+			regs[name] = Register{Name: name, PtRegsOffset: off, Width: width}
+		}
 	}
-	// The legacy registers: 64-, 32-, 16- and low 8-bit names, offset.
-	legacy := []struct {
-		r64, r32, r16, r8 string
-		off               int
-	}{
-		{"rax", "eax", "ax", "al", 80},
-		{"rbx", "ebx", "bx", "bl", 40},
-		{"rcx", "ecx", "cx", "cl", 88},
-		{"rdx", "edx", "dx", "dl", 96},
-		{"rsi", "esi", "si", "sil", 104},
-		{"rdi", "edi", "di", "dil", 112},
-		{"rbp", "ebp", "bp", "bpl", 32},
-		{"rsp", "esp", "sp", "spl", 152},
+	for _, r := range ptregs.Registers {
+		add(r.Q, r.Offset, 8)
+		add(r.D, r.Offset, 4)
+		add(r.W, r.Offset, 2)
+		for _, b := range r.B {
+			add(b, r.Offset, 1)
+		}
+		// The high-byte registers are the second byte of the full
+		// register.
+		add(r.H, r.Offset+1, 1)
 	}
-	for _, r := range legacy {
-		add(r.r64, r.off, 8)
-		add(r.r32, r.off, 4)
-		add(r.r16, r.off, 2)
-		add(r.r8, r.off, 1)
-	}
-	// The high-byte registers are the second byte of the full register.
-	add("ah", 80+1, 1)
-	add("bh", 40+1, 1)
-	add("ch", 88+1, 1)
-	add("dh", 96+1, 1)
-	// r8..r15 and their offsets in pt_regs.
-	numbered := []struct {
-		name string
-		off  int
-	}{
-		{"r8", 72}, {"r9", 64}, {"r10", 56}, {"r11", 48},
-		{"r12", 24}, {"r13", 16}, {"r14", 8}, {"r15", 0},
-	}
-	for _, r := range numbered {
-		add(r.name, r.off, 8)
-		add(r.name+"d", r.off, 4)
-		add(r.name+"w", r.off, 2)
-		add(r.name+"b", r.off, 1)
-		add(r.name+"l", r.off, 1)
-	}
-	add("rip", 128, 8)
-	add("eip", 128, 4)
-	add("ip", 128, 2)
 	return regs
 }
 
