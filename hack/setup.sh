@@ -12,6 +12,8 @@ set -euo pipefail
 #   openjdk-17-jdk-headless  a real USDT target (libjvm.so)
 #   python3.11          a real USDT target (/usr/bin/python3.11)
 #   time                /usr/bin/time for ad-hoc peak-RSS checks
+#   man-db file         hack/package-test.sh: man -w gotrace, a static binary
+#   libcap2-bin         getcap/setcap to look at the privilege tests' binaries
 packages=(
 	bpftrace
 	systemtap-sdt-dev
@@ -21,6 +23,9 @@ packages=(
 	openjdk-17-jdk-headless
 	python3.11
 	time
+	man-db
+	file
+	libcap2-bin
 	# libc's separate debug file: the names of its local functions, for
 	# uprobes (malloc_consolidate) and stacks (__libc_start_call_main).
 	libc6-dbg
@@ -37,6 +42,9 @@ files=(
 	/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so
 	/usr/bin/python3.11
 	/usr/bin/time
+	/usr/bin/man
+	/usr/bin/file
+	/usr/sbin/setcap
 )
 
 if [[ $(id -u) -ne 0 ]]; then

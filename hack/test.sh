@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's and CI's): go vet, a gofmt
-# check, every test once (go test -count=1 ./...) and a bounded run of every
+# check, every test once (go test -count=1 ./...), the Debian package's
+# install and removal (hack/package-test.sh) and a bounded run of every
 # fuzz target. It runs every step even when one fails and exits non-zero if
 # any did, so one CI run shows every problem.
 #
@@ -61,6 +62,19 @@ step go test -count=1 ./... ${TESTFLAGS:-}
 # shellcheck disable=SC2086 # TESTFLAGS is a list of flags.
 if ! go test -count=1 -timeout 30m ${TESTFLAGS:-} ./...; then
 	failed+=("go test")
+fi
+
+step hack/package-test.sh
+# The Debian package, installed with apt and removed again: needs root.
+if [[ $(id -u) -eq 0 ]]; then
+	if ! hack/package-test.sh; then
+		failed+=("package test")
+	fi
+elif [[ ${CI:-} == true ]]; then
+	echo "hack/package-test.sh needs root"
+	failed+=("package test")
+else
+	echo "skipped: hack/package-test.sh needs root"
 fi
 
 if [[ $fuzztime != 0 && $fuzztime != 0s ]]; then
