@@ -22,9 +22,10 @@ type Options struct {
 	USDT map[*lang.AttachPoint][]*usdt.Probe
 	// StrLen is the default string buffer size (BPFTRACE_STRLEN); the
 	// checker's types decide the size of each string, StrLen only bounds
-	// str() reads whose type says nothing else. Default 64.
+	// str() reads whose type says nothing else. Default lang.DefaultStrLen.
 	StrLen int
-	// MapKeysMax is the MaxEntries of user maps. Default 4096.
+	// MapKeysMax is the MaxEntries of user maps. Default
+	// lang.DefaultMapKeysMax.
 	MapKeysMax int
 	// EventsSize and ControlSize are the byte sizes of the two ring
 	// buffers (powers of two, at least a page). Defaults 16 MiB and 64 KiB.
@@ -87,10 +88,10 @@ const stackSize = 512
 // options always give the same Spec.
 func Compile(p *lang.Program, opts Options) (*Spec, error) {
 	if opts.StrLen <= 0 {
-		opts.StrLen = 64
+		opts.StrLen = lang.DefaultStrLen
 	}
 	if opts.MapKeysMax <= 0 {
-		opts.MapKeysMax = 4096
+		opts.MapKeysMax = lang.DefaultMapKeysMax
 	}
 	if opts.EventsSize <= 0 {
 		opts.EventsSize = 16 << 20

@@ -6,6 +6,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/lang"
 )
 
 // handle acts on one ring-buffer record. The caller holds t.mu.
@@ -106,5 +107,5 @@ func (t *tracer) mapKeysMax() int {
 	if t.opts.MapKeysMax > 0 {
 		return t.opts.MapKeysMax
 	}
-	return 4096
+	return lang.DefaultMapKeysMax
 }

@@ -58,10 +58,11 @@ type Options struct {
 	// Unsafe allows system() (--unsafe), and uprobes at addresses whose
 	// instruction boundary gotrace cannot check (a stripped file).
 	Unsafe bool
-	// StrLen is the default string size (BPFTRACE_STRLEN); 0 means 64.
+	// StrLen is the default string size (BPFTRACE_STRLEN); 0 means
+	// lang.DefaultStrLen.
 	StrLen int
 	// MapKeysMax bounds every keyed map (BPFTRACE_MAP_KEYS_MAX); 0 means
-	// 4096.
+	// lang.DefaultMapKeysMax.
 	MapKeysMax int
 	// Verbose prints what the runtime resolves and attaches to Err.
 	Verbose bool

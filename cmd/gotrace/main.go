@@ -89,12 +89,12 @@ func run(args []string, stdout, stderr io.Writer) int {
 	cmd := &cobra.Command{
 		Use:   "gotrace [options] FILE [ARG...] | -e 'PROGRAM' [ARG...] | -l [PATTERN]",
 		Short: "gotrace: a bpftrace-compatible tracer for USDT probes",
-		Long: `gotrace runs bpftrace scripts against USDT probes (Bitcoin Core, Python,
+		Long: fmt.Sprintf(`gotrace runs bpftrace scripts against USDT probes (Bitcoin Core, Python,
 PostgreSQL, the JVM) and prints what bpftrace prints, from one static binary.
 
-Environment: BPFTRACE_STRLEN (string size, default 64), BPFTRACE_MAP_KEYS_MAX
-(map size, default 4096), BPFTRACE_PERF_RB_PAGES (printf ring buffer pages,
-default 16 MiB worth).`,
+Environment: BPFTRACE_STRLEN (string size, default %d), BPFTRACE_MAP_KEYS_MAX
+(map size, default %d), BPFTRACE_PERF_RB_PAGES (printf ring buffer pages,
+default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -382,22 +382,22 @@ func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, erro
 }
 
 // strLen is the string size from BPFTRACE_STRLEN (bpftrace 0.17's name) or
-// BPFTRACE_MAX_STRLEN (later bpftrace's), 64 by default.
+// BPFTRACE_MAX_STRLEN (later bpftrace's), lang.DefaultStrLen by default.
 func strLen() int {
 	for _, name := range []string{"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"} {
 		if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 			return n
 		}
 	}
-	return 64
+	return lang.DefaultStrLen
 }
 
-// mapKeysMax is BPFTRACE_MAP_KEYS_MAX, 4096 by default.
+// mapKeysMax is BPFTRACE_MAP_KEYS_MAX, lang.DefaultMapKeysMax by default.
 func mapKeysMax() int {
 	if n, err := strconv.Atoi(os.Getenv("BPFTRACE_MAP_KEYS_MAX")); err == nil && n > 0 {
 		return n
 	}
-	return 4096
+	return lang.DefaultMapKeysMax
 }
 
 // bufferPages is BPFTRACE_PERF_RB_PAGES, the size of the printf ring buffer
