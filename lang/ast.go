@@ -7,6 +7,8 @@
 // itself and converts them into these nodes, each with its source span.
 package lang
 
+import "github.com/gotrace/gotrace/lang/attachpoint"
+
 // Pos is a position in a script: 1-based line and 1-based byte column.
 type Pos struct {
 	Line int
@@ -80,23 +82,24 @@ type StructField struct {
 	Offset int
 }
 
-// ProbeKind says what an attach point attaches to.
-type ProbeKind int
+// ProbeKind says what an attach point attaches to; package attachpoint
+// owns the kinds and their names.
+type ProbeKind = attachpoint.Kind
 
-// The probe kinds gotrace parses. Kprobe and Kretprobe are parsed and then
-// refused where the kernel has no kprobes.
+// The probe kinds gotrace parses, by their names in lang. Kprobe and
+// Kretprobe are parsed and then refused where the kernel has no kprobes.
 const (
-	ProbeUnknown ProbeKind = iota
-	ProbeBegin
-	ProbeEnd
-	ProbeUSDT
-	ProbeUprobe
-	ProbeUretprobe
-	ProbeInterval
-	ProbeProfile
-	ProbeTracepoint
-	ProbeKprobe
-	ProbeKretprobe
+	ProbeUnknown    = attachpoint.Unknown
+	ProbeBegin      = attachpoint.Begin
+	ProbeEnd        = attachpoint.End
+	ProbeUSDT       = attachpoint.USDT
+	ProbeUprobe     = attachpoint.Uprobe
+	ProbeUretprobe  = attachpoint.Uretprobe
+	ProbeInterval   = attachpoint.Interval
+	ProbeProfile    = attachpoint.Profile
+	ProbeTracepoint = attachpoint.Tracepoint
+	ProbeKprobe     = attachpoint.Kprobe
+	ProbeKretprobe  = attachpoint.Kretprobe
 )
 
 // Probe is one probe block: attach points, an optional predicate and a body.
@@ -108,15 +111,8 @@ type Probe struct {
 	Body *Block
 }
 
-// AttachPoint is one attach point, split into its fields.
-//
-//	usdt:PATH:PROVIDER:NAME   Target=PATH Provider=PROVIDER Func=NAME
-//	usdt:PATH:NAME            Target=PATH Func=NAME
-//	uprobe:PATH:SYMBOL        Target=PATH Func=SYMBOL (quotes removed)
-//	uprobe:PATH:0x1234        Target=PATH Address=0x1234
-//	interval:s:1              Unit="s" Freq=1
-//	tracepoint:CAT:NAME       Target=CAT Func=NAME
-//	kprobe:FUNC               Func=FUNC
+// AttachPoint is one attach point, split into its fields as
+// attachpoint.Point describes them.
 //
 // A positional parameter in an attach point (usdt:$1:net:inbound_message)
 // is kept as written, here Target="$1"; the caller substitutes it.
@@ -135,7 +131,7 @@ type AttachPoint struct {
 	Freq     uint64
 	// FreqParam is a positional parameter given as the rate
 	// (interval:s:$1), kept as written with Freq 0; the caller
-	// substitutes it and sets Freq with ParseFreq.
+	// substitutes it and sets Freq with attachpoint.ParseFreq.
 	FreqParam string
 	// Address is set for uprobe:PATH:0x1234 (an address in PATH); Func is
 	// then empty.

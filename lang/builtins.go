@@ -49,15 +49,6 @@ func argIndex(name string) int {
 	return n
 }
 
-// probeKindNames are bpftrace's names of the probe kinds, in its messages
-// and in Dump.
-var probeKindNames = map[ProbeKind]string{
-	ProbeUnknown: "unknown", ProbeBegin: "BEGIN", ProbeEnd: "END", ProbeUSDT: "usdt",
-	ProbeUprobe: "uprobe", ProbeUretprobe: "uretprobe", ProbeInterval: "interval",
-	ProbeProfile: "profile", ProbeTracepoint: "tracepoint", ProbeKprobe: "kprobe",
-	ProbeKretprobe: "kretprobe",
-}
-
 // funcSig is the arity of a builtin function. max < 0 means any number.
 type funcSig struct {
 	min, max int

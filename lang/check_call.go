@@ -382,7 +382,7 @@ func (c *checker) signalCall(e *Call) {
 	for _, k := range c.probeKinds() {
 		switch k {
 		case ProbeBegin, ProbeEnd, ProbeInterval:
-			c.errorf(e.Loc, "signal can not be used with \"%s\" probes", probeKindNames[k])
+			c.errorf(e.Loc, "signal can not be used with \"%s\" probes", k.String())
 		}
 	}
 	a := e.Args[0]
@@ -493,7 +493,7 @@ func (c *checker) userProbeOnly(e *Call) {
 	for _, k := range c.probeKinds() {
 		switch k {
 		case ProbeBegin, ProbeEnd, ProbeInterval, ProbeProfile:
-			c.errorf(e.Loc, "%s can not be used with \"%s\" probes", e.Name, probeKindNames[k])
+			c.errorf(e.Loc, "%s can not be used with \"%s\" probes", e.Name, k.String())
 		}
 	}
 }

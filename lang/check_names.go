@@ -86,7 +86,7 @@ func (c *checker) builtin(e *Builtin) Type {
 			}
 		case "func":
 			if k != ProbeUprobe && k != ProbeUretprobe && k != ProbeKprobe && k != ProbeKretprobe {
-				c.errorf(e.Loc, "The func builtin can not be used with '%s' probes", probeKindNames[k])
+				c.errorf(e.Loc, "The func builtin can not be used with '%s' probes", k.String())
 			}
 		}
 	}

@@ -10,6 +10,8 @@ import (
 
 	"github.com/alecthomas/participle/v2"
 	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
 // The participle grammar. These structs stay private: Parse converts them
@@ -683,54 +685,6 @@ func hexVal(c byte) int {
 	return int(c - '0')
 }
 
-// probeTypes maps the probe type names and bpftrace's short aliases to kinds.
-var probeTypes = map[string]ProbeKind{
-	"BEGIN": ProbeBegin, "END": ProbeEnd,
-	"usdt": ProbeUSDT, "U": ProbeUSDT,
-	"uprobe": ProbeUprobe, "u": ProbeUprobe,
-	"uretprobe": ProbeUretprobe, "ur": ProbeUretprobe,
-	"interval": ProbeInterval, "i": ProbeInterval,
-	"profile": ProbeProfile, "p": ProbeProfile,
-	"tracepoint": ProbeTracepoint, "t": ProbeTracepoint,
-	"kprobe": ProbeKprobe, "k": ProbeKprobe,
-	"kretprobe": ProbeKretprobe, "kr": ProbeKretprobe,
-}
-
-// bpftraceProbeTypes are bpftrace's probe types (0.17's, and fentry,
-// fexit and rawtracepoint of later versions) that gotrace does not
-// attach, by name and alias.
-var bpftraceProbeTypes = map[string]string{
-	"software": "software", "s": "software",
-	"hardware": "hardware", "h": "hardware",
-	"watchpoint": "watchpoint", "w": "watchpoint",
-	"asyncwatchpoint": "asyncwatchpoint", "aw": "asyncwatchpoint",
-	"kfunc": "kfunc", "f": "kfunc",
-	"kretfunc": "kretfunc", "fr": "kretfunc",
-	"fentry": "fentry", "fexit": "fexit",
-	"iter": "iter", "it": "iter",
-	"rawtracepoint": "rawtracepoint", "rt": "rawtracepoint",
-}
-
-// splitAttach splits an attach point on colons outside double quotes and
-// removes the quotes.
-func splitAttach(raw string) []string {
-	var parts []string
-	var cur strings.Builder
-	quoted := false
-	for i := 0; i < len(raw); i++ {
-		switch ch := raw[i]; {
-		case ch == '"':
-			quoted = !quoted
-		case ch == ':' && !quoted:
-			parts = append(parts, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteByte(ch)
-		}
-	}
-	return append(parts, cur.String())
-}
-
 func (c *converter) attach(g *gAttach) *AttachPoint {
 	loc := c.span(g.Pos, g.EndPos)
 	// bpftrace's attach point location starts where the token before it
@@ -739,108 +693,14 @@ func (c *converter) attach(g *gAttach) *AttachPoint {
 	if i := tokenIndex(c.toks, g.Pos.Offset); i > 0 {
 		loc.Start = Pos{Line: c.toks[i-1].End.Line, Col: c.toks[i-1].End.Column}
 	}
-	a := &AttachPoint{Loc: loc, Raw: g.Raw}
-	parts := splitAttach(g.Raw)
-	kind, ok := probeTypes[parts[0]]
-	if !ok {
-		if name, known := bpftraceProbeTypes[parts[0]]; known {
-			c.errorf(loc, "probe type %s is not supported by gotrace", name)
-		} else {
-			c.errorf(loc, "Invalid probe type: %s", parts[0])
-		}
-		return a
+	pt, errs := attachpoint.Parse(g.Raw)
+	for _, err := range errs {
+		c.errorf(loc, "%v", err)
 	}
-	a.Kind = kind
-	args := parts[1:]
-	need := func(n int, what string) bool {
-		if len(args) != n {
-			c.errorf(loc, "%s probe type requires %s", parts[0], what)
-			return false
-		}
-		return true
+	return &AttachPoint{
+		Loc: loc, Raw: g.Raw, Kind: pt.Kind, Target: pt.Target, Provider: pt.Provider, Func: pt.Func,
+		Unit: pt.Unit, Freq: pt.Freq, FreqParam: pt.FreqParam, Address: pt.Address,
 	}
-	switch kind {
-	case ProbeBegin, ProbeEnd:
-		need(0, "0 arguments")
-	case ProbeUSDT:
-		switch len(args) {
-		case 2:
-			a.Target, a.Func = args[0], args[1]
-		case 3:
-			a.Target, a.Provider, a.Func = args[0], args[1], args[2]
-		default:
-			c.errorf(loc, "%s probe type requires 2 or 3 arguments", parts[0])
-		}
-	case ProbeUprobe, ProbeUretprobe:
-		if need(2, "2 arguments") {
-			a.Target, a.Func = args[0], args[1]
-			if strings.HasPrefix(a.Func, "0x") {
-				v, err := strconv.ParseUint(a.Func[2:], 16, 64)
-				if err != nil {
-					c.errorf(loc, "invalid address %s", a.Func)
-				}
-				a.Address, a.Func = v, ""
-			}
-		}
-	case ProbeTracepoint:
-		if need(2, "2 arguments") {
-			a.Target, a.Func = args[0], args[1]
-		}
-	case ProbeKprobe, ProbeKretprobe:
-		if need(1, "1 argument") {
-			a.Func = args[0]
-		}
-	case ProbeInterval, ProbeProfile:
-		if !need(2, "2 arguments") {
-			return a
-		}
-		a.Unit = args[0]
-		switch a.Unit {
-		case "s", "ms", "us", "hz":
-		default:
-			c.errorf(loc, "%s is not an accepted unit of time", a.Unit)
-		}
-		if isPositional(args[1]) {
-			a.FreqParam = args[1]
-			return a
-		}
-		v, err := ParseFreq(kind, args[1])
-		if err != nil {
-			c.errorf(loc, "%v", err)
-		}
-		a.Freq = v
-	}
-	return a
-}
-
-// isPositional reports whether s is a positional parameter ($1, $2 ...).
-func isPositional(s string) bool {
-	if len(s) < 2 || s[0] != '$' {
-		return false
-	}
-	for _, ch := range s[1:] {
-		if ch < '0' || ch > '9' {
-			return false
-		}
-	}
-	return true
-}
-
-// ParseFreq parses the rate s of an interval or profile attach point of
-// the given kind.
-func ParseFreq(kind ProbeKind, s string) (uint64, error) {
-	name := "interval"
-	if kind == ProbeProfile {
-		name = "profile"
-	}
-	v, err := strconv.ParseUint(s, 10, 64)
-	if err != nil {
-		return 0, fmt.Errorf("%s probe needs a number, not %q", name, s)
-	}
-	if kind == ProbeProfile && v == 0 {
-		return 0, fmt.Errorf("profile frequency should be a positive integer")
-	}
-	return v, nil
 }
 
 // cTypes are the C scalar types struct definitions may use, by their words

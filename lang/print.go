@@ -34,7 +34,7 @@ func Dump(w io.Writer, p *Program) {
 
 // attachString describes an attach point by its parsed fields.
 func attachString(a *AttachPoint) string {
-	parts := []string{probeKindNames[a.Kind]}
+	parts := []string{a.Kind.String()}
 	add := func(k, v string) {
 		if v != "" {
 			parts = append(parts, k+"="+strconv.Quote(v))

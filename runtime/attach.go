@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -13,6 +12,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -73,8 +73,9 @@ func planSites(spec *codegen.Spec, tables symbolTables) ([]site, error) {
 
 // uprobeSites returns the sites of a uprobe or uretprobe attachment of the
 // file path, whose function symbols are syms: one site at an address
-// (0x2262, 8802, main+2; checkAddresses has checked it), or one per
-// function that the attachment names.
+// (0x2262, 8802, main+2; checkAddresses has checked it), or at the
+// function that the attachment names (expandUprobes has made it one
+// symbol's name).
 func uprobeSites(a *codegen.Attachment, path string, syms []elf.Symbol) ([]site, error) {
 	if atAddress(a.Symbol) {
 		addr, _, err := uprobeAddress(a.Symbol, a.Address, syms)
@@ -87,41 +88,26 @@ func uprobeSites(a *codegen.Attachment, path string, syms []elf.Symbol) ([]site,
 		}
 		return []site{{att: a, path: path, offset: off}}, nil
 	}
-	var sites []site
-	for _, name := range matchSymbols(syms, a.Symbol) {
-		// Attach by offset: symbols of size 0 (frame_dummy, hand-written
-		// assembly) are still code.
-		off, err := fileOffset(path, symbolNamed(syms, name).Value)
-		if err != nil {
-			return nil, attachError(a.Probe, "symbol %s: %v", name, err)
-		}
-		sites = append(sites, site{att: a, path: path, symbol: name, offset: off})
+	// Attach by offset: symbols of size 0 (frame_dummy, hand-written
+	// assembly) are still code.
+	sym := symbolNamed(syms, a.Symbol)
+	if sym.Name == "" {
+		return nil, attachError(a.Probe, "function %s not found", a.Symbol)
 	}
-	return sites, nil
+	off, err := fileOffset(path, sym.Value)
+	if err != nil {
+		return nil, attachError(a.Probe, "symbol %s: %v", sym.Name, err)
+	}
+	return []site{{att: a, path: path, symbol: sym.Name, offset: off}}, nil
 }
 
 // atAddress reports whether the function field of a uprobe places it at
 // an address rather than at functions: empty (the parser's hexadecimal
 // address), a decimal address or FUNC+OFFSET.
 func atAddress(field string) bool {
-	_, _, offset := funcOffset(field)
+	_, _, offset := attachpoint.SplitOffset(field)
 	_, numeric := numericAddress(field)
 	return field == "" || offset || numeric
-}
-
-// funcOffset splits the function field of a uprobe given as FUNC+OFFSET
-// (main+2, main+0x10) into the function and the offset; ok is false for
-// any other field.
-func funcOffset(field string) (name string, off uint64, ok bool) {
-	i := strings.LastIndexByte(field, '+')
-	if i <= 0 {
-		return field, 0, false
-	}
-	off, ok = usdt.ParseNumber(field[i+1:])
-	if !ok {
-		return field, 0, false
-	}
-	return field[:i], off, true
 }
 
 // numericAddress returns the address of a uprobe whose function field is
@@ -180,8 +166,8 @@ func allFunctionSymbols(path string) ([]elf.Symbol, error) {
 }
 
 // matchSymbols returns the sorted, distinct names of the symbols that
-// pattern names: the mangled name itself, or, for C++, the demangled name
-// (with * wildcards in either).
+// pattern names (attachpoint.Star.MatchFunction: the mangled name, or the
+// start of the demangled C++ name, with * wildcards in either).
 func matchSymbols(syms []elf.Symbol, pattern string) []string {
 	seen := map[string]bool{}
 	var names []string
@@ -189,7 +175,7 @@ func matchSymbols(syms []elf.Symbol, pattern string) []string {
 		if seen[s.Name] {
 			continue
 		}
-		if wildcardMatch(pattern, s.Name) || (strings.HasPrefix(s.Name, "_Z") && wildcardMatch(pattern, demangle(s.Name))) {
+		if attachpoint.Star.MatchFunction(pattern, s.Name) {
 			seen[s.Name] = true
 			names = append(names, s.Name)
 		}

@@ -9,6 +9,7 @@ import (
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
 // A uprobe writes a breakpoint over the first byte of an instruction: at an
@@ -61,7 +62,7 @@ func checkAddress(ap *lang.AttachPoint, tables symbolTables) (e *lang.Error, unc
 	if !givesAddress(ap) {
 		return nil, false
 	}
-	if _, off, _ := funcOffset(ap.Func); off != 0 && ap.Kind == lang.ProbeUretprobe {
+	if _, off, _ := attachpoint.SplitOffset(ap.Func); off != 0 && ap.Kind == lang.ProbeUretprobe {
 		return attachProblem(ap, "%s: a uretprobe attaches only at a function's entry, without an offset", ap.Func), false
 	}
 	path, err := absPath(ap.Target)
@@ -96,7 +97,7 @@ func givesAddress(ap *lang.AttachPoint) bool {
 // (Name "" when none does).
 func checkPlace(ap *lang.AttachPoint, path string, sym elf.Symbol, addr uint64) (e *lang.Error, unchecked bool) {
 	what := fmt.Sprintf("address %#x", addr)
-	if _, _, offset := funcOffset(ap.Func); offset {
+	if _, _, offset := attachpoint.SplitOffset(ap.Func); offset {
 		what = fmt.Sprintf("%s (address %#x)", ap.Func, addr)
 	}
 	if _, err := readCode(path, addr, 1); err != nil {
@@ -132,21 +133,20 @@ func attachProblem(ap *lang.AttachPoint, format string, args ...any) *lang.Error
 // uprobeAddress returns the address a uprobe's function field gives: a
 // decimal address, or a function and an offset; address, the parser's
 // hexadecimal one, otherwise. For a function and offset it also returns
-// the function's symbol: the first of syms that the function names
-// (mangled or demangled), which the offset must lie in.
+// the function's symbol, which the offset must lie in: expandUprobes has
+// made the function one symbol's name.
 func uprobeAddress(field string, address uint64, syms []elf.Symbol) (uint64, elf.Symbol, error) {
 	if addr, ok := numericAddress(field); ok {
 		return addr, elf.Symbol{}, nil
 	}
-	name, off, ok := funcOffset(field)
+	name, off, ok := attachpoint.SplitOffset(field)
 	if !ok {
 		return address, elf.Symbol{}, nil
 	}
-	names := matchSymbols(syms, name)
-	if len(names) == 0 {
+	sym := symbolNamed(syms, name)
+	if sym.Name == "" {
 		return 0, elf.Symbol{}, fmt.Errorf("function %s not found", name)
 	}
-	sym := symbolNamed(syms, names[0])
 	if off != 0 && off >= sym.Size {
 		return 0, sym, fmt.Errorf("offset %d is outside %s, which is %d bytes long", off, sym.Name, sym.Size)
 	}

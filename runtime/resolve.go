@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -208,7 +209,7 @@ func usdtNotFound(ap *lang.AttachPoint, objs []string, r *probeReader) *lang.Err
 // symbolNotFound describes a uprobe attach point whose function the file
 // does not have.
 func symbolNotFound(ap *lang.AttachPoint) *lang.Error {
-	name, _, _ := funcOffset(ap.Func)
+	name, _, _ := attachpoint.SplitOffset(ap.Func)
 	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", name, ap.Target)}
 	path, _ := absPath(ap.Target)
 	all, _ := allFunctionSymbols(path)
@@ -241,13 +242,14 @@ func symbolNotFound(ap *lang.AttachPoint) *lang.Error {
 }
 
 // expandUprobes resolves the symbols of uprobe and uretprobe attach
-// points: one that matches nothing maps to no attach point, one with a
-// wildcard to an attach point per matching symbol (so that the probe
-// builtin names the symbol, as in bpftrace), and one naming a single
-// symbol, mangled or demangled, to itself. A function with an offset
-// (main+2) is matched by its function; with offset 0 it becomes the
-// function alone, which the probe builtin prints as bpftrace does.
-// Attach points given by address are left as they are.
+// points: one that matches nothing maps to no attach point, one that names
+// a symbol by its own name to itself, and any other (a wildcard, a C++ name
+// that names its symbols by their demangled start) to an attach point per
+// matching symbol, so that the probe builtin names the symbol, as in
+// bpftrace. Each attach point that results names one symbol exactly. A
+// function with an offset (main+2) is matched by its function; with offset
+// 0 it becomes the function alone, which the probe builtin prints as
+// bpftrace does. Attach points given by address are left as they are.
 func expandUprobes(p *lang.Program, tables symbolTables) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
 	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	for _, pr := range p.Probes {
@@ -266,7 +268,7 @@ func expandUprobes(p *lang.Program, tables symbolTables) (map[*lang.AttachPoint]
 			if err != nil {
 				return nil, attachError(ap, "%v", err)
 			}
-			fn, off, _ := funcOffset(ap.Func)
+			fn, off, _ := attachpoint.SplitOffset(ap.Func)
 			suffix := ""
 			if off != 0 {
 				suffix = ap.Func[len(fn):]
@@ -275,9 +277,9 @@ func expandUprobes(p *lang.Program, tables symbolTables) (map[*lang.AttachPoint]
 			switch {
 			case len(names) == 0:
 				res[ap] = nil
-			case !strings.Contains(fn, "*") && fn+suffix == ap.Func:
+			case len(names) == 1 && names[0] == fn && fn+suffix == ap.Func:
 				res[ap] = []*lang.AttachPoint{ap}
-			case !strings.Contains(fn, "*"):
+			case len(names) == 1 && names[0] == fn:
 				one := *ap
 				one.Func = fn
 				res[ap] = []*lang.AttachPoint{&one}
@@ -310,33 +312,10 @@ func expandWildcard(ap *lang.AttachPoint, names []string, suffix string) []*lang
 // name patterns may hold * wildcards, and an attach point with no provider
 // (usdt:PATH:NAME) matches any provider.
 func matchUSDT(ap *lang.AttachPoint, pr *usdt.Probe) bool {
-	if ap.Provider != "" && !wildcardMatch(ap.Provider, pr.Provider) {
+	if ap.Provider != "" && !attachpoint.Star.Match(ap.Provider, pr.Provider) {
 		return false
 	}
-	return wildcardMatch(ap.Func, pr.Name)
-}
-
-// wildcardMatch matches s against pattern, where * stands for any run of
-// characters and every other character for itself, as in bpftrace.
-func wildcardMatch(pattern, s string) bool {
-	star := strings.IndexByte(pattern, '*')
-	if star < 0 {
-		return pattern == s
-	}
-	if !strings.HasPrefix(s, pattern[:star]) {
-		return false
-	}
-	s = s[star:]
-	pattern = pattern[star+1:]
-	if pattern == "" {
-		return true
-	}
-	for i := 0; i <= len(s); i++ {
-		if wildcardMatch(pattern, s[i:]) {
-			return true
-		}
-	}
-	return false
+	return attachpoint.Star.Match(ap.Func, pr.Name)
 }
 
 // commandObjects returns the executable of a -c command, looked up on PATH,

@@ -12,30 +12,6 @@ import (
 	"github.com/gotrace/gotrace/lang"
 )
 
-func TestWildcardMatch(t *testing.T) {
-	for _, tc := range []struct {
-		pattern, s string
-		want       bool
-	}{
-		{"inbound_message", "inbound_message", true},
-		{"inbound_message", "outbound_message", false},
-		{"*", "", true},
-		{"*", "anything", true},
-		{"*_message", "inbound_message", true},
-		{"in*", "inbound_message", true},
-		{"in*", "outbound", false},
-		{"*bound*", "outbound_connection", true},
-		{"a*b*c", "axxbyyc", true},
-		{"a*b*c", "axxbyy", false},
-		{"function__entry", "function__return", false},
-		{"a?c", "abc", false},
-	} {
-		if got := wildcardMatch(tc.pattern, tc.s); got != tc.want {
-			t.Errorf("wildcardMatch(%q, %q) = %v, want %v", tc.pattern, tc.s, got, tc.want)
-		}
-	}
-}
-
 func TestSplitCommand(t *testing.T) {
 	for _, tc := range []struct {
 		in   string

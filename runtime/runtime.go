@@ -24,6 +24,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -265,7 +266,7 @@ func substituteParams(p *lang.Program, params []string) error {
 			}
 			s, err := expandParams(ap.FreqParam, params)
 			if err == nil {
-				ap.Freq, err = lang.ParseFreq(ap.Kind, s)
+				ap.Freq, err = attachpoint.ParseFreq(ap.Kind, s)
 			}
 			if err != nil {
 				return attachError(ap, "%v", err)

@@ -8,6 +8,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
 // ListOptions selects the probes that List prints.
@@ -115,7 +117,7 @@ func usdtProbes(pat pattern, pid int) (map[string]*Probe, error) {
 		}
 		for i := range found {
 			p := &found[i]
-			if !globMatch(pat.provider, p.Provider) || !globMatch(pat.name, p.Name) {
+			if !attachpoint.Glob.Match(pat.provider, p.Provider) || !attachpoint.Glob.Match(pat.name, p.Name) {
 				continue
 			}
 			line := "usdt:" + t.display + ":" + p.Provider + ":" + p.Name
@@ -168,14 +170,6 @@ type pattern struct {
 	path, provider, name string
 }
 
-// listedTypes maps the names and bpftrace's aliases of the probe types
-// that -l lists to their names.
-var listedTypes = map[string]string{
-	"uprobe": "uprobe", "u": "uprobe",
-	"uretprobe": "uretprobe", "ur": "uretprobe",
-	"usdt": "usdt", "U": "usdt",
-}
-
 // wildcardTypes are the types a wildcard probe type stands for, as in
 // bpftrace 0.17, which lists return probes only by name.
 var wildcardTypes = []string{"uprobe", "usdt"}
@@ -191,12 +185,12 @@ func parsePattern(s string, withPID bool) (*pattern, []uprobePattern, error) {
 		}
 		s = "*"
 	}
-	fields, err := splitFields(s)
+	fields, err := attachpoint.Split(s)
 	if err != nil {
 		return nil, nil, &PatternError{s, err.Error()}
 	}
 	typ, args := fields[0], fields[1:]
-	types := []string{listedTypes[typ]}
+	types := []string{listedType(typ)}
 	wildcard := strings.ContainsAny(typ, "*?")
 	if wildcard && len(args) == 0 && withPID {
 		// "*" with a PID is every probe of the process, as in bpftrace.
@@ -205,7 +199,7 @@ func parsePattern(s string, withPID bool) (*pattern, []uprobePattern, error) {
 	switch {
 	case types[0] != "":
 	case wildcard:
-		types = slices.DeleteFunc(slices.Clone(wildcardTypes), func(t string) bool { return !globMatch(typ, t) })
+		types = slices.DeleteFunc(slices.Clone(wildcardTypes), func(t string) bool { return !attachpoint.Glob.Match(typ, t) })
 		if len(types) == 0 {
 			return nil, nil, &PatternError{s, fmt.Sprintf("No probe type matched for %s: gotrace -l lists uprobe, uretprobe and usdt probes, and a wildcard stands for uprobe and usdt", typ)}
 		}
@@ -249,7 +243,7 @@ func parseUSDT(args []string, withPID bool) (pattern, error) {
 	case len(args) == 3:
 		p = pattern{args[0], args[1], args[2]}
 	default:
-		return p, errors.New("usdt probe type requires 2 or 3 arguments")
+		return p, attachpoint.ArgCountError("usdt", "2 or 3 arguments")
 	}
 	if p.provider == "" {
 		p.provider = "*"
@@ -266,27 +260,14 @@ func parseUSDT(args []string, withPID bool) (pattern, error) {
 	return p, nil
 }
 
-// splitFields splits a pattern at its colons; a double-quoted part may
-// contain colons and other characters and loses its quotes.
-func splitFields(s string) ([]string, error) {
-	var fields []string
-	var cur strings.Builder
-	quoted := false
-	for i := 0; i < len(s); i++ {
-		switch c := s[i]; {
-		case c == '"':
-			quoted = !quoted
-		case c == ':' && !quoted:
-			fields = append(fields, cur.String())
-			cur.Reset()
-		default:
-			cur.WriteByte(c)
-		}
+// listedType returns the name of the probe type that typ names (by its
+// name or alias) when -l lists that type, or "".
+func listedType(typ string) string {
+	switch k, _ := attachpoint.LookupKind(typ); k {
+	case attachpoint.Uprobe, attachpoint.Uretprobe, attachpoint.USDT:
+		return k.String()
 	}
-	if quoted {
-		return nil, fmt.Errorf("unterminated quote")
-	}
-	return append(fields, cur.String()), nil
+	return ""
 }
 
 // target is one file to read probes from.
@@ -321,7 +302,7 @@ func processTargets(pid int, path string) ([]target, error) {
 		var match bool
 		switch {
 		case wildcard:
-			match = globMatch(path, o.Path) || globMatch(path, o.OpenPath)
+			match = attachpoint.Glob.Match(path, o.Path) || attachpoint.Glob.Match(path, o.OpenPath)
 		case strings.Contains(path, "/"):
 			match = plain == o.Path || plain == o.OpenPath
 		default:
@@ -335,33 +316,4 @@ func processTargets(pid int, path string) ([]target, error) {
 		return nil, targetFileError("usdt", path)
 	}
 	return targets, nil
-}
-
-// globMatch reports whether s matches the glob pattern, in which `*`
-// matches any run of bytes (slashes and colons too) and `?` any one byte.
-func globMatch(pattern, s string) bool {
-	p, i := 0, 0
-	starP, starI := -1, 0
-	for i < len(s) {
-		switch {
-		case p < len(pattern) && pattern[p] == '*':
-			// Before the literal case: a '*' in s (char const*) is
-			// matched by a star as any other byte.
-			starP, starI = p, i
-			p++
-		case p < len(pattern) && (pattern[p] == '?' || pattern[p] == s[i]):
-			p++
-			i++
-		case starP >= 0:
-			// Let the last star take one more byte and retry.
-			starI++
-			p, i = starP+1, starI
-		default:
-			return false
-		}
-	}
-	for p < len(pattern) && pattern[p] == '*' {
-		p++
-	}
-	return p == len(pattern)
 }

@@ -9,6 +9,8 @@ import (
 	"strings"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
 // FindTarget returns the file a bare target name (no '/', no wildcard) of
@@ -175,7 +177,7 @@ func expandGlob(pattern string) []string {
 				if strings.HasPrefix(name, ".") && !strings.HasPrefix(elem, ".") {
 					continue
 				}
-				if globMatch(elem, name) {
+				if attachpoint.Glob.Match(elem, name) {
 					next = append(next, p+name+sep)
 				}
 			}

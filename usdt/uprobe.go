@@ -6,10 +6,9 @@ import (
 	"fmt"
 	"os"
 	"slices"
-	"strconv"
 	"strings"
 
-	"github.com/ianlancetaylor/demangle"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
 // FunctionNames returns the names bpftrace 0.17 lists for uprobes in the
@@ -103,34 +102,21 @@ func parseUprobe(kind string, args []string, withPID bool) (uprobePattern, error
 	case len(args) == 1 && withPID:
 		p.fn = args[0]
 	default:
-		return p, fmt.Errorf("%s probe type requires 2 arguments", kind)
+		return p, attachpoint.ArgCountError(kind, "2 arguments")
 	}
 	if p.fn == "" {
 		return p, fmt.Errorf("%s should be attached to a function and/or address", kind)
 	}
-	if _, ok := ParseNumber(p.fn); ok {
+	if _, ok := attachpoint.ParseNumber(p.fn); ok {
 		return p, fmt.Errorf("%s is an address: -l lists functions by name", p.fn)
 	}
-	if i := strings.LastIndexByte(p.fn, '+'); i > 0 {
-		if _, ok := ParseNumber(p.fn[i+1:]); ok {
-			if kind == "uretprobe" {
-				return p, errors.New("Offset not allowed")
-			}
-			p.fn = p.fn[:i]
+	if name, _, ok := attachpoint.SplitOffset(p.fn); ok {
+		if kind == "uretprobe" {
+			return p, errors.New("Offset not allowed")
 		}
+		p.fn = name
 	}
 	return p, nil
-}
-
-// ParseNumber parses a decimal or 0x-prefixed hexadecimal number, as
-// bpftrace reads the address or offset of a uprobe.
-func ParseNumber(s string) (uint64, bool) {
-	base := 10
-	if h, ok := strings.CutPrefix(s, "0x"); ok {
-		s, base = h, 16
-	}
-	n, err := strconv.ParseUint(s, base, 64)
-	return n, err == nil
 }
 
 // uprobeLines returns the lines "KIND:PATH:FUNCTION" of the functions
@@ -170,58 +156,10 @@ func uprobeLines(p uprobePattern, pid int) ([]string, error) {
 			return nil, err
 		}
 		for _, name := range names {
-			if functionMatch(p.fn, name) {
+			if attachpoint.Glob.MatchFunction(p.fn, name) {
 				lines = append(lines, p.kind+":"+t.display+":"+name)
 			}
 		}
 	}
 	return lines, nil
-}
-
-// functionMatch reports whether a function pattern names the symbol
-// name, as bpftrace 0.17 matches: the name itself, or the start of the
-// C++ name it demangles to, parameters and all. So "std::bad_alloc::what"
-// names _ZNKSt9bad_alloc4whatEv (std::bad_alloc::what() const), "foo"
-// every overload of foo, and "*::what() const" (where a whole name is
-// meant) every const what(); also "std::bad_al".
-func functionMatch(pattern, name string) bool {
-	if globMatch(pattern, name) {
-		return true
-	}
-	d, ok := demangleName(name)
-	return ok && globMatch(pattern+"*", d)
-}
-
-// demangleName demangles a C++ symbol name the way bpftrace 0.17 does,
-// with LLVM's demangler: a clone's suffix follows in parentheses
-// ("foo() (.cold)"), and Rust's legacy symbols read as C++, with their
-// hash ("iri_string::normalize::path::PathSegment::segment::hc8d1... (.5586)").
-// 0.17's demangler does not know transaction clones (_ZGTt: "transaction
-// clone for ..."), so they are not demangled.
-func demangleName(name string) (string, bool) {
-	if !strings.HasPrefix(name, "_Z") || strings.HasPrefix(name, "_ZGTt") {
-		return "", false
-	}
-	suffix := ""
-	a, err := demangle.ToAST(name, demangle.NoRust)
-	if err != nil {
-		// The demangler takes a clone's suffix only after parameters,
-		// which Rust's symbols do not have.
-		i := strings.LastIndex(name, "E.")
-		if i < 0 {
-			return "", false
-		}
-		if a, err = demangle.ToAST(name[:i+1], demangle.NoRust); err != nil {
-			return "", false
-		}
-		suffix = name[i+1:]
-	}
-	for c, ok := a.(*demangle.Clone); ok; c, ok = a.(*demangle.Clone) {
-		a, suffix = c.Base, c.Suffix+suffix
-	}
-	d := demangle.ASTToString(a)
-	if suffix != "" {
-		d += " (" + suffix + ")"
-	}
-	return d, true
 }

@@ -1,0 +1,201 @@
+package attachpoint
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+)
+
+// Point is an attach point split into its fields.
+//
+//	usdt:PATH:PROVIDER:NAME   Target=PATH Provider=PROVIDER Func=NAME
+//	usdt:PATH:NAME            Target=PATH Func=NAME
+//	uprobe:PATH:SYMBOL        Target=PATH Func=SYMBOL (quotes removed)
+//	uprobe:PATH:0x1234        Target=PATH Address=0x1234
+//	interval:s:1              Unit="s" Freq=1
+//	tracepoint:CAT:NAME       Target=CAT Func=NAME
+//	kprobe:FUNC               Func=FUNC
+//
+// A positional parameter (usdt:$1:net:inbound_message) is kept as written,
+// here Target="$1", and a rate given as one (interval:s:$1) is FreqParam.
+type Point struct {
+	Kind     Kind
+	Target   string
+	Provider string
+	Func     string
+	Unit     string
+	Freq     uint64
+	// FreqParam is a positional parameter given as the rate, with Freq 0.
+	FreqParam string
+	// Address is set for uprobe:PATH:0x1234 (an address in PATH); Func is
+	// then empty.
+	Address uint64
+}
+
+// errUnterminated is Split's error for a quote that is not closed.
+var errUnterminated = errors.New("unterminated quote")
+
+// Split splits an attach point or a -l pattern at its colons; a
+// double-quoted part may hold colons and other characters (C++ names) and
+// loses its quotes.
+func Split(raw string) ([]string, error) {
+	var parts []string
+	var cur strings.Builder
+	quoted := false
+	for i := 0; i < len(raw); i++ {
+		switch c := raw[i]; {
+		case c == '"':
+			quoted = !quoted
+		case c == ':' && !quoted:
+			parts = append(parts, cur.String())
+			cur.Reset()
+		default:
+			cur.WriteByte(c)
+		}
+	}
+	if quoted {
+		return nil, errUnterminated
+	}
+	return append(parts, cur.String()), nil
+}
+
+// Parse splits the attach point raw of a script into its fields, with
+// bpftrace's messages for what is wrong (several at once, as an interval
+// with both a bad unit and a bad rate). A probe type that gotrace does not
+// know leaves Kind Unknown.
+func Parse(raw string) (Point, []error) {
+	var p Point
+	parts, err := Split(raw)
+	if err != nil {
+		return p, []error{err}
+	}
+	kind, ok := LookupKind(parts[0])
+	if !ok {
+		if name, known := Unattached(parts[0]); known {
+			return p, []error{fmt.Errorf("probe type %s is not supported by gotrace", name)}
+		}
+		return p, []error{fmt.Errorf("Invalid probe type: %s", parts[0])}
+	}
+	p.Kind = kind
+	args := parts[1:]
+	var errs []error
+	need := func(n int, what string) bool {
+		if len(args) != n {
+			errs = append(errs, ArgCountError(parts[0], what))
+			return false
+		}
+		return true
+	}
+	switch kind {
+	case Begin, End:
+		need(0, "0 arguments")
+	case USDT:
+		switch len(args) {
+		case 2:
+			p.Target, p.Func = args[0], args[1]
+		case 3:
+			p.Target, p.Provider, p.Func = args[0], args[1], args[2]
+		default:
+			errs = append(errs, ArgCountError(parts[0], "2 or 3 arguments"))
+		}
+	case Uprobe, Uretprobe:
+		if need(2, "2 arguments") {
+			p.Target, p.Func = args[0], args[1]
+			if hex, ok := strings.CutPrefix(p.Func, "0x"); ok {
+				v, err := strconv.ParseUint(hex, 16, 64)
+				if err != nil {
+					errs = append(errs, fmt.Errorf("invalid address %s", p.Func))
+				}
+				p.Address, p.Func = v, ""
+			}
+		}
+	case Tracepoint:
+		if need(2, "2 arguments") {
+			p.Target, p.Func = args[0], args[1]
+		}
+	case Kprobe, Kretprobe:
+		if need(1, "1 argument") {
+			p.Func = args[0]
+		}
+	case Interval, Profile:
+		if !need(2, "2 arguments") {
+			return p, errs
+		}
+		p.Unit = args[0]
+		switch p.Unit {
+		case "s", "ms", "us", "hz":
+		default:
+			errs = append(errs, fmt.Errorf("%s is not an accepted unit of time", p.Unit))
+		}
+		if IsPositional(args[1]) {
+			p.FreqParam = args[1]
+			return p, errs
+		}
+		v, err := ParseFreq(kind, args[1])
+		if err != nil {
+			errs = append(errs, err)
+		}
+		p.Freq = v
+	}
+	return p, errs
+}
+
+// ArgCountError is bpftrace's message for a probe type, as written
+// (usdt or U), given the wrong number of fields; want is the number it
+// takes ("2 or 3 arguments").
+func ArgCountError(typ, want string) error {
+	return fmt.Errorf("%s probe type requires %s", typ, want)
+}
+
+// IsPositional reports whether s is a positional parameter ($1, $2 ...).
+func IsPositional(s string) bool {
+	if len(s) < 2 || s[0] != '$' {
+		return false
+	}
+	for _, ch := range s[1:] {
+		if ch < '0' || ch > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// ParseFreq parses the rate s of an interval or profile attach point of
+// the given kind.
+func ParseFreq(kind Kind, s string) (uint64, error) {
+	v, err := strconv.ParseUint(s, 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("%s probe needs a number, not %q", kind, s)
+	}
+	if kind == Profile && v == 0 {
+		return 0, errors.New("profile frequency should be a positive integer")
+	}
+	return v, nil
+}
+
+// ParseNumber parses a decimal or 0x-prefixed hexadecimal number, as
+// bpftrace reads the address or offset of a uprobe.
+func ParseNumber(s string) (uint64, bool) {
+	base := 10
+	if h, ok := strings.CutPrefix(s, "0x"); ok {
+		s, base = h, 16
+	}
+	n, err := strconv.ParseUint(s, base, 64)
+	return n, err == nil
+}
+
+// SplitOffset splits the function field of a uprobe given as FUNC+OFFSET
+// (main+2, main+0x10) into the function and the offset; ok is false for
+// any other field, which is then the name.
+func SplitOffset(field string) (name string, off uint64, ok bool) {
+	i := strings.LastIndexByte(field, '+')
+	if i <= 0 {
+		return field, 0, false
+	}
+	off, ok = ParseNumber(field[i+1:])
+	if !ok {
+		return field, 0, false
+	}
+	return field[:i], off, true
+}

@@ -1,0 +1,124 @@
+package attachpoint
+
+import (
+	"fmt"
+	"slices"
+	"testing"
+)
+
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want Point
+		errs []string
+	}{
+		{"BEGIN", Point{Kind: Begin}, nil},
+		{"usdt:./bitcoind:net:inbound_message", Point{Kind: USDT, Target: "./bitcoind", Provider: "net", Func: "inbound_message"}, nil},
+		{"U:$1:function__entry", Point{Kind: USDT, Target: "$1", Func: "function__entry"}, nil},
+		{`uprobe:/bin/t:"foo(char const*)"`, Point{Kind: Uprobe, Target: "/bin/t", Func: "foo(char const*)"}, nil},
+		{`ur:"/a:b":main+2`, Point{Kind: Uretprobe, Target: "/a:b", Func: "main+2"}, nil},
+		{"u:/bin/t:0x1234", Point{Kind: Uprobe, Target: "/bin/t", Address: 0x1234}, nil},
+		{"u:/bin/t:0xzz", Point{Kind: Uprobe, Target: "/bin/t"}, []string{"invalid address 0xzz"}},
+		{"interval:ms:100", Point{Kind: Interval, Unit: "ms", Freq: 100}, nil},
+		{"i:s:$2", Point{Kind: Interval, Unit: "s", FreqParam: "$2"}, nil},
+		{"interval:x:abc", Point{Kind: Interval, Unit: "x"}, []string{"x is not an accepted unit of time", `interval probe needs a number, not "abc"`}},
+		{"profile:hz:0", Point{Kind: Profile, Unit: "hz"}, []string{"profile frequency should be a positive integer"}},
+		{"t:sched:sched_switch", Point{Kind: Tracepoint, Target: "sched", Func: "sched_switch"}, nil},
+		{"kr:vfs_read", Point{Kind: Kretprobe, Func: "vfs_read"}, nil},
+		{"BEGIN:x", Point{Kind: Begin}, []string{"BEGIN probe type requires 0 arguments"}},
+		{"usdt:a", Point{Kind: USDT}, []string{"usdt probe type requires 2 or 3 arguments"}},
+		{"u:a:b:c", Point{Kind: Uprobe}, []string{"u probe type requires 2 arguments"}},
+		{"software:cpu-clock:1", Point{}, []string{"probe type software is not supported by gotrace"}},
+		{"fr:x", Point{}, []string{"probe type kretfunc is not supported by gotrace"}},
+		{"usdtx:/bin/true:a:b", Point{}, []string{"Invalid probe type: usdtx"}},
+	} {
+		got, errs := Parse(tc.raw)
+		var msgs []string
+		for _, err := range errs {
+			msgs = append(msgs, err.Error())
+		}
+		if got != tc.want || !slices.Equal(msgs, tc.errs) {
+			t.Errorf("Parse(%q) = %+v, %q; want %+v, %q", tc.raw, got, msgs, tc.want, tc.errs)
+		}
+	}
+}
+
+func TestSplit(t *testing.T) {
+	for _, tc := range []struct {
+		raw  string
+		want []string
+	}{
+		{"usdt:a:b", []string{"usdt", "a", "b"}},
+		{`uprobe:a:"std::x(int)"`, []string{"uprobe", "a", "std::x(int)"}},
+		{`"a:b"c:`, []string{"a:bc", ""}},
+		{`u:"a`, nil},
+	} {
+		got, err := Split(tc.raw)
+		if !slices.Equal(got, tc.want) || (err != nil) != (tc.want == nil) {
+			t.Errorf("Split(%q) = %q, %v; want %q", tc.raw, got, err, tc.want)
+		}
+	}
+}
+
+func TestKindNames(t *testing.T) {
+	for k := Unknown + 1; int(k) < len(kindNames); k++ {
+		for _, name := range []string{kindNames[k].name, kindNames[k].alias} {
+			if name == "" {
+				continue
+			}
+			if got, ok := LookupKind(name); !ok || got != k {
+				t.Errorf("LookupKind(%q) = %v, %v; want %v", name, got, ok, k)
+			}
+			if _, ok := Unattached(name); ok {
+				t.Errorf("%q is both attached and not", name)
+			}
+		}
+	}
+	if _, ok := LookupKind("unknown"); ok {
+		t.Error(`LookupKind("unknown") found a kind`)
+	}
+	if got := Kind(99).String(); got != "unknown" {
+		t.Errorf("Kind(99) is %q", got)
+	}
+}
+
+func TestSplitOffset(t *testing.T) {
+	for _, tc := range []struct {
+		field, name string
+		off         uint64
+		ok          bool
+	}{
+		{"main+2", "main", 2, true},
+		{"main+0x10", "main", 16, true},
+		{"main", "main", 0, false},
+		{"+2", "+2", 0, false},
+		{"operator+", "operator+", 0, false},
+		{"a+b", "a+b", 0, false},
+	} {
+		name, off, ok := SplitOffset(tc.field)
+		if name != tc.name || off != tc.off || ok != tc.ok {
+			t.Errorf("SplitOffset(%q) = %q, %d, %v", tc.field, name, off, ok)
+		}
+	}
+}
+
+// FuzzParse checks that any attach point parses without a panic, and that
+// a well-formed one gives fields that Split also finds.
+func FuzzParse(f *testing.F) {
+	for _, s := range []string{"usdt:./b:net:x", `u:"a:b":0x10`, "interval:s:$1", "i:ms:", "p:hz:99", `k:"`, ":::"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		p, errs := Parse(raw)
+		if len(errs) > 0 {
+			return
+		}
+		parts, err := Split(raw)
+		if err != nil {
+			t.Fatalf("Parse(%q) succeeded where Split fails: %v", raw, err)
+		}
+		if p.Kind == Unknown || !slices.Contains(parts, p.Func) && p.Func != "" {
+			t.Errorf("Parse(%q) = %s", raw, fmt.Sprintf("%+v", p))
+		}
+	})
+}
