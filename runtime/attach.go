@@ -203,16 +203,11 @@ func fileOffset(path string, addr uint64) (uint64, error) {
 // attachSite attaches the program of a USDT or uprobe site, filtered on
 // pid when it is not 0.
 func attachSite(s site, prog *ebpf.Program, execs map[string]*link.Executable, pid int) (link.Link, error) {
-	ex, ok := execs[s.path]
-	if !ok {
-		var err error
-		if ex, err = link.OpenExecutable(s.path); err != nil {
-			return nil, fmt.Errorf("attach %s: %w", s.att.Probe.Raw, err)
-		}
-		execs[s.path] = ex
+	ex, err := openExecutable(execs, s)
+	if err != nil {
+		return nil, err
 	}
 	var l link.Link
-	var err error
 	switch s.att.Kind {
 	case lang.ProbeUSDT:
 		l, err = ex.Uprobe("", prog, &link.UprobeOptions{
@@ -232,6 +227,20 @@ func attachSite(s site, prog *ebpf.Program, execs map[string]*link.Executable, p
 		return nil, fmt.Errorf("attach %s to %s: %w", s.att.Probe.Raw, s.where(), err)
 	}
 	return l, nil
+}
+
+// openExecutable returns the executable of a site's file, opened once per
+// run in execs.
+func openExecutable(execs map[string]*link.Executable, s site) (*link.Executable, error) {
+	if ex, ok := execs[s.path]; ok {
+		return ex, nil
+	}
+	ex, err := link.OpenExecutable(s.path)
+	if err != nil {
+		return nil, fmt.Errorf("attach %s: %w", s.att.Probe.Raw, err)
+	}
+	execs[s.path] = ex
+	return ex, nil
 }
 
 // where names the place of a USDT or uprobe site in messages.

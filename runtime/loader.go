@@ -163,7 +163,7 @@ func (t *tracer) loadedObjects() error {
 	if err != nil {
 		return fmt.Errorf("compile the probes of %v: %w", fresh, err)
 	}
-	coll, err := loadSharing(spec.Collection, t.coll.Maps)
+	coll, err := loadSharing(t.loadSpec(spec), t.coll.Maps)
 	if err != nil {
 		return fmt.Errorf("load the probes of %v: %w", fresh, err)
 	}
@@ -173,10 +173,8 @@ func (t *tracer) loadedObjects() error {
 	if err != nil {
 		return err
 	}
-	for _, s := range sites {
-		if err := t.attachProbe(s, coll.Programs[s.att.Program]); err != nil {
-			return err
-		}
+	if err := t.attachAll(sites, coll, spec.Collection); err != nil {
+		return err
 	}
 	t.spec.Events, t.spec.Attachments = spec.Events, spec.Attachments
 	return nil

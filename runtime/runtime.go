@@ -69,6 +69,9 @@ type Options struct {
 	Verbose bool
 	// NoWarnings drops warnings such as a full map's (--no-warnings).
 	NoWarnings bool
+	// NoUprobeMulti attaches a perf-event uprobe at each location even
+	// where the kernel has uprobe_multi links (--no-uprobe-multi).
+	NoUprobeMulti bool
 	// BufferPages is the size of the ring buffer for printf-like records
 	// in 4 KiB pages, rounded up to a power of two
 	// (BPFTRACE_PERF_RB_PAGES); 0 means 4096 pages (16 MiB).

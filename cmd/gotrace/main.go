@@ -46,6 +46,7 @@ type flags struct {
 	version    bool
 	unsafe     bool
 	noWarnings bool
+	noMulti    bool
 	buffering  string
 	helpers    int
 	includeDir []string
@@ -130,6 +131,7 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	fs.BoolVarP(&f.version, "version", "V", false, "print the version")
 	fs.BoolVar(&f.unsafe, "unsafe", false, "allow unsafe builtins (system, cat)")
 	fs.BoolVar(&f.noWarnings, "no-warnings", false, "do not print warnings")
+	fs.BoolVar(&f.noMulti, "no-uprobe-multi", false, "attach a perf-event uprobe at each location, not one uprobe_multi link per program and file (-v says which is used)")
 	addToolCommands(cmd)
 
 	ctx, stop := signalContext()
@@ -247,7 +249,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		Out: out, Err: stderr, Format: f.format, Quiet: f.quiet,
 		PID: pid, Command: f.command, Params: params, Unsafe: f.unsafe,
 		StrLen: strSize, MapKeysMax: keysMax, Verbose: f.verbose,
-		NoWarnings: f.noWarnings, BufferPages: bufferPages(),
+		NoWarnings: f.noWarnings, NoUprobeMulti: f.noMulti, BufferPages: bufferPages(),
 		LineBuffered: f.buffering != "full",
 	}
 	if f.outFile != "" {

@@ -1,0 +1,210 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/features"
+	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/lang"
+)
+
+// uprobeMode is how the programs of usdt, uprobe and uretprobe probes are
+// attached to their locations.
+type uprobeMode int
+
+const (
+	// perfUprobes attaches a perf-event uprobe at each location. Every
+	// kernel with uprobes has them, but the kernel tears each one down on
+	// its own: detaching the JVM's 531 USDT locations took a minute.
+	perfUprobes uprobeMode = iota
+	// multiUprobes attaches one uprobe_multi link for all the locations of
+	// one program in one file (Linux 6.6), attached and detached at once.
+	multiUprobes
+)
+
+func (m uprobeMode) String() string {
+	if m == multiUprobes {
+		return "one uprobe_multi link per program and file"
+	}
+	return "one perf-event uprobe per location"
+}
+
+// pidFilterFixed is the first kernel whose uprobe_multi links filter by
+// PID as perf-event uprobes do (in 6.6 to 6.9 a link with a PID also ran
+// for other processes' threads).
+var pidFilterFixed = [2]int{6, 10}
+
+// chooseUprobeMode picks multiUprobes where the kernel has uprobe_multi
+// links (cilium/ebpf's feature test, run once per process) and, for a
+// trace filtered by PID, filters by PID correctly; why says why not.
+func chooseUprobeMode(disabled bool, pid int) (mode uprobeMode, why string) {
+	if disabled {
+		return perfUprobes, "uprobe_multi disabled"
+	}
+	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
+		return perfUprobes, fmt.Sprintf("no uprobe_multi links: %v", err)
+	}
+	if pid != 0 {
+		if v, ok := kernelRelease(); !ok || v[0] < pidFilterFixed[0] || v[0] == pidFilterFixed[0] && v[1] < pidFilterFixed[1] {
+			return perfUprobes, fmt.Sprintf("uprobe_multi filters by PID only from Linux %d.%d", pidFilterFixed[0], pidFilterFixed[1])
+		}
+	}
+	return multiUprobes, ""
+}
+
+// kernelRelease returns the major and minor version of the running kernel.
+func kernelRelease() ([2]int, bool) {
+	var u unix.Utsname
+	if err := unix.Uname(&u); err != nil {
+		return [2]int{}, false
+	}
+	release := unix.ByteSliceToString(u.Release[:])
+	major, rest, _ := strings.Cut(release, ".")
+	minor, _, _ := strings.Cut(rest, ".")
+	minor = strings.TrimRightFunc(minor, func(r rune) bool { return r < '0' || r > '9' })
+	a, err1 := strconv.Atoi(major)
+	b, err2 := strconv.Atoi(minor)
+	return [2]int{a, b}, err1 == nil && err2 == nil
+}
+
+// isUserSite reports whether an attachment of kind k runs at locations in
+// an ELF file.
+func isUserSite(k lang.ProbeKind) bool {
+	return k == lang.ProbeUSDT || k == lang.ProbeUprobe || k == lang.ProbeUretprobe
+}
+
+// forUprobeMulti returns a copy of spec whose programs attached to
+// locations in files load as uprobe_multi programs: the kernel attaches a
+// program to a uprobe_multi link only when it was loaded for one.
+func forUprobeMulti(spec *ebpf.CollectionSpec, atts []codegen.Attachment) *ebpf.CollectionSpec {
+	spec = spec.Copy()
+	for _, a := range atts {
+		if p := spec.Programs[a.Program]; p != nil && isUserSite(a.Kind) {
+			p.AttachType = ebpf.AttachTraceUprobeMulti
+		}
+	}
+	return spec
+}
+
+// siteGroup is the sites of one attachment in one file, attached with one
+// uprobe_multi link.
+type siteGroup struct {
+	sites []site
+}
+
+// groupSites splits sites into the runtime's own sites (BEGIN, END,
+// interval, profile), kept one by one in order, and the groups of
+// locations of each attachment and file.
+func groupSites(sites []site) (own []site, groups []siteGroup) {
+	index := map[[2]any]int{}
+	for _, s := range sites {
+		if !isUserSite(s.att.Kind) {
+			own = append(own, s)
+			continue
+		}
+		key := [2]any{s.att, s.path}
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, siteGroup{})
+		}
+		groups[i].sites = append(groups[i].sites, s)
+	}
+	return own, groups
+}
+
+// attachMulti attaches prog at every location of g with one uprobe_multi
+// link, filtered on pid when it is not 0.
+func attachMulti(g siteGroup, prog *ebpf.Program, execs map[string]*link.Executable, pid int) (link.Link, error) {
+	first := g.sites[0]
+	ex, err := openExecutable(execs, first)
+	if err != nil {
+		return nil, err
+	}
+	opts := &link.UprobeMultiOptions{PID: uint32(pid)}
+	semaphores := false
+	for _, s := range g.sites {
+		opts.Addresses = append(opts.Addresses, s.usdt.Offset+s.offset)
+		opts.RefCtrOffsets = append(opts.RefCtrOffsets, s.usdt.SemaphoreOffset)
+		opts.Cookies = append(opts.Cookies, s.usdt.Cookie)
+		semaphores = semaphores || s.usdt.SemaphoreOffset != 0
+	}
+	if !semaphores {
+		opts.RefCtrOffsets = nil
+	}
+	var l link.Link
+	if first.att.Kind == lang.ProbeUretprobe {
+		l, err = ex.UretprobeMulti(nil, prog, opts)
+	} else {
+		l, err = ex.UprobeMulti(nil, prog, opts)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("attach %s to %d locations of %s with uprobe_multi: %w", first.att.Probe.Raw, len(g.sites), first.path, err)
+	}
+	return l, nil
+}
+
+// attachGroup attaches the locations of g: with one uprobe_multi link
+// when t uses them, else, or when the kernel refuses the link (a limit of
+// its own, such as a file it cannot probe that way), one perf-event
+// uprobe per location, with the program loaded again from spec for that
+// kind of attachment.
+func (t *tracer) attachGroup(g siteGroup, prog *ebpf.Program, spec *ebpf.CollectionSpec) error {
+	if t.uprobes != multiUprobes {
+		for _, s := range g.sites {
+			if err := t.attachProbe(s, prog); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	l, err := attachMulti(g, prog, t.execs, t.pid)
+	if err == nil {
+		t.links = append(t.links, l)
+		if t.opts.Verbose {
+			fmt.Fprintf(t.opts.Err, "attached %s to %d locations of %s with one uprobe_multi link\n", g.sites[0].att.Probe.Raw, len(g.sites), g.sites[0].path)
+		}
+		return nil
+	}
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return err
+	}
+	fallback, lerr := t.loadPerfUprobe(spec, g.sites[0].att.Program)
+	if lerr != nil {
+		return fmt.Errorf("%w; and again for perf-event uprobes: %v", err, lerr)
+	}
+	if t.opts.Verbose {
+		fmt.Fprintf(t.opts.Err, "%v; attaching perf-event uprobes instead\n", err)
+	}
+	for _, s := range g.sites {
+		if err := t.attachProbe(s, fallback); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadPerfUprobe loads program name of spec again, for perf-event
+// uprobes, sharing the maps already created.
+func (t *tracer) loadPerfUprobe(spec *ebpf.CollectionSpec, name string) (*ebpf.Program, error) {
+	spec = spec.Copy()
+	for other := range spec.Programs {
+		if other != name {
+			delete(spec.Programs, other)
+		}
+	}
+	coll, err := loadSharing(spec, t.coll.Maps)
+	if err != nil {
+		return nil, err
+	}
+	t.extra = append(t.extra, coll)
+	return coll.Programs[name], nil
+}
