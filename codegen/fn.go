@@ -134,16 +134,28 @@ func (f *fn) place(l string) {
 		return
 	}
 	if f.pending != "" {
-		// Two labels on one spot: l becomes another name of the pending one.
+		// Two labels on one spot: l becomes another name of the pending
+		// one. Jumps emitted from now on take the pending name at once;
+		// those emitted before are renamed once, at the end
+		// (resolveAliases): renaming them here rescanned the program at
+		// every such label, quadratic in the script's length.
 		f.alias[l] = f.pending
-		for i := range f.insns {
-			if f.insns[i].Reference() == l {
-				f.insns[i] = f.insns[i].WithReference(f.pending)
-			}
-		}
 		return
 	}
 	f.pending = l
+}
+
+// resolveAliases renames the references to labels that became another
+// name of a label placed at the same spot.
+func (f *fn) resolveAliases() {
+	if len(f.alias) == 0 {
+		return
+	}
+	for i := range f.insns {
+		if to, ok := f.alias[f.insns[i].Reference()]; ok {
+			f.insns[i] = f.insns[i].WithReference(to)
+		}
+	}
 }
 
 // mark records where the lowering of node n starts, for the comment on

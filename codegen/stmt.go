@@ -57,6 +57,7 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		return nil, err
 	}
 	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	f.resolveAliases()
 	if f.scratchOnStack() {
 		f.insns = slices.Replace(f.insns, scratchLookup, scratchLookupEnd,
 			inheritMetadata(asm.Mov.Reg(regScratch, asm.RFP), f.insns[scratchLookup]),
