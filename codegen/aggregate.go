@@ -168,7 +168,7 @@ const histBuckets = 66
 // arrayHist counts the value in the stack slot into a key-less hist or
 // lhist kept in a per-CPU array: the element at the bucket's index, and
 // the last element set to 1 to say the map holds a histogram.
-func (f *fn) arrayHist(e *lang.MapExpr, m *Map, call *lang.Call, slot int16) error {
+func (f *fn) arrayHist(e *lang.MapExpr, m userMap, call *lang.Call, slot int16) error {
 	f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
 	if m.Info.Value.Kind == lang.KindHist {
 		f.histBucket()

@@ -11,6 +11,7 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -177,17 +178,16 @@ func callsExit(p *lang.Program) bool {
 func (c *compiler) layoutMaps() error {
 	for _, name := range slices.Sorted(maps.Keys(c.prog.Maps)) {
 		info := c.prog.Maps[name]
-		m := Map{Name: name, Info: info}
-		var keyTypes []lang.Type
-		switch info.Key.Kind {
-		case lang.KindNone:
-		case lang.KindTuple:
-			keyTypes = info.Key.Elems
-		default:
-			keyTypes = []lang.Type{info.Key}
+		m := Map{Name: name, Kind: mapKinds[info.Value.Kind]}
+		if m.Kind == layout.MapValue {
+			m.Value = field(info.Value)
 		}
+		if m.Kind == layout.MapLhist {
+			m.Lhist = layout.Lhist(info.Lhist)
+		}
+		keyTypes := keyTypes(info)
 		m.KeyFields, m.KeySize = Layout(keyTypes...)
-		bucketed := info.Value.Kind == lang.KindHist || info.Value.Kind == lang.KindLhist
+		bucketed := m.Kind.Bucketed()
 		if bucketed || m.KeySize == 0 {
 			m.KeySize += 8
 		}
@@ -236,6 +236,18 @@ func (c *compiler) layoutMaps() error {
 		c.mapIndex[m.Name] = i
 	}
 	return nil
+}
+
+// keyTypes returns the types of the elements of a map's key: one per
+// tuple element, none for a map without keys.
+func keyTypes(info *lang.MapInfo) []lang.Type {
+	switch info.Key.Kind {
+	case lang.KindNone:
+		return nil
+	case lang.KindTuple:
+		return info.Key.Elems
+	}
+	return []lang.Type{info.Key}
 }
 
 // maxArrayBuckets bounds the histograms kept in an array: a map needs

@@ -7,6 +7,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/printf"
 )
 
 // joinMaxArgs is how many argv strings join() reads.
@@ -87,7 +88,11 @@ func (f *fn) formatted(call *lang.Call, kind EventKind) error {
 	if !ok {
 		return f.c.errorf(call.Args[0], "%s(): the format must be a string literal", call.Name)
 	}
-	return f.event(call, Event{Kind: kind, Format: lit.Value}, call.Args[1:], eventsMapName)
+	parts, err := printf.Parse(lit.Value)
+	if err != nil {
+		return f.c.errorf(call.Args[0], "%s(): %w", call.Name, err)
+	}
+	return f.event(call, Event{Kind: kind, Format: lit.Value, Parts: parts}, call.Args[1:], eventsMapName)
 }
 
 // print lowers print(@m[, top[, div]]) and print(value).

@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
 )
@@ -98,27 +99,26 @@ func (r record) text() string {
 	return strings.Join(parts, " ")
 }
 
-func fieldText(f Field, b []byte) string {
-	switch f.Type.Kind {
-	case lang.KindString:
+func fieldText(f layout.Field, b []byte) string {
+	switch f.Kind {
+	case layout.String:
 		s := b[:f.Size]
 		if i := strings.IndexByte(string(s), 0); i >= 0 {
 			s = s[:i]
 		}
 		return string(s)
-	case lang.KindBuf:
+	case layout.Buf:
 		n := binary.LittleEndian.Uint64(b)
 		return fmt.Sprintf("%q", b[8:8+n])
-	case lang.KindTuple:
-		fields, _ := Layout(f.Type.Elems...)
-		parts := make([]string, len(fields))
-		for i, ef := range fields {
+	case layout.Tuple:
+		parts := make([]string, len(f.Elems))
+		for i, ef := range f.Elems {
 			parts[i] = fieldText(ef, b[ef.Offset:])
 		}
 		return "(" + strings.Join(parts, ",") + ")"
 	}
 	v := binary.LittleEndian.Uint64(b)
-	if f.Type.Kind == lang.KindInt && f.Type.Signed {
+	if f.Kind == layout.Int && f.Signed {
 		return fmt.Sprint(int64(v))
 	}
 	return fmt.Sprint(v)

@@ -1,6 +1,9 @@
 package codegen
 
-import "github.com/gotrace/gotrace/lang"
+import (
+	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/lang"
+)
 
 // Layout lays out values of the given types one after the other, the way
 // records, map keys, map values and tuples hold them: every field starts
@@ -9,21 +12,57 @@ import "github.com/gotrace/gotrace/lang"
 // size rounded up to 8 (Field.Size is the buffer size); a buf takes a u64
 // length followed by its data; a tuple nests its own Layout. It returns
 // the fields and the total size, a multiple of 8.
-func Layout(types ...lang.Type) ([]Field, int) {
-	fields := make([]Field, 0, len(types))
+func Layout(types ...lang.Type) ([]layout.Field, int) {
+	fields := make([]layout.Field, 0, len(types))
 	off := 0
 	for _, t := range types {
-		f := Field{Type: t, Offset: off, Size: sizeOf(t)}
-		switch t.Kind {
-		case lang.KindString:
-			f.Size = t.Size
-		case lang.KindBuf:
-			f.Size = 8 + t.Size
-		}
+		f := field(t)
+		f.Offset = off
 		fields = append(fields, f)
 		off += sizeOf(t)
 	}
 	return fields, off
+}
+
+// field describes a value of type t at offset 0.
+func field(t lang.Type) layout.Field {
+	f := layout.Field{Kind: fieldKind(t.Kind), Size: sizeOf(t), Signed: t.Signed}
+	switch t.Kind {
+	case lang.KindString:
+		f.Size = t.Size
+	case lang.KindBuf:
+		f.Size = 8 + t.Size
+	case lang.KindTuple:
+		f.Elems, _ = Layout(t.Elems...)
+	case lang.KindStack:
+		f.StackFrames, f.StackPerf = t.StackFrames, t.StackPerf
+	}
+	return f
+}
+
+// fieldKind is the layout kind of values of kind k: what user space
+// decodes them as. Everything without a kind of its own (struct
+// addresses, aggregations read as numbers) is an integer.
+func fieldKind(k lang.Kind) layout.Kind {
+	if lk, ok := fieldKinds[k]; ok {
+		return lk
+	}
+	return layout.Int
+}
+
+var fieldKinds = map[lang.Kind]layout.Kind{
+	lang.KindPointer: layout.Pointer, lang.KindString: layout.String, lang.KindBuf: layout.Buf,
+	lang.KindTuple: layout.Tuple, lang.KindInet: layout.Inet, lang.KindTimestamp: layout.Timestamp,
+	lang.KindUsym: layout.Usym, lang.KindErrno: layout.Errno, lang.KindUsername: layout.Username,
+	lang.KindStack: layout.Stack, lang.KindProbe: layout.Probe,
+}
+
+// mapKinds are the layout kinds of maps whose values are aggregations;
+// a map of any other values is a layout.MapValue map.
+var mapKinds = map[lang.Kind]layout.MapKind{
+	lang.KindCount: layout.MapCount, lang.KindSum: layout.MapSum, lang.KindMin: layout.MapMin,
+	lang.KindMax: layout.MapMax, lang.KindAvg: layout.MapAvg, lang.KindStats: layout.MapStats,
+	lang.KindHist: layout.MapHist, lang.KindLhist: layout.MapLhist,
 }
 
 // sizeOf is the number of bytes a value of type t takes in the scratch
@@ -35,7 +74,10 @@ func sizeOf(t lang.Type) int {
 	case lang.KindBuf:
 		return 8 + align8(t.Size)
 	case lang.KindTuple:
-		_, size := Layout(t.Elems...)
+		size := 0
+		for _, e := range t.Elems {
+			size += sizeOf(e)
+		}
 		return size
 	case lang.KindInet:
 		return inetSize

@@ -9,14 +9,21 @@ import (
 // bpfAny is BPF_ANY, the map update flag that creates or replaces.
 const bpfAny = 0
 
-// mapOf returns the layout of the map named name and its index in
-// Spec.Maps (and in the FullMap counters).
-func (f *fn) mapOf(n lang.Node, name string) (*Map, int, error) {
+// userMap is a map of the script as the code generator sees it: its
+// layout in the Spec, and its key and value types from the checker.
+type userMap struct {
+	*Map
+	Info *lang.MapInfo
+}
+
+// mapOf returns the map named name and its index in Spec.Maps (and in
+// the FullMap counters).
+func (f *fn) mapOf(n lang.Node, name string) (userMap, int, error) {
 	i, ok := f.c.mapIndex[name]
 	if !ok {
-		return nil, 0, f.c.errorf(n, "map %s unknown to the checker", name)
+		return userMap{}, 0, f.c.errorf(n, "map %s unknown to the checker", name)
 	}
-	return &f.c.spec.Maps[i], i, nil
+	return userMap{&f.c.spec.Maps[i], f.c.prog.Maps[name]}, i, nil
 }
 
 // keyAt is where a map key was built: at base+off, base the scratch
@@ -41,8 +48,8 @@ func (f *fn) keyPtr(r asm.Register, k keyAt) {
 // in the last 8 bytes. A key-less map's key, 8 zero bytes (4 for an
 // array), is the zero stack slot: no store, and no scratch cache line to
 // touch.
-func (f *fn) mapKey(e *lang.MapExpr, m *Map) (keyAt, error) {
-	bucketed := m.Info.Value.Kind == lang.KindHist || m.Info.Value.Kind == lang.KindLhist
+func (f *fn) mapKey(e *lang.MapExpr, m userMap) (keyAt, error) {
+	bucketed := m.Kind.Bucketed()
 	if len(e.Keys) == 0 && len(m.KeyFields) == 0 && !bucketed && (m.KeySize == 8 || m.Array) {
 		return keyAt{asm.RFP, slotZero}, nil
 	}
@@ -51,10 +58,10 @@ func (f *fn) mapKey(e *lang.MapExpr, m *Map) (keyAt, error) {
 	if bucketed {
 		end -= 8
 	}
+	types := keyTypes(m.Info)
 	start := 0
-	if n := len(m.KeyFields); n > 0 {
-		last := m.KeyFields[n-1]
-		start = last.Offset + sizeOf(last.Type)
+	for _, t := range types {
+		start += sizeOf(t)
 	}
 	if end > start {
 		f.zero(regScratch, off+start, end-start)
@@ -63,7 +70,7 @@ func (f *fn) mapKey(e *lang.MapExpr, m *Map) (keyAt, error) {
 	case len(e.Keys) == 0 && len(m.KeyFields) == 0:
 	case len(e.Keys) == len(m.KeyFields):
 		for i, k := range e.Keys {
-			if err := f.valueAs(k, off+m.KeyFields[i].Offset, m.KeyFields[i].Type); err != nil {
+			if err := f.valueAs(k, off+m.KeyFields[i].Offset, types[i]); err != nil {
 				return keyAt{}, err
 			}
 		}
@@ -257,7 +264,7 @@ func (f *fn) deleteElem(call *lang.Call) error {
 	if err != nil {
 		return err
 	}
-	bucketed := m.Info.Value.Kind == lang.KindHist || m.Info.Value.Kind == lang.KindLhist
+	bucketed := m.Kind.Bucketed()
 	if bucketed && m.Array {
 		return f.c.errorf(call, "delete() on key-less %s map %s: %w (clear() empties it)", m.Info.Value, e.Name, ErrUnsupported)
 	}
@@ -279,7 +286,7 @@ func (f *fn) deleteElem(call *lang.Call) error {
 // per bucket, the bucket index being the key's last u64. The loop is
 // bounded by the bucket count (at most 66 for hist; lhist's count is
 // checked when it is declared).
-func (f *fn) deleteBuckets(name string, key keyAt, m *Map) {
+func (f *fn) deleteBuckets(name string, key keyAt, m userMap) {
 	bucket := int16(key.off + m.KeySize - 8)
 	loop := f.label("delbucket")
 	f.emit(storeImm64(key.base, bucket, 0))

@@ -9,11 +9,16 @@ import (
 
 	"github.com/cilium/ebpf"
 
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/printf"
 	"github.com/gotrace/gotrace/usdt"
 )
 
-// Spec is everything the runtime needs to load, attach and read a program.
+// Spec is everything the runtime needs to load, attach and read a program,
+// and to decode and print what it writes: record and map layouts, parsed
+// formats and map kinds are in the Spec's own types (package layout and
+// package printf), so user space never consults the script.
 type Spec struct {
 	// Collection holds every program and map. Map keys are the names the
 	// tables below use (user maps by their script name, "@x").
@@ -130,10 +135,14 @@ const (
 // Event describes one kind of ring-buffer record. Every record starts with
 // a u64 holding the index of its Event in Spec.Events.
 type Event struct {
-	Kind   EventKind
+	Kind EventKind
+	// Format is the format string of printf, system and cat as written,
+	// time()'s strftime format, or join()'s separator.
 	Format string
-	// Args are the record's fields after the id.
-	Args []Field
+	// Parts is Format parsed, for printf, system and cat.
+	Parts []printf.Part
+	// Args are the record's fields after the id, as Layout lays them out.
+	Args []layout.Field
 	// Map, Top and Div belong to print, clear and zero.
 	Map string
 	Top int64
@@ -142,33 +151,22 @@ type Event struct {
 	Pos lang.Span
 }
 
-// Field is one value inside a record or a map key.
-//
-// Integers of every declared size take 8 bytes, sign- or zero-extended
-// per Type. A KindProbe value is a u64 index into Spec.Attachments (print
-// its ProbeName); KindUsym (func) is a u64 code address; KindTimestamp
-// (strftime) is a u64 index into Spec.TimeFormats and a u64
-// bpf_ktime_get_ns time.
-type Field struct {
-	Type lang.Type
-	// Offset is the field's offset: in a record, counted from just after
-	// the u64 event id; in a key or a tuple, from its start.
-	Offset int
-	// Size is the field's size in bytes in the record (strings: the buffer
-	// size; buf: length u64 followed by the data bytes).
-	Size int
-}
-
 // Map describes one user map and how its key and value are laid out.
 type Map struct {
 	// Name is the script name ("@x") and the key in Collection.Maps.
 	Name string
-	Info *lang.MapInfo
+	// Kind is the map's aggregation, or MapValue for a map of assigned
+	// values.
+	Kind layout.MapKind
+	// Lhist holds lhist()'s bounds when Kind is MapLhist.
+	Lhist layout.Lhist
+	// Value lays out the value of a MapValue map.
+	Value layout.Field
 	// KeyFields lay out the key (one per tuple element; none for a map
 	// without keys). Hist and lhist maps append a u64 bucket index after
 	// them, at offset KeySize-8. A map without keys and without buckets
 	// has a single all-zero u64 key (KeySize 8).
-	KeyFields []Field
+	KeyFields []layout.Field
 	KeySize   int
 	// ValueSize is the size of one CPU's value. PerCPU maps are merged in
 	// user space.

@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/internal/ptregs"
+	"github.com/gotrace/gotrace/printf"
 )
 
 // symbolSize is a symbol's size, or the error of looking it up.
@@ -318,12 +319,12 @@ func (c *checker) formatCall(e *Call) {
 	if !isLit {
 		return
 	}
-	parts, err := ParseFormat(format)
+	parts, err := printf.Parse(format)
 	if err != nil {
 		c.errorf(e.Loc, "%s: %v", e.Name, err)
 		return
 	}
-	var verbs []*FormatVerb
+	var verbs []*printf.Verb
 	for _, p := range parts {
 		if p.Verb != nil {
 			verbs = append(verbs, p.Verb)
@@ -340,7 +341,7 @@ func (c *checker) formatCall(e *Call) {
 			if t.Kind == KindNone || t.IsAggregation() && isCall(e.Args[i+1]) {
 				continue // already reported
 			}
-			if msg := v.Mismatch(t); msg != "" {
+			if msg := formatMismatch(v, t); msg != "" {
 				c.laterf(e.Loc, "%s: %s", e.Name, msg)
 			}
 		}

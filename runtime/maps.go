@@ -7,7 +7,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/codegen/layout"
 )
 
 // maxBuckets bounds the bucket index of hist and lhist keys: hist has 66
@@ -51,8 +51,7 @@ type countTotal struct {
 // gather bucket counts under the user's key. Entries come in the kernel's
 // iteration order; printing sorts them.
 func readMap(m *codegen.Map, em *ebpf.Map) ([]*mapEntry, error) {
-	kind := m.Info.Value.Kind
-	bucketed := kind == lang.KindHist || kind == lang.KindLhist
+	bucketed := m.Kind.Bucketed()
 	keyless := len(m.KeyFields) == 0
 	var entries []*mapEntry
 	byKey := map[string]*mapEntry{}
@@ -102,7 +101,7 @@ func readMap(m *codegen.Map, em *ebpf.Map) ([]*mapEntry, error) {
 			}
 			e.Buckets[b] += sum
 		}
-	case kind == lang.KindMin || kind == lang.KindMax:
+	case m.Kind == layout.MapMin || m.Kind == layout.MapMax:
 		var values []minMax
 		for it.Next(&key, &values) {
 			e := entry(clone(key))
@@ -111,7 +110,7 @@ func readMap(m *codegen.Map, em *ebpf.Map) ([]*mapEntry, error) {
 				if v.Set == 0 {
 					continue
 				}
-				if !set || (kind == lang.KindMin && v.Value < e.Total) || (kind == lang.KindMax && v.Value > e.Total) {
+				if !set || (m.Kind == layout.MapMin && v.Value < e.Total) || (m.Kind == layout.MapMax && v.Value > e.Total) {
 					e.Total = v.Value
 				}
 				set = true
@@ -177,7 +176,7 @@ func clearMap(m *codegen.Map, em *ebpf.Map, zero bool) error {
 		keys = append(keys, next)
 		prev = next
 	}
-	if k := m.Info.Value.Kind; zero && m.Array && (k == lang.KindHist || k == lang.KindLhist) {
+	if zero && m.Array && m.Kind.Bucketed() {
 		// A histogram array's last element says the map holds one, which
 		// zero() keeps.
 		keys = keys[:len(keys)-1]

@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
 )
@@ -59,18 +60,18 @@ func TestReadMapMerges(t *testing.T) {
 	}
 	key := string(le(0))
 	for _, tc := range []struct {
-		kind   lang.Kind
+		kind   layout.MapKind
 		values [][]byte
 		want   mapEntry
 	}{
 		// CPU 1 never set its min: its 0 must not win.
-		{lang.KindMin, perCPU(le(5, 1), le(0, 0), 16), mapEntry{Total: 5}},
-		{lang.KindMin, perCPU(le(5, 1), le(-3, 1), 16), mapEntry{Total: -3}},
-		{lang.KindMax, perCPU(le(-5, 1), le(0, 0), 16), mapEntry{Total: -5}},
-		{lang.KindAvg, perCPU(le(2, 10), le(3, 20), 16), mapEntry{Count: 5, Total: 30}},
-		{lang.KindCount, perCPU(le(2), le(3), 8), mapEntry{Count: 5, Total: 5}},
+		{layout.MapMin, perCPU(le(5, 1), le(0, 0), 16), mapEntry{Total: 5}},
+		{layout.MapMin, perCPU(le(5, 1), le(-3, 1), 16), mapEntry{Total: -3}},
+		{layout.MapMax, perCPU(le(-5, 1), le(0, 0), 16), mapEntry{Total: -5}},
+		{layout.MapAvg, perCPU(le(2, 10), le(3, 20), 16), mapEntry{Count: 5, Total: 30}},
+		{layout.MapCount, perCPU(le(2), le(3), 8), mapEntry{Count: 5, Total: 5}},
 	} {
-		m := &codegen.Map{Name: "@m", Info: &lang.MapInfo{Value: lang.Type{Kind: tc.kind}}, KeySize: 8, PerCPU: true, ValueSize: len(tc.values[0])}
+		m := &codegen.Map{Name: "@m", Kind: tc.kind, KeySize: 8, PerCPU: true, ValueSize: len(tc.values[0])}
 		entries, err := readMap(m, perCPUMap(t, m, map[string][][]byte{key: tc.values}))
 		if err != nil {
 			t.Fatal(err)
@@ -82,7 +83,7 @@ func TestReadMapMerges(t *testing.T) {
 
 	// hist keyed by one int: key, then bucket index.
 	fields, size := codegen.Layout(lang.Int64)
-	m := &codegen.Map{Name: "@h", Info: &lang.MapInfo{Key: lang.Int64, Value: lang.Type{Kind: lang.KindHist}}, KeyFields: fields, KeySize: size + 8, PerCPU: true, ValueSize: 8}
+	m := &codegen.Map{Name: "@h", Kind: layout.MapHist, KeyFields: fields, KeySize: size + 8, PerCPU: true, ValueSize: 8}
 	entries, err := readMap(m, perCPUMap(t, m, map[string][][]byte{
 		string(le(7, 3)): perCPU(le(1), le(2), 8),
 		string(le(7, 5)): perCPU(le(4), le(0), 8),

@@ -15,7 +15,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/runtime/output"
 )
 
@@ -36,24 +36,10 @@ func (t *tracer) printLost(n uint64) {
 	t.keepErr(t.out.LostEvents(n))
 }
 
-// formatParts returns the parsed printf-style format of event ev, parsing
-// it once.
-func (t *tracer) formatParts(ev *codegen.Event) ([]lang.FormatPart, error) {
-	if parts, ok := t.formats[ev]; ok {
-		return parts, nil
-	}
-	parts, err := lang.ParseFormat(ev.Format)
-	if err != nil {
-		return nil, fmt.Errorf("parse format %q: %w", ev.Format, err)
-	}
-	t.formats[ev] = parts
-	return parts, nil
-}
-
 // recordArgs decodes the fields of a record. The next call reuses the
 // slice it returns (one allocation less per printf record), so a caller
 // is done with it before it decodes another record.
-func (t *tracer) recordArgs(fields []codegen.Field, data []byte) []output.Value {
+func (t *tracer) recordArgs(fields []layout.Field, data []byte) []output.Value {
 	t.args = t.args[:0]
 	for _, f := range fields {
 		t.args = append(t.args, t.value(f, data[f.Offset:]))
@@ -63,7 +49,7 @@ func (t *tracer) recordArgs(fields []codegen.Field, data []byte) []output.Value 
 
 // keyArgs decodes the fields of a map key. bpftrace prints a pointer in
 // a key in hex (@[0x40b538]: 1), but as a decimal value elsewhere.
-func (t *tracer) keyArgs(fields []codegen.Field, data []byte) []output.Value {
+func (t *tracer) keyArgs(fields []layout.Field, data []byte) []output.Value {
 	args := make([]output.Value, len(fields))
 	for i, f := range fields {
 		args[i] = t.keyValue(f, data[f.Offset:])
@@ -73,57 +59,52 @@ func (t *tracer) keyArgs(fields []codegen.Field, data []byte) []output.Value {
 
 // keyValue decodes one field of a map key that starts at b[0]: pointers
 // in hex, stacks indented less than elsewhere.
-func (t *tracer) keyValue(f codegen.Field, b []byte) output.Value {
-	switch f.Type.Kind {
-	case lang.KindPointer:
+func (t *tracer) keyValue(f layout.Field, b []byte) output.Value {
+	switch f.Kind {
+	case layout.Pointer:
 		return output.Str(fmt.Sprintf("%#x", u64(b, 0)))
-	case lang.KindStack:
-		return output.Str(t.stackText(u64(b, 0), f.Type, keyStackIndent))
-	case lang.KindTuple:
-		fields, _ := codegen.Layout(f.Type.Elems...)
-		return output.Tuple(t.keyArgs(fields, b)...)
+	case layout.Stack:
+		return output.Str(t.stackText(u64(b, 0), f, keyStackIndent))
+	case layout.Tuple:
+		return output.Tuple(t.keyArgs(f.Elems, b)...)
 	}
 	return t.value(f, b)
 }
 
-// value decodes one field that starts at b[0], as codegen.Field documents
+// value decodes one field that starts at b[0], as package layout documents
 // the encodings.
-func (t *tracer) value(f codegen.Field, b []byte) output.Value {
-	typ := f.Type
-	switch typ.Kind {
-	case lang.KindInt, lang.KindPointer:
-		return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: typ.Signed}
-	case lang.KindString:
+func (t *tracer) value(f layout.Field, b []byte) output.Value {
+	switch f.Kind {
+	case layout.String:
 		return output.Str(cString(b[:f.Size]))
-	case lang.KindInet:
+	case layout.Inet:
 		return output.Str(inetText(b))
-	case lang.KindBuf:
-		return output.Buf(clone(bufBytes(b, typ.Size)))
-	case lang.KindTuple:
-		fields, _ := codegen.Layout(typ.Elems...)
-		elems := make([]output.Value, len(fields))
-		for i, ef := range fields {
+	case layout.Buf:
+		return output.Buf(clone(bufBytes(b, f.Size-8)))
+	case layout.Tuple:
+		elems := make([]output.Value, len(f.Elems))
+		for i, ef := range f.Elems {
 			elems[i] = t.value(ef, b[ef.Offset:])
 		}
 		return output.Tuple(elems...)
-	case lang.KindProbe:
+	case layout.Probe:
 		i := u64(b, 0)
 		if i < uint64(len(t.spec.Attachments)) {
 			return output.Str(t.spec.Attachments[i].ProbeName)
 		}
 		return output.Str(fmt.Sprintf("probe#%d", i))
-	case lang.KindTimestamp:
+	case layout.Timestamp:
 		return output.Str(t.timestampText(b))
-	case lang.KindErrno:
+	case layout.Errno:
 		return output.Str(errnoText(int64(u64(b, 0))))
-	case lang.KindUsername:
+	case layout.Username:
 		return output.Str(t.userName(u64(b, 0)))
-	case lang.KindUsym:
+	case layout.Usym:
 		return output.Str(t.syms.name(u64(b, 0)))
-	case lang.KindStack:
-		return output.Str(t.stackText(u64(b, 0), typ, valueStackIndent))
+	case layout.Stack:
+		return output.Str(t.stackText(u64(b, 0), f, valueStackIndent))
 	}
-	return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: typ.Signed}
+	return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: f.Signed}
 }
 
 // timestampText formats a strftime() value: a u64 index into the spec's
@@ -161,11 +142,7 @@ func (t *tracer) wallTime(mono uint64) time.Time {
 
 // printf prints a printf record.
 func (t *tracer) printf(ev *codegen.Event, data []byte) error {
-	parts, err := t.formatParts(ev)
-	if err != nil {
-		return err
-	}
-	return t.out.Printf(parts, t.recordArgs(ev.Args, data))
+	return t.out.Printf(ev.Parts, t.recordArgs(ev.Args, data))
 }
 
 // printValue prints print(value) for a non-map value.
@@ -186,34 +163,23 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	om := &output.Map{Name: m.Name, Kind: m.Info.Value.Kind, Lhist: m.Info.Lhist}
+	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist}
 	for _, e := range entries {
 		oe := output.Entry{Count: e.Count, Total: e.Total, Buckets: e.Buckets}
 		if e.Key != nil {
 			oe.Key = t.keyArgs(m.KeyFields, e.Key)
 		}
-		switch om.Kind {
-		case lang.KindCount:
+		switch m.Kind {
+		case layout.MapCount:
 			oe.Value = output.Uint(e.Count)
-		case lang.KindSum, lang.KindMin, lang.KindMax:
+		case layout.MapSum, layout.MapMin, layout.MapMax:
 			oe.Value = output.Int(e.Total)
-		case lang.KindAvg, lang.KindStats, lang.KindHist, lang.KindLhist:
-		default:
-			_, size := codegen.Layout(m.Info.Value)
-			oe.Value = t.value(codegen.Field{Type: m.Info.Value, Size: valueFieldSize(m.Info.Value, size)}, e.Value)
+		case layout.MapValue:
+			oe.Value = t.value(m.Value, e.Value)
 		}
 		om.Entries = append(om.Entries, oe)
 	}
 	return om, nil
-}
-
-// valueFieldSize is the Field.Size of a map value of type typ laid out in
-// size bytes: strings count their buffer, everything else its layout.
-func valueFieldSize(typ lang.Type, size int) int {
-	if typ.Kind == lang.KindString {
-		return typ.Size
-	}
-	return size
 }
 
 // printMap prints one map for print(@m, top, div).
@@ -259,11 +225,7 @@ func (t *tracer) printTime(ev *codegen.Event) error {
 // system runs system()'s command (allowed by --unsafe) with the shell and
 // prints its standard output.
 func (t *tracer) system(ev *codegen.Event, data []byte) error {
-	parts, err := t.formatParts(ev)
-	if err != nil {
-		return err
-	}
-	cmd, err := output.AppendPrintf(nil, parts, t.recordArgs(ev.Args, data))
+	cmd, err := output.AppendPrintf(nil, ev.Parts, t.recordArgs(ev.Args, data))
 	if err != nil {
 		return err
 	}
@@ -280,11 +242,7 @@ func (t *tracer) system(ev *codegen.Event, data []byte) error {
 
 // cat prints the start of the file cat() names.
 func (t *tracer) cat(ev *codegen.Event, data []byte) error {
-	parts, err := t.formatParts(ev)
-	if err != nil {
-		return err
-	}
-	name, err := output.AppendPrintf(nil, parts, t.recordArgs(ev.Args, data))
+	name, err := output.AppendPrintf(nil, ev.Parts, t.recordArgs(ev.Args, data))
 	if err != nil {
 		return err
 	}

@@ -66,13 +66,12 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		return err
 	}
 	t := &tracer{
-		opts:    opts,
-		prog:    p,
-		pid:     opts.PID,
-		execs:   map[string]*link.Executable{},
-		exit:    make(chan struct{}),
-		out:     output.NewWriter(opts.Out, format),
-		formats: map[*codegen.Event][]lang.FormatPart{},
+		opts:  opts,
+		prog:  p,
+		pid:   opts.PID,
+		execs: map[string]*link.Executable{},
+		exit:  make(chan struct{}),
+		out:   output.NewWriter(opts.Out, format),
 	}
 	if !opts.LineBuffered {
 		t.out.Hold(outHold)
@@ -220,8 +219,6 @@ type tracer struct {
 	// args holds the decoded fields of the record being printed (see
 	// recordArgs).
 	args []output.Value
-	// formats caches the parsed formats of printf-like events.
-	formats map[*codegen.Event][]lang.FormatPart
 	// syms names code addresses for func and usym().
 	syms *symbolizer
 	// bootWall is the wall-clock time of CLOCK_MONOTONIC's zero, to print

@@ -6,7 +6,7 @@ import (
 	"strings"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/codegen/layout"
 )
 
 // How far bpftrace indents the frames of a ustack: in a map key, and
@@ -19,10 +19,10 @@ const (
 // stackText formats the ustack value v (thread id << 32 | stack id, see
 // codegen's ustack) of type typ with formatStack. Frames are named only
 // while their process lives, as bpftrace names them.
-func (t *tracer) stackText(v uint64, typ lang.Type, indent string) string {
+func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
 	var addrs []uint64
-	if m := t.coll.Maps[codegen.StackMap(typ.StackFrames)]; m != nil {
-		raw := make([]byte, 8*typ.StackFrames)
+	if m := t.coll.Maps[codegen.StackMap(f.StackFrames)]; m != nil {
+		raw := make([]byte, 8*f.StackFrames)
 		if err := m.Lookup(uint32(v), raw); err == nil {
 			for i := 0; i+8 <= len(raw); i += 8 {
 				addrs = append(addrs, binary.NativeEndian.Uint64(raw[i:]))
@@ -32,7 +32,7 @@ func (t *tracer) stackText(v uint64, typ lang.Type, indent string) string {
 	procMaps := processMappings(int(v >> 32))
 	return formatStack(addrs, func(addr uint64) (string, string, bool) {
 		return t.syms.frame(procMaps, addr)
-	}, typ.StackPerf, indent)
+	}, f.StackPerf, indent)
 }
 
 // formatStack formats the frames addrs (up to the first 0) as bpftrace

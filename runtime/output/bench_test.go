@@ -6,11 +6,12 @@ import (
 	"io"
 	"testing"
 
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/printf"
 )
 
 func benchMap(n int) *Map {
-	m := &Map{Name: "@bytes", Kind: lang.KindSum}
+	m := &Map{Name: "@bytes", Kind: layout.MapSum}
 	for i := 0; i < n; i++ {
 		m.Entries = append(m.Entries, Entry{
 			Key:   []Value{Str(fmt.Sprintf("203.0.%d.%d:8333", i/256, i%256)), Str("inv")},
@@ -38,7 +39,7 @@ func BenchmarkMap4096(b *testing.B) {
 }
 
 func BenchmarkHist4096(b *testing.B) {
-	m := &Map{Name: "@lat", Kind: lang.KindHist}
+	m := &Map{Name: "@lat", Kind: layout.MapHist}
 	for i := 0; i < 4096; i++ {
 		bk := make([]uint64, 66)
 		for j := 10; j < 30; j++ {
@@ -57,7 +58,7 @@ func BenchmarkHist4096(b *testing.B) {
 // BenchmarkPrintf1M formats one million records of a netmsg.bt-like printf
 // per iteration, through a bufio.Writer as the runtime would.
 func BenchmarkPrintf1M(b *testing.B) {
-	parts, err := lang.ParseFormat("%s %d %s %-8d %x %r\n")
+	parts, err := printf.Parse("%s %d %s %-8d %x %r\n")
 	if err != nil {
 		b.Fatal(err)
 	}

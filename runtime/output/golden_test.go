@@ -15,8 +15,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/txtar"
 
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/internal/testenv"
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/printf"
 )
 
 // The golden files in testdata/*.txtar each hold:
@@ -230,7 +231,7 @@ func feedLine(w *Writer, maps map[string]*Map, order *[]string, cur **Map, line 
 			}
 			args = append(args, v)
 		}
-		parts, err := lang.ParseFormat(format)
+		parts, err := printf.Parse(format)
 		if err != nil {
 			return err
 		}
@@ -255,10 +256,10 @@ func feedLine(w *Writer, maps map[string]*Map, order *[]string, cur **Map, line 
 			return fmt.Errorf("want map NAME KIND [MIN MAX STEP]")
 		}
 		m := &Map{Name: f[0]}
-		kinds := map[string]lang.Kind{
-			"int": lang.KindInt, "string": lang.KindString, "tuple": lang.KindTuple, "buf": lang.KindBuf,
-			"count": lang.KindCount, "sum": lang.KindSum, "min": lang.KindMin, "max": lang.KindMax,
-			"avg": lang.KindAvg, "stats": lang.KindStats, "hist": lang.KindHist, "lhist": lang.KindLhist,
+		kinds := map[string]layout.MapKind{
+			"int": layout.MapValue, "string": layout.MapValue, "tuple": layout.MapValue, "buf": layout.MapValue,
+			"count": layout.MapCount, "sum": layout.MapSum, "min": layout.MapMin, "max": layout.MapMax,
+			"avg": layout.MapAvg, "stats": layout.MapStats, "hist": layout.MapHist, "lhist": layout.MapLhist,
 		}
 		k, ok := kinds[f[1]]
 		if !ok {
@@ -338,7 +339,7 @@ func feedEntry(m *Map, line string) error {
 	}
 	rest := strings.Fields(s.s[s.i:])
 	switch m.Kind {
-	case lang.KindAvg, lang.KindStats:
+	case layout.MapAvg, layout.MapStats:
 		if len(rest) != 2 {
 			return fmt.Errorf("want = COUNT TOTAL")
 		}
@@ -349,7 +350,7 @@ func feedEntry(m *Map, line string) error {
 		if e.Total, err = strconv.ParseInt(rest[1], 10, 64); err != nil {
 			return err
 		}
-	case lang.KindHist, lang.KindLhist:
+	case layout.MapHist, layout.MapLhist:
 		for _, f := range rest {
 			i, c, ok := strings.Cut(f, ":")
 			if !ok {

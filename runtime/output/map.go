@@ -5,7 +5,7 @@ import (
 	"slices"
 	"strconv"
 
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/codegen/layout"
 )
 
 // Map is a user map read at print() or at exit, with every aggregate
@@ -13,12 +13,11 @@ import (
 type Map struct {
 	// Name is the map's script name, "@x" or "@".
 	Name string
-	// Kind is the map's value type kind (lang.MapInfo.Value.Kind): an
-	// aggregation (lang.KindCount ... lang.KindLhist) or a plain value
-	// (lang.KindInt, lang.KindString, lang.KindTuple, lang.KindBuf ...).
-	Kind lang.Kind
-	// Lhist holds lhist()'s bounds when Kind is lang.KindLhist.
-	Lhist lang.LhistParams
+	// Kind is the map's aggregation (layout.MapCount ... layout.MapLhist),
+	// or layout.MapValue for a map of assigned values.
+	Kind layout.MapKind
+	// Lhist holds lhist()'s bounds when Kind is layout.MapLhist.
+	Lhist layout.Lhist
 	// Entries are the map's entries in any order; the writer sorts them.
 	// A map without keys has at most one entry, with a nil Key. bpftrace
 	// 0.17 always prints a count() map without keys: give it one entry,
@@ -76,9 +75,9 @@ func sortedEntries(m *Map) []*Entry {
 	slices.SortFunc(es, func(a, b *Entry) int {
 		var c int
 		switch m.Kind {
-		case lang.KindAvg, lang.KindStats:
+		case layout.MapAvg, layout.MapStats:
 			c = cmp.Compare(a.average(), b.average())
-		case lang.KindHist, lang.KindLhist:
+		case layout.MapHist, layout.MapLhist:
 			c = cmp.Compare(a.bucketTotal(), b.bucketTotal())
 		default:
 			if a.Value.Kind == ValueInt && b.Value.Kind == ValueInt {
@@ -130,7 +129,7 @@ func histBuckets(m *Map, e *Entry, div uint64) []bucket {
 	bs := make([]bucket, 0, last-first+1)
 	for i := first; i <= last; i++ {
 		var bk bucket
-		if m.Kind == lang.KindLhist {
+		if m.Kind == layout.MapLhist {
 			bk = lhistBucket(m.Lhist, i)
 		} else {
 			bk = histBucket(i)
@@ -176,7 +175,7 @@ func powerLabel(k int) string {
 }
 
 // lhistBucket describes lhist() bucket i.
-func lhistBucket(p lang.LhistParams, i int) bucket {
+func lhistBucket(p layout.Lhist, i int) bucket {
 	n := int64(0)
 	if p.Step > 0 {
 		n = (p.Max - p.Min) / p.Step

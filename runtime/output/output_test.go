@@ -9,7 +9,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/printf"
 )
 
 func render(t *testing.T, f Format, do func(w *Writer) error) string {
@@ -24,7 +25,7 @@ func render(t *testing.T, f Format, do func(w *Writer) error) string {
 // bpftrace 0.17 leaves equal values in hash order; gotrace orders them by
 // key, integers as unsigned.
 func TestTiesSortByKey(t *testing.T) {
-	m := &Map{Name: "@c", Kind: lang.KindCount}
+	m := &Map{Name: "@c", Kind: layout.MapCount}
 	for _, k := range []int64{5, -1, 3, 1, 256, 2} {
 		m.Entries = append(m.Entries, Entry{Key: []Value{Int(k)}, Value: Uint(1)})
 	}
@@ -35,7 +36,7 @@ func TestTiesSortByKey(t *testing.T) {
 		t.Errorf("got\n%swant\n%s", got, want)
 	}
 
-	s := &Map{Name: "@s", Kind: lang.KindSum, Entries: []Entry{
+	s := &Map{Name: "@s", Kind: layout.MapSum, Entries: []Entry{
 		{Key: []Value{Str("b"), Int(1)}, Value: Int(7)},
 		{Key: []Value{Str("a"), Int(2)}, Value: Int(7)},
 		{Key: []Value{Str("a"), Int(1)}, Value: Int(7)},
@@ -51,7 +52,7 @@ func TestTiesSortByKey(t *testing.T) {
 // bpftrace 0.17 cannot reach the top hist buckets (it files every value of
 // 2^31 and more under [2G, 4G)), so their labels are gotrace's own.
 func TestHistTopBuckets(t *testing.T) {
-	m := &Map{Name: "@h", Kind: lang.KindHist, Entries: []Entry{{Buckets: make([]uint64, 66)}}}
+	m := &Map{Name: "@h", Kind: layout.MapHist, Entries: []Entry{{Buckets: make([]uint64, 66)}}}
 	m.Entries[0].Buckets[42] = 1 // 2^40
 	m.Entries[0].Buckets[52] = 2 // 2^50
 	m.Entries[0].Buckets[65] = 4 // 2^63 and up
@@ -94,7 +95,7 @@ func TestLhistLabel(t *testing.T) {
 
 // A zeroed hist keeps its keys but has no bucket to print.
 func TestZeroedHist(t *testing.T) {
-	m := &Map{Name: "@h", Kind: lang.KindHist, Entries: []Entry{{Key: []Value{Int(1)}, Buckets: make([]uint64, 66)}}}
+	m := &Map{Name: "@h", Kind: layout.MapHist, Entries: []Entry{{Key: []Value{Int(1)}, Buckets: make([]uint64, 66)}}}
 	if got, want := render(t, Text, func(w *Writer) error { return w.Map(m, 0, 0) }), "@h[1]: \n\n"; got != want {
 		t.Errorf("text: got %q, want %q", got, want)
 	}
@@ -118,8 +119,8 @@ func TestJSONString(t *testing.T) {
 }
 
 func TestPrintfArgErrors(t *testing.T) {
-	parse := func(s string) []lang.FormatPart {
-		p, err := lang.ParseFormat(s)
+	parse := func(s string) []printf.Part {
+		p, err := printf.Parse(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -209,7 +210,7 @@ func TestParseOutputFormat(t *testing.T) {
 
 // Bad values from a confused decoder must not panic.
 func TestOddValues(t *testing.T) {
-	m := &Map{Name: "@l", Kind: lang.KindLhist, Entries: []Entry{{Buckets: []uint64{0, 1, 0, 0, 0, 0, 0, 0, 2}}}}
+	m := &Map{Name: "@l", Kind: layout.MapLhist, Entries: []Entry{{Buckets: []uint64{0, 1, 0, 0, 0, 0, 0, 0, 2}}}}
 	text := render(t, Text, func(w *Writer) error { return w.Map(m, 0, 0) })
 	if !strings.Contains(text, "[0, ...)") {
 		t.Errorf("lhist without bounds: %q", text)
@@ -217,9 +218,9 @@ func TestOddValues(t *testing.T) {
 	for _, f := range []Format{Text, JSON} {
 		render(t, f, func(w *Writer) error {
 			return w.Exit([]*Map{
-				{Name: "@a", Kind: lang.KindAvg, Entries: []Entry{{Count: 0, Total: 5}}},
-				{Name: "@v", Kind: lang.KindInt, Entries: []Entry{{Value: Value{}}}},
-				{Name: "@m", Kind: lang.KindMax, Entries: []Entry{{Key: []Value{{}}, Value: Int(1)}}},
+				{Name: "@a", Kind: layout.MapAvg, Entries: []Entry{{Count: 0, Total: 5}}},
+				{Name: "@v", Kind: layout.MapValue, Entries: []Entry{{Value: Value{}}}},
+				{Name: "@m", Kind: layout.MapMax, Entries: []Entry{{Key: []Value{{}}, Value: Int(1)}}},
 			})
 		})
 	}
@@ -255,7 +256,7 @@ func (c *writeCounter) Write(p []byte) (int, error) {
 // then whole lines only; a failed printf drops its own text, not the lines
 // held before it.
 func TestHold(t *testing.T) {
-	line, err := lang.ParseFormat("%d\n")
+	line, err := printf.Parse("%d\n")
 	if err != nil {
 		t.Fatal(err)
 	}

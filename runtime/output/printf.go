@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/printf"
 )
 
 // ErrArgs reports printf arguments that do not fit the format: too few, too
@@ -15,7 +15,7 @@ import (
 var ErrArgs = errors.New("printf arguments do not match the format")
 
 // AppendPrintf appends the text of a printf record to b: the format's parts
-// (from lang.ParseFormat) with args in place of the verbs, exactly as
+// (from printf.Parse) with args in place of the verbs, exactly as
 // bpftrace 0.17 prints them.
 //
 // bpftrace hands each verb to C's printf with the 64-bit value, so the
@@ -30,7 +30,7 @@ var ErrArgs = errors.New("printf arguments do not match the format")
 // the next is cut at its first NUL byte, be it in the literal ("a\x00b%d"
 // prints "a") or in the verb's output ("%c" of 0 prints nothing). Text
 // after the last verb is printed whole.
-func AppendPrintf(b []byte, parts []lang.FormatPart, args []Value) ([]byte, error) {
+func AppendPrintf(b []byte, parts []printf.Part, args []Value) ([]byte, error) {
 	n := 0
 	frag := len(b) // where the text that C's printf formats with the next verb starts
 	for _, p := range parts {
@@ -62,15 +62,15 @@ func AppendPrintf(b []byte, parts []lang.FormatPart, args []Value) ([]byte, erro
 }
 
 // appendVerb appends one verb formatted with arg.
-func appendVerb(b []byte, v *lang.FormatVerb, arg Value) ([]byte, error) {
+func appendVerb(b []byte, v *printf.Verb, arg Value) ([]byte, error) {
 	if v.Escaped {
 		return append(b, v.Text[1:]...), nil
 	}
 	want := ValueInt
 	switch v.Arg() {
-	case lang.FormatArgString:
+	case printf.ArgString:
 		want = ValueString
-	case lang.FormatArgBuf:
+	case printf.ArgBuf:
 		want = ValueBuf
 	}
 	if arg.Kind != want {
@@ -167,7 +167,7 @@ func appendVerb(b []byte, v *lang.FormatVerb, arg Value) ([]byte, error) {
 // precision (minimum digits; precision 0 prints nothing for 0), then pads
 // to the width: with spaces on the right for '-', with zeros after the
 // prefix for '0' without precision, else with spaces on the left.
-func appendCInt(b []byte, prefix string, digits []byte, v *lang.FormatVerb, left, zero bool) []byte {
+func appendCInt(b []byte, prefix string, digits []byte, v *printf.Verb, left, zero bool) []byte {
 	if v.Prec < 0 {
 		return pad(b, prefix, digits, v.Width, left, zero)
 	}

@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/printf"
 )
 
 // FuzzPrintfInt checks the integer conversions against Go's fmt, whose
@@ -37,7 +37,7 @@ func FuzzPrintfInt(f *testing.F) {
 		if prec >= 0 {
 			spec += "." + fmt.Sprint(prec)
 		}
-		parts, err := lang.ParseFormat("%" + spec + lengths[l] + string(c))
+		parts, err := printf.Parse("%" + spec + lengths[l] + string(c))
 		if err != nil || len(parts) != 1 || parts[0].Verb == nil {
 			t.Fatalf("ParseFormat(%%%s%s%c) = %v, %v", spec, lengths[l], c, parts, err)
 		}
@@ -72,7 +72,7 @@ func FuzzPrintf(f *testing.F) {
 		f.Add(s, int64(-1), "abc\x00def", []byte("\x00\xffa"))
 	}
 	f.Fuzz(func(t *testing.T, format string, n int64, s string, buf []byte) {
-		parts, err := lang.ParseFormat(format)
+		parts, err := printf.Parse(format)
 		if err != nil {
 			return
 		}
@@ -82,11 +82,11 @@ func FuzzPrintf(f *testing.F) {
 				continue
 			}
 			switch p.Verb.Arg() {
-			case lang.FormatArgInt:
+			case printf.ArgInt:
 				args = append(args, Int(n))
-			case lang.FormatArgString:
+			case printf.ArgString:
 				args = append(args, Str(s))
-			case lang.FormatArgBuf:
+			case printf.ArgBuf:
 				args = append(args, Buf(buf))
 			}
 		}

@@ -7,7 +7,8 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/printf"
 )
 
 // Format is an output format: bpftrace's -f option.
@@ -113,10 +114,10 @@ func (w *Writer) LostEvents(n uint64) error {
 	return w.flush()
 }
 
-// Printf prints one printf record: parts from lang.ParseFormat, args
+// Printf prints one printf record: parts from printf.Parse, args
 // decoded from the record (see AppendPrintf). In JSON the text becomes a
 // printf object's data. On an error nothing is printed.
-func (w *Writer) Printf(parts []lang.FormatPart, args []Value) error {
+func (w *Writer) Printf(parts []printf.Part, args []Value) error {
 	if w.format == JSON {
 		var err error
 		w.text, err = AppendPrintf(w.text[:0], parts, args)
@@ -177,7 +178,7 @@ func (w *Writer) Value(v Value) error {
 // 1 divide nothing). Like bpftrace 0.17, stats maps ignore top and div,
 // avg maps divide their averages and hist maps their bucket counts.
 func (w *Writer) Map(m *Map, top, div uint64) error {
-	if m.Kind == lang.KindStats {
+	if m.Kind == layout.MapStats {
 		top, div = 0, 0
 	}
 	es := topEntries(sortedEntries(m), top)
@@ -240,21 +241,21 @@ func (w *Writer) appendMapText(m *Map, es []*Entry, div uint64) {
 		b = appendKeyText(b, m.Name, e.Key)
 		b = append(b, ": "...)
 		switch m.Kind {
-		case lang.KindHist, lang.KindLhist:
+		case layout.MapHist, layout.MapLhist:
 			b = append(b, '\n')
 			b = appendHistText(b, histBuckets(m, e, div))
 			b = append(b, '\n')
 			continue
-		case lang.KindStats:
+		case layout.MapStats:
 			b = fmt.Appendf(b, "count %d, average %d, total %d", e.Count, e.average(), e.Total)
-		case lang.KindAvg:
+		case layout.MapAvg:
 			b = appendInt(b, divide(Int(e.average()), div))
 		default:
 			b = appendText(b, divide(e.Value, div))
 		}
 		b = append(b, '\n')
 	}
-	if m.Kind == lang.KindAvg || m.Kind == lang.KindStats {
+	if m.Kind == layout.MapAvg || m.Kind == layout.MapStats {
 		b = append(b, '\n')
 	}
 	w.buf = b
@@ -320,9 +321,9 @@ func (w *Writer) appendMapJSON(m *Map, es []*Entry, div uint64) {
 	}
 	kind := "map"
 	switch m.Kind {
-	case lang.KindHist, lang.KindLhist:
+	case layout.MapHist, layout.MapLhist:
 		kind = "hist"
-	case lang.KindAvg, lang.KindStats:
+	case layout.MapAvg, layout.MapStats:
 		kind = "stats"
 	}
 	b := w.buf
@@ -344,7 +345,7 @@ func (w *Writer) appendMapJSON(m *Map, es []*Entry, div uint64) {
 			b = append(b, ": "...)
 		}
 		switch m.Kind {
-		case lang.KindHist, lang.KindLhist:
+		case layout.MapHist, layout.MapLhist:
 			b = append(b, '[')
 			for j, bk := range histBuckets(m, e, div) {
 				if j > 0 {
@@ -366,9 +367,9 @@ func (w *Writer) appendMapJSON(m *Map, es []*Entry, div uint64) {
 				b = append(b, '}')
 			}
 			b = append(b, ']')
-		case lang.KindStats:
+		case layout.MapStats:
 			b = fmt.Appendf(b, "{\"count\": %d, \"average\": %d, \"total\": %d}", e.Count, e.average(), e.Total)
-		case lang.KindAvg:
+		case layout.MapAvg:
 			b = appendInt(b, divide(Int(e.average()), div))
 		default:
 			b = appendJSON(b, divide(e.Value, div))

@@ -1,0 +1,99 @@
+// Package layout describes the bytes a compiled program hands to user
+// space: the fields of ring-buffer records and of map keys and values,
+// what each field holds, and which aggregation each map is. The code
+// generator decides every layout and records it in its Spec in these
+// types; the runtime decodes with them and runtime/output prints what they
+// describe, so neither needs the language's types. It imports nothing of
+// gotrace.
+package layout
+
+// Kind says what a field holds, and so how its bytes decode and print.
+type Kind int
+
+// The field kinds. Every field starts at a multiple of 8 bytes.
+const (
+	// Int is an integer of any declared size, sign- or zero-extended to a
+	// u64 as Field.Signed says. Struct addresses and every other value
+	// the script computes as a number take this form too.
+	Int Kind = iota + 1
+	// Pointer is a u64 address: printed in decimal, but in hex in a map
+	// key (@[0x40b538]), as bpftrace does.
+	Pointer
+	// String is a NUL-terminated string in a buffer of Field.Size bytes.
+	String
+	// Buf is buf()'s value: a u64 length, then Field.Size-8 bytes of data.
+	Buf
+	// Tuple holds Field.Elems, laid out from the tuple's start.
+	Tuple
+	// Inet is ntop()'s value: a u64 address family (AF_INET or AF_INET6),
+	// then 16 bytes of address.
+	Inet
+	// Timestamp is strftime()'s value: a u64 index into the Spec's
+	// TimeFormats, then a u64 bpf_ktime_get_ns time.
+	Timestamp
+	// Usym is usym()'s and func's value: a u64 code address.
+	Usym
+	// Errno is strerror()'s value: a u64 errno, printed as the C
+	// library's message for it.
+	Errno
+	// Username is the username builtin: a u64 uid, printed as the user's
+	// name.
+	Username
+	// Stack is ustack()'s value: a u64 holding the thread id in its high
+	// 32 bits and, in its low 32, an id in the stack map of
+	// Field.StackFrames frames.
+	Stack
+	// Probe is the probe builtin: a u64 index into the Spec's
+	// Attachments, printed as the name of the attach point that fired.
+	Probe
+)
+
+// Field is one value inside a record, a map key, a map value or a tuple.
+type Field struct {
+	Kind Kind
+	// Offset is where the field starts: in a record, counted from just
+	// after the record's u64 event id; in a key, a value or a tuple, from
+	// its start.
+	Offset int
+	// Size is how many bytes of the record the field's data takes: a
+	// String's buffer size, a Buf's length word and data, a Tuple's
+	// elements; 8 for every u64-sized kind.
+	Size int
+	// Signed says whether an Int prints as signed.
+	Signed bool
+	// Elems are a Tuple's elements.
+	Elems []Field
+	// StackFrames is a Stack's frame limit, which names its stack map;
+	// StackPerf says it prints in perf's format (ustack(perf)).
+	StackFrames int
+	StackPerf   bool
+}
+
+// MapKind says what a map's values are: the values the script assigns, or
+// one of the aggregations, whose per-CPU values user space merges.
+type MapKind int
+
+// The map kinds.
+const (
+	// MapValue is a map of assigned values, laid out by its value Field.
+	MapValue MapKind = iota
+	MapCount
+	MapSum
+	MapMin
+	MapMax
+	MapAvg
+	MapStats
+	// MapHist and MapLhist count values by bucket, numbered as
+	// docs/design.md says.
+	MapHist
+	MapLhist
+)
+
+// Bucketed reports whether maps of kind k count values by bucket (hist
+// and lhist).
+func (k MapKind) Bucketed() bool { return k == MapHist || k == MapLhist }
+
+// Lhist holds the constant bounds of an lhist(v, min, max, step) map.
+type Lhist struct {
+	Min, Max, Step int64
+}
