@@ -19,20 +19,41 @@ import (
 // anything: bpftrace's wording.
 var errNoProbes = errors.New("No probes to attach")
 
-// checkKernelSupport refuses attach points this kernel cannot serve, before
-// anything is loaded, so that the user learns why instead of seeing a
-// kernel error code.
-func checkKernelSupport(p *lang.Program) error {
+// kernelProbes says which kernel probe kinds the host offers, for the
+// messages that refuse them.
+type kernelProbes struct {
+	// kprobes: the kernel was built with kprobes (CONFIG_KPROBES).
+	kprobes bool
+	// tracefs: tracefs is mounted at /sys/kernel/tracing.
+	tracefs bool
+}
+
+// hostKernelProbes looks at this host.
+func hostKernelProbes() kernelProbes {
+	exists := func(path string) bool {
+		_, err := os.Stat(path)
+		return err == nil
+	}
+	return kernelProbes{
+		kprobes: exists("/sys/bus/event_source/devices/kprobe"),
+		tracefs: exists("/sys/kernel/tracing/events"),
+	}
+}
+
+// checkKernelSupport refuses attach points that a host offering host
+// cannot serve, before anything is loaded, so that the user learns why
+// instead of seeing a kernel error code.
+func checkKernelSupport(p *lang.Program, host kernelProbes) error {
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			switch ap.Kind {
 			case lang.ProbeKprobe, lang.ProbeKretprobe:
-				if _, err := os.Stat("/sys/bus/event_source/devices/kprobe"); err != nil {
+				if !host.kprobes {
 					return attachError(ap, "kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no /sys/bus/event_source/devices/kprobe")
 				}
 				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END, interval and profile probes")
 			case lang.ProbeTracepoint:
-				if _, err := os.Stat("/sys/kernel/tracing/events"); err != nil {
+				if !host.tracefs {
 					return attachError(ap, "tracepoints are not available: tracefs is not mounted at /sys/kernel/tracing")
 				}
 				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END, interval and profile probes")

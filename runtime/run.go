@@ -162,6 +162,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		}
 	}
 	t.startIntervals()
+	if opts.Attached != nil {
+		opts.Attached()
+	}
 	t.wait(ctx, usr1)
 	if errors.Is(context.Cause(ctx), ErrQuit) {
 		// close detaches, stops the command and writes what was printed.

@@ -158,23 +158,39 @@ func TestRunNoProbes(t *testing.T) {
 	}
 }
 
+// TestRunUnsupportedKinds checks that kernel probes are refused before
+// anything is loaded, saying why for each state of the host. The state is
+// given rather than read, so the test means the same on every machine,
+// tracefs mounted or not.
 func TestRunUnsupportedKinds(t *testing.T) {
-	for _, src := range []string{
-		`kprobe:do_nanosleep { exit(); }`,
-		`tracepoint:syscalls:sys_enter_openat { exit(); }`,
+	const userSpaceOnly = "gotrace attaches only to user space"
+	kprobe := `kprobe:do_nanosleep { exit(); }`
+	tracepoint := `tracepoint:syscalls:sys_enter_openat { exit(); }`
+	everything := kernelProbes{kprobes: true, tracefs: true}
+	for _, tc := range []struct {
+		src  string
+		host kernelProbes
+		want string
+	}{
+		{kprobe, kernelProbes{}, "kprobes are not available"},
+		{kprobe, everything, userSpaceOnly},
+		{tracepoint, kernelProbes{}, "tracepoints are not available"},
+		{tracepoint, everything, userSpaceOnly},
 	} {
-		p, err := lang.Parse("test.bt", src)
+		p, err := lang.Parse("test.bt", tc.src)
 		if err != nil {
-			t.Fatalf("parse %s: %v", src, err)
+			t.Fatalf("parse %s: %v", tc.src, err)
 		}
 		if err := lang.Check(p, lang.Config{}); err != nil {
 			// The checker may refuse these itself: that is a clear
 			// error too.
 			continue
 		}
-		_, err = Compile(p, Options{})
-		if err == nil || !strings.Contains(err.Error(), "not available") {
-			t.Errorf("%s: error %v, want one saying the kind is not available", src, err)
+		if err := checkKernelSupport(p, tc.host); err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s on a host with %+v: error %v, want one saying %q", tc.src, tc.host, err, tc.want)
+		}
+		if _, err := Compile(p, Options{}); err == nil {
+			t.Errorf("%s: compiled on this host, want it refused", tc.src)
 		}
 	}
 }

@@ -72,6 +72,12 @@ type Options struct {
 	// NoUprobeMulti attaches a perf-event uprobe at each location even
 	// where the kernel has uprobe_multi links (--no-uprobe-multi).
 	NoUprobeMulti bool
+	// Attached, when set, is called once every probe is attached, BEGIN
+	// has run and records are being read: whatever the probes see from
+	// then on is traced. Tests and callers that start a workload wait for
+	// it rather than for "Attaching N probes...", which is printed before
+	// attaching. It runs on Run's goroutine and must not block.
+	Attached func()
 	// BufferPages is the size of the ring buffer for printf-like records
 	// in 4 KiB pages, rounded up to a power of two
 	// (BPFTRACE_PERF_RB_PAGES); 0 means 4096 pages (16 MiB).
@@ -151,7 +157,7 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, tables 
 	if err := substituteParams(p, opts.Params); err != nil {
 		return nil, err
 	}
-	if err := checkKernelSupport(p); err != nil {
+	if err := checkKernelSupport(p, hostKernelProbes()); err != nil {
 		return nil, err
 	}
 	if err := resolveTargets(p, opts, objs); err != nil {

@@ -191,18 +191,18 @@ func TestRunPostgresQueries(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, p, Options{Out: out, Err: errOut}) }()
-	// Wait for "Attaching", then query until the marker shows up.
+	attached := make(chan struct{})
+	go func() { done <- Run(ctx, p, Options{Out: out, Err: errOut, Attached: func() { close(attached) }}) }()
+	// Wait until the probe is attached, then query until the marker shows
+	// up.
 	queries := []string{"SELECT 1 AS gotrace_one", "SELECT count(*) FROM pg_class", "SELECT 'gotrace_done'"}
 	deadline := time.After(60 * time.Second)
-	for !strings.Contains(out.String(), "Attaching") {
-		select {
-		case err := <-done:
-			t.Fatalf("Run ended early: %v\n%s", err, errOut)
-		case <-deadline:
-			t.Fatal("gotrace did not attach in 60 s")
-		case <-time.After(20 * time.Millisecond):
-		}
+	select {
+	case <-attached:
+	case err := <-done:
+		t.Fatalf("Run ended early: %v\n%s", err, errOut)
+	case <-deadline:
+		t.Fatal("gotrace did not attach in 60 s")
 	}
 	for _, q := range queries {
 		c := exec.Command(psql, "-h", sock, "-p", port, "-U", "postgres", "-d", "postgres", "-X", "-q", "-c", q)
