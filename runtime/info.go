@@ -59,6 +59,68 @@ func WriteInfo(w io.Writer, version string) {
 	yes("raw tracepoint programs", raw == nil, "BEGIN, END and interval run as these")
 	perf := features.HaveProgramType(ebpf.PerfEvent)
 	yes("perf event programs", perf == nil, "profile")
+
+	writePrivileges(w, CurrentPrivileges(), yes)
+}
+
+// writePrivileges prints who runs gotrace, the settings that decide what
+// that user may trace, and which probe kinds will work.
+func writePrivileges(w io.Writer, p Privileges, yes func(what string, ok bool, note string)) {
+	root := "not root"
+	if p.EUID == 0 {
+		root = "root"
+	}
+	fmt.Fprintf(w, "\nPrivileges\n  user: uid %d, effective uid %d (%s)\n", p.UID, p.EUID, root)
+	var caps []string
+	for _, c := range []int{unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_SYS_ADMIN} {
+		if p.has(c) {
+			caps = append(caps, capNames[c])
+		}
+	}
+	if len(caps) == 0 {
+		caps = append(caps, "none of CAP_BPF, CAP_PERFMON, CAP_SYS_ADMIN")
+	}
+	fmt.Fprintf(w, "  effective capabilities: %s (all: %#x)\n", strings.Join(caps, " "), p.Caps)
+	setting := func(n int) string {
+		if n == -1 {
+			return "unknown"
+		}
+		return fmt.Sprint(n)
+	}
+	fmt.Fprintf(w, "  kernel.perf_event_paranoid: %s\n", setting(p.PerfEventParanoid))
+	fmt.Fprintf(w, "  kernel.unprivileged_bpf_disabled: %s (tracing needs CAP_BPF whatever it says)\n", setting(p.UnprivilegedBPFDisabled))
+	lockdown := p.Lockdown
+	if lockdown == "" {
+		lockdown = "unknown (securityfs does not say)"
+	}
+	fmt.Fprintf(w, "  lockdown: %s\n", lockdown)
+	load := p.Check(false, "gotrace")
+	yes("load programs and maps", load == nil, missingNote(p.missing(false)))
+	yes("BEGIN, END, interval", load == nil, "")
+	uprobeNote := "needs CAP_BPF and CAP_PERFMON first"
+	if load == nil {
+		uprobeNote = errNote(p.UprobeErr)
+		if p.UprobeErr != nil {
+			uprobeNote += "; " + missingNote(p.missing(true))
+		}
+	}
+	yes("usdt, uprobe, uretprobe", load == nil && p.UprobeErr == nil, uprobeNote)
+	profileNote := ""
+	if load == nil {
+		profileNote = errNote(p.ProfileErr)
+	}
+	yes("profile", load == nil && p.ProfileErr == nil, profileNote)
+	if load != nil || p.UprobeErr != nil {
+		fmt.Fprintf(w, "  to trace everything: run as root (sudo), or setcap cap_bpf,cap_perfmon,cap_sys_admin+ep on the binary\n")
+	}
+}
+
+// missingNote says which capabilities are missing, "" for none.
+func missingNote(m []string) string {
+	if len(m) == 0 {
+		return ""
+	}
+	return "missing " + strings.Join(m, ", ")
 }
 
 // errNote is the reason a feature probe gave, without the feature's name

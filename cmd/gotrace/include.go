@@ -4,7 +4,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"strings"
 
 	"github.com/gotrace/gotrace/lang"
@@ -31,7 +30,7 @@ func includes(names []string) (prelude, error) {
 	var p prelude
 	line := 1
 	for _, name := range names {
-		b, err := os.ReadFile(name)
+		b, err := readFileAsUser(name)
 		if err != nil {
 			return prelude{}, fmt.Errorf("read --include file: %w", err)
 		}

@@ -212,6 +212,9 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		return list(f, pid, args, stdout, stderr)
 	}
 
+	if err := checkPrivileges(f); err != nil {
+		return 1, err
+	}
 	file, src, params, err := script(f, args)
 	if err != nil {
 		return 1, err
@@ -235,10 +238,13 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return diagnose(err)
 	}
+	if err := checkProgram(f, prog, params, pid); err != nil {
+		return 1, err
+	}
 
 	out := stdout
 	if f.outFile != "" {
-		of, err := os.Create(f.outFile)
+		of, err := createAsUser(f.outFile)
 		if err != nil {
 			return 1, fmt.Errorf("open output file: %w", err)
 		}
@@ -346,7 +352,7 @@ func script(f *flags, args []string) (file, src string, params []string, err err
 		b, err = io.ReadAll(os.Stdin)
 		file = "stdin"
 	} else {
-		b, err = os.ReadFile(args[0])
+		b, err = readFileAsUser(args[0])
 		file = args[0]
 	}
 	if err != nil {
@@ -369,7 +375,9 @@ func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, erro
 		// bpftrace lists its kernel probes here.
 		return 1, errors.New("-l without a pattern lists bpftrace's kernel probes, and gotrace has none: it lists uprobe, uretprobe and usdt probes, of a file ('uprobe:/path/to/binary:*', 'usdt:/path/to/binary:*') or of a process (-p PID)")
 	}
-	err := usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: pid, Verbose: f.verbose})
+	err := asUser(func() error {
+		return usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: pid, Verbose: f.verbose})
+	})
 	var pe *usdt.PatternError
 	if errors.As(err, &pe) {
 		// bpftrace treats the pattern as a one-line script named stdin.

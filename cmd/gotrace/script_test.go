@@ -35,6 +35,11 @@ func TestScript(t *testing.T) {
 	if testenv.InCI() {
 		testenv.RequireRoot(t)
 	}
+	t.Cleanup(func() {
+		if staticGotraceDir != "" {
+			os.RemoveAll(staticGotraceDir)
+		}
+	})
 	testscript.Run(t, testscript.Params{
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
@@ -57,6 +62,8 @@ func TestScript(t *testing.T) {
 		Cmds: map[string]func(ts *testscript.TestScript, neg bool, args []string){
 			"exits":   cmdExits,
 			"signals": cmdSignals,
+			"privbin": cmdPrivbin,
+			"asuser":  cmdAsUser,
 		},
 	})
 }

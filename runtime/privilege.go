@@ -1,0 +1,185 @@
+package runtime
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	goruntime "runtime"
+	"strconv"
+	"strings"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// Privileges is what the current process may do with eBPF: who runs it,
+// its effective capabilities, the kernel settings that decide, and the
+// result of trying what capabilities alone cannot tell.
+type Privileges struct {
+	// UID and EUID are the real and effective user IDs.
+	UID, EUID int
+	// Caps is the effective capability set, one bit per CAP_ number.
+	Caps uint64
+	// PerfEventParanoid and UnprivilegedBPFDisabled are the sysctls
+	// kernel.perf_event_paranoid and kernel.unprivileged_bpf_disabled;
+	// -1 and -1 when they cannot be read (-1 is also a real value of the
+	// first, which then allows everything anyway).
+	PerfEventParanoid, UnprivilegedBPFDisabled int
+	// Lockdown is the kernel lockdown mode (none, integrity,
+	// confidentiality), "" when securityfs does not say.
+	Lockdown string
+	// UprobeErr is why a uprobe perf event cannot be opened, nil when it
+	// can. Only tried when the process may load programs at all.
+	UprobeErr error
+	// ProfileErr is why a CPU clock perf event on every process cannot be
+	// opened (profile probes), nil when it can.
+	ProfileErr error
+}
+
+// capNames are the capabilities that matter to gotrace, by number.
+var capNames = map[int]string{
+	unix.CAP_SYS_ADMIN: "CAP_SYS_ADMIN",
+	unix.CAP_PERFMON:   "CAP_PERFMON",
+	unix.CAP_BPF:       "CAP_BPF",
+}
+
+// CurrentPrivileges finds out what this process may do with eBPF.
+func CurrentPrivileges() Privileges {
+	p := Privileges{
+		UID: os.Getuid(), EUID: os.Geteuid(),
+		PerfEventParanoid:       readInt("/proc/sys/kernel/perf_event_paranoid"),
+		UnprivilegedBPFDisabled: readInt("/proc/sys/kernel/unprivileged_bpf_disabled"),
+		Lockdown:                lockdownMode(),
+	}
+	hdr := unix.CapUserHeader{Version: unix.LINUX_CAPABILITY_VERSION_3}
+	var data [2]unix.CapUserData
+	if err := unix.Capget(&hdr, &data[0]); err == nil {
+		p.Caps = uint64(data[0].Effective) | uint64(data[1].Effective)<<32
+	}
+	if p.CanLoad() {
+		p.UprobeErr = tryUprobe()
+		p.ProfileErr = tryProfile()
+	}
+	return p
+}
+
+// has says whether the effective set holds capability c.
+func (p Privileges) has(c int) bool { return p.Caps&(1<<uint(c)) != 0 }
+
+// CanLoad says whether the process may create maps and load tracing
+// programs: the kernel asks for CAP_BPF and CAP_PERFMON, each of which
+// CAP_SYS_ADMIN stands in for.
+func (p Privileges) CanLoad() bool {
+	admin := p.has(unix.CAP_SYS_ADMIN)
+	return (admin || p.has(unix.CAP_BPF)) && (admin || p.has(unix.CAP_PERFMON))
+}
+
+// missing names the capabilities of CAP_BPF, CAP_PERFMON and, when
+// uprobes asks for it, CAP_SYS_ADMIN that the process lacks.
+func (p Privileges) missing(uprobes bool) []string {
+	var m []string
+	for _, c := range []int{unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_SYS_ADMIN} {
+		if c == unix.CAP_SYS_ADMIN && !uprobes {
+			continue
+		}
+		if !p.has(c) && !(c != unix.CAP_SYS_ADMIN && p.has(unix.CAP_SYS_ADMIN)) {
+			m = append(m, capNames[c])
+		}
+	}
+	return m
+}
+
+// Check says what is missing, and how to get it, for a run that loads
+// programs and, when uprobes is set, attaches uprobes or usdt probes; nil
+// when nothing is. exe is the path of the gotrace binary, for setcap.
+func (p Privileges) Check(uprobes bool, exe string) error {
+	how := fmt.Sprintf("run it as root (sudo), or give the binary these capabilities: sudo setcap cap_bpf,cap_perfmon,cap_sys_admin+ep %s (CAP_SYS_ADMIN for uprobes and usdt probes, which kernels such as this one open only with it)", exe)
+	if !p.CanLoad() {
+		return fmt.Errorf("gotrace needs privileges to load eBPF programs, and this process (uid %d) lacks %s: %s", p.EUID, strings.Join(p.missing(false), " and "), how)
+	}
+	if uprobes && p.UprobeErr != nil {
+		return fmt.Errorf("gotrace cannot attach uprobes or usdt probes with this process's capabilities (opening a uprobe: %v); it lacks %s: %s", p.UprobeErr, strings.Join(p.missing(true), " and "), how)
+	}
+	return nil
+}
+
+// readInt reads a decimal number from a file of /proc/sys or sysfs, -1
+// when it cannot.
+func readInt(path string) int {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return -1
+	}
+	n, err := strconv.Atoi(strings.TrimSpace(string(b)))
+	if err != nil {
+		return -1
+	}
+	return n
+}
+
+// lockdownMode is the selected mode of /sys/kernel/security/lockdown
+// ("none [integrity] confidentiality" gives integrity), "" when that file
+// cannot be read.
+func lockdownMode() string {
+	b, err := os.ReadFile("/sys/kernel/security/lockdown")
+	if err != nil {
+		return ""
+	}
+	s := string(b)
+	if i := strings.IndexByte(s, '['); i >= 0 {
+		if j := strings.IndexByte(s[i:], ']'); j > 0 {
+			return s[i+1 : i+j]
+		}
+	}
+	return strings.TrimSpace(s)
+}
+
+// tryUprobe opens a uprobe perf event, as attaching does, on a memory
+// file of its own that nothing maps, so that no process gets a
+// breakpoint and nothing is written to a file system.
+func tryUprobe() error {
+	typ := readInt("/sys/bus/event_source/devices/uprobe/type")
+	if typ < 0 {
+		return errors.New("this kernel has no uprobe PMU")
+	}
+	mfd, err := unix.MemfdCreate("gotrace-uprobe-check", unix.MFD_CLOEXEC)
+	if err != nil {
+		return fmt.Errorf("create a file to try a uprobe on: %w", err)
+	}
+	defer unix.Close(mfd)
+	if _, err := unix.Write(mfd, make([]byte, 16)); err != nil {
+		return fmt.Errorf("write a file to try a uprobe on: %w", err)
+	}
+	path, err := unix.BytePtrFromString(fmt.Sprintf("/proc/self/fd/%d", mfd))
+	if err != nil {
+		return err
+	}
+	attr := unix.PerfEventAttr{
+		Size: unix.PERF_ATTR_SIZE_VER1,
+		Type: uint32(typ),
+		Ext1: uint64(uintptr(unsafe.Pointer(path))),
+	}
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	goruntime.KeepAlive(path)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
+
+// tryProfile opens a CPU clock perf event for every process on CPU 0, as
+// a profile probe does.
+func tryProfile() error {
+	attr := unix.PerfEventAttr{
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
+		Sample: 1000000,
+		Bits:   unix.PerfBitDisabled,
+	}
+	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return err
+	}
+	return unix.Close(fd)
+}
