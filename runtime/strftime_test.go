@@ -31,3 +31,23 @@ func TestStrftime(t *testing.T) {
 		t.Errorf("strftime at midnight = %q, want %q", got, want)
 	}
 }
+
+// TestStrftimeMicroseconds checks bpftrace's %f: only a bare %f is the
+// microseconds, as in bpftrace 0.17 (%3f and %-f print as written there
+// too); %%f is a percent sign and an f, where 0.17 fails ("strftime
+// returned 0").
+func TestStrftimeMicroseconds(t *testing.T) {
+	tm := time.Date(2026, time.March, 7, 14, 5, 9, 4567, time.UTC)
+	for _, tc := range []struct{ format, want string }{
+		{"%f", "000004"},
+		{"a%fb", "a000004b"},
+		{"%S.%f", "09.000004"},
+		{"%3f|%-f", "%3f|%-f"},
+		{"%%f", "%f"},
+		{"%%%f", "%000004"},
+	} {
+		if got := strftime(tc.format, tm); got != tc.want {
+			t.Errorf("strftime(%q) = %q, want %q", tc.format, got, tc.want)
+		}
+	}
+}
