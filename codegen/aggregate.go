@@ -8,16 +8,6 @@ import (
 	"github.com/gotrace/gotrace/lang"
 )
 
-// isAggregationCall reports whether name is an aggregation function,
-// which is assigned to a map rather than called for its value.
-func isAggregationCall(name string) bool {
-	switch name {
-	case "count", "sum", "avg", "min", "max", "stats", "hist", "lhist":
-		return true
-	}
-	return false
-}
-
 // aggregate lowers `@m[k] = count()` and the other aggregations into an
 // update of this CPU's value in a per-CPU hash map. Values (design.md):
 // count and hist/lhist buckets a u64 count; sum an i64; min/max an i64
@@ -28,11 +18,7 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 		return err
 	}
 	kind := m.Info.Value.Kind
-	want := map[string]lang.Kind{
-		"count": lang.KindCount, "sum": lang.KindSum, "avg": lang.KindAvg, "min": lang.KindMin,
-		"max": lang.KindMax, "stats": lang.KindStats, "hist": lang.KindHist, "lhist": lang.KindLhist,
-	}[call.Name]
-	if kind != want {
+	if kind != call.ID.Aggregation() {
 		return f.c.errorf(call, "map %s holds %s, not %s", e.Name, m.Info.Value, call.Name)
 	}
 	n := 1

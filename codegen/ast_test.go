@@ -15,7 +15,7 @@ func strLit(s string) *lang.StrLit {
 }
 
 func call(name string, t lang.Type, args ...lang.Expr) *lang.Call {
-	return &lang.Call{ExprBase: base(t), Name: name, Args: args}
+	return &lang.Call{ExprBase: base(t), Name: name, Args: args, ID: lang.LookupFunc(name)}
 }
 
 func void(name string, args ...lang.Expr) *lang.ExprStmt {
@@ -27,7 +27,7 @@ func bin(op string, t lang.Type, x, y lang.Expr) *lang.Binary {
 }
 
 func builtinVar(name string, t lang.Type) *lang.Builtin {
-	return &lang.Builtin{ExprBase: base(t), Name: name}
+	return &lang.Builtin{ExprBase: base(t), Name: name, ID: lang.LookupVar(name)}
 }
 
 func mapExpr(name string, t lang.Type, keys ...lang.Expr) *lang.MapExpr {

@@ -166,7 +166,7 @@ func callsExit(p *lang.Program) bool {
 	found := false
 	for _, probe := range p.Probes {
 		inspectProbe(probe, func(n lang.Node) {
-			if call, ok := n.(*lang.Call); ok && call.Name == "exit" {
+			if call, ok := n.(*lang.Call); ok && call.ID == lang.FuncExit {
 				found = true
 			}
 		})

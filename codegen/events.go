@@ -15,16 +15,16 @@ const joinMaxArgs = 16
 
 // callStmt lowers a call used as a statement.
 func (f *fn) callStmt(call *lang.Call) error {
-	switch call.Name {
-	case "printf":
+	switch call.ID {
+	case lang.FuncPrintf:
 		return f.formatted(call, EventPrintf)
-	case "system":
+	case lang.FuncSystem:
 		return f.formatted(call, EventSystem)
-	case "cat":
+	case lang.FuncCat:
 		return f.formatted(call, EventCat)
-	case "print":
+	case lang.FuncPrint:
 		return f.print(call)
-	case "clear", "zero":
+	case lang.FuncClear, lang.FuncZero:
 		if len(call.Args) != 1 {
 			return f.c.errorf(call, "%s() takes one map", call.Name)
 		}
@@ -36,11 +36,11 @@ func (f *fn) callStmt(call *lang.Call) error {
 			return err
 		}
 		kind := EventClear
-		if call.Name == "zero" {
+		if call.ID == lang.FuncZero {
 			kind = EventZero
 		}
 		return f.event(call, Event{Kind: kind, Map: m.Name}, nil, eventsMapName)
-	case "exit":
+	case lang.FuncExit:
 		done := f.label("exited")
 		f.lookupZeroKey(exitedMapName)
 		f.emit(
@@ -53,7 +53,7 @@ func (f *fn) callStmt(call *lang.Call) error {
 		}
 		f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 		return nil
-	case "time":
+	case lang.FuncTime:
 		format := "%H:%M:%S\n"
 		if len(call.Args) > 0 {
 			lit, ok := call.Args[0].(*lang.StrLit)
@@ -63,16 +63,16 @@ func (f *fn) callStmt(call *lang.Call) error {
 			format = lit.Value
 		}
 		return f.event(call, Event{Kind: EventTime, Format: format}, nil, eventsMapName)
-	case "join":
+	case lang.FuncJoin:
 		return f.join(call)
-	case "signal":
+	case lang.FuncSignal:
 		return f.signal(call)
-	case "delete":
+	case lang.FuncDelete:
 		return f.deleteElem(call)
-	case "str", "buf":
+	case lang.FuncStr, lang.FuncBuf:
 		return f.valueInto(call, f.alloc(sizeOf(lang.TypeOf(call))))
 	}
-	if isAggregationCall(call.Name) {
+	if call.ID.Aggregation() != lang.KindNone {
 		return f.c.errorf(call, "%s() must be assigned to a map", call.Name)
 	}
 	return f.c.errorf(call, "function %s: %w", call.Name, ErrUnsupported)

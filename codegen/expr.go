@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"slices"
 	"strconv"
-	"strings"
 
 	"github.com/cilium/ebpf/asm"
 
@@ -573,22 +572,22 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 	case *lang.MapExpr:
 		return f.mapReadValue(e, off)
 	case *lang.Builtin:
-		switch e.Name {
-		case "comm":
+		switch e.ID {
+		case lang.VarComm:
 			f.zero(regScratch, off, t.Size)
 			f.scratchPtr(asm.R1, off)
 			f.emit(asm.Mov.Imm(asm.R2, int32(min(t.Size, 16))), asm.FnGetCurrentComm.Call())
 			return nil
 		}
 	case *lang.Call:
-		switch e.Name {
-		case "str":
+		switch e.ID {
+		case lang.FuncStr:
 			return f.str(e, off)
-		case "buf":
+		case lang.FuncBuf:
 			return f.buf(e, off)
-		case "ntop":
+		case lang.FuncNtop:
 			return f.ntop(e, off)
-		case "strftime":
+		case lang.FuncStrftime:
 			return f.strftime(e, off)
 		}
 	case *lang.Ternary:
@@ -897,10 +896,10 @@ func (f *fn) buf(e *lang.Call, off int) error {
 
 // builtin lowers an integer builtin variable.
 func (f *fn) builtin(e *lang.Builtin) error {
-	switch e.Name {
-	case "nsecs":
+	switch e.ID {
+	case lang.VarNsecs:
 		f.emit(asm.FnKtimeGetNs.Call())
-	case "elapsed":
+	case lang.VarElapsed:
 		slot, err := f.pushSlot(e)
 		if err != nil {
 			return err
@@ -917,49 +916,43 @@ func (f *fn) builtin(e *lang.Builtin) error {
 			asm.Sub.Reg(asm.R0, asm.R1),
 		)
 		f.place(done)
-	case "pid":
+	case lang.VarPid:
 		f.emit(asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32))
-	case "tid":
+	case lang.VarTid:
 		f.emit(asm.FnGetCurrentPidTgid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
-	case "uid", "username":
+	case lang.VarUID, lang.VarUsername:
 		f.emit(asm.FnGetCurrentUidGid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
-	case "gid":
+	case lang.VarGID:
 		f.emit(asm.FnGetCurrentUidGid.Call(), asm.RSh.Imm(asm.R0, 32))
-	case "cpu":
+	case lang.VarCPU:
 		f.emit(asm.FnGetSmpProcessorId.Call())
-	case "rand":
+	case lang.VarRand:
 		f.emit(asm.FnGetPrandomU32.Call())
-	case "cgroup":
+	case lang.VarCgroup:
 		f.emit(asm.FnGetCurrentCgroupId.Call())
-	case "numaid":
+	case lang.VarNumaid:
 		f.emit(asm.FnGetNumaNodeId.Call())
-	case "curtask":
-		f.emit(asm.FnGetCurrentTask.Call())
-	case "ustack":
+	case lang.VarUstack:
 		return f.ustack(e, lang.TypeOf(e))
-	case "probe":
+	case lang.VarProbe:
 		f.emit(asm.Mov.Imm(asm.R0, int32(f.t.index)))
-	case "cpid":
+	case lang.VarCpid:
 		f.emit(movImm(asm.R0, int64(f.c.opts.ChildPID)))
-	case "func":
+	case lang.VarFunc:
 		switch f.t.kind {
 		case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
 			f.emit(asm.LoadMem(asm.R0, regCtx, int16(ptregs.IP), asm.DWord))
 		default:
 			return f.c.errorf(e, "func is not available in %s", f.t.probeName)
 		}
-	case "retval":
+	case lang.VarRetval:
 		if f.t.kind != lang.ProbeUretprobe {
 			return f.c.errorf(e, "retval is only available in uretprobes")
 		}
 		f.emit(asm.LoadMem(asm.R0, regCtx, int16(ptregs.AX), asm.DWord))
+	case lang.VarArg:
+		return f.arg(e, e.ArgIndex())
 	default:
-		if n, ok := strings.CutPrefix(e.Name, "arg"); ok {
-			i, err := strconv.Atoi(n)
-			if err == nil && i >= 0 {
-				return f.arg(e, i)
-			}
-		}
 		return f.c.errorf(e, "builtin %s as an integer: %w", e.Name, ErrUnsupported)
 	}
 	return nil
@@ -1077,32 +1070,32 @@ func (f *fn) strContains(e *lang.Call) error {
 
 // intCall lowers a call with an integer value.
 func (f *fn) intCall(e *lang.Call) error {
-	switch {
-	case (e.Name == "uptr" || e.Name == "kptr" || e.Name == "usym" || e.Name == "strerror") && len(e.Args) == 1:
+	switch e.ID {
+	case lang.FuncUptr, lang.FuncKptr, lang.FuncUsym, lang.FuncStrerror:
 		return f.intExpr(e.Args[0])
-	case e.Name == "sizeof" && len(e.Args) == 1:
+	case lang.FuncSizeof:
 		size, err := f.sizeofType(e, lang.TypeOf(e.Args[0]))
 		if err != nil {
 			return err
 		}
 		f.emit(movImm(asm.R0, int64(size)))
 		return nil
-	case e.Name == "strncmp" && len(e.Args) == 3:
+	case lang.FuncStrncmp:
 		n, err := f.constInt(e.Args[2])
 		if err != nil {
 			return err
 		}
 		// bpftrace's strncmp is 0 when equal, 1 otherwise.
 		return f.strEqual(e, e.Args[0], e.Args[1], int(max(n, 0)), 0, 1)
-	case e.Name == "bswap" && len(e.Args) == 1:
+	case lang.FuncBswap:
 		return f.bswap(e)
-	case e.Name == "strcontains" && len(e.Args) == 2:
+	case lang.FuncStrcontains:
 		return f.strContains(e)
-	case e.Name == "reg" && len(e.Args) == 1:
+	case lang.FuncReg:
 		return f.reg(e)
-	case e.Name == "uaddr" && len(e.Args) == 1:
+	case lang.FuncUaddr:
 		return f.uaddr(e)
-	case e.Name == "ustack":
+	case lang.FuncUstack:
 		return f.ustack(e, lang.TypeOf(e))
 	}
 	return f.c.errorf(e, "%s() as an integer value: %w", e.Name, ErrUnsupported)

@@ -241,7 +241,7 @@ func (f *fn) assign(s *lang.AssignStmt) error {
 	case *lang.Var:
 		return f.assignVar(s, lhs)
 	case *lang.MapExpr:
-		if call, ok := s.RHS.(*lang.Call); ok && s.Op == "=" && isAggregationCall(call.Name) {
+		if call, ok := s.RHS.(*lang.Call); ok && s.Op == "=" && call.ID.Aggregation() != lang.KindNone {
 			return f.aggregate(lhs, call)
 		}
 		return f.assignMap(s, lhs)

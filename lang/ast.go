@@ -266,6 +266,8 @@ type MapExpr struct {
 type Builtin struct {
 	ExprBase
 	Name string
+	// ID is the builtin Name denotes, set by the checker.
+	ID BuiltinID
 }
 
 // PositionalParam is `$N` (N >= 1) or, with Count set, `$#`.
@@ -283,6 +285,8 @@ type Call struct {
 	// only the name for "Unknown function".
 	NameLoc Span
 	Args    []Expr
+	// ID is the function Name denotes, set by the checker.
+	ID BuiltinID
 }
 
 // Binary is `X Op Y` for the arithmetic, bitwise, comparison and logical

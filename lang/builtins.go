@@ -4,42 +4,415 @@ import (
 	"debug/elf"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"slices"
 	"strconv"
 	"strings"
 )
 
-// builtinVars are the builtin variables gotrace knows, with their types as
-// bpftrace 0.17 types them. argN is handled by the checker (its validity
-// depends on the probe).
-var builtinVars = map[string]Type{
-	"pid": Uint64, "tid": Uint64, "uid": Uint64, "gid": Uint64, "cpu": Uint64,
-	"nsecs": Uint64, "elapsed": Uint64, "rand": Uint64, "cgroup": Uint64,
-	"numaid": Uint64, "retval": Uint64,
-	"cpid":     Int(4, false),
-	"comm":     String(16),
-	"probe":    {Kind: KindProbe},
-	"func":     {Kind: KindUsym},
-	"username": {Kind: KindUsername},
-	"ustack":   {Kind: KindStack, StackFrames: DefaultStackFrames},
+// BuiltinID identifies one of the language's builtins: a builtin variable
+// (pid, argN), a function (printf, count) or one of ustack()'s stack modes
+// (perf). The checker resolves each name once and records the id on the
+// node (Builtin.ID, Call.ID); later passes switch on the id, never on the
+// name. BuiltinInvalid, the zero value, is a name that is no builtin.
+//
+// Adding a builtin means adding its id here, its row in the builtins
+// table, its checks in the checker's switch when the table's columns do
+// not say enough, and its lowering in codegen.
+type BuiltinID int
+
+// The builtins, each indexing its row in the builtins table.
+const (
+	BuiltinInvalid BuiltinID = iota
+
+	// Builtin variables.
+	VarPid
+	VarTid
+	VarUID
+	VarGID
+	VarCPU
+	VarNsecs
+	VarElapsed
+	VarRand
+	VarCgroup
+	VarNumaid
+	VarRetval
+	VarCpid
+	VarComm
+	VarProbe
+	VarFunc
+	VarUsername
+	VarUstack
+	// VarArg is argN for any N; Builtin.ArgIndex returns N.
+	VarArg
+	VarKstack
+	VarStack
+	VarCurtask
+	VarCtx
+	VarArgs
+	VarSarg
+
+	// ustack()'s stack modes.
+	ModePerf
+	ModeBpftrace
+
+	// Functions.
+	FuncCount
+	FuncSum
+	FuncAvg
+	FuncMin
+	FuncMax
+	FuncStats
+	FuncHist
+	FuncLhist
+	FuncPrintf
+	FuncPrint
+	FuncExit
+	FuncClear
+	FuncZero
+	FuncDelete
+	FuncTime
+	FuncJoin
+	FuncCat
+	FuncSystem
+	FuncSignal
+	FuncOverride
+	FuncStr
+	FuncBuf
+	FuncStrftime
+	FuncUstack
+	FuncUsym
+	FuncUaddr
+	FuncNtop
+	FuncKaddr
+	FuncReg
+	FuncSizeof
+	FuncStrncmp
+	FuncUptr
+	FuncKptr
+	FuncBswap
+	FuncStrcontains
+	FuncStrerror
+	FuncKsym
+	FuncKstack
+	FuncPath
+	FuncMacaddr
+	FuncCgroupPath
+	FuncSkboutput
+	FuncCgroupid
+	FuncDebugf
+	FuncUnwatch
+
+	numBuiltins
+)
+
+// builtinClass is the namespace a builtin's name lives in.
+type builtinClass int
+
+const (
+	classVar builtinClass = iota + 1
+	classFunc
+	classStackMode
+)
+
+// builtinSupport says what gotrace does with a builtin bpftrace 0.17 has.
+type builtinSupport int
+
+const (
+	supported builtinSupport = iota
+	// notSupported builtins need a kernel feature gotrace does without
+	// (kprobes, the kernel's BTF, tracefs): the checker says "not
+	// supported by gotrace".
+	notSupported
+	// lexedOnly names (sargN) are builtins to bpftrace 0.17's lexer, and
+	// so in its syntax errors, but unknown identifiers to the checker.
+	lexedOnly
+)
+
+// builtin is one row of the builtins table.
+type builtin struct {
+	name    string
+	class   builtinClass
+	support builtinSupport
+	// numbered names are name followed by a number (argN, sargN).
+	numbered bool
+	// unlexed names are plain identifiers to bpftrace 0.17's lexer
+	// (stack), which its syntax errors show.
+	unlexed bool
+
+	// typ is a variable's type.
+	typ Type
+
+	// probes are the probe kinds the builtin may be used in, all when
+	// zero; probeMsg is bpftrace's message for the others, with the
+	// builtin's name as %[1]s and the probe kind's as %[2]s.
+	probes   probeKindSet
+	probeMsg string
+
+	// A function takes from min to max arguments, any number from min
+	// when max < 0. varargs functions word their arity errors as a range
+	// ("at least", "up to") even when min == max, as bpftrace does for
+	// strftime().
+	min, max int
+	varargs  bool
+	// void functions produce no value: they are statements.
+	void bool
+	// agg is the aggregation kind of count(), sum() ...; KindNone
+	// otherwise.
+	agg Kind
+	// unsafe functions need --unsafe.
+	unsafe bool
+	// result is a function's type whatever its arguments; KindNone when
+	// the checker computes it from them (str, buf, ustack, uaddr, uptr,
+	// kptr, bswap).
+	result Type
 }
 
-// unsupportedBuiltins are builtin variables bpftrace 0.17 has that need a
-// kernel feature gotrace does without (kprobes, BTF of the kernel,
-// tracefs).
-var unsupportedBuiltins = map[string]bool{
-	"kstack": true, "stack": true, "curtask": true, "ctx": true, "args": true,
-}
+// probeKindSet is a set of probe kinds.
+type probeKindSet uint32
 
-// argIndex returns N for a builtin named argN, or -1.
-func argIndex(name string) int {
-	if !strings.HasPrefix(name, "arg") || len(name) == 3 {
-		return -1
+// probeSet returns the set of kinds.
+func probeSet(kinds ...ProbeKind) probeKindSet {
+	var s probeKindSet
+	for _, k := range kinds {
+		s |= 1 << k
 	}
-	digits := name[3:]
-	if len(digits) > 1 && digits[0] == '0' {
+	return s
+}
+
+// allows reports whether s, a builtin's probes, allows kind k.
+func (s probeKindSet) allows(k ProbeKind) bool { return s == 0 || s&(1<<k) != 0 }
+
+// allProbes is every probe kind.
+const allProbes = ^probeKindSet(0)
+
+// Probe restrictions that several builtins share.
+var (
+	// userProbes are the probes that run in a user process: uaddr() and
+	// reg() need one.
+	userProbes = allProbes &^ probeSet(ProbeBegin, ProbeEnd, ProbeInterval, ProbeProfile)
+	// userProbeMsg is bpftrace's message for the others.
+	userProbeMsg = `%[1]s can not be used with "%[2]s" probes`
+)
+
+// builtins is the table of builtins, indexed by id.
+var builtins = [numBuiltins]builtin{
+	VarPid:      {name: "pid", class: classVar, typ: Uint64},
+	VarTid:      {name: "tid", class: classVar, typ: Uint64},
+	VarUID:      {name: "uid", class: classVar, typ: Uint64},
+	VarGID:      {name: "gid", class: classVar, typ: Uint64},
+	VarCPU:      {name: "cpu", class: classVar, typ: Uint64},
+	VarNsecs:    {name: "nsecs", class: classVar, typ: Uint64},
+	VarElapsed:  {name: "elapsed", class: classVar, typ: Uint64},
+	VarRand:     {name: "rand", class: classVar, typ: Uint64},
+	VarCgroup:   {name: "cgroup", class: classVar, typ: Uint64},
+	VarNumaid:   {name: "numaid", class: classVar, typ: Uint64},
+	VarCpid:     {name: "cpid", class: classVar, typ: Int(4, false)},
+	VarComm:     {name: "comm", class: classVar, typ: String(16)},
+	VarProbe:    {name: "probe", class: classVar, typ: Type{Kind: KindProbe}},
+	VarUsername: {name: "username", class: classVar, typ: Type{Kind: KindUsername}},
+	VarUstack:   {name: "ustack", class: classVar, typ: Type{Kind: KindStack, StackFrames: DefaultStackFrames}},
+	VarRetval: {name: "retval", class: classVar, typ: Uint64,
+		probes:   probeSet(ProbeUretprobe, ProbeKretprobe),
+		probeMsg: "The %[1]s builtin can only be used with 'kretprobe' and 'uretprobe' and 'kfunc' probes"},
+	VarFunc: {name: "func", class: classVar, typ: Type{Kind: KindUsym},
+		probes:   probeSet(ProbeUprobe, ProbeUretprobe, ProbeKprobe, ProbeKretprobe),
+		probeMsg: "The %[1]s builtin can not be used with '%[2]s' probes"},
+	// USDT argN is unsigned as bpftrace 0.17 types it; codegen reads it
+	// with the note's size and sign and widens.
+	VarArg: {name: "arg", numbered: true, class: classVar, typ: Uint64,
+		probes:   probeSet(ProbeUSDT, ProbeUprobe, ProbeKprobe),
+		probeMsg: "The %[1]s builtin can only be used with 'kprobes', 'uprobes' and 'usdt' probes"},
+	VarKstack:  {name: "kstack", class: classVar, support: notSupported},
+	VarStack:   {name: "stack", class: classVar, support: notSupported, unlexed: true},
+	VarCurtask: {name: "curtask", class: classVar, support: notSupported},
+	VarCtx:     {name: "ctx", class: classVar, support: notSupported},
+	VarArgs:    {name: "args", class: classVar, support: notSupported},
+	VarSarg:    {name: "sarg", numbered: true, class: classVar, support: lexedOnly},
+
+	ModePerf:     {name: "perf", class: classStackMode},
+	ModeBpftrace: {name: "bpftrace", class: classStackMode},
+
+	FuncCount:  {name: "count", class: classFunc, min: 0, max: 0, agg: KindCount},
+	FuncSum:    {name: "sum", class: classFunc, min: 1, max: 1, agg: KindSum},
+	FuncAvg:    {name: "avg", class: classFunc, min: 1, max: 1, agg: KindAvg},
+	FuncMin:    {name: "min", class: classFunc, min: 1, max: 1, agg: KindMin},
+	FuncMax:    {name: "max", class: classFunc, min: 1, max: 1, agg: KindMax},
+	FuncStats:  {name: "stats", class: classFunc, min: 1, max: 1, agg: KindStats},
+	FuncHist:   {name: "hist", class: classFunc, min: 1, max: 1, agg: KindHist},
+	FuncLhist:  {name: "lhist", class: classFunc, min: 4, max: 4, agg: KindLhist},
+	FuncPrintf: {name: "printf", class: classFunc, min: 1, max: -1, void: true},
+	FuncPrint:  {name: "print", class: classFunc, min: 1, max: 3, void: true},
+	FuncExit:   {name: "exit", class: classFunc, min: 0, max: 0, void: true},
+	FuncClear:  {name: "clear", class: classFunc, min: 1, max: 1, void: true},
+	FuncZero:   {name: "zero", class: classFunc, min: 1, max: 1, void: true},
+	FuncDelete: {name: "delete", class: classFunc, min: 1, max: 1, void: true},
+	FuncTime:   {name: "time", class: classFunc, min: 0, max: 1, void: true},
+	FuncJoin:   {name: "join", class: classFunc, min: 1, max: 2, void: true},
+	FuncCat:    {name: "cat", class: classFunc, min: 1, max: -1, void: true},
+	FuncSystem: {name: "system", class: classFunc, min: 1, max: -1, void: true, unsafe: true},
+	FuncSignal: {name: "signal", class: classFunc, min: 1, max: 1, void: true, unsafe: true,
+		probes:   allProbes &^ probeSet(ProbeBegin, ProbeEnd, ProbeInterval),
+		probeMsg: userProbeMsg},
+	FuncOverride: {name: "override", class: classFunc, min: 1, max: 1, void: true, unsafe: true,
+		probes:   probeSet(ProbeKprobe),
+		probeMsg: "%[1]s can only be used with kprobes."},
+	FuncStr:      {name: "str", class: classFunc, min: 1, max: 2},
+	FuncBuf:      {name: "buf", class: classFunc, min: 1, max: 2},
+	FuncStrftime: {name: "strftime", class: classFunc, min: 2, max: 2, varargs: true, result: Type{Kind: KindTimestamp}},
+	FuncUstack:   {name: "ustack", class: classFunc, min: 0, max: 2},
+	FuncUsym:     {name: "usym", class: classFunc, min: 1, max: 1, result: Type{Kind: KindUsym}},
+	FuncUaddr: {name: "uaddr", class: classFunc, min: 1, max: 1,
+		probes: userProbes, probeMsg: userProbeMsg},
+	FuncNtop:  {name: "ntop", class: classFunc, min: 1, max: 2, result: Type{Kind: KindInet}},
+	FuncKaddr: {name: "kaddr", class: classFunc, min: 1, max: 1, result: Uint64},
+	FuncReg: {name: "reg", class: classFunc, min: 1, max: 1, result: Uint64,
+		probes: userProbes, probeMsg: userProbeMsg},
+	FuncSizeof:      {name: "sizeof", class: classFunc, min: 1, max: 1, result: Uint64},
+	FuncStrncmp:     {name: "strncmp", class: classFunc, min: 3, max: 3, result: Uint64},
+	FuncUptr:        {name: "uptr", class: classFunc, min: 1, max: 1},
+	FuncKptr:        {name: "kptr", class: classFunc, min: 1, max: 1},
+	FuncBswap:       {name: "bswap", class: classFunc, min: 1, max: 1},
+	FuncStrcontains: {name: "strcontains", class: classFunc, min: 2, max: 2, result: Uint64},
+	FuncStrerror:    {name: "strerror", class: classFunc, min: 1, max: 1, result: Type{Kind: KindErrno}},
+	FuncKsym:        {name: "ksym", class: classFunc, support: notSupported},
+	FuncKstack:      {name: "kstack", class: classFunc, support: notSupported},
+	FuncPath:        {name: "path", class: classFunc, support: notSupported},
+	FuncMacaddr:     {name: "macaddr", class: classFunc, support: notSupported},
+	FuncCgroupPath:  {name: "cgroup_path", class: classFunc, support: notSupported},
+	FuncSkboutput:   {name: "skboutput", class: classFunc, support: notSupported},
+	FuncCgroupid:    {name: "cgroupid", class: classFunc, support: notSupported},
+	FuncDebugf:      {name: "debugf", class: classFunc, support: notSupported},
+	FuncUnwatch:     {name: "unwatch", class: classFunc, support: notSupported},
+}
+
+// String returns the builtin's name ("argN" for VarArg).
+func (id BuiltinID) String() string {
+	if id <= BuiltinInvalid || id >= numBuiltins {
+		return fmt.Sprintf("BuiltinID(%d)", int(id))
+	}
+	if b := &builtins[id]; b.numbered {
+		return b.name + "N"
+	}
+	return builtins[id].name
+}
+
+// Aggregation returns the aggregation kind an aggregation function
+// (count, sum ...) stores in its map, or KindNone.
+func (id BuiltinID) Aggregation() Kind {
+	if id <= BuiltinInvalid || id >= numBuiltins {
+		return KindNone
+	}
+	return builtins[id].agg
+}
+
+// builtinKey names a builtin within its class.
+type builtinKey struct {
+	class builtinClass
+	name  string
+}
+
+// builtinsByName indexes the builtins with plain names.
+var builtinsByName = func() map[builtinKey]BuiltinID {
+	m := map[builtinKey]BuiltinID{}
+	for id := BuiltinInvalid + 1; id < numBuiltins; id++ {
+		if b := &builtins[id]; !b.numbered {
+			m[builtinKey{b.class, b.name}] = id
+		}
+	}
+	return m
+}()
+
+// lookupBuiltin returns the builtin of class called name, or
+// BuiltinInvalid.
+func lookupBuiltin(class builtinClass, name string) BuiltinID {
+	if id, ok := builtinsByName[builtinKey{class, name}]; ok {
+		return id
+	}
+	for id := BuiltinInvalid + 1; id < numBuiltins; id++ {
+		if b := &builtins[id]; b.numbered && b.class == class && numberAfter(name, b.name) >= 0 {
+			return id
+		}
+	}
+	return BuiltinInvalid
+}
+
+// LookupVar returns the builtin variable called name (VarArg for any
+// argN), or BuiltinInvalid.
+func LookupVar(name string) BuiltinID { return lookupBuiltin(classVar, name) }
+
+// LookupFunc returns the function called name, or BuiltinInvalid.
+func LookupFunc(name string) BuiltinID { return lookupBuiltin(classFunc, name) }
+
+// Builtins returns the builtins the checker accepts, in id order: the
+// ones codegen lowers (stack modes within ustack()), or refuses as
+// unsupported (kaddr() and override(), which need the kernel's symbols
+// and kprobes).
+func Builtins() []BuiltinID {
+	var ids []BuiltinID
+	for id := BuiltinInvalid + 1; id < numBuiltins; id++ {
+		if builtins[id].support == supported {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// supportedNames lists the supported builtins of class with plain names,
+// sorted: the candidates of "did you mean" hints.
+func supportedNames(class builtinClass) []string {
+	var names []string
+	for id := BuiltinInvalid + 1; id < numBuiltins; id++ {
+		if b := &builtins[id]; b.class == class && b.support == supported && !b.numbered {
+			names = append(names, b.name)
+		}
+	}
+	slices.Sort(names)
+	return names
+}
+
+// lexClass says how bpftrace 0.17's lexer classes an identifier, which
+// its syntax errors show: "builtin" for builtin variables, "call" for
+// function names (whether or not a "(" follows), "call_builtin" for names
+// that are both (kstack, ustack), "stack_mode" for ustack's modes, and
+// "identifier" for the rest. Its numbered builtins take one digit (arg0 to
+// arg9).
+func lexClass(name string) string {
+	var isVar, isFunc bool
+	for id := BuiltinInvalid + 1; id < numBuiltins; id++ {
+		b := &builtins[id]
+		match := b.name == name
+		if b.numbered {
+			match = len(name) == len(b.name)+1 && strings.HasPrefix(name, b.name) && '0' <= name[len(b.name)] && name[len(b.name)] <= '9'
+		}
+		if !match || b.unlexed {
+			continue
+		}
+		switch b.class {
+		case classVar:
+			isVar = true
+		case classFunc:
+			isFunc = true
+		case classStackMode:
+			return "stack_mode"
+		}
+	}
+	switch {
+	case isVar && isFunc:
+		return "call_builtin"
+	case isVar:
+		return "builtin"
+	case isFunc:
+		return "call"
+	}
+	return "identifier"
+}
+
+// numberAfter returns N for a name that is prefix followed by a decimal
+// number N without leading zeros, or -1.
+func numberAfter(name, prefix string) int {
+	digits, ok := strings.CutPrefix(name, prefix)
+	if !ok || digits == "" || len(digits) > 1 && digits[0] == '0' {
 		return -1
 	}
 	n, err := strconv.Atoi(digits)
@@ -49,89 +422,36 @@ func argIndex(name string) int {
 	return n
 }
 
-// funcSig is the arity of a builtin function. max < 0 means any number.
-type funcSig struct {
-	min, max int
-	// void functions produce no value: they are statements.
-	void bool
-	// agg is the aggregation kind of count(), sum() ...; KindNone otherwise.
-	agg Kind
-	// unsafe functions need --unsafe.
-	unsafe bool
-	// varargs functions word their arity errors as a range ("at least",
-	// "up to") even when min == max, as bpftrace does for strftime().
-	varargs bool
-}
-
-// funcs are the functions gotrace implements, with their arities.
-var funcs = map[string]funcSig{
-	"count":       {min: 0, max: 0, agg: KindCount},
-	"sum":         {min: 1, max: 1, agg: KindSum},
-	"avg":         {min: 1, max: 1, agg: KindAvg},
-	"min":         {min: 1, max: 1, agg: KindMin},
-	"max":         {min: 1, max: 1, agg: KindMax},
-	"stats":       {min: 1, max: 1, agg: KindStats},
-	"hist":        {min: 1, max: 1, agg: KindHist},
-	"lhist":       {min: 4, max: 4, agg: KindLhist},
-	"printf":      {min: 1, max: -1, void: true},
-	"print":       {min: 1, max: 3, void: true},
-	"exit":        {min: 0, max: 0, void: true},
-	"clear":       {min: 1, max: 1, void: true},
-	"zero":        {min: 1, max: 1, void: true},
-	"delete":      {min: 1, max: 1, void: true},
-	"time":        {min: 0, max: 1, void: true},
-	"join":        {min: 1, max: 2, void: true},
-	"cat":         {min: 1, max: -1, void: true},
-	"system":      {min: 1, max: -1, void: true, unsafe: true},
-	"signal":      {min: 1, max: 1, void: true, unsafe: true},
-	"override":    {min: 1, max: 1, void: true, unsafe: true},
-	"str":         {min: 1, max: 2},
-	"buf":         {min: 1, max: 2},
-	"strftime":    {min: 2, max: 2, varargs: true},
-	"ustack":      {min: 0, max: 2},
-	"usym":        {min: 1, max: 1},
-	"uaddr":       {min: 1, max: 1},
-	"ntop":        {min: 1, max: 2},
-	"kaddr":       {min: 1, max: 1},
-	"reg":         {min: 1, max: 1},
-	"sizeof":      {min: 1, max: 1},
-	"strncmp":     {min: 3, max: 3},
-	"uptr":        {min: 1, max: 1},
-	"kptr":        {min: 1, max: 1},
-	"bswap":       {min: 1, max: 1},
-	"strcontains": {min: 2, max: 2},
-	"strerror":    {min: 1, max: 1},
-}
-
-// unsupportedFuncs are functions bpftrace 0.17 has that gotrace does not
-// implement (kernel-side features).
-var unsupportedFuncs = map[string]bool{
-	"ksym": true, "kstack": true, "path": true, "macaddr": true, "cgroup_path": true,
-	"skboutput": true, "cgroupid": true, "debugf": true, "unwatch": true,
+// ArgIndex returns N for an argN builtin, or -1.
+func (e *Builtin) ArgIndex() int {
+	if e.ID != VarArg {
+		return -1
+	}
+	return numberAfter(e.Name, builtins[VarArg].name)
 }
 
 // arityError returns bpftrace's message for a call of name with n
-// arguments that sig does not allow, or "".
-func arityError(name string, sig funcSig, n int) string {
+// arguments that the function b does not allow, or "".
+func arityError(name string, b *builtin, n int) string {
 	switch {
-	case sig.min == sig.max && n != sig.min && !sig.varargs:
-		switch sig.min {
+	case b.min == b.max && n != b.min && !b.varargs:
+		switch b.min {
 		case 0:
 			return fmt.Sprintf("%s() requires no arguments (%d provided)", name, n)
 		case 1:
 			return fmt.Sprintf("%s() requires one argument (%d provided)", name, n)
 		}
-		return fmt.Sprintf("%s() requires %d arguments (%d provided)", name, sig.min, n)
-	case n < sig.min:
-		if sig.min == 1 {
+		return fmt.Sprintf("%s() requires %d arguments (%d provided)", name, b.min, n)
+	case n < b.min:
+		if b.min == 1 {
 			return fmt.Sprintf("%s() requires at least one argument (%d provided)", name, n)
 		}
-		return fmt.Sprintf("%s() requires at least %d arguments (%d provided)", name, sig.min, n)
-	case sig.max >= 0 && n > sig.max:
-		if sig.max == 1 {
+		return fmt.Sprintf("%s() requires at least %d arguments (%d provided)", name, b.min, n)
+	case b.max >= 0 && n > b.max:
+		if b.max == 1 {
 			return fmt.Sprintf("%s() takes up to one argument (%d provided)", name, n)
 		}
-		return fmt.Sprintf("%s() takes up to %d arguments (%d provided)", name, sig.max, n)
+		return fmt.Sprintf("%s() takes up to %d arguments (%d provided)", name, b.max, n)
 	}
 	return ""
 }
@@ -150,12 +470,6 @@ func ClosestName(name string, candidates []string) string {
 		}
 	}
 	return best
-}
-
-// sortedNames lists the names of a table of builtins in a fixed order, so
-// that hints are deterministic.
-func sortedNames[V any](table map[string]V) []string {
-	return slices.Sorted(maps.Keys(table))
 }
 
 // intTypeByName returns the integer type a type name such as uint32

@@ -22,15 +22,16 @@ type symbolSize struct {
 // call checks a function call used as u.
 func (c *checker) call(e *Call, u use) Type {
 	nameLoc := e.NameLoc
-	sig, ok := funcs[e.Name]
-	if !ok {
+	e.ID = LookupFunc(e.Name)
+	sig := &builtins[e.ID]
+	if e.ID == BuiltinInvalid || sig.support != supported {
 		// Like bpftrace, leave the arguments of an unknown function alone.
-		if unsupportedFuncs[e.Name] {
+		if e.ID != BuiltinInvalid {
 			c.errorf(nameLoc, "The %s() function is not supported by gotrace", e.Name)
 			return Type{}
 		}
 		hint := ""
-		if near := ClosestName(e.Name, sortedNames(funcs)); near != "" {
+		if near := ClosestName(e.Name, supportedNames(classFunc)); near != "" {
 			hint = fmt.Sprintf("did you mean %s()?", near)
 		}
 		c.hintf(nameLoc, hint, "Unknown function: %s", e.Name)
@@ -57,42 +58,35 @@ func (c *checker) call(e *Call, u use) Type {
 }
 
 // callResult is the type a function returns, whatever its arguments.
-func (c *checker) callResult(e *Call, sig funcSig) Type {
+func (c *checker) callResult(e *Call, sig *builtin) Type {
 	switch {
 	case sig.agg != KindNone:
 		return Type{Kind: sig.agg}
 	case sig.void:
 		return Type{Kind: KindVoid}
 	}
-	switch e.Name {
-	case "str":
+	switch e.ID {
+	case FuncStr:
 		return String(c.cfg.StrLen)
-	case "buf":
+	case FuncBuf:
 		return c.bufType(e)
-	case "strftime":
-		return Type{Kind: KindTimestamp}
-	case "ustack":
+	case FuncUstack:
 		return c.stackType(e)
-	case "usym":
-		return Type{Kind: KindUsym}
-	case "strerror":
-		return Type{Kind: KindErrno}
-	case "ntop":
-		return Type{Kind: KindInet}
-	case "uaddr":
+	case FuncUaddr:
 		return c.uaddrType(e)
-	case "uptr", "kptr":
+	case FuncUptr, FuncKptr:
 		if len(e.Args) == 1 && TypeOf(e.Args[0]).Kind == KindPointer {
 			return TypeOf(e.Args[0])
 		}
 		return Int64
-	case "bswap":
+	case FuncBswap:
 		// The bytes of the argument's own width, reversed, unsigned.
 		if len(e.Args) == 1 && TypeOf(e.Args[0]).Kind == KindInt {
 			return Int(TypeOf(e.Args[0]).Size, false)
 		}
+		return Uint64
 	}
-	return Uint64
+	return sig.result
 }
 
 // bufType is buf(p[, n])'s type: n data bytes, at most StrLen.
@@ -115,18 +109,23 @@ func (c *checker) bufType(e *Call) Type {
 func (c *checker) callArgs(e *Call) {
 	args := e.Args
 	name := e.Name
-	switch name {
-	case "count", "exit":
-	case "sum", "avg", "min", "max", "stats", "hist":
+	for _, k := range c.probeKinds() {
+		if b := &builtins[e.ID]; !b.probes.allows(k) {
+			c.errorf(e.Loc, b.probeMsg, name, k.String())
+		}
+	}
+	switch e.ID {
+	case FuncCount, FuncExit:
+	case FuncSum, FuncAvg, FuncMin, FuncMax, FuncStats, FuncHist:
 		c.intArg(e, args[0], "only supports integer arguments")
-	case "lhist":
+	case FuncLhist:
 		c.intArg(e, args[0], "only supports integer arguments")
 		c.lhistArgs(e)
-	case "printf", "cat", "system":
+	case FuncPrintf, FuncCat, FuncSystem:
 		c.formatCall(e)
-	case "print":
+	case FuncPrint:
 		c.printCall(e)
-	case "clear", "zero":
+	case FuncClear, FuncZero:
 		m, ok := args[0].(*MapExpr)
 		if !ok {
 			c.expr(args[0], useValue)
@@ -137,7 +136,7 @@ func (c *checker) callArgs(e *Call) {
 		if len(m.Keys) > 0 {
 			c.errorf(e.Loc, "The map passed to %s() should not be indexed by a key", name)
 		}
-	case "delete":
+	case FuncDelete:
 		m, ok := args[0].(*MapExpr)
 		if !ok {
 			c.expr(args[0], useValue)
@@ -146,11 +145,11 @@ func (c *checker) callArgs(e *Call) {
 		}
 		ms := c.mapAccess(m, m.Loc)
 		c.mapValue(m, ms, true)
-	case "time":
+	case FuncTime:
 		if len(args) == 1 {
 			c.literalArg(e, args[0])
 		}
-	case "join":
+	case FuncJoin:
 		t := c.expr(args[0], useValue)
 		if !isIntLike(t) && t.Kind != KindNone {
 			c.laterf(e.Loc, "join() only supports int or pointer arguments (%s provided)", formatTypeName(t))
@@ -158,49 +157,42 @@ func (c *checker) callArgs(e *Call) {
 		if len(args) == 2 {
 			c.literalArg(e, args[1])
 		}
-	case "signal":
+	case FuncSignal:
 		c.signalCall(e)
-	case "override":
+	case FuncOverride:
 		c.intArg(e, args[0], "only supports integer arguments")
-		for _, k := range c.probeKinds() {
-			if k != ProbeKprobe {
-				c.errorf(e.Loc, "override can only be used with kprobes.")
-			}
-		}
-	case "str":
+	case FuncStr:
 		c.strArg(e, args[0])
 		if len(args) == 2 {
 			c.intArg(e, args[1], "only supports integer arguments")
 		}
-	case "buf":
+	case FuncBuf:
 		t := c.expr(args[0], useValue)
 		if len(args) == 2 {
 			c.intArg(e, args[1], "only supports integer arguments")
 		} else if t.Kind != KindArray && t.Kind != KindNone {
 			c.laterf(e.Loc, "buf() expects a length argument for non-array type %s", formatTypeName(t))
 		}
-	case "strftime":
+	case FuncStrftime:
 		c.literalArg(e, args[0])
 		c.intArg(e, args[1], "only supports integer arguments")
-	case "ustack":
+	case FuncUstack:
 		c.ustackArgs(e)
-	case "usym":
+	case FuncUsym:
 		if t := c.expr(args[0], useValue); !isIntLike(t) && t.Kind != KindNone {
 			c.errorf(e.Loc, "usym() expects an integer or pointer argument")
 		}
-	case "uaddr":
-		c.userProbeOnly(e)
+	case FuncUaddr:
 		c.literalArg(e, args[0])
-	case "kaddr":
+	case FuncKaddr:
 		c.literalArg(e, args[0])
-	case "reg":
-		c.userProbeOnly(e)
+	case FuncReg:
 		if lit, ok := c.literalArg(e, args[0]); ok {
 			if _, reg := ptregs.ByMember(lit); !reg {
 				c.errorf(e.Loc, "'%s' is not a valid register on this architecture (x86_64)", lit)
 			}
 		}
-	case "ntop":
+	case FuncNtop:
 		if len(args) == 2 {
 			c.intArg(e, args[0], "only supports integer arguments")
 		}
@@ -215,7 +207,7 @@ func (c *checker) callArgs(e *Call) {
 		default:
 			c.errorf(e.Loc, "ntop() expects an integer or array argument, got %s", formatTypeName(t))
 		}
-	case "sizeof":
+	case FuncSizeof:
 		if b, ok := args[0].(*Builtin); ok {
 			if t, ok := intTypeByName(b.Name); ok {
 				SetType(b, t)
@@ -223,7 +215,7 @@ func (c *checker) callArgs(e *Call) {
 			}
 		}
 		c.expr(args[0], useValue)
-	case "strncmp":
+	case FuncStrncmp:
 		for _, a := range args[:2] {
 			if t := c.expr(a, useValue); t.Kind != KindString && t.Kind != KindNone {
 				c.laterf(e.Loc, "strncmp() only supports string arguments (%s provided)", formatTypeName(t))
@@ -232,15 +224,15 @@ func (c *checker) callArgs(e *Call) {
 		if n, ok := c.constArg(e, args[2]); ok && n < 0 {
 			c.laterf(e.Loc, "Builtin strncmp requires a non-negative size")
 		}
-	case "bswap", "strerror":
+	case FuncBswap, FuncStrerror:
 		c.intArg(e, args[0], "only supports integer arguments")
-	case "strcontains":
+	case FuncStrcontains:
 		for _, a := range args {
 			if t := c.expr(a, useValue); t.Kind != KindString && t.Kind != KindNone {
 				c.laterf(e.Loc, "strcontains() only supports string arguments (%s provided)", formatTypeName(t))
 			}
 		}
-	case "uptr", "kptr":
+	case FuncUptr, FuncKptr:
 		if t := c.expr(args[0], useValue); !isIntLike(t) && t.Kind != KindNone {
 			c.errorf(e.Loc, "%s() only supports integer or pointer arguments (%s provided)", name, formatTypeName(t))
 		}
@@ -263,7 +255,7 @@ func (c *checker) literalArg(e *Call, a Expr) (string, bool) {
 	lit, ok := a.(*StrLit)
 	if !ok {
 		report := c.errorf
-		if e.Name == "strftime" || e.Name == "join" {
+		if e.ID == FuncStrftime || e.ID == FuncJoin {
 			report = c.laterf
 		}
 		report(e.Loc, "%s() expects a string literal (%s provided)", e.Name, formatTypeName(t))
@@ -285,13 +277,11 @@ func (c *checker) constArg(e *Call, a Expr) (int64, bool) {
 // argCategory names an argument's type in "expects a ... literal"
 // messages, where a stack mode is one more category.
 func argCategory(a Expr, t Type) string {
-	if b, ok := a.(*Builtin); ok && isStackMode(b.Name) {
+	if stackMode(a) != BuiltinInvalid {
 		return "stack mode"
 	}
 	return formatTypeName(t)
 }
-
-func isStackMode(name string) bool { return name == "perf" || name == "bpftrace" }
 
 // strArg checks str()'s first argument: an integer, a pointer, or a
 // positional parameter, which str() reads as text.
@@ -380,12 +370,6 @@ func (c *checker) printCall(e *Call) {
 
 // signalCall checks signal(SIG): a signal number or name.
 func (c *checker) signalCall(e *Call) {
-	for _, k := range c.probeKinds() {
-		switch k {
-		case ProbeBegin, ProbeEnd, ProbeInterval:
-			c.errorf(e.Loc, "signal can not be used with \"%s\" probes", k.String())
-		}
-	}
 	a := e.Args[0]
 	t := c.expr(a, useValue)
 	if lit, ok := a.(*StrLit); ok {
@@ -410,11 +394,26 @@ func (c *checker) signalCall(e *Call) {
 // maxSignal is the largest signal number signal() sends (SIGRTMAX).
 const maxSignal = 64
 
+// stackMode resolves a stack mode argument of ustack(): it records and
+// returns its id, or returns BuiltinInvalid for an expression that is no
+// stack mode.
+func stackMode(a Expr) BuiltinID {
+	b, ok := a.(*Builtin)
+	if !ok {
+		return BuiltinInvalid
+	}
+	if id := lookupBuiltin(classStackMode, b.Name); id != BuiltinInvalid {
+		b.ID = id
+		return id
+	}
+	return BuiltinInvalid
+}
+
 // ustackArgs checks ustack([mode][, limit]).
 func (c *checker) ustackArgs(e *Call) {
 	args := e.Args
 	if len(args) == 2 {
-		if b, ok := args[0].(*Builtin); ok && isStackMode(b.Name) {
+		if b, ok := args[0].(*Builtin); ok && stackMode(b) != BuiltinInvalid {
 			SetType(b, Type{})
 		} else {
 			t := c.expr(args[0], useValue)
@@ -424,7 +423,7 @@ func (c *checker) ustackArgs(e *Call) {
 		return
 	}
 	if len(args) == 1 {
-		if b, ok := args[0].(*Builtin); ok && isStackMode(b.Name) {
+		if b, ok := args[0].(*Builtin); ok && stackMode(b) != BuiltinInvalid {
 			SetType(b, Type{})
 			return
 		}
@@ -437,8 +436,8 @@ func (c *checker) ustackArgs(e *Call) {
 func (c *checker) stackType(e *Call) Type {
 	t := Type{Kind: KindStack, StackFrames: DefaultStackFrames}
 	for _, a := range e.Args {
-		if b, ok := a.(*Builtin); ok && isStackMode(b.Name) {
-			t.StackPerf = b.Name == "perf"
+		if mode := stackMode(a); mode != BuiltinInvalid {
+			t.StackPerf = mode == ModePerf
 		} else if n, ok := c.constInt(a); ok && n > 0 {
 			t.StackFrames = int(n)
 		}
@@ -448,7 +447,7 @@ func (c *checker) stackType(e *Call) Type {
 
 // stackLimit checks ustack()'s frame count: a constant integer.
 func (c *checker) stackLimit(e *Call, a Expr) {
-	if b, ok := a.(*Builtin); ok && isStackMode(b.Name) {
+	if b, ok := a.(*Builtin); ok && stackMode(b) != BuiltinInvalid {
 		SetType(b, Type{})
 		c.errorf(e.Loc, "ustack() expects a integer literal (stack mode provided)")
 		return
@@ -486,15 +485,4 @@ func (c *checker) uaddrType(e *Call) Type {
 		elem = Int(int(sym.size), true)
 	}
 	return Type{Kind: KindPointer, Elem: &elem}
-}
-
-// userProbeOnly reports uaddr() and reg() outside the probes that run in a
-// user process.
-func (c *checker) userProbeOnly(e *Call) {
-	for _, k := range c.probeKinds() {
-		switch k {
-		case ProbeBegin, ProbeEnd, ProbeInterval, ProbeProfile:
-			c.errorf(e.Loc, "%s can not be used with \"%s\" probes", e.Name, k.String())
-		}
-	}
 }

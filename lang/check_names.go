@@ -1,9 +1,9 @@
 package lang
 
-import "github.com/gotrace/gotrace/internal/ptregs"
-
 // This file types names: scratch variables, builtin variables and
 // positional parameters.
+
+import "github.com/gotrace/gotrace/internal/ptregs"
 
 // varRead types a read of a scratch variable.
 func (c *checker) varRead(v *Var) Type {
@@ -42,55 +42,40 @@ func (c *checker) varAssign(v *Var, t Type, opSpan Span) {
 	SetType(v, vars[v.Name])
 }
 
-// builtin types a builtin variable and checks that the probe allows it.
+// builtin resolves and types a builtin variable and checks that the probe
+// allows it.
 func (c *checker) builtin(e *Builtin) Type {
-	if n := argIndex(e.Name); n >= 0 {
-		for _, k := range c.probeKinds() {
-			switch k {
-			case ProbeUSDT:
-				// Any argN the probe's note describes; codegen checks N
-				// against the note.
-			case ProbeUprobe, ProbeKprobe:
-				// bpftrace 0.17 reads only the arguments passed in
-				// registers.
-				if _, ok := ptregs.ArgOffset(n); !ok {
-					c.errorf(e.Loc, "x86_64 doesn't support %s", e.Name)
-				}
-			default:
-				c.errorf(e.Loc, "The %s builtin can only be used with 'kprobes', 'uprobes' and 'usdt' probes", e.Name)
-			}
+	e.ID = LookupVar(e.Name)
+	b := &builtins[e.ID]
+	switch {
+	case e.ID == BuiltinInvalid || b.support == lexedOnly:
+		hint := ""
+		if near := ClosestName(e.Name, supportedNames(classVar)); near != "" {
+			hint = "did you mean " + near + "?"
 		}
-		return Uint64
-	}
-	t, ok := builtinVars[e.Name]
-	if !ok {
-		if unsupportedBuiltins[e.Name] {
-			c.errorf(e.Loc, "The %s builtin is not supported by gotrace", e.Name)
-		} else {
-			hint := ""
-			if near := ClosestName(e.Name, sortedNames(builtinVars)); near != "" {
-				hint = "did you mean " + near + "?"
-			}
-			c.hintf(e.Loc, hint, "Unknown identifier: '%s'", e.Name)
-		}
+		c.hintf(e.Loc, hint, "Unknown identifier: '%s'", e.Name)
+		return Type{}
+	case b.support == notSupported:
+		c.errorf(e.Loc, "The %s builtin is not supported by gotrace", e.Name)
 		return Type{}
 	}
-	if e.Name == "cpid" && !c.cfg.Child {
+	if e.ID == VarCpid && !c.cfg.Child {
 		c.errorf(e.Loc, "cpid cannot be used without child command")
 	}
 	for _, k := range c.probeKinds() {
-		switch e.Name {
-		case "retval":
-			if k != ProbeUretprobe && k != ProbeKretprobe {
-				c.errorf(e.Loc, "The retval builtin can only be used with 'kretprobe' and 'uretprobe' and 'kfunc' probes")
-			}
-		case "func":
-			if k != ProbeUprobe && k != ProbeUretprobe && k != ProbeKprobe && k != ProbeKretprobe {
-				c.errorf(e.Loc, "The func builtin can not be used with '%s' probes", k.String())
+		switch {
+		case !b.probes.allows(k):
+			c.errorf(e.Loc, b.probeMsg, e.Name, k.String())
+		case e.ID == VarArg && (k == ProbeUprobe || k == ProbeKprobe):
+			// bpftrace 0.17 reads only the arguments passed in registers.
+			// USDT allows any argN its note describes; codegen checks N
+			// against the note.
+			if _, ok := ptregs.ArgOffset(e.ArgIndex()); !ok {
+				c.errorf(e.Loc, "x86_64 doesn't support %s", e.Name)
 			}
 		}
 	}
-	return t
+	return b.typ
 }
 
 // param types $N or $# used as a number.

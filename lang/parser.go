@@ -548,26 +548,7 @@ func (c *converter) primary(g *gPrimary) Expr {
 // rest. Parse makes every identifier
 // that is not called a *Builtin; the checker reports the unknown ones.
 func identClass(name string) string {
-	switch name {
-	case "pid", "tid", "uid", "gid", "nsecs", "elapsed", "numaid", "cpu", "curtask", "rand",
-		"ctx", "comm", "retval", "func", "probe", "username", "cgroup", "cpid", "args":
-		return "builtin"
-	case "kstack", "ustack":
-		return "call_builtin"
-	case "perf", "bpftrace":
-		return "stack_mode"
-	case "avg", "bswap", "buf", "cat", "cgroup_path", "cgroupid", "clear", "count", "debugf",
-		"delete", "exit", "hist", "join", "kaddr", "kptr", "ksym", "lhist", "macaddr", "max",
-		"min", "ntop", "override", "path", "print", "printf", "reg", "signal", "sizeof",
-		"skboutput", "stats", "str", "strcontains", "strerror", "strftime", "strncmp", "sum",
-		"system", "time", "uaddr", "unwatch", "uptr", "usym", "zero":
-		return "call"
-	}
-	if len(name) == 4 && strings.HasPrefix(name, "arg") && isDecDigit(name[3]) ||
-		len(name) == 5 && strings.HasPrefix(name, "sarg") && isDecDigit(name[4]) {
-		return "builtin"
-	}
-	return "identifier"
+	return lexClass(name)
 }
 
 // parseInt reads an integer literal as the lexer cut it (numberLen): hex,

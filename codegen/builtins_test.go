@@ -1,0 +1,110 @@
+package codegen
+
+import (
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/lang"
+)
+
+// TestEveryBuiltinLowers compiles a script using each builtin the checker
+// accepts: a builtin added to lang's registry without a lowering fails
+// here. kaddr() and override() are checked as bpftrace checks them but
+// need the kernel's symbols and kprobes, which gotrace does without.
+func TestEveryBuiltinLowers(t *testing.T) {
+	const python = "/usr/bin/python3.11"
+	testenv.RequireFile(t, python)
+	scripts := map[lang.BuiltinID]string{
+		lang.VarPid:          `BEGIN { @ = pid; }`,
+		lang.VarTid:          `BEGIN { @ = tid; }`,
+		lang.VarUID:          `BEGIN { @ = uid; }`,
+		lang.VarGID:          `BEGIN { @ = gid; }`,
+		lang.VarCPU:          `BEGIN { @ = cpu; }`,
+		lang.VarNsecs:        `BEGIN { @ = nsecs; }`,
+		lang.VarElapsed:      `BEGIN { @ = elapsed; }`,
+		lang.VarRand:         `BEGIN { @ = rand; }`,
+		lang.VarCgroup:       `BEGIN { @ = cgroup; }`,
+		lang.VarNumaid:       `BEGIN { @ = numaid; }`,
+		lang.VarRetval:       `uretprobe:/bin/sh:main { @ = retval; }`,
+		lang.VarCpid:         `BEGIN { @ = cpid; }`,
+		lang.VarComm:         `BEGIN { @ = comm; }`,
+		lang.VarProbe:        `BEGIN { @ = probe; }`,
+		lang.VarFunc:         `uprobe:/bin/sh:main { @ = func; }`,
+		lang.VarUsername:     `BEGIN { @ = username; }`,
+		lang.VarUstack:       `uprobe:/bin/sh:main { @ = ustack; }`,
+		lang.VarArg:          `uprobe:/bin/sh:main { @ = arg2; }`,
+		lang.ModePerf:        `uprobe:/bin/sh:main { @ = ustack(perf, 3); }`,
+		lang.ModeBpftrace:    `uprobe:/bin/sh:main { @ = ustack(bpftrace); }`,
+		lang.FuncCount:       `BEGIN { @ = count(); }`,
+		lang.FuncSum:         `BEGIN { @ = sum(1); }`,
+		lang.FuncAvg:         `BEGIN { @ = avg(1); }`,
+		lang.FuncMin:         `BEGIN { @ = min(1); }`,
+		lang.FuncMax:         `BEGIN { @ = max(1); }`,
+		lang.FuncStats:       `BEGIN { @ = stats(1); }`,
+		lang.FuncHist:        `BEGIN { @ = hist(1); }`,
+		lang.FuncLhist:       `BEGIN { @ = lhist(1, 0, 10, 1); }`,
+		lang.FuncPrintf:      `BEGIN { printf("%d\n", 1); }`,
+		lang.FuncPrint:       `BEGIN { @ = 1; print(@); print(2); }`,
+		lang.FuncExit:        `BEGIN { exit(); }`,
+		lang.FuncClear:       `BEGIN { @ = 1; clear(@); }`,
+		lang.FuncZero:        `BEGIN { @ = 1; zero(@); }`,
+		lang.FuncDelete:      `BEGIN { @[1] = 1; delete(@[1]); }`,
+		lang.FuncTime:        `BEGIN { time(); }`,
+		lang.FuncJoin:        `uprobe:/bin/sh:main { join(arg1); }`,
+		lang.FuncCat:         `BEGIN { cat("/etc/hostname"); }`,
+		lang.FuncSystem:      `BEGIN { system("true"); }`,
+		lang.FuncSignal:      `uprobe:/bin/sh:main { signal("USR1"); }`,
+		lang.FuncStr:         `uprobe:/bin/sh:main { @ = str(arg0); str(arg1, 4); }`,
+		lang.FuncBuf:         `uprobe:/bin/sh:main { @ = buf(arg0, 8); }`,
+		lang.FuncStrftime:    `BEGIN { @ = strftime("%H", nsecs); }`,
+		lang.FuncUstack:      `uprobe:/bin/sh:main { @ = ustack(); }`,
+		lang.FuncUsym:        `uprobe:/bin/sh:main { @ = usym(arg0); }`,
+		lang.FuncUaddr:       `uprobe:` + python + `:main { @ = *uaddr("Py_DebugFlag"); }`,
+		lang.FuncNtop:        `BEGIN { @ = ntop(0x0100007f); }`,
+		lang.FuncKaddr:       `BEGIN { @ = kaddr("jiffies"); }`,
+		lang.FuncOverride:    `kprobe:f { override(1); }`,
+		lang.FuncReg:         `uprobe:/bin/sh:main { @ = reg("ip"); }`,
+		lang.FuncSizeof:      `BEGIN { @ = sizeof(uint32); }`,
+		lang.FuncStrncmp:     `BEGIN { @ = strncmp("a", "b", 1); }`,
+		lang.FuncUptr:        `uprobe:/bin/sh:main { @ = uptr(arg0); }`,
+		lang.FuncKptr:        `uprobe:/bin/sh:main { @ = kptr(arg0); }`,
+		lang.FuncBswap:       `BEGIN { @ = bswap((uint16)1); }`,
+		lang.FuncStrcontains: `BEGIN { @ = strcontains("ab", "b"); }`,
+		lang.FuncStrerror:    `BEGIN { @ = strerror(2); }`,
+	}
+	for _, id := range lang.Builtins() {
+		src, ok := scripts[id]
+		if !ok {
+			t.Errorf("%v: no script", id)
+			continue
+		}
+		delete(scripts, id)
+		if !strings.Contains(src, strings.TrimSuffix(id.String(), "N")) {
+			t.Errorf("%v: script %s does not use it", id, src)
+		}
+		p, err := lang.Parse("t.bt", src)
+		if err != nil {
+			t.Fatalf("parse %s: %v", src, err)
+		}
+		if err := lang.Check(p, lang.Config{Unsafe: true, Child: true}); err != nil {
+			t.Errorf("check %s: %v", src, err)
+			continue
+		}
+		_, err = Compile(p, Options{})
+		switch id {
+		case lang.FuncKaddr, lang.FuncOverride:
+			if !errors.Is(err, ErrUnsupported) {
+				t.Errorf("compile %s: %v, want ErrUnsupported", src, err)
+			}
+		default:
+			if err != nil {
+				t.Errorf("compile %s: %v", src, err)
+			}
+		}
+	}
+	for id := range scripts {
+		t.Errorf("%v: a script for a builtin gotrace does not implement", id)
+	}
+}
