@@ -12,6 +12,7 @@ import (
 	"github.com/cpuguy83/go-md2man/v2/md2man"
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
+	"github.com/spf13/pflag"
 
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -63,6 +64,15 @@ func writeManual(w io.Writer, root *cobra.Command) error {
 		c.Hidden = true
 	}
 	root.DisableAutoGenTag = true
+	root.Flags().VisitAll(func(f *pflag.Flag) {
+		// "``" only hides the value's name from --help; a usage starting
+		// with "(" would follow the "[=VALUE]" that cobra writes and make
+		// a markdown link of the two.
+		f.Usage = strings.TrimPrefix(f.Usage, "``")
+		if strings.HasPrefix(f.Usage, "(") {
+			f.Usage = `\` + f.Usage
+		}
+	})
 	// NAME says "gotrace - what it is" without the name twice.
 	root.Short = strings.TrimPrefix(root.Short, root.Name()+": ")
 	var page bytes.Buffer
