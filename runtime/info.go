@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"os"
@@ -47,8 +48,18 @@ func WriteInfo(w io.Writer, version string) {
 		_, err := os.Stat(path)
 		return err == nil
 	}
+	// probed prints a feature found by creating a map or loading a
+	// program, which a user without CAP_BPF cannot do: then it is not
+	// known.
+	probed := func(what string, err error, note string) {
+		if errors.Is(err, os.ErrPermission) {
+			fmt.Fprintf(w, "  %s: unknown (finding out needs CAP_BPF)\n", what)
+			return
+		}
+		yes(what, err == nil, note)
+	}
 	ringbuf := features.HaveMapType(ebpf.RingBuf)
-	yes("ring buffer maps", ringbuf == nil, errNote(ringbuf))
+	probed("ring buffer maps", ringbuf, errNote(ringbuf))
 	yes("uprobes", has("/sys/bus/event_source/devices/uprobe"), "usdt, uprobe, uretprobe")
 	yes("uprobe reference counter", has("/sys/bus/event_source/devices/uprobe/format/ref_ctr_offset"), "USDT semaphores")
 	kernel := hostKernelProbes()
@@ -56,9 +67,9 @@ func WriteInfo(w io.Writer, version string) {
 	yes("tracefs", kernel.tracefs, "gotrace does not attach tracepoints")
 	yes("btf", has("/sys/kernel/btf/vmlinux"), "gotrace does not read it")
 	raw := features.HaveProgramType(ebpf.RawTracepoint)
-	yes("raw tracepoint programs", raw == nil, "BEGIN, END and interval run as these")
+	probed("raw tracepoint programs", raw, "BEGIN, END and interval run as these")
 	perf := features.HaveProgramType(ebpf.PerfEvent)
-	yes("perf event programs", perf == nil, "profile")
+	probed("perf event programs", perf, "profile")
 
 	writePrivileges(w, CurrentPrivileges(), yes)
 }

@@ -212,7 +212,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		return list(f, pid, args, stdout, stderr)
 	}
 
-	if err := checkPrivileges(f); err != nil {
+	if err := checkPrivileges(f, args); err != nil {
 		return 1, err
 	}
 	file, src, params, err := script(f, args)

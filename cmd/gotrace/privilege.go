@@ -106,7 +106,7 @@ func createAsUser(name string) (*os.File, error) {
 // CAP_PERFMON (and naming how to get them), and for an elevated user,
 // what would hand the privileges on (--unsafe's system() and cat(), a -c
 // command started by a set-uid gotrace).
-func checkPrivileges(f *flags) error {
+func checkPrivileges(f *flags, args []string) error {
 	if elevated() {
 		if f.unsafe {
 			return errors.New("--unsafe is refused when gotrace runs with privileges for a user who is not root: system() and cat() would use them")
@@ -115,7 +115,8 @@ func checkPrivileges(f *flags) error {
 			return errors.New("-c is refused when gotrace is set-uid for a user who is not root: the command would run as the file's owner; start it yourself and use -p PID")
 		}
 	}
-	if !loads(f) {
+	if !loads(f) || f.program == "" && len(args) == 0 {
+		// Without a program, the usage error comes first.
 		return nil
 	}
 	return privileges().Check(false, executable())
