@@ -54,12 +54,11 @@ var ErrUnsupported = errors.New("not supported")
 // The names of the internal maps in Spec.Collection.Maps. User maps start
 // with '@', so they never collide.
 const (
-	eventsMapName  = "events"
-	controlMapName = "control"
-	lostMapName    = "lost"
-	fullMapName    = "full"
-	startMapName   = "start"
-	exitedMapName  = "exited"
+	eventsMapName   = "events"
+	controlMapName  = "control"
+	countersMapName = "counters"
+	startMapName    = "start"
+	exitedMapName   = "exited"
 )
 
 // ScratchMapName and ZerosMapName name the per-CPU scratch map and the
@@ -106,12 +105,11 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 			Maps:     map[string]*ebpf.MapSpec{},
 			Programs: map[string]*ebpf.ProgramSpec{},
 		},
-		EventsMap:  eventsMapName,
-		ControlMap: controlMapName,
-		LostMap:    lostMapName,
-		FullMap:    fullMapName,
-		StartMap:   startMapName,
-		ExitedMap:  exitedMapName,
+		EventsMap:   eventsMapName,
+		ControlMap:  controlMapName,
+		CountersMap: countersMapName,
+		StartMap:    startMapName,
+		ExitedMap:   exitedMapName,
 	}
 	if err := c.layoutMaps(); err != nil {
 		return nil, err
@@ -281,8 +279,7 @@ func (c *compiler) internalMaps() {
 	}
 	ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(eventsSize)}
 	ms[controlMapName] = &ebpf.MapSpec{Name: "gt_control", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.ControlSize)}
-	ms[lostMapName] = &ebpf.MapSpec{Name: "gt_lost", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: 1}
-	ms[fullMapName] = &ebpf.MapSpec{Name: "gt_full", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: 8, MaxEntries: uint32(max(1, len(c.spec.Maps)))}
+	ms[countersMapName] = &ebpf.MapSpec{Name: "gt_counters", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(fullCounter(len(c.spec.Maps))), MaxEntries: 1}
 	ms[startMapName] = &ebpf.MapSpec{Name: "gt_start", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	if c.callsExit {
 		ms[exitedMapName] = &ebpf.MapSpec{Name: "gt_exited", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}

@@ -144,7 +144,7 @@ func (f *fn) constInt(e lang.Expr) (int64, error) {
 // event adds ev to Spec.Events and emits code that writes its record:
 // the u64 event index, then args laid out by Layout (Field.Offset counts
 // from just after the index), into the ring buffer ring.
-// A record that does not fit is counted in LostMap.
+// A record that does not fit is counted in CountersMap.
 func (f *fn) event(call *lang.Call, ev Event, args []lang.Expr, ring string) error {
 	types := make([]lang.Type, len(args))
 	for i, a := range args {
@@ -171,7 +171,7 @@ func (f *fn) event(call *lang.Call, ev Event, args []lang.Expr, ring string) err
 }
 
 // output emits bpf_ringbuf_output(ring, scratch+off, size, 0), counting
-// a failure in LostMap.
+// a failure in CountersMap.
 func (f *fn) output(ring string, off, size int) {
 	if ring == eventsMapName {
 		f.c.writesEvents = true
@@ -185,7 +185,7 @@ func (f *fn) output(ring string, off, size int) {
 		asm.FnRingbufOutput.Call(),
 		asm.JEq.Imm(asm.R0, 0, ok),
 	)
-	f.incrementCounter(lostMapName, 0)
+	f.incrementCounter(lostCounter)
 	f.place(ok)
 }
 

@@ -17,7 +17,7 @@ type userMap struct {
 }
 
 // mapOf returns the map named name and its index in Spec.Maps (and in
-// the FullMap counters).
+// the CountersMap counters).
 func (f *fn) mapOf(n lang.Node, name string) (userMap, int, error) {
 	i, ok := f.c.mapIndex[name]
 	if !ok {
@@ -105,7 +105,7 @@ func (f *fn) lookupInt(name string, key keyAt) {
 }
 
 // update emits bpf_map_update_elem(map, key, scratch+voff, ANY) and
-// counts a failure (a full map) in FullMap.
+// counts a failure (a full map) in CountersMap.
 func (f *fn) update(name string, index int, key keyAt, voff int) {
 	ok := f.label("updated")
 	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(name))
@@ -116,7 +116,7 @@ func (f *fn) update(name string, index int, key keyAt, voff int) {
 		asm.FnMapUpdateElem.Call(),
 		asm.JSGE.Imm(asm.R0, 0, ok),
 	)
-	f.incrementCounter(fullMapName, index)
+	f.incrementCounter(fullCounter(index))
 	f.place(ok)
 }
 

@@ -5,6 +5,8 @@
 package codegen
 
 import (
+	"encoding/binary"
+	"fmt"
 	"time"
 
 	"github.com/cilium/ebpf"
@@ -35,15 +37,14 @@ type Spec struct {
 	// index into it.
 	TimeFormats []string
 	// EventsMap is the ring buffer for printf-like records; ControlMap the
-	// small one for exit and errors; LostMap the per-CPU u64 array counting
-	// records that could not be reserved. All are keys of Collection.Maps.
+	// small one for exit and errors. Both are keys of Collection.Maps.
 	EventsMap  string
 	ControlMap string
-	LostMap    string
-	// FullMap is a per-CPU u64 array with one entry per element of Maps
-	// (same index) counting updates that failed, usually because the map
-	// held MapKeysMax entries: the runtime reports them as warnings.
-	FullMap string
+	// CountersMap is a one-element array whose value counts, in u64s the
+	// programs add to atomically, the records that could not be reserved
+	// and, for each element of Maps, the updates that failed, usually
+	// because the map held MapKeysMax entries: DecodeCounters reads it.
+	CountersMap string
 	// StartMap is a one-entry u64 array: the runtime stores the start time
 	// (bpf_ktime_get_ns clock, CLOCK_MONOTONIC) in it before running BEGIN;
 	// the elapsed builtin subtracts it from nsecs.
@@ -179,4 +180,32 @@ type Map struct {
 	// map holds a histogram: zero() keeps it, clear() zeroes it, so that
 	// they print as bpftrace's hashed histograms do.
 	Array bool
+}
+
+// The layout of CountersMap's value: the records lost, then one counter of
+// failed updates per element of Spec.Maps.
+const lostCounter = 0
+
+// fullCounter is the offset of the failed-update counter of Spec.Maps[i];
+// fullCounter(len(Maps)) is the size of the whole value.
+func fullCounter(i int) int { return 8 * (1 + i) }
+
+// Counters are the counts CountersMap holds.
+type Counters struct {
+	// Lost counts the records that could not be reserved in a ring buffer.
+	Lost uint64
+	// Full counts, for each element of Spec.Maps, the updates that failed.
+	Full []uint64
+}
+
+// DecodeCounters decodes CountersMap's value, read as bytes.
+func (s *Spec) DecodeCounters(value []byte) (Counters, error) {
+	if len(value) != fullCounter(len(s.Maps)) {
+		return Counters{}, fmt.Errorf("decode counters: %d bytes, want %d", len(value), fullCounter(len(s.Maps)))
+	}
+	c := Counters{Lost: binary.NativeEndian.Uint64(value[lostCounter:]), Full: make([]uint64, len(s.Maps))}
+	for i := range c.Full {
+		c.Full[i] = binary.NativeEndian.Uint64(value[fullCounter(i):])
+	}
+	return c, nil
 }

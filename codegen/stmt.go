@@ -23,10 +23,12 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		if !f.c.callsExit {
 			break
 		}
-		// After exit(), probes stop.
-		f.lookupZeroKey(exitedMapName)
-		f.returnUnless(asm.JNE, 0)
-		f.emit(asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord))
+		// After exit(), probes stop. The flag's address is an immediate
+		// filled in at load time: no map lookup on every hit.
+		f.emit(
+			asm.LoadMapValue(asm.R0, 0, 0).WithReference(exitedMapName),
+			asm.LoadMem(asm.R0, asm.R0, 0, asm.DWord),
+		)
 		f.returnUnless(asm.JEq, 0)
 	}
 	scratchLookup := len(f.insns)

@@ -60,43 +60,42 @@ func (t *tracer) userMap(name string) (*codegen.Map, *ebpf.Map, error) {
 	return nil, nil, fmt.Errorf("map %s is not in the program", name)
 }
 
+// counters reads the programs' counters of lost records and failed map
+// updates.
+func (t *tracer) counters() (codegen.Counters, bool) {
+	m := t.coll.Maps[t.spec.CountersMap]
+	if m == nil {
+		return codegen.Counters{}, false
+	}
+	var value []byte
+	if err := m.Lookup(uint32(0), &value); err != nil {
+		return codegen.Counters{}, false
+	}
+	c, err := t.spec.DecodeCounters(value)
+	return c, err == nil
+}
+
 // reportLost prints "Lost N events" for the records the programs could not
 // reserve since the last report. The caller holds t.mu.
 func (t *tracer) reportLost() {
-	m := t.coll.Maps[t.spec.LostMap]
-	if m == nil {
-		return
-	}
-	var perCPU []uint64
-	if err := m.Lookup(uint32(0), &perCPU); err != nil {
-		return
-	}
-	var total uint64
-	for _, n := range perCPU {
-		total += n
-	}
-	if total > t.lost {
-		t.printLost(total - t.lost)
-		t.lost = total
+	c, ok := t.counters()
+	if ok && c.Lost > t.lost {
+		t.printLost(c.Lost - t.lost)
+		t.lost = c.Lost
 	}
 }
 
 // reportFull warns about maps that refused updates because they were
 // full. The caller holds t.mu.
 func (t *tracer) reportFull() {
-	m := t.coll.Maps[t.spec.FullMap]
-	if m == nil || t.opts.NoWarnings {
+	if t.opts.NoWarnings {
 		return
 	}
-	for i := range t.spec.Maps {
-		var perCPU []uint64
-		if err := m.Lookup(uint32(i), &perCPU); err != nil {
-			continue
-		}
-		var total uint64
-		for _, n := range perCPU {
-			total += n
-		}
+	c, ok := t.counters()
+	if !ok {
+		return
+	}
+	for i, total := range c.Full {
 		if total > 0 {
 			fmt.Fprintf(t.opts.Err, "WARNING: map %s was full: %d updates were dropped (BPFTRACE_MAP_KEYS_MAX is %d)\n", t.spec.Maps[i].Name, total, t.mapKeysMax())
 		}
