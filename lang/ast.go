@@ -3,11 +3,16 @@
 // expression with its type (check.go), and reports problems as positioned
 // diagnostics in bpftrace's format (diag.go).
 //
-// The AST carries no grammar tags: the parser keeps its participle structs to
-// itself and converts them into these nodes, each with its source span.
+// The parser (parser.go) builds these nodes directly, each with its source
+// span and the spans of its operators and parentheses, so that diagnostics
+// never rescan the source.
 package lang
 
-import "github.com/gotrace/gotrace/lang/attachpoint"
+import (
+	"sort"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
+)
 
 // Pos is a position in a script: 1-based line and 1-based byte column.
 type Pos struct {
@@ -42,6 +47,27 @@ type Program struct {
 	// NumParams is filled in by the checker: the highest positional
 	// parameter ($N) the script reads.
 	NumParams int
+
+	// runs are the runs of characters without blanks that hold several
+	// tokens, in source order; runStart looks them up.
+	runs []tokenRun
+}
+
+// runStart returns where bpftrace's diagnostics begin for a node starting
+// at at: the start of the run of characters without blanks its first token
+// belongs to ("$x" in "str($x" begins with "str").
+func (p *Program) runStart(at Pos) Pos {
+	// i is the first run starting after at.
+	i := sort.Search(len(p.runs), func(i int) bool { return at.before(p.runs[i].start) })
+	if i == 0 || p.runs[i-1].last.before(at) {
+		return at
+	}
+	return p.runs[i-1].start
+}
+
+// before reports whether p comes before q.
+func (p Pos) before(q Pos) bool {
+	return p.Line < q.Line || p.Line == q.Line && p.Col < q.Col
 }
 
 // MapInfo is what the checker learned about one map.
@@ -108,7 +134,9 @@ type Probe struct {
 	Attach []*AttachPoint
 	// Pred is the predicate between slashes, or nil.
 	Pred Expr
-	Body *Block
+	// PredEnd is the end of the predicate's closing slash.
+	PredEnd Pos
+	Body    *Block
 }
 
 // AttachPoint is one attach point, split into its fields as
@@ -159,10 +187,11 @@ type ExprStmt struct {
 // AssignStmt is `LHS Op RHS` where Op is "=" or a compound operator such as
 // "+=" or "<<=". LHS is a *Var or a *MapExpr.
 type AssignStmt struct {
-	Loc Span
-	Op  string
-	LHS Expr
-	RHS Expr
+	Loc   Span
+	Op    string
+	OpLoc Span
+	LHS   Expr
+	RHS   Expr
 }
 
 // IfStmt is `if (Cond) Then [else Else]`; Else is nil, a *Block or an *IfStmt.
@@ -176,7 +205,9 @@ type IfStmt struct {
 // UnrollStmt is `unroll (Count) Body`. The checker sets N to the constant
 // repeat count.
 type UnrollStmt struct {
-	Loc   Span
+	Loc Span
+	// Head is `unroll (Count)`, without the body.
+	Head  Span
 	Count Expr
 	N     int
 	Body  *Block
@@ -220,8 +251,13 @@ type Expr interface {
 
 // ExprBase holds what every expression has: its span and its checked type.
 type ExprBase struct {
-	Loc  Span
-	Type Type
+	// Loc is the expression without the parentheses around it, which
+	// bpftrace's diagnostics leave out too.
+	Loc Span
+	// ParenLoc is the expression with its outermost parentheses, if it is
+	// parenthesized; the zero Span otherwise.
+	ParenLoc Span
+	Type     Type
 }
 
 // Span returns the expression's source span.
@@ -293,32 +329,37 @@ type Call struct {
 // operators.
 type Binary struct {
 	ExprBase
-	Op string
-	X  Expr
-	Y  Expr
+	Op    string
+	OpLoc Span
+	X     Expr
+	Y     Expr
 }
 
 // Unary is a prefix operator: "!", "~", "-" or "*" (dereference).
 type Unary struct {
 	ExprBase
-	Op string
-	X  Expr
+	Op    string
+	OpLoc Span
+	X     Expr
 }
 
 // IncDec is `++X`, `--X`, `X++` or `X--`.
 type IncDec struct {
 	ExprBase
-	Op   string
-	Post bool
-	X    Expr
+	Op    string
+	OpLoc Span
+	Post  bool
+	X     Expr
 }
 
 // Ternary is `Cond ? Then : Else`.
 type Ternary struct {
 	ExprBase
-	Cond Expr
-	Then Expr
-	Else Expr
+	Cond        Expr
+	QuestionLoc Span
+	Then        Expr
+	ColonLoc    Span
+	Else        Expr
 }
 
 // Cast is `(TypeName)X`, such as `(uint32)arg0`, `(uint8 *)$p` or
@@ -326,8 +367,10 @@ type Ternary struct {
 type Cast struct {
 	ExprBase
 	TypeName string
-	To       Type
-	X        Expr
+	// TypeLoc is the parenthesized type.
+	TypeLoc Span
+	To      Type
+	X       Expr
 }
 
 // Tuple is `(a, b, ...)` with at least two elements.

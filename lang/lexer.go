@@ -2,15 +2,14 @@ package lang
 
 import (
 	"fmt"
-	"io"
-	"sort"
+	"slices"
 	"strings"
 
 	"github.com/alecthomas/participle/v2/lexer"
 )
 
 // Token types of the bpftrace lexer. Keywords such as if, else and struct
-// come through as tokIdent and are matched by value in the grammar.
+// come through as tokIdent and are matched by value in the parser.
 const (
 	tokEOF        = lexer.EOF
 	tokIdent      = lexer.TokenType(-2 - iota)
@@ -25,20 +24,6 @@ const (
 	tokPunct      // operators and punctuation
 )
 
-var tokenSymbols = map[string]lexer.TokenType{
-	"EOF":        tokEOF,
-	"Ident":      tokIdent,
-	"Int":        tokInt,
-	"String":     tokString,
-	"Var":        tokVar,
-	"Map":        tokMap,
-	"Param":      tokParam,
-	"ParamCount": tokParamCount,
-	"Attach":     tokAttach,
-	"EndPred":    tokEndPred,
-	"Punct":      tokPunct,
-}
-
 // punctuation, longest first so that "<<=" wins over "<<" and "<".
 var puncts = []string{
 	"<<=", ">>=",
@@ -49,8 +34,9 @@ var puncts = []string{
 }
 
 // lexToken is a token with the position just after its last character and
-// the start of its run: the first character after the blanks or comment
-// before it, where bison's error locations begin.
+// the start of its run, where bison's error locations begin: the character
+// after the last blank before it. Comments do not end a run, but a newline
+// in a block comment does, as in bpftrace's lexer ("/*c*/foo" is one run).
 type lexToken struct {
 	lexer.Token
 	End lexer.Position
@@ -132,16 +118,15 @@ func (s *scanner) errorf(start lexer.Position, n int, format string, args ...any
 }
 
 func (s *scanner) skipSpace() *Error {
-	defer func(off int) {
-		if s.off > off || off == 0 {
-			s.run = s.pos()
-		}
-	}(s.off)
+	if s.off == 0 {
+		s.run = s.pos()
+	}
 	for s.off < len(s.src) {
 		c := s.src[s.off]
 		switch {
 		case c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v':
 			s.advance(1)
+			s.run = s.pos()
 		case strings.HasPrefix(s.src[s.off:], "//"):
 			n := strings.IndexByte(s.src[s.off:], '\n')
 			if n < 0 {
@@ -153,7 +138,11 @@ func (s *scanner) skipSpace() *Error {
 			if n < 0 {
 				return s.errorf(s.pos(), 2, "unterminated comment")
 			}
+			nl := strings.LastIndexByte(s.src[s.off:s.off+n+2], '\n')
 			s.advance(n + 4)
+			if nl >= 0 {
+				s.run = lexer.Position{Filename: s.file, Offset: s.off - (n + 4) + nl + 1, Line: s.line, Column: 1}
+			}
 		default:
 			return nil
 		}
@@ -198,6 +187,11 @@ func (s *scanner) emit(typ lexer.TokenType, n int) {
 	start := s.pos()
 	val := s.src[s.off : s.off+n]
 	s.advance(n)
+	if len(s.toks) == cap(s.toks) {
+		// Double, where append would grow large slices by a quarter and
+		// copy a dense script's tokens many times.
+		s.toks = slices.Grow(s.toks, len(s.toks))
+	}
 	s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: typ, Value: val, Pos: start}, End: s.pos(), Run: s.run})
 }
 
@@ -385,41 +379,27 @@ func printableByte(c byte) string {
 	return fmt.Sprintf("\\x%02x", c)
 }
 
-// tokenDef gives participle the token types. Parse scans the script itself
-// and hands the tokens over with ParseFromLexer; Lex is there for
-// participle's interface.
-type tokenDef struct{}
+// tokenRun is a run of characters without blanks that holds more than
+// one token, or one token after a comment: from the run's start to the
+// start of its last token.
+type tokenRun struct{ start, last Pos }
 
-func (tokenDef) Symbols() map[string]lexer.TokenType { return tokenSymbols }
-
-func (tokenDef) Lex(filename string, r io.Reader) (lexer.Lexer, error) {
-	b, err := io.ReadAll(r)
-	if err != nil {
-		return nil, fmt.Errorf("read script: %w", err)
+// tokenRuns lists, in source order, the runs whose tokens do not all start
+// where the run starts.
+func tokenRuns(toks []lexToken) []tokenRun {
+	var runs []tokenRun
+	for i := 0; i < len(toks); {
+		j := i
+		for j+1 < len(toks) && toks[j+1].Run.Offset == toks[i].Run.Offset {
+			j++
+		}
+		if toks[j].Pos.Offset != toks[i].Run.Offset {
+			runs = append(runs, tokenRun{
+				start: Pos{Line: toks[i].Run.Line, Col: toks[i].Run.Column},
+				last:  Pos{Line: toks[j].Pos.Line, Col: toks[j].Pos.Column},
+			})
+		}
+		i = j + 1
 	}
-	toks, lerr := scan(filename, string(b))
-	if lerr != nil {
-		return nil, ErrorList{lerr}
-	}
-	return &tokenStream{toks: toks}, nil
-}
-
-// tokenStream replays scanned tokens to participle.
-type tokenStream struct {
-	toks []lexToken
-	i    int
-}
-
-func (t *tokenStream) Next() (lexer.Token, error) {
-	tok := t.toks[t.i]
-	if t.i < len(t.toks)-1 {
-		t.i++
-	}
-	return tok.Token, nil
-}
-
-// tokenIndex finds the token that starts at byte offset off, or the first
-// token after it.
-func tokenIndex(toks []lexToken, off int) int {
-	return sort.Search(len(toks), func(i int) bool { return toks[i].Pos.Offset >= off })
+	return runs
 }

@@ -112,10 +112,10 @@ func (s *scanner) expand(name string, n int) *Error {
 	}
 	for i, t := range sub.toks {
 		// The first token takes the macro's place and the others sit at
-		// its end: a node's span ends where the next token starts.
-		t.Pos, t.End, t.Run = end, end, end
+		// its end, all in the run of the macro's name.
+		t.Pos, t.End, t.Run = end, end, run
 		if i == 0 {
-			t.Pos, t.Run = start, run
+			t.Pos = start
 		}
 		s.toks = append(s.toks, t)
 	}

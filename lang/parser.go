@@ -6,185 +6,23 @@ import (
 	"math"
 	"strconv"
 	"strings"
-	"sync"
-
-	"github.com/alecthomas/participle/v2"
-	"github.com/alecthomas/participle/v2/lexer"
 
 	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
-// The participle grammar. These structs stay private: Parse converts them
-// into the AST of ast.go.
-
-type gProgram struct {
-	Items []*gItem `parser:"@@*"`
-}
-
-type gItem struct {
-	Struct *gStruct `parser:"  @@"`
-	Probe  *gProbe  `parser:"| @@"`
-}
-
-type gStruct struct {
-	Pos    lexer.Position
-	EndPos lexer.Position
-	Name   string    `parser:"'struct' @Ident '{'"`
-	Fields []*gField `parser:"( @@ | ';' )* '}' ';'?"`
-}
-
-type gField struct {
-	Pos   lexer.Position
-	Words []string `parser:"@Ident+"`
-	Stars []string `parser:"@'*'*"`
-	Name  string   `parser:"@Ident?"`
-	Dims  []string `parser:"('[' @Int ']')* ';'?"`
-}
-
-type gProbe struct {
-	Pos    lexer.Position
-	EndPos lexer.Position
-	Attach []*gAttach `parser:"@@ (',' @@?)*"`
-	Pred   *gExpr     `parser:"('/' @@ EndPred)?"`
-	Body   *gBlock    `parser:"@@"`
-}
-
-type gAttach struct {
-	Pos    lexer.Position
-	EndPos lexer.Position
-	Raw    string `parser:"@(Attach | Ident | Int)"`
-}
-
-type gBlock struct {
-	Pos    lexer.Position
-	EndPos lexer.Position
-	Stmts  []*gStmt `parser:"'{' @@* '}'"`
-}
-
-type gStmt struct {
-	Pos    lexer.Position
-	EndPos lexer.Position
-	If     *gIf       `parser:"(  @@"`
-	Unroll *gUnroll   `parser:" | @@"`
-	While  *gWhile    `parser:" | @@"`
-	Jump   string     `parser:" | @('break' | 'continue' | 'return')"`
-	Expr   *gExprStmt `parser:" | @@ ) ';'*"`
-}
-
-type gIf struct {
-	Pos    lexer.Position
-	EndPos lexer.Position
-	Cond   *gExpr  `parser:"'if' '(' @@ ')'"`
-	Then   *gBlock `parser:"@@"`
-	ElseIf *gIf    `parser:"('else' ( @@"`
-	Else   *gBlock `parser:"        | @@ ) )?"`
-}
-
-type gUnroll struct {
-	Count *gExpr  `parser:"'unroll' '(' @@ ')'"`
-	Body  *gBlock `parser:"@@"`
-}
-
-type gWhile struct {
-	Cond *gExpr  `parser:"'while' '(' @@ ')'"`
-	Body *gBlock `parser:"@@"`
-}
-
-type gExprStmt struct {
-	X   *gExpr `parser:"@@"`
-	Op  string `parser:"( @('=' | '+=' | '-=' | '*=' | '/=' | '%=' | '&=' | '|=' | '^=' | '<<=' | '>>=')"`
-	RHS *gExpr `parser:"  @@ )?"`
-}
-
-// gExpr is a ternary over a flat list of binary operations; convert applies
-// C's precedence to the list.
-type gExpr struct {
-	Pos    lexer.Position
-	EndPos lexer.Position
-	Head   *gUnary    `parser:"@@"`
-	Ops    []*gBinary `parser:"@@*"`
-	Then   *gExpr     `parser:"( '?' @@"`
-	Else   *gExpr     `parser:"  ':' @@ )?"`
-}
-
-type gBinary struct {
-	Pos lexer.Position
-	Op  string  `parser:"@('||' | '&&' | '|' | '^' | '&' | '==' | '!=' | '<=' | '>=' | '<' | '>' | '<<' | '>>' | '+' | '-' | '*' | '/':Punct | '%')"`
-	Y   *gUnary `parser:"@@"`
-}
-
-type gUnary struct {
-	Pos     lexer.Position
-	EndPos  lexer.Position
-	Op      string    `parser:"(  @('!' | '~' | '-' | '*' | '++' | '--')"`
-	X       *gUnary   `parser:"   @@"`
-	Cast    *gCast    `parser:" | @@"`
-	Postfix *gPostfix `parser:" | @@ )"`
-}
-
-// gCast is a cast to an integer type, a struct or a pointer; a name other
-// than an integer type needs a "*", so that (nsecs) stays an expression.
-// The lookahead group decides before anything is consumed: participle's
-// bounded lookahead could not back out of "(a *****b" once it took it for
-// a cast. After "struct" any token names the struct, as in bpftrace, whose
-// checker then reports "(struct 0)" as an unknown struct.
-type gCast struct {
-	Struct string   `parser:"(?= '(' ( 'struct' | 'int8' | 'int16' | 'int32' | 'int64' | 'uint8' | 'uint16' | 'uint32' | 'uint64' | Ident '*'+ ')' ) ) '(' ( ( 'struct' @(Ident | Int | String | Var | Map | Param | ParamCount | Punct | Attach | EndPred)"`
-	Int    string   `parser:"      | @('int8' | 'int16' | 'int32' | 'int64' | 'uint8' | 'uint16' | 'uint32' | 'uint64') )"`
-	Stars  []string `parser:"    @'*'*"`
-	Named  string   `parser:"  | @Ident"`
-	NStars []string `parser:"    @'*'+ ) ')'"`
-	X      *gUnary  `parser:"@@"`
-}
-
-type gPostfix struct {
-	Pos  lexer.Position
-	X    *gPrimary  `parser:"@@"`
-	Suff []*gSuffix `parser:"@@*"`
-}
-
-type gSuffix struct {
-	EndPos lexer.Position
-	Index  *gExpr `parser:"(  '[' @@ ']'"`
-	Arrow  bool   `parser:" | ( '.' | @'->' )"`
-	Field  string `parser:"   @(Ident | Int)"`
-	IncDec string `parser:" | @('++' | '--') )"`
-}
-
-type gPrimary struct {
-	Pos        lexer.Position
-	EndPos     lexer.Position
-	Int        *string  `parser:"(  @Int"`
-	Str        *string  `parser:" | @String"`
-	Var        string   `parser:" | @Var"`
-	Param      string   `parser:" | @Param"`
-	ParamCount bool     `parser:" | @ParamCount"`
-	Map        *gMap    `parser:" | @@"`
-	Call       *gCall   `parser:" | @@"`
-	Paren      []*gExpr `parser:" | '(' @@ (',' @@)* ')' )"`
-}
-
-type gMap struct {
-	Name string   `parser:"@Map"`
-	Keys []*gExpr `parser:"( '[' @@ (',' @@)* ']' )?"`
-}
-
-type gCall struct {
-	Pos    lexer.Position
-	EndPos lexer.Position
-	Name   string   `parser:"@Ident"`
-	Open   bool     `parser:"( @'('"`
-	Args   []*gExpr `parser:"  ( @@ (',' @@)* )? ')' )?"`
-}
-
-// grammar is built on first use: building it takes about 10 ms, which
-// commands that parse no script (-l, -V) should not pay.
-var grammar = sync.OnceValue(func() *participle.Parser[gProgram] {
-	return participle.MustBuild[gProgram](
-		participle.Lexer(tokenDef{}),
-		participle.UseLookahead(6),
-	)
-})
+// The parser is the grammar's one encoding: a recursive-descent parser over
+// the scanner's tokens (lexer.go) that builds the AST of ast.go directly.
+// It follows bpftrace 0.17's bison grammar closely enough to fail where
+// bison fails, and reports the first syntax error as bpftrace does:
+// "syntax error, unexpected X[, expecting Y]", placed on the offending
+// token from the start of its run (lexToken.Run). Problems that are not
+// syntax errors (bad escapes, attach points, struct layouts) are collected
+// and reported together once the whole script has parsed.
+//
+// A new syntax form is one more case in the function for its context
+// (block for statements, operand or primary for expressions, program for
+// top-level items) that consumes its tokens with next/expect and returns
+// its node; its spans come from span(start).
 
 // Parse parses a bpftrace script. file is the name diagnostics use ("stdin"
 // for -e). On bad input the error is an ErrorList.
@@ -193,43 +31,139 @@ func Parse(file, src string) (*Program, error) {
 	if lerr != nil {
 		return nil, ErrorList{lerr}
 	}
-	if serr := recognize(toks); serr != nil {
+	p := &parser{toks: toks}
+	prog := &Program{File: file, Source: src}
+	if serr := p.parse(prog); serr != nil {
 		return nil, ErrorList{serr}
 	}
-	stream := &tokenStream{toks: toks}
-	peek, err := lexer.Upgrade(stream)
-	if err != nil {
-		return nil, fmt.Errorf("parse %s: %w", file, err)
+	if p.noAttach {
+		// bpftrace places this error at 1:1, wherever the probe is.
+		return nil, ErrorList{{Span: Span{Start: Pos{1, 1}, End: Pos{1, 1}}, Msg: "No attach points for probe"}}
 	}
-	g, err := grammar().ParseFromLexer(peek)
-	if err != nil {
-		return nil, ErrorList{syntaxError(toks, err)}
+	if len(p.errs) > 0 {
+		return nil, p.errs
 	}
-	c := &converter{toks: toks}
-	p := &Program{File: file, Source: src}
-	for _, it := range g.Items {
-		if it.Struct != nil {
-			p.Structs = append(p.Structs, c.structDef(it.Struct))
-			continue
-		}
-		p.Probes = append(p.Probes, c.probe(it.Probe))
-	}
-	if len(c.errs) > 0 {
-		return nil, c.errs
-	}
-	return p, nil
+	prog.runs = tokenRuns(toks)
+	return prog, nil
 }
 
-// syntaxError turns a participle error into a diagnostic. The recogniser
-// runs first and FuzzParse checks that it refuses whatever the grammar
-// refuses, so this is a safety net.
-func syntaxError(toks []lexToken, err error) *Error {
-	var perr participle.Error
-	if !errors.As(err, &perr) {
-		return &Error{Msg: err.Error()}
+// syntaxBail carries the first syntax error out of the parser.
+type syntaxBail struct{ err *Error }
+
+// Expectations bison lists after a complete expression, by context.
+const (
+	expectStmt    = "}"
+	expectArgs    = `) or ","`
+	expectKeys    = `] or ","`
+	expectIndex   = "]"
+	expectParen   = ")"
+	expectColon   = ":"
+	expectEndPred = "end predicate"
+	expectNothing = ""
+)
+
+// maxNesting bounds how deeply blocks, else-if chains, parentheses,
+// brackets, prefix operators, casts and ternaries may nest, so that hostile
+// input cannot exhaust the stack of the parser or of the passes after it.
+const maxNesting = 200
+
+// parser walks the tokens by recursive descent; it panics with a
+// syntaxBail at the first syntax error.
+type parser struct {
+	toks  []lexToken
+	i     int
+	depth int
+	// noAttach is set by a probe without attach points.
+	noAttach bool
+	// errs are the problems found in well-formed syntax.
+	errs ErrorList
+	// structs and structAlign are the structs defined so far, for nested
+	// struct fields.
+	structs     map[string]*StructDef
+	structAlign map[string]int
+}
+
+// parse fills prog with the script's items and returns the first syntax
+// error, or nil.
+func (p *parser) parse(prog *Program) (err *Error) {
+	defer func() {
+		if v := recover(); v != nil {
+			b, ok := v.(syntaxBail)
+			if !ok {
+				panic(v)
+			}
+			err = b.err
+		}
+	}()
+	for p.tok().Type != tokEOF {
+		if p.is("struct") {
+			prog.Structs = append(prog.Structs, p.structDef())
+			continue
+		}
+		prog.Probes = append(prog.Probes, p.probe())
 	}
-	i := min(tokenIndex(toks, perr.Position().Offset), len(toks)-1)
-	return &Error{Span: runSpan(toks[i]), Msg: "syntax error, unexpected " + tokenName(toks[i])}
+	return nil
+}
+
+func (p *parser) errorf(s Span, format string, args ...any) {
+	p.errs = append(p.errs, &Error{Span: s, Msg: fmt.Sprintf(format, args...)})
+}
+
+// enter notes one more level of nesting; every enter has a leave.
+func (p *parser) enter() {
+	p.depth++
+	if p.depth > maxNesting {
+		panic(syntaxBail{&Error{Span: runSpan(p.tok()), Msg: fmt.Sprintf("nested too deeply: more than %d levels", maxNesting)}})
+	}
+}
+
+func (p *parser) leave() { p.depth-- }
+
+func (p *parser) tok() lexToken { return p.toks[p.i] }
+
+func (p *parser) peek(n int) lexToken {
+	if p.i+n < len(p.toks) {
+		return p.toks[p.i+n]
+	}
+	return p.toks[len(p.toks)-1]
+}
+
+func (p *parser) is(val string) bool {
+	t := p.tok()
+	return (t.Type == tokPunct || t.Type == tokIdent) && t.Value == val
+}
+
+func (p *parser) next() {
+	if p.tok().Type != tokEOF {
+		p.i++
+	}
+}
+
+// fail reports the current token as unexpected.
+func (p *parser) fail(expect string) {
+	t := p.tok()
+	msg := "syntax error, unexpected " + tokenName(t)
+	if expect != "" {
+		msg += ", expecting " + expect
+	}
+	panic(syntaxBail{&Error{Span: runSpan(t), Msg: msg}})
+}
+
+// expect consumes the token val and returns its span, or fails.
+func (p *parser) expect(val, expect string) Span {
+	if !p.is(val) {
+		p.fail(expect)
+	}
+	s := tokSpan(p.tok())
+	p.next()
+	return s
+}
+
+// span is the range from the start of token start to the end of the last
+// token consumed.
+func (p *parser) span(start lexToken) Span {
+	end := p.toks[p.i-1].End
+	return Span{Start: Pos{Line: start.Pos.Line, Col: start.Pos.Column}, End: Pos{Line: end.Line, Col: end.Column}}
 }
 
 // tokenName names a token the way bpftrace's parser does in its messages.
@@ -269,87 +203,264 @@ func tokSpan(t lexToken) Span {
 	return Span{Start: Pos{Line: t.Pos.Line, Col: t.Pos.Column}, End: Pos{Line: t.End.Line, Col: t.End.Column}}
 }
 
-// converter turns the grammar structs into the AST.
-type converter struct {
-	toks []lexToken
-	errs ErrorList
-	// structs and structAlign are the structs defined so far, for nested
-	// struct fields.
-	structs     map[string]*StructDef
-	structAlign map[string]int
+// runSpan is where bison places an error on t: from the start of the run
+// t belongs to, to the end of t.
+func runSpan(t lexToken) Span {
+	return Span{Start: Pos{Line: t.Run.Line, Col: t.Run.Column}, End: Pos{Line: t.End.Line, Col: t.End.Column}}
 }
 
-func (c *converter) errorf(s Span, format string, args ...any) {
-	c.errs = append(c.errs, &Error{Span: s, Msg: fmt.Sprintf(format, args...)})
+// bisonKeywords are the identifiers bpftrace's lexer turns into keyword
+// tokens, which messages name by themselves ("unexpected else").
+var bisonKeywords = map[string]bool{
+	"if": true, "else": true, "unroll": true, "while": true, "return": true,
+	"break": true, "continue": true, "struct": true,
 }
 
-// span is the range from start to the end of the last token before end
-// (participle's EndPos is the start of the following token).
-func (c *converter) span(start, end lexer.Position) Span {
-	i := tokenIndex(c.toks, end.Offset)
-	e := Pos{Line: start.Line, Col: start.Column}
-	if i > 0 {
-		t := c.toks[i-1]
-		if t.Pos.Offset >= start.Offset {
-			e = Pos{Line: t.End.Line, Col: t.End.Column}
-		}
+// fieldDecl is a struct member as written: its type words, stars, name and
+// array dimensions; structDef lays it out.
+type fieldDecl struct {
+	loc   Span
+	words []string
+	stars int
+	name  string
+	dims  []string
+}
+
+func (p *parser) structDef() *StructDef {
+	start := p.tok()
+	p.next()
+	if p.tok().Type != tokIdent {
+		p.fail(expectNothing)
 	}
-	return Span{Start: Pos{Line: start.Line, Col: start.Column}, End: e}
-}
-
-func (c *converter) probe(g *gProbe) *Probe {
-	p := &Probe{Loc: c.span(g.Pos, g.EndPos)}
-	for _, a := range g.Attach {
-		if a == nil {
+	name := p.tok().Value
+	p.next()
+	p.expect("{", "{")
+	var fields []fieldDecl
+	for !p.is("}") {
+		if p.is(";") { // C allows empty declarations
+			p.next()
 			continue
 		}
-		p.Attach = append(p.Attach, c.attach(a))
+		if p.tok().Type != tokIdent {
+			p.fail(expectNothing)
+		}
+		f := fieldDecl{loc: tokSpan(p.tok())}
+		for p.tok().Type == tokIdent {
+			f.words = append(f.words, p.tok().Value)
+			p.next()
+		}
+		for p.is("*") {
+			f.stars++
+			p.next()
+		}
+		if p.tok().Type == tokIdent {
+			f.name = p.tok().Value
+			p.next()
+		}
+		for p.is("[") {
+			p.next()
+			if p.tok().Type != tokInt {
+				p.fail(expectNothing)
+			}
+			f.dims = append(f.dims, p.tok().Value)
+			p.next()
+			p.expect("]", "]")
+		}
+		if !p.is("}") { // C allows the last field without ";"
+			p.expect(";", ";")
+		}
+		fields = append(fields, f)
 	}
-	if g.Pred != nil {
-		p.Pred = c.expr(g.Pred)
+	p.next()
+	if p.is(";") {
+		p.next()
 	}
-	p.Body = c.block(g.Body)
-	return p
+	return p.layout(name, p.span(start), fields)
 }
 
-func (c *converter) block(g *gBlock) *Block {
-	b := &Block{Loc: c.span(g.Pos, g.EndPos)}
-	for _, s := range g.Stmts {
-		b.Stmts = append(b.Stmts, c.stmt(s))
+func (p *parser) probe() *Probe {
+	start := p.tok()
+	pr := &Probe{}
+	// A probe without attach points parses; the program is refused once
+	// it has parsed, as bpftrace does.
+	empty := p.is("{") || p.is("/") || p.tok().Type == tokEndPred
+	p.noAttach = p.noAttach || empty
+	for !empty {
+		t := p.tok()
+		if t.Type != tokAttach && t.Type != tokInt && (t.Type != tokIdent || bisonKeywords[t.Value]) {
+			p.fail("{")
+		}
+		// bpftrace's attach point location starts where the token before
+		// it ends, or at 1:1.
+		loc := tokSpan(t)
+		loc.Start = Pos{Line: 1, Col: 1}
+		if p.i > 0 {
+			prev := p.toks[p.i-1].End
+			loc.Start = Pos{Line: prev.Line, Col: prev.Column}
+		}
+		pr.Attach = append(pr.Attach, p.attach(t.Value, loc))
+		p.next()
+		// bpftrace glues words after an attach point onto it ("BEGIN
+		// exit(" fails at the "("), unless a "{", "," or "/" follows the
+		// word, which points at a missing comma. Either way the probe
+		// fails to parse.
+		for t := p.tok(); t.Type == tokIdent || t.Type == tokInt || t.Type == tokString; t = p.tok() {
+			if n := p.peek(1); n.Type == tokEndPred || n.Type == tokPunct && (n.Value == "{" || n.Value == "," || n.Value == "/") {
+				break
+			}
+			p.next()
+		}
+		if !p.is(",") {
+			break
+		}
+		p.next()
+		if p.is("{") || p.is("/") || p.tok().Type == tokEndPred {
+			break // bpftrace ignores an empty last attach point
+		}
 	}
+	if p.tok().Type == tokEOF {
+		end := p.tok()
+		panic(syntaxBail{&Error{Span: Span{Start: Pos{start.Pos.Line, start.Pos.Column}, End: Pos{end.Pos.Line, end.Pos.Column}}, Msg: "unexpected end of file, expected {"}})
+	}
+	if p.is("/") {
+		p.next()
+		pr.Pred, _ = p.expr(expectEndPred)
+		if p.tok().Type != tokEndPred {
+			p.fail(expectEndPred)
+		}
+		pr.PredEnd = tokSpan(p.tok()).End
+		p.next()
+	}
+	pr.Body = p.block()
+	pr.Loc = p.span(start)
+	return pr
+}
+
+func (p *parser) block() *Block {
+	p.enter()
+	start := p.tok()
+	p.expect("{", "{")
+	b := &Block{}
+	for !p.is("}") {
+		var s Stmt
+		switch t := p.tok(); {
+		case p.is("if"):
+			b.Stmts = append(b.Stmts, p.ifStmt())
+			continue
+		case p.is("while"):
+			p.next()
+			p.expect("(", "(")
+			cond, _ := p.expr(expectParen)
+			p.expect(")", expectParen)
+			body := p.block()
+			b.Stmts = append(b.Stmts, &WhileStmt{Loc: p.span(t), Cond: cond, Body: body})
+			continue
+		case p.is("unroll"):
+			b.Stmts = append(b.Stmts, p.unroll())
+			continue
+		case p.is("break") || p.is("continue") || p.is("return"):
+			s = &JumpStmt{Loc: tokSpan(t), Kind: t.Value}
+			p.next()
+		case p.operandStart():
+			s = p.simpleStmt()
+		default:
+			p.fail(expectStmt)
+		}
+		b.Stmts = append(b.Stmts, s)
+		if p.is("}") {
+			break
+		}
+		p.expect(";", expectStmt)
+	}
+	p.next()
+	b.Loc = p.span(start)
+	p.leave()
 	return b
 }
 
-func (c *converter) stmt(g *gStmt) Stmt {
-	loc := c.span(g.Pos, g.EndPos)
-	switch {
-	case g.If != nil:
-		return c.ifStmt(g.If)
-	case g.Unroll != nil:
-		return &UnrollStmt{Loc: loc, Count: c.expr(g.Unroll.Count), Body: c.block(g.Unroll.Body)}
-	case g.While != nil:
-		return &WhileStmt{Loc: loc, Cond: c.expr(g.While.Cond), Body: c.block(g.While.Body)}
-	case g.Jump != "":
-		return &JumpStmt{Loc: tokSpan(c.toks[tokenIndex(c.toks, g.Pos.Offset)]), Kind: g.Jump}
+// unroll parses `unroll (N) { ... }`, where bpftrace's grammar takes only
+// an integer, a negative integer or a positional parameter as N.
+func (p *parser) unroll() *UnrollStmt {
+	start := p.tok()
+	p.next()
+	p.expect("(", "(")
+	s := &UnrollStmt{}
+	switch t := p.tok(); {
+	case t.Type == tokInt || t.Type == tokParam || t.Type == tokParamCount:
+		s.Count, _ = p.primary()
+	case p.is("-") && p.peek(1).Type == tokInt:
+		op := tokSpan(t)
+		p.next()
+		x, _ := p.primary()
+		u := &Unary{Op: "-", OpLoc: op, X: x}
+		u.Loc = p.span(t)
+		s.Count = u
+	default:
+		p.fail("$# or - or positional parameter or integer")
 	}
-	x := c.expr(g.Expr.X)
-	if g.Expr.Op == "" {
-		return &ExprStmt{Loc: x.Span(), X: x}
-	}
-	// The recogniser has checked that x is a variable or a map.
-	rhs := c.expr(g.Expr.RHS)
-	return &AssignStmt{Loc: Span{Start: x.Span().Start, End: rhs.Span().End}, Op: g.Expr.Op, LHS: x, RHS: rhs}
+	p.expect(")", expectParen)
+	s.Head = p.span(start)
+	s.Body = p.block()
+	s.Loc = p.span(start)
+	return s
 }
 
-func (c *converter) ifStmt(g *gIf) *IfStmt {
-	s := &IfStmt{Loc: c.span(g.Pos, g.EndPos), Cond: c.expr(g.Cond), Then: c.block(g.Then)}
-	switch {
-	case g.ElseIf != nil:
-		s.Else = c.ifStmt(g.ElseIf)
-	case g.Else != nil:
-		s.Else = c.block(g.Else)
+func (p *parser) ifStmt() *IfStmt {
+	p.enter()
+	start := p.tok()
+	p.next()
+	p.expect("(", "(")
+	cond, _ := p.expr(expectParen)
+	p.expect(")", expectParen)
+	s := &IfStmt{Cond: cond, Then: p.block()}
+	if p.is("else") {
+		p.next()
+		switch {
+		case p.is("if"):
+			s.Else = p.ifStmt()
+		case p.is("{"):
+			s.Else = p.block()
+		default:
+			p.fail("{ or if")
+		}
 	}
+	s.Loc = p.span(start)
+	p.leave()
 	return s
+}
+
+var assignOps = map[string]bool{
+	"=": true, "+=": true, "-=": true, "*=": true, "/=": true, "%=": true,
+	"&=": true, "|=": true, "^=": true, "<<=": true, ">>=": true,
+}
+
+// simpleStmt parses an expression statement or an assignment, whose
+// left-hand side must be a bare variable or map.
+func (p *parser) simpleStmt() Stmt {
+	x, assignable := p.expr(expectStmt)
+	if t := p.tok(); t.Type == tokPunct && assignOps[t.Value] && assignable {
+		p.next()
+		rhs, _ := p.expr(expectStmt)
+		return &AssignStmt{Loc: Span{Start: x.Span().Start, End: rhs.Span().End}, Op: t.Value, OpLoc: tokSpan(t), LHS: x, RHS: rhs}
+	}
+	return &ExprStmt{Loc: x.Span(), X: x}
+}
+
+// operandStart reports whether the current token can start an expression.
+func (p *parser) operandStart() bool {
+	t := p.tok()
+	switch t.Type {
+	case tokInt, tokString, tokVar, tokMap, tokParam, tokParamCount:
+		return true
+	case tokIdent:
+		return !bisonKeywords[t.Value]
+	case tokPunct:
+		switch t.Value {
+		case "(", "!", "~", "-", "*", "++", "--":
+			return true
+		}
+	}
+	return false
 }
 
 // binaryPrecedence of the binary operators, higher binds tighter.
@@ -362,52 +473,100 @@ var binaryPrecedence = map[string]int{
 	"*": 10, "/": 10, "%": 10,
 }
 
-func (c *converter) expr(g *gExpr) Expr {
-	operands := []Expr{c.unary(g.Head)}
-	var ops []string
-	reduce := func() {
-		n := len(operands)
-		x, y := operands[n-2], operands[n-1]
-		op := ops[len(ops)-1]
-		ops = ops[:len(ops)-1]
-		b := &Binary{Op: op, X: x, Y: y}
-		b.Loc = Span{Start: x.Span().Start, End: y.Span().End}
-		operands = append(operands[:n-2], b)
+// expr parses an expression: binary operators over operands, then
+// optionally a ternary. After it the caller checks the token that follows,
+// and reports expect if it does not fit. It also says whether the
+// expression is a bare variable or map, which may be assigned to.
+func (p *parser) expr(expect string) (Expr, bool) {
+	p.enter()
+	defer p.leave()
+	x, assignable := p.operand()
+	if p.precedence() > 0 {
+		x, assignable = p.binary(x, 1), false
 	}
-	for _, b := range g.Ops {
-		for len(ops) > 0 && binaryPrecedence[ops[len(ops)-1]] >= binaryPrecedence[b.Op] {
-			reduce()
-		}
-		ops = append(ops, b.Op)
-		operands = append(operands, c.unary(b.Y))
+	if !p.is("?") {
+		return x, assignable
 	}
-	for len(ops) > 0 {
-		reduce()
-	}
-	x := operands[0]
-	if g.Then == nil {
-		return x
-	}
-	t := &Ternary{Cond: x, Then: c.expr(g.Then), Else: c.expr(g.Else)}
+	t := &Ternary{Cond: x, QuestionLoc: tokSpan(p.tok())}
+	p.next()
+	t.Then, _ = p.expr(expectColon)
+	t.ColonLoc = p.expect(":", expectColon)
+	t.Else, _ = p.expr(expect)
 	t.Loc = Span{Start: x.Span().Start, End: t.Else.Span().End}
-	return t
+	return t, false
 }
 
-func (c *converter) unary(g *gUnary) Expr {
-	loc := c.span(g.Pos, g.EndPos)
-	switch {
-	case g.Op == "++" || g.Op == "--":
-		e := &IncDec{Op: g.Op, X: c.unary(g.X)}
-		e.Loc = loc
-		return e
-	case g.Op != "":
-		e := &Unary{Op: g.Op, X: c.unary(g.X)}
-		e.Loc = loc
-		return e
-	case g.Cast != nil:
-		return c.cast(g.Cast, loc)
+// precedence is the current token's binary precedence, 0 if it is not a
+// binary operator.
+func (p *parser) precedence() int {
+	if t := p.tok(); t.Type == tokPunct {
+		return binaryPrecedence[t.Value]
 	}
-	return c.postfix(g.Postfix)
+	return 0
+}
+
+// binary parses the binary operators of at least precedence prec after x,
+// left-associative; it recurses once per level, not per operator.
+func (p *parser) binary(x Expr, prec int) Expr {
+	for {
+		oprec := p.precedence()
+		if oprec < prec {
+			return x
+		}
+		op := p.tok()
+		p.next()
+		y, _ := p.operand()
+		y = p.binary(y, oprec+1)
+		b := &Binary{Op: op.Value, OpLoc: tokSpan(op), X: x, Y: y}
+		b.Loc = Span{Start: x.Span().Start, End: y.Span().End}
+		x = b
+	}
+}
+
+// operand parses a prefix operator, a cast or a postfix expression. The
+// grammar nests a level for each prefix operator and cast.
+func (p *parser) operand() (Expr, bool) {
+	depth := p.depth
+	defer func() { p.depth = depth }()
+	start := p.tok()
+	if start.Type == tokPunct {
+		switch op := start.Value; op {
+		case "!", "~", "-", "*", "++", "--":
+			p.enter()
+			p.next()
+			x, _ := p.operand()
+			if op == "++" || op == "--" {
+				e := &IncDec{Op: op, OpLoc: tokSpan(start), X: x}
+				e.Loc = p.span(start)
+				return e, false
+			}
+			e := &Unary{Op: op, OpLoc: tokSpan(start), X: x}
+			e.Loc = p.span(start)
+			return e, false
+		}
+	}
+	if p.isCast() {
+		p.enter()
+		return p.cast(), false
+	}
+	return p.postfix()
+}
+
+// isCast reports whether a cast starts here: "(" followed by an integer type,
+// "struct", or a type name and "*".
+func (p *parser) isCast() bool {
+	if !p.is("(") || p.peek(1).Type != tokIdent {
+		return false
+	}
+	name := p.peek(1).Value
+	if _, ok := castIntTypes[name]; ok || name == "struct" {
+		return true
+	}
+	n := 2
+	for p.peek(n).Type == tokPunct && p.peek(n).Value == "*" {
+		n++
+	}
+	return n > 2 && p.peek(n).Type == tokPunct && p.peek(n).Value == ")"
 }
 
 // castIntTypes are the integer type names a cast may use.
@@ -416,129 +575,185 @@ var castIntTypes = map[string]Type{
 	"uint8": Int(1, false), "uint16": Int(2, false), "uint32": Int(4, false), "uint64": Int(8, false),
 }
 
-func (c *converter) cast(g *gCast, loc Span) Expr {
-	e := &Cast{X: c.unary(g.X)}
-	e.Loc = loc
-	var to Type
-	stars := g.Stars
-	switch {
-	case g.Struct != "":
-		e.TypeName = "struct " + g.Struct
-		to = Type{Kind: KindStruct, Struct: g.Struct}
-	case g.Int != "":
-		e.TypeName = g.Int
-		to = castIntTypes[g.Int]
-	default:
-		// bpftrace reads `(char *)` as a pointer to a struct named char; the
-		// checker reports the unknown struct.
-		e.TypeName = g.Named
-		to = Type{Kind: KindStruct, Struct: g.Named}
-		stars = g.NStars
+// cast parses a cast to an integer type, a struct or a pointer. After
+// "struct" any token names the struct, as in bpftrace, whose checker then
+// reports "(struct 0)" as an unknown struct. bpftrace reads `(char *)` as a
+// pointer to a struct named char; the checker reports the unknown struct.
+func (p *parser) cast() *Cast {
+	start := p.tok()
+	p.next()
+	e := &Cast{}
+	if p.is("struct") {
+		p.next()
+		e.TypeName = "struct " + p.tok().Value
+		e.To = Type{Kind: KindStruct, Struct: p.tok().Value}
+	} else if it, ok := castIntTypes[p.tok().Value]; ok {
+		e.TypeName, e.To = p.tok().Value, it
+	} else {
+		e.TypeName = p.tok().Value
+		e.To = Type{Kind: KindStruct, Struct: p.tok().Value}
 	}
-	for range stars {
-		elem := to
-		to = Type{Kind: KindPointer, Size: 8, Elem: &elem}
+	p.next()
+	expect, stars := expectArgs, 0
+	for p.is("*") {
+		p.next()
+		expect = ") or *"
+		elem := e.To
+		e.To = Type{Kind: KindPointer, Size: 8, Elem: &elem}
+		stars++
 	}
-	if len(stars) > 0 {
-		e.TypeName += " " + strings.Repeat("*", len(stars))
+	if stars > 0 {
+		e.TypeName += " " + strings.Repeat("*", stars)
 	}
-	e.To = to
+	p.expect(")", expect)
+	e.TypeLoc = p.span(start)
+	e.X, _ = p.operand()
+	e.Loc = p.span(start)
 	return e
 }
 
-func (c *converter) postfix(g *gPostfix) Expr {
-	x := c.primary(g.X)
-	for _, s := range g.Suff {
-		loc := c.span(g.Pos, s.EndPos)
+// postfix parses an operand followed by indexes, field accesses and a
+// postfix ++ or --.
+func (p *parser) postfix() (Expr, bool) {
+	start := p.tok()
+	x, assignable := p.primary()
+	for suffixed := false; ; suffixed = true {
 		switch {
-		case s.IncDec != "":
-			e := &IncDec{Op: s.IncDec, Post: true, X: x}
-			e.Loc = loc
+		case p.is("["):
+			p.next()
+			e := &IndexExpr{X: x}
+			e.Index, _ = p.expr(expectIndex)
+			p.expect("]", expectIndex)
+			e.Loc = p.span(start)
 			x = e
-		case s.Index != nil:
-			e := &IndexExpr{X: x, Index: c.expr(s.Index)}
-			e.Loc = loc
-			x = e
-		default:
+		case p.is(".") || p.is("->"):
+			arrow := p.is("->")
+			p.next()
+			t := p.tok()
+			if t.Type != tokIdent && (t.Type != tokInt || arrow) {
+				p.fail(expectNothing)
+			}
+			p.next()
 			e := &FieldAccess{X: x}
-			e.Loc = loc
-			if s.Field[0] >= '0' && s.Field[0] <= '9' {
-				n, err := parseInt(s.Field)
+			e.Loc = p.span(start)
+			if t.Type == tokInt {
+				n, err := parseInt(t.Value)
 				if err != nil || n > 1<<31 {
-					c.errorf(loc, "invalid tuple index %s", s.Field)
+					p.errorf(e.Loc, "invalid tuple index %s", t.Value)
 				}
 				e.Index = int(n)
 			} else {
-				e.Field = s.Field
-				e.Arrow = s.Arrow
+				e.Field, e.Arrow = t.Value, arrow
 			}
 			x = e
+		case (p.is("++") || p.is("--")) && !suffixed:
+			// bpftrace takes ++ and -- after an operand, not after
+			// an index or a field.
+			e := &IncDec{Op: p.tok().Value, OpLoc: tokSpan(p.tok()), Post: true, X: x}
+			p.next()
+			e.Loc = p.span(start)
+			x = e
+		default:
+			return x, assignable
 		}
+		assignable = false
 	}
-	return x
 }
 
-func (c *converter) primary(g *gPrimary) Expr {
-	loc := c.span(g.Pos, g.EndPos)
-	switch {
-	case g.Int != nil:
-		v, _ := parseInt(*g.Int) // validated by the lexer
-		e := &IntLit{Value: v}
-		e.Loc = loc
-		return e
-	case g.Str != nil:
-		s, errs := unquoteC(c.toks[tokenIndex(c.toks, g.Pos.Offset)])
-		c.errs = append(c.errs, errs...)
-		e := &StrLit{Value: s}
-		e.Loc = loc
-		return e
-	case g.Var != "":
-		e := &Var{Name: g.Var}
-		e.Loc = loc
-		return e
-	case g.Param != "":
-		n, err := strconv.Atoi(g.Param[1:])
+// primary parses a literal, variable, map, positional parameter, builtin,
+// call, parenthesized expression or tuple, and says whether it is a
+// variable or a map.
+func (p *parser) primary() (Expr, bool) {
+	t := p.tok()
+	loc := tokSpan(t)
+	switch t.Type {
+	case tokInt:
+		p.next()
+		v, _ := parseInt(t.Value) // validated by the lexer
+		return &IntLit{ExprBase: ExprBase{Loc: loc}, Value: v}, false
+	case tokString:
+		p.next()
+		s, errs := unquoteC(t)
+		p.errs = append(p.errs, errs...)
+		return &StrLit{ExprBase: ExprBase{Loc: loc}, Value: s}, false
+	case tokParam:
+		p.next()
+		n, err := strconv.Atoi(t.Value[1:])
 		if err != nil || n < 1 {
-			c.errorf(loc, "param %s is out of integer range [1, %d]", g.Param, math.MaxInt64)
+			p.errorf(loc, "param %s is out of integer range [1, %d]", t.Value, math.MaxInt64)
 		}
-		e := &PositionalParam{N: n}
-		e.Loc = loc
-		return e
-	case g.ParamCount:
-		e := &PositionalParam{Count: true}
-		e.Loc = loc
-		return e
-	case g.Map != nil:
-		e := &MapExpr{Name: g.Map.Name}
-		for _, k := range g.Map.Keys {
-			e.Keys = append(e.Keys, c.expr(k))
+		return &PositionalParam{ExprBase: ExprBase{Loc: loc}, N: n}, false
+	case tokParamCount:
+		p.next()
+		return &PositionalParam{ExprBase: ExprBase{Loc: loc}, Count: true}, false
+	case tokVar:
+		p.next()
+		return &Var{ExprBase: ExprBase{Loc: loc}, Name: t.Value}, true
+	case tokMap:
+		p.next()
+		e := &MapExpr{Name: t.Value}
+		if p.is("[") {
+			p.next()
+			e.Keys = p.list("]", expectKeys)
 		}
-		e.Loc = loc
-		return e
-	case g.Call != nil:
-		if !g.Call.Open {
-			e := &Builtin{Name: g.Call.Name}
-			e.Loc = loc
-			return e
+		e.Loc = p.span(t)
+		return e, true
+	case tokIdent:
+		if bisonKeywords[t.Value] {
+			break
 		}
-		e := &Call{Name: g.Call.Name}
-		e.Loc = loc
-		e.NameLoc = tokSpan(c.toks[tokenIndex(c.toks, g.Call.Pos.Offset)])
-		for _, a := range g.Call.Args {
-			e.Args = append(e.Args, c.expr(a))
+		p.next()
+		if p.is("(") {
+			p.next()
+			e := &Call{Name: t.Value, NameLoc: loc}
+			if !p.is(")") {
+				e.Args = p.list(")", expectArgs)
+			} else {
+				p.next()
+			}
+			e.Loc = p.span(t)
+			return e, false
 		}
-		return e
+		// A function name must be called; bpftrace only lets ++ and --
+		// follow it otherwise.
+		if identClass(t.Value) == "call" && !p.is("++") && !p.is("--") {
+			p.fail("++ or --")
+		}
+		// Every identifier that is not called is a Builtin; the checker
+		// reports the unknown ones.
+		return &Builtin{ExprBase: ExprBase{Loc: loc}, Name: t.Value}, false
+	case tokPunct:
+		if t.Value == "(" {
+			p.next()
+			xs := p.list(")", expectArgs)
+			if len(xs) == 1 {
+				// Parentheses only group; the inner expression keeps
+				// its own span and notes the outermost parentheses.
+				xs[0].exprBase().ParenLoc = p.span(t)
+				return xs[0], false
+			}
+			e := &Tuple{Elems: xs}
+			e.Loc = p.span(t)
+			return e, false
+		}
 	}
-	if len(g.Paren) == 1 {
-		// Parentheses only group; the inner expression keeps its own span.
-		return c.expr(g.Paren[0])
+	p.fail(expectNothing)
+	return nil, false
+}
+
+// list parses "expr (, expr)* close".
+func (p *parser) list(close, expect string) []Expr {
+	var xs []Expr
+	for {
+		x, _ := p.expr(expect)
+		xs = append(xs, x)
+		if p.is(",") {
+			p.next()
+			continue
+		}
+		p.expect(close, expect)
+		return xs
 	}
-	e := &Tuple{}
-	for _, x := range g.Paren {
-		e.Elems = append(e.Elems, c.expr(x))
-	}
-	e.Loc = loc
-	return e
 }
 
 // identClass says how bpftrace 0.17's lexer classes an identifier, for
@@ -666,20 +881,14 @@ func hexVal(c byte) int {
 	return int(c - '0')
 }
 
-func (c *converter) attach(g *gAttach) *AttachPoint {
-	loc := c.span(g.Pos, g.EndPos)
-	// bpftrace's attach point location starts where the token before it
-	// ends, or at 1:1.
-	loc.Start = Pos{Line: 1, Col: 1}
-	if i := tokenIndex(c.toks, g.Pos.Offset); i > 0 {
-		loc.Start = Pos{Line: c.toks[i-1].End.Line, Col: c.toks[i-1].End.Column}
-	}
-	pt, errs := attachpoint.Parse(g.Raw)
+// attach splits the attach point raw, written at loc, into its fields.
+func (p *parser) attach(raw string, loc Span) *AttachPoint {
+	pt, errs := attachpoint.Parse(raw)
 	for _, err := range errs {
-		c.errorf(loc, "%v", err)
+		p.errorf(loc, "%v", err)
 	}
 	return &AttachPoint{
-		Loc: loc, Raw: g.Raw, Kind: pt.Kind, Target: pt.Target, Provider: pt.Provider, Func: pt.Func,
+		Loc: loc, Raw: raw, Kind: pt.Kind, Target: pt.Target, Provider: pt.Provider, Func: pt.Func,
 		Unit: pt.Unit, Freq: pt.Freq, FreqParam: pt.FreqParam, Address: pt.Address,
 	}
 }
@@ -728,46 +937,46 @@ func cTypeName(words []string) string {
 	return strings.Join(keep, " ")
 }
 
-func (c *converter) structDef(g *gStruct) *StructDef {
-	loc := c.span(g.Pos, g.EndPos)
-	def := &StructDef{Loc: loc, Name: g.Name}
-	if c.structs == nil {
-		c.structs = map[string]*StructDef{}
+// layout lays out struct name's fields with C's x86-64 rules.
+func (p *parser) layout(name string, loc Span, fields []fieldDecl) *StructDef {
+	def := &StructDef{Loc: loc, Name: name}
+	if p.structs == nil {
+		p.structs = map[string]*StructDef{}
 	}
-	if c.structs[g.Name] != nil {
-		c.errorf(loc, "redefinition of struct %s", g.Name)
+	if p.structs[name] != nil {
+		p.errorf(loc, "redefinition of struct %s", name)
 	}
 	off, align := 0, 1
 	seen := map[string]bool{}
-	for _, f := range g.Fields {
-		floc := tokSpan(c.toks[tokenIndex(c.toks, f.Pos.Offset)])
-		words, name := f.Words, f.Name
-		if name == "" {
+	for _, f := range fields {
+		floc := f.loc
+		words, fname := f.words, f.name
+		if fname == "" {
 			if len(words) < 2 {
-				c.errorf(floc, "struct %s: field needs a type and a name", g.Name)
+				p.errorf(floc, "struct %s: field needs a type and a name", name)
 				continue
 			}
-			words, name = words[:len(words)-1], words[len(words)-1]
+			words, fname = words[:len(words)-1], words[len(words)-1]
 		}
-		if seen[name] {
-			c.errorf(floc, "struct %s: duplicate field %s", g.Name, name)
+		if seen[fname] {
+			p.errorf(floc, "struct %s: duplicate field %s", name, fname)
 		}
-		seen[name] = true
+		seen[fname] = true
 		var t Type
 		size, falign := 0, 1
 		if words[0] == "struct" {
 			if len(words) != 2 {
-				c.errorf(floc, "struct %s: bad field type %s", g.Name, strings.Join(words, " "))
+				p.errorf(floc, "struct %s: bad field type %s", name, strings.Join(words, " "))
 				continue
 			}
 			t = Type{Kind: KindStruct, Struct: words[1]}
-			if len(f.Stars) == 0 {
-				inner := c.structs[words[1]]
+			if f.stars == 0 {
+				inner := p.structs[words[1]]
 				if inner == nil {
-					c.errorf(floc, "struct %s: field %s uses struct %s before its definition", g.Name, name, words[1])
+					p.errorf(floc, "struct %s: field %s uses struct %s before its definition", name, fname, words[1])
 					continue
 				}
-				size, falign = inner.Size, c.structAlign[words[1]]
+				size, falign = inner.Size, p.structAlign[words[1]]
 				t.Size = size
 			}
 		} else {
@@ -776,30 +985,30 @@ func (c *converter) structDef(g *gStruct) *StructDef {
 			case ok:
 				t = it
 				size, falign = it.Size, it.Size
-			case tn == "void" && len(f.Stars) > 0:
+			case tn == "void" && f.stars > 0:
 				t = Type{Kind: KindPointer, Size: 8}
 			default:
-				c.errorf(floc, "struct %s: unknown type %s", g.Name, tn)
+				p.errorf(floc, "struct %s: unknown type %s", name, tn)
 				continue
 			}
 		}
-		for i := range f.Stars {
+		for i := range f.stars {
 			if i == 0 && t.Kind == KindPointer && t.Elem == nil {
 				continue // void *
 			}
 			elem := t
 			t = Type{Kind: KindPointer, Size: 8, Elem: &elem}
 		}
-		if len(f.Stars) > 0 {
+		if f.stars > 0 {
 			size, falign = 8, 8
 		}
-		for i := len(f.Dims) - 1; i >= 0; i-- {
-			n, err := parseInt(f.Dims[i])
+		for i := len(f.dims) - 1; i >= 0; i-- {
+			n, err := parseInt(f.dims[i])
 			if err != nil || n == 0 || n > 1<<20 {
-				c.errorf(floc, "struct %s: bad array size %s", g.Name, f.Dims[i])
+				p.errorf(floc, "struct %s: bad array size %s", name, f.dims[i])
 				n = 1
 			}
-			if t.Kind == KindInt && t.Size == 1 && t.Signed && i == len(f.Dims)-1 && cTypeName(words) == "char" {
+			if t.Kind == KindInt && t.Size == 1 && t.Signed && i == len(f.dims)-1 && cTypeName(words) == "char" {
 				t = String(int(n))
 			} else {
 				elem := t
@@ -808,482 +1017,15 @@ func (c *converter) structDef(g *gStruct) *StructDef {
 			size *= int(n)
 		}
 		off = (off + falign - 1) / falign * falign
-		def.Fields = append(def.Fields, StructField{Name: name, Type: t, Offset: off})
+		def.Fields = append(def.Fields, StructField{Name: fname, Type: t, Offset: off})
 		off += size
 		align = max(align, falign)
 	}
 	def.Size = (off + align - 1) / align * align
-	c.structs[g.Name] = def
-	if c.structAlign == nil {
-		c.structAlign = map[string]int{}
+	p.structs[name] = def
+	if p.structAlign == nil {
+		p.structAlign = map[string]int{}
 	}
-	c.structAlign[g.Name] = align
+	p.structAlign[name] = align
 	return def
-}
-
-// Syntax errors. participle cannot say what it expected the way bison does,
-// so before building the tree Parse runs a small recogniser over the tokens
-// that follows bpftrace's grammar and reports the first syntax error as
-// bpftrace 0.17 does: "syntax error, unexpected X[, expecting Y]", placed on
-// the offending token from the start of its run of non-blank characters.
-
-// syntaxBail carries the first syntax error out of the recogniser.
-type syntaxBail struct{ err *Error }
-
-// Expectations bison lists after a complete expression, by context.
-const (
-	expectStmt    = "}"
-	expectArgs    = `) or ","`
-	expectKeys    = `] or ","`
-	expectIndex   = "]"
-	expectParen   = ")"
-	expectColon   = ":"
-	expectEndPred = "end predicate"
-	expectNothing = ""
-)
-
-// maxNesting bounds how deeply blocks, else-if chains, parentheses,
-// brackets, prefix operators, casts and ternaries may nest, so that hostile
-// input cannot exhaust the stack of the recogniser or of participle.
-const maxNesting = 200
-
-// recognizer walks the tokens by recursive descent without building
-// anything; it panics with a syntaxBail at the first error.
-type recognizer struct {
-	toks  []lexToken
-	i     int
-	depth int
-	// noAttach is set by a probe without attach points.
-	noAttach bool
-}
-
-// enter notes one more level of nesting; every enter has a leave.
-func (r *recognizer) enter() {
-	r.depth++
-	if r.depth > maxNesting {
-		panic(syntaxBail{&Error{Span: runSpan(r.tok()), Msg: fmt.Sprintf("nested too deeply: more than %d levels", maxNesting)}})
-	}
-}
-
-func (r *recognizer) leave() { r.depth-- }
-
-// recognize checks toks against the grammar and returns the first syntax
-// error, or nil.
-func recognize(toks []lexToken) (err *Error) {
-	r := &recognizer{toks: toks}
-	defer func() {
-		if v := recover(); v != nil {
-			b, ok := v.(syntaxBail)
-			if !ok {
-				panic(v)
-			}
-			err = b.err
-		}
-	}()
-	r.program()
-	if r.noAttach {
-		// bpftrace places this error at 1:1, wherever the probe is.
-		return &Error{Span: Span{Start: Pos{1, 1}, End: Pos{1, 1}}, Msg: "No attach points for probe"}
-	}
-	return nil
-}
-
-func (r *recognizer) tok() lexToken { return r.toks[r.i] }
-
-func (r *recognizer) peek(n int) lexToken {
-	if r.i+n < len(r.toks) {
-		return r.toks[r.i+n]
-	}
-	return r.toks[len(r.toks)-1]
-}
-
-func (r *recognizer) is(val string) bool {
-	t := r.tok()
-	return (t.Type == tokPunct || t.Type == tokIdent) && t.Value == val
-}
-
-func (r *recognizer) next() {
-	if r.tok().Type != tokEOF {
-		r.i++
-	}
-}
-
-// fail reports the current token as unexpected.
-func (r *recognizer) fail(expect string) {
-	t := r.tok()
-	msg := "syntax error, unexpected " + tokenName(t)
-	if expect != "" {
-		msg += ", expecting " + expect
-	}
-	panic(syntaxBail{&Error{Span: runSpan(t), Msg: msg}})
-}
-
-func (r *recognizer) expect(val, expect string) {
-	if !r.is(val) {
-		r.fail(expect)
-	}
-	r.next()
-}
-
-// runSpan is where bison places an error on t: from the start of the run
-// of non-blank characters t belongs to, to the end of t.
-func runSpan(t lexToken) Span {
-	return Span{Start: Pos{Line: t.Run.Line, Col: t.Run.Column}, End: Pos{Line: t.End.Line, Col: t.End.Column}}
-}
-
-// bisonKeywords are the identifiers bpftrace's lexer turns into keyword
-// tokens, which messages name by themselves ("unexpected else").
-var bisonKeywords = map[string]bool{
-	"if": true, "else": true, "unroll": true, "while": true, "return": true,
-	"break": true, "continue": true, "struct": true,
-}
-
-func (r *recognizer) program() {
-	for r.tok().Type != tokEOF {
-		if r.is("struct") {
-			r.structDef()
-			continue
-		}
-		r.probe()
-	}
-}
-
-func (r *recognizer) structDef() {
-	r.next()
-	if r.tok().Type != tokIdent {
-		r.fail(expectNothing)
-	}
-	r.next()
-	r.expect("{", "{")
-	for !r.is("}") {
-		if r.is(";") { // C allows empty declarations
-			r.next()
-			continue
-		}
-		if r.tok().Type != tokIdent {
-			r.fail(expectNothing)
-		}
-		for r.tok().Type == tokIdent {
-			r.next()
-		}
-		for r.is("*") {
-			r.next()
-		}
-		if r.tok().Type == tokIdent {
-			r.next()
-		}
-		for r.is("[") {
-			r.next()
-			if r.tok().Type != tokInt {
-				r.fail(expectNothing)
-			}
-			r.next()
-			r.expect("]", "]")
-		}
-		if !r.is("}") { // C allows the last field without ";"
-			r.expect(";", ";")
-		}
-	}
-	r.next()
-	if r.is(";") {
-		r.next()
-	}
-}
-
-func (r *recognizer) probe() {
-	start := r.tok()
-	// A probe without attach points parses; the program is refused once
-	// it has parsed, as bpftrace does.
-	empty := r.is("{") || r.is("/") || r.tok().Type == tokEndPred
-	r.noAttach = r.noAttach || empty
-	for !empty {
-		if t := r.tok(); t.Type != tokAttach && t.Type != tokInt && (t.Type != tokIdent || bisonKeywords[t.Value]) {
-			r.fail("{")
-		}
-		r.next()
-		// bpftrace glues words after an attach point onto it ("BEGIN
-		// exit(" fails at the "("), unless a "{", "," or "/" follows the
-		// word, which points at a missing comma.
-		for t := r.tok(); t.Type == tokIdent || t.Type == tokInt || t.Type == tokString; t = r.tok() {
-			if n := r.peek(1); n.Type == tokEndPred || n.Type == tokPunct && (n.Value == "{" || n.Value == "," || n.Value == "/") {
-				break
-			}
-			r.next()
-		}
-		if !r.is(",") {
-			break
-		}
-		r.next()
-		if r.is("{") || r.is("/") || r.tok().Type == tokEndPred {
-			break // bpftrace ignores an empty last attach point
-		}
-	}
-	if r.tok().Type == tokEOF {
-		end := r.tok()
-		panic(syntaxBail{&Error{Span: Span{Start: Pos{start.Pos.Line, start.Pos.Column}, End: Pos{end.Pos.Line, end.Pos.Column}}, Msg: "unexpected end of file, expected {"}})
-	}
-	if r.is("/") {
-		r.next()
-		r.expr(expectEndPred)
-		if r.tok().Type != tokEndPred {
-			r.fail(expectEndPred)
-		}
-		r.next()
-	}
-	r.block()
-}
-
-func (r *recognizer) block() {
-	r.enter()
-	defer r.leave()
-	r.expect("{", "{")
-	for !r.is("}") {
-		switch {
-		case r.is("if"):
-			r.ifStmt()
-			continue
-		case r.is("while"):
-			r.next()
-			r.expect("(", "(")
-			r.expr(expectParen)
-			r.expect(")", expectParen)
-			r.block()
-			continue
-		case r.is("unroll"):
-			r.next()
-			r.expect("(", "(")
-			switch t := r.tok(); {
-			case t.Type == tokInt || t.Type == tokParam || t.Type == tokParamCount:
-				r.next()
-			case r.is("-") && r.peek(1).Type == tokInt:
-				r.next()
-				r.next()
-			default:
-				r.fail("$# or - or positional parameter or integer")
-			}
-			r.expect(")", expectParen)
-			r.block()
-			continue
-		case r.is("break") || r.is("continue") || r.is("return"):
-			r.next()
-		case r.operandStart():
-			lvalue := r.expr(expectStmt)
-			if r.tok().Type == tokPunct && assignOps[r.tok().Value] && lvalue {
-				r.next()
-				r.expr(expectStmt)
-			}
-		default:
-			r.fail(expectStmt)
-		}
-		if r.is("}") {
-			break
-		}
-		r.expect(";", expectStmt)
-	}
-	r.next()
-}
-
-func (r *recognizer) ifStmt() {
-	r.enter()
-	defer r.leave()
-	r.next()
-	r.expect("(", "(")
-	r.expr(expectParen)
-	r.expect(")", expectParen)
-	r.block()
-	if !r.is("else") {
-		return
-	}
-	r.next()
-	switch {
-	case r.is("if"):
-		r.ifStmt()
-	case r.is("{"):
-		r.block()
-	default:
-		r.fail("{ or if")
-	}
-}
-
-var assignOps = map[string]bool{
-	"=": true, "+=": true, "-=": true, "*=": true, "/=": true, "%=": true,
-	"&=": true, "|=": true, "^=": true, "<<=": true, ">>=": true,
-}
-
-// operandStart reports whether the current token can start an expression.
-func (r *recognizer) operandStart() bool {
-	t := r.tok()
-	switch t.Type {
-	case tokInt, tokString, tokVar, tokMap, tokParam, tokParamCount:
-		return true
-	case tokIdent:
-		return !bisonKeywords[t.Value]
-	case tokPunct:
-		switch t.Value {
-		case "(", "!", "~", "-", "*", "++", "--":
-			return true
-		}
-	}
-	return false
-}
-
-// expr recognises an expression; after it the caller checks the token that
-// follows, and reports expect if it does not fit. It returns whether the
-// expression was a bare variable or map, which may be assigned to.
-func (r *recognizer) expr(expect string) bool {
-	r.enter()
-	defer r.leave()
-	lvalue := r.operand()
-	for {
-		t := r.tok()
-		if t.Type == tokPunct && binaryPrecedence[t.Value] > 0 {
-			r.next()
-			r.operand()
-			lvalue = false
-			continue
-		}
-		break
-	}
-	if r.is("?") {
-		r.next()
-		r.expr(expectColon)
-		r.expect(":", expectColon)
-		r.expr(expect)
-		return false
-	}
-	return lvalue
-}
-
-func (r *recognizer) operand() bool {
-	// The grammar nests a level for each prefix operator and cast.
-	depth := r.depth
-	defer func() { r.depth = depth }()
-	prefixed := false
-	for r.tok().Type == tokPunct {
-		switch r.tok().Value {
-		case "!", "~", "-", "*", "++", "--":
-			r.enter()
-			r.next()
-			prefixed = true
-			continue
-		}
-		break
-	}
-	if r.isCast() {
-		r.enter()
-		r.next()
-		if r.is("struct") {
-			r.next()
-		}
-		r.next()
-		expect := expectArgs
-		for r.is("*") {
-			r.next()
-			expect = ") or *"
-		}
-		r.expect(")", expect)
-		r.operand()
-		return false
-	}
-	lvalue := r.primary() && !prefixed
-	for suffixed := false; ; suffixed = true {
-		switch {
-		case r.is("["):
-			r.next()
-			r.expr(expectIndex)
-			r.expect("]", expectIndex)
-		case r.is(".") || r.is("->"):
-			r.next()
-			if t := r.tok(); t.Type != tokIdent && (t.Type != tokInt || r.toks[r.i-1].Value == "->") {
-				r.fail(expectNothing)
-			}
-			r.next()
-		case (r.is("++") || r.is("--")) && !suffixed:
-			// bpftrace takes ++ and -- after an operand, not after
-			// an index or a field.
-			r.next()
-		default:
-			return lvalue
-		}
-		lvalue = false
-	}
-}
-
-// isCast reports whether a cast starts here: "(" followed by an integer type,
-// "struct", or a type name and "*".
-func (r *recognizer) isCast() bool {
-	if !r.is("(") || r.peek(1).Type != tokIdent {
-		return false
-	}
-	name := r.peek(1).Value
-	if _, ok := castIntTypes[name]; ok || name == "struct" {
-		return true
-	}
-	n := 2
-	for r.peek(n).Type == tokPunct && r.peek(n).Value == "*" {
-		n++
-	}
-	return n > 2 && r.peek(n).Type == tokPunct && r.peek(n).Value == ")"
-}
-
-// primary recognises an operand and reports whether it is a variable or a
-// map.
-func (r *recognizer) primary() bool {
-	t := r.tok()
-	switch t.Type {
-	case tokInt, tokString, tokParam, tokParamCount:
-		r.next()
-		return false
-	case tokVar:
-		r.next()
-		return true
-	case tokMap:
-		r.next()
-		if r.is("[") {
-			r.next()
-			r.list("]", expectKeys)
-		}
-		return true
-	case tokIdent:
-		if bisonKeywords[t.Value] {
-			break
-		}
-		r.next()
-		if r.is("(") {
-			r.next()
-			if !r.is(")") {
-				r.list(")", expectArgs)
-			} else {
-				r.next()
-			}
-			return false
-		}
-		// A function name must be called; bpftrace only lets ++ and --
-		// follow it otherwise.
-		if identClass(t.Value) == "call" && !r.is("++") && !r.is("--") {
-			r.fail("++ or --")
-		}
-		return false
-	case tokPunct:
-		if t.Value == "(" {
-			r.next()
-			r.list(")", expectArgs)
-			return false
-		}
-	}
-	r.fail(expectNothing)
-	return false
-}
-
-// list recognises "expr (, expr)* close".
-func (r *recognizer) list(close, expect string) {
-	for {
-		r.expr(expect)
-		if r.is(",") {
-			r.next()
-			continue
-		}
-		r.expect(close, expect)
-		return
-	}
 }
