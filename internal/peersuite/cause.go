@@ -1,0 +1,141 @@
+package peersuite
+
+import (
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+)
+
+var (
+	// diagnostic matches bpftrace's (and gotrace's) error line, with or
+	// without a position: "stdin:1:9-12: ERROR: ..." or "ERROR: ...".
+	diagnostic = regexp.MustCompile(`(?m)^(?:(?:stdin|[^\s:]+\.bt):(\d+):(\d+)(?:-\d+)?: )?ERROR: (.*)$`)
+	// quotedName matches a name in quotes in a message.
+	quotedName = regexp.MustCompile(`'([^']*)'`)
+	// numbers matches numbers, which vary between otherwise equal messages.
+	numbers = regexp.MustCompile(`\b\d+\b`)
+)
+
+// syntaxFeatures name the newer language forms that a syntax error's line
+// shows, most specific first: a pattern on the text from the error's
+// column back to the start of the line, and the feature's name.
+var syntaxFeatures = []struct {
+	re   *regexp.Regexp
+	name string
+}{
+	{regexp.MustCompile(`\bconfig\s*=`), "config block"},
+	{regexp.MustCompile(`\bmacro\b`), "macro"},
+	{regexp.MustCompile(`\blet\b`), "let declaration"},
+	{regexp.MustCompile(`\benum\b`), "enum"},
+	{regexp.MustCompile(`\bimport\b`), "import"},
+	{regexp.MustCompile(`\bfor\s*\(\s*\$\w+\s*:\s*[^)]*\.\.`), "for over a range"},
+	{regexp.MustCompile(`\bfor\s*\(`), "for over a map"},
+	{regexp.MustCompile(`\$\w+\s*:\s*\w`), "typed variable"},
+	{regexp.MustCompile(`\?\s*:`), "ternary without middle"},
+	{regexp.MustCompile(`\d+(?:ns|us|ms|s|m|h|d)\b`), "duration literal"},
+	{regexp.MustCompile(`\b(?:break|continue|return)\b`), "break/continue/return"},
+	{regexp.MustCompile(`[\w)\]]\s*\[\s*\d+\s*\]`), "indexing a string or tuple"},
+}
+
+// Cause names the first thing that made a failed test fail, for the table
+// of causes: the kind of the binary's first error (refined by the source
+// it points at for syntax errors), or what was wrong with the output.
+func Cause(res *Result, workDir string) string {
+	out := res.Output
+	if m := diagnostic.FindStringSubmatchIndex(out); m != nil {
+		msg := out[m[6]:m[7]]
+		var line string
+		if m[2] >= 0 {
+			// The source line is printed under the error line.
+			rest := out[m[1]:]
+			rest = strings.TrimPrefix(rest, "\n")
+			line, _, _ = strings.Cut(rest, "\n")
+			col, _ := strconv.Atoi(out[m[4]:m[5]])
+			if col > 0 && col-1 <= len(line) {
+				line = line[:col-1] + "\x00" + line[col-1:]
+			}
+		}
+		return errorCause(msg, line, res.Test.Program(workDir))
+	}
+	switch {
+	case res.TimedOut && onlyBeginEnd(res.Test.Program(workDir)):
+		return "no exit after begin/end"
+	case res.TimedOut:
+		return "timed out"
+	case strings.HasPrefix(res.Reason, "exit code"):
+		return "exit code"
+	case strings.Contains(res.Reason, "WILL_FAIL"):
+		return "accepted what bpftrace refuses"
+	case strings.Contains(res.Reason, "runner cannot"):
+		return "runner"
+	}
+	return "wrong output"
+}
+
+// errorCause classifies an error message; line is the source line the
+// error points at, with a NUL at its column, or "".
+func errorCause(msg, line, prog string) string {
+	switch {
+	case strings.HasPrefix(msg, "Invalid probe type: "):
+		return "probe type " + strings.TrimPrefix(msg, "Invalid probe type: ")
+	case strings.HasPrefix(msg, "gotrace attaches only to"):
+		for _, p := range Probes(prog) {
+			switch p {
+			case "BEGIN", "END", "begin", "end", "interval", "profile", "usdt", "uprobe", "uretprobe":
+			default:
+				return "probe type " + p
+			}
+		}
+		return "probe type"
+	case strings.HasPrefix(msg, "Unknown function: "):
+		return "unknown function " + strings.TrimPrefix(msg, "Unknown function: ")
+	case strings.HasPrefix(msg, "Unknown identifier: "):
+		if m := quotedName.FindStringSubmatch(msg); m != nil {
+			return "unknown identifier " + m[1]
+		}
+	case strings.HasPrefix(msg, "unknown flag: "), strings.HasPrefix(msg, "unknown shorthand flag: "):
+		f, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(msg, "unknown shorthand flag: "), "unknown flag: "), " ")
+		return "flag " + f
+	case strings.HasPrefix(msg, "syntax error"):
+		// First the text up to the token the error is at, then the line.
+		before, after, _ := strings.Cut(line, "\x00")
+		token, _, _ := strings.Cut(after, " ")
+		for _, text := range []string{before + token, before + after} {
+			for _, f := range syntaxFeatures {
+				if f.re.MatchString(text) {
+					return "syntax: " + f.name
+				}
+			}
+		}
+		return "syntax: " + numbers.ReplaceAllString(msg, "N")
+	}
+	msg = numbers.ReplaceAllString(msg, "N")
+	if len(msg) > 70 {
+		msg = msg[:70] + "..."
+	}
+	return msg
+}
+
+// onlyBeginEnd reports whether a program's probes are only begin and end,
+// which current bpftrace runs and then exits.
+func onlyBeginEnd(prog string) bool {
+	ps := Probes(prog)
+	return len(ps) > 0 && !slices.ContainsFunc(ps, func(p string) bool {
+		return p != "BEGIN" && p != "END" && p != "begin" && p != "end"
+	})
+}
+
+// withUpperBeginEnd returns the program with its probes begin and end
+// spelt BEGIN and END, to see what stands behind them.
+func withUpperBeginEnd(prog string) string {
+	text := stringOrComment.ReplaceAllStringFunc(prog, blank)
+	b := []byte(prog)
+	for _, m := range probeWords(text) {
+		switch w := prog[m[0]:m[1]]; w {
+		case "begin", "end":
+			copy(b[m[0]:m[1]], strings.ToUpper(w))
+		}
+	}
+	return string(b)
+}

@@ -1,0 +1,75 @@
+package peersuite
+
+import (
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+)
+
+func TestCheck(t *testing.T) {
+	dir := t.TempDir()
+	files := map[string]string{
+		"out.txt":    "\n@: 1\n\n",
+		"out.json":   `{"type": "map", "data": {"@": 1.0}}`,
+		"out.ndjson": "{\"a\": 1}\n{\"b\": [1, 2]}\n",
+		"local.txt":  "%H:00 100%%",
+	}
+	for name, text := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r := &Runner{WorkDir: dir}
+	for _, tc := range []struct {
+		expect Expect
+		out    string
+		pass   bool
+	}{
+		{Expect{modeText, "@: 1"}, "Attaching 1 probe...\n  @: 1  \n", true},
+		{Expect{modeText, "@: 1"}, "@: 10\n", false},
+		{Expect{modeText, "a.b"}, "axb\n", false},
+		{Expect{modeTextNone, "bad"}, "good\n", true},
+		{Expect{modeRegex, `^@\[\d+\]: 2$`}, "x\n@[7]: 2\n", true},
+		{Expect{modeRegex, `(?s:a.*b)`}, "a\nb\n", true},
+		{Expect{modeRegexNone, `ERROR`}, "ERROR: x\n", false},
+		{Expect{modeRegex, `(?=x)`}, "x", false},
+		{Expect{modeFile, "out.txt"}, "@: 1\n", true},
+		{Expect{modeFile, "out.txt"}, "@: 2\n", false},
+		{Expect{modeJSON, "out.json"}, `{"data": {"@": 1}, "type": "map"}` + "\n", true},
+		{Expect{modeJSON, "out.json"}, `{"data": {"@": 2}, "type": "map"}`, false},
+		{Expect{modeJSON, "out.json"}, "{}\n{}\n", false},
+		{Expect{modeJSON, "out.ndjson"}, "{\"a\": 1.0}\n{\"b\": [1, 2]}", true},
+		{Expect{modeJSON, "out.ndjson"}, "{\"a\": 1}\n{\"b\": [2, 1]}", false},
+	} {
+		test := &Test{Expects: []Expect{tc.expect}, LocalizeTimestamps: -1}
+		if failed := r.check(test, tc.out); (len(failed) == 0) != tc.pass {
+			t.Errorf("%v on %q: failures %q, want pass %v", tc.expect, tc.out, failed, tc.pass)
+		}
+	}
+	ts := time.Date(2026, 1, 2, 13, 4, 5, 0, time.Local)
+	test := &Test{Expects: []Expect{{modeFile, "local.txt"}}, LocalizeTimestamps: ts.Unix()}
+	if failed := r.check(test, "13:00 100%\n"); len(failed) > 0 {
+		t.Errorf("LOCALIZE_TIMESTAMPS: %q", failed)
+	}
+}
+
+func TestCause(t *testing.T) {
+	for _, tc := range []struct {
+		prog, out, want string
+	}{
+		{"begin { }", "stdin:1:1-6: ERROR: Invalid probe type: begin\nbegin { }\n~~~~~\n", "probe type begin"},
+		{"config = { a = 1 } BEGIN { }", "stdin:1:8-9: ERROR: syntax error, unexpected =, expecting {\nconfig = { a = 1 } BEGIN { }\n       ~\n", "syntax: config block"},
+		{"BEGIN { $x: uint8 = 1; }", "stdin:1:9-12: ERROR: syntax error, unexpected :, expecting }\nBEGIN { $x: uint8 = 1; }\n        ~~~\n", "syntax: typed variable"},
+		{"BEGIN { @ = pton(1); }", "stdin:1:13-17: ERROR: Unknown function: pton\n", "unknown function pton"},
+		{"BEGIN { @ = true; }", "stdin:1:13-17: ERROR: Unknown identifier: 'true'\n", "unknown identifier true"},
+		{"t:a:b { }", "stdin:1:1-6: ERROR: gotrace attaches only to user space\n", "probe type tracepoint"},
+		{"BEGIN { }", "ERROR: lhist() step must be >= 1 (0 provided)\n", "lhist() step must be >= N (N provided)"},
+		{"BEGIN { }", "something else\n", "wrong output"},
+	} {
+		res := &Result{Test: &Test{Prog: tc.prog}, Status: Fail, Output: tc.out}
+		if got := Cause(res, ""); got != tc.want {
+			t.Errorf("Cause(%q) = %q, want %q", tc.out, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,411 @@
+package peersuite
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+)
+
+// attachTimeout is how long the engine waits for the probes to be attached
+// before it treats the test as timed out.
+const attachTimeout = 10 * time.Second
+
+// attachSettle is how long after a binary's "Attaching N probes..." line
+// the AFTER command starts when the binary does not say when its probes
+// are attached.
+const attachSettle = 500 * time.Millisecond
+
+// notifyAttached is the line bpftrace prints once its probes are attached
+// when __BPFTRACE_NOTIFY_PROBES_ATTACHED is set. A binary that does not
+// print it (gotrace) is taken to be attached at its "Attaching N probes..."
+// line instead.
+const notifyAttached = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
+
+// Status is a test's outcome.
+type Status int
+
+// The outcomes of a test.
+const (
+	Pass Status = iota
+	Fail
+	Skip
+)
+
+func (s Status) String() string {
+	return [...]string{"PASS", "FAIL", "SKIP"}[s]
+}
+
+// Result is the outcome of one test.
+type Result struct {
+	Test   *Test
+	Status Status
+	// Reason says why the test failed or was skipped.
+	Reason string
+	// Output is what the binary printed (stdout and stderr together).
+	Output string
+	// TimedOut is set when the test did not exit by itself and was
+	// stopped with SIGTERM at its time-out.
+	TimedOut bool
+	Elapsed  time.Duration
+}
+
+// Runner runs tests against one binary.
+type Runner struct {
+	// Binary is the bpftrace-compatible program under test.
+	Binary string
+	// WorkDir is the directory the engine runs tests from: the parent of
+	// runtime/, so that runtime/scripts/... and runtime/outputs/... resolve.
+	WorkDir string
+	// Env is this process's environment, which REQUIRES and
+	// SKIP_IF_ENV_HAS look at (the engine's os.environ).
+	Env []string
+
+	featuresOnce sync.Once
+	features     map[string]bool
+}
+
+// featureNeedles maps each REQUIRES_FEATURE name to the text the engine
+// looks for in the binary's --info output.
+var featureNeedles = map[string]string{
+	"loop":               "Loop support: yes",
+	"probe_read_kernel":  "probe_read_kernel: yes",
+	"btf":                "btf: yes",
+	"fentry":             "fentry: yes",
+	"dpath":              "dpath: yes",
+	"signal":             "send_signal: yes",
+	"iter":               "iter: yes",
+	"libpath_resolv":     "bcc library path resolution: yes",
+	"dwarf":              "libdw (DWARF support): yes",
+	"kprobe_multi":       "kprobe_multi: yes",
+	"kprobe_session":     "kprobe_session: yes",
+	"uprobe_multi":       "uprobe_multi: yes",
+	"skboutput":          "skboutput: yes",
+	"get_tai_ns":         "get_ktime_ns: yes",
+	"get_func_ip":        "get_func_ip: yes",
+	"jiffies64":          "jiffies64: yes",
+	"lookup_percpu_elem": "lookup_percpu_elem: yes",
+	"dwunwind":           "dwunwind (DWARF stack unwinding): yes",
+	"blazesym":           "blazesym (advanced symbolization): yes",
+	// aot is decided by how bpftrace was built; neither binary here has it.
+	"aot": "\x00",
+}
+
+// feature reports whether the binary's --info output offers the feature.
+func (r *Runner) feature(name string) (bool, error) {
+	r.featuresOnce.Do(func() {
+		out, _ := exec.Command(r.Binary, "--info").CombinedOutput()
+		r.features = map[string]bool{}
+		for f, needle := range featureNeedles {
+			r.features[f] = strings.Contains(string(out), needle)
+		}
+	})
+	has, ok := r.features[name]
+	if !ok {
+		return false, fmt.Errorf("unknown REQUIRES_FEATURE %s", name)
+	}
+	return has, nil
+}
+
+// skipReason applies the engine's reasons to skip a test: kernel version,
+// SKIP_IF_ENV_HAS, REQUIRES commands and REQUIRES_FEATURE.
+func (r *Runner) skipReason(ctx context.Context, t *Test) (string, error) {
+	rel := kernelRelease()
+	if t.MinKernel != "" && versionLess(rel, t.MinKernel) {
+		return "min kernel " + t.MinKernel, nil
+	}
+	if t.MaxKernel != "" && versionLess(t.MaxKernel, rel) {
+		return "max kernel " + t.MaxKernel, nil
+	}
+	if e := t.SkipIfEnvHas; e != nil && r.getenv(e[0]) == e[1] {
+		return "disabled by " + e[0] + "=" + e[1], nil
+	}
+	for _, req := range t.Requires {
+		cmd := exec.CommandContext(ctx, "/bin/sh", "-c", req)
+		cmd.Dir, cmd.Env = r.WorkDir, r.Env
+		if cmd.Run() != nil {
+			return "unmet REQUIRES " + req, nil
+		}
+	}
+	for _, f := range t.Features {
+		has, err := r.feature(f)
+		if err != nil {
+			return "", err
+		}
+		if !has {
+			return "missing feature " + f, nil
+		}
+	}
+	for _, f := range t.NegFeatures {
+		has, err := r.feature(f)
+		if err != nil {
+			return "", err
+		}
+		if has {
+			return "has feature " + f, nil
+		}
+	}
+	return "", nil
+}
+
+func (r *Runner) getenv(name string) string {
+	for _, kv := range r.Env {
+		if k, v, ok := strings.Cut(kv, "="); ok && k == name {
+			return v
+		}
+	}
+	return ""
+}
+
+// command returns the test's command line as the engine builds it, less
+// bpftrace's --verify-llvm-ir, which neither gotrace nor bpftrace 0.17
+// accepts.
+func (r *Runner) command(t *Test) *exec.Cmd {
+	if t.Run != "" {
+		return exec.Command("/bin/sh", "-c", strings.ReplaceAll(t.Run, "{{BPFTRACE}}", r.Binary))
+	}
+	args := []string{}
+	if len(t.Expects) > 0 && t.Expects[0].Mode == modeJSON {
+		args = append(args, "-q", "-f", "json")
+	}
+	return exec.Command(r.Binary, append(args, "-e", t.Prog)...)
+}
+
+// Run runs one test by the engine's rules.
+func (r *Runner) Run(ctx context.Context, t *Test) Result {
+	start := time.Now()
+	res := r.run(ctx, t)
+	res.Test, res.Elapsed = t, time.Since(start)
+	return res
+}
+
+func (r *Runner) run(ctx context.Context, t *Test) Result {
+	if why := t.Unavailable(r.WorkDir); why != "" {
+		return Result{Status: Skip, Reason: why}
+	}
+	if why, err := r.skipReason(ctx, t); err != nil {
+		return Result{Status: Fail, Reason: err.Error()}
+	} else if why != "" {
+		return Result{Status: Skip, Reason: why}
+	}
+	if t.Setup != "" {
+		if out, err := r.shell(t.Setup); err != nil {
+			return Result{Status: Fail, Reason: fmt.Sprintf("SETUP failed: %v: %s", err, out)}
+		}
+	}
+	res := r.runBinary(ctx, t)
+	if t.Cleanup != "" {
+		if out, err := r.shell(t.Cleanup); err != nil && res.Status == Pass {
+			res.Status, res.Reason = Fail, fmt.Sprintf("CLEANUP failed: %v: %s", err, out)
+		}
+	}
+	return res
+}
+
+// shell runs a SETUP or CLEANUP command.
+func (r *Runner) shell(line string) (string, error) {
+	cmd := exec.Command("/bin/sh", "-c", line)
+	cmd.Dir, cmd.Env = r.WorkDir, r.Env
+	out, err := cmd.CombinedOutput()
+	return string(out), err
+}
+
+// runBinary starts the test's command in its own process group, reads its
+// output until it exits or its time-out passes (SIGTERM, then SIGKILL a
+// second later, as the engine does), and checks the result.
+func (r *Runner) runBinary(ctx context.Context, t *Test) Result {
+	cmd := r.command(t)
+	cmd.Dir = r.WorkDir
+	cmd.Env = []string{
+		"test=" + t.Name,
+		notifyAttached + "=1",
+		"__BPFTRACE_NOTIFY_AOT_PORTABILITY_DISABLED=1",
+		"PATH=" + r.getenv("PATH"),
+	}
+	for _, kv := range t.Env {
+		cmd.Env = append(cmd.Env, kv[0]+"="+kv[1])
+	}
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	pr, pw, err := os.Pipe()
+	if err != nil {
+		return Result{Status: Fail, Reason: fmt.Sprintf("create pipe: %v", err)}
+	}
+	cmd.Stdout, cmd.Stderr = pw, pw
+	if err := cmd.Start(); err != nil {
+		pr.Close()
+		pw.Close()
+		return Result{Status: Fail, Reason: fmt.Sprintf("start: %v", err)}
+	}
+	pw.Close()
+
+	var (
+		mu       sync.Mutex
+		output   strings.Builder
+		attached = make(chan string, 1)
+		done     = make(chan struct{})
+	)
+	go func() {
+		defer close(done)
+		br := bufio.NewReader(pr)
+		seen := false
+		for {
+			line, err := br.ReadString('\n')
+			mu.Lock()
+			output.WriteString(line)
+			mu.Unlock()
+			if !seen && isAttachLine(line) {
+				seen = true
+				attached <- line
+			}
+			if err != nil {
+				if err != io.EOF {
+					mu.Lock()
+					fmt.Fprintf(&output, "\n[peersuite: read output: %v]\n", err)
+					mu.Unlock()
+				}
+				return
+			}
+		}
+	}()
+	// Wait only once the output is read: Wait closes nothing of ours, but
+	// the engine, too, reads to the end before it looks at the exit code.
+	waited := make(chan struct{})
+	go func() {
+		<-done
+		cmd.Wait()
+		close(waited)
+	}()
+
+	var after *exec.Cmd
+	timer := time.NewTimer(attachTimeout)
+	defer timer.Stop()
+	timedOut := false
+wait:
+	for {
+		select {
+		case line := <-attached:
+			attached = nil
+			timer.Reset(time.Duration(t.Timeout) * time.Second)
+			if t.After != "" {
+				if line != notifyAttached+"\n" {
+					// "Attaching N probes..." comes before the probes
+					// are attached.
+					time.Sleep(attachSettle)
+				}
+				after = exec.Command("/bin/sh", "-c", t.After)
+				after.Dir, after.Env = r.WorkDir, r.Env
+				after.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+				after.Stdout, after.Stderr = io.Discard, io.Discard
+				if after.Start() != nil {
+					after = nil
+				}
+			}
+		case <-waited:
+			break wait
+		case <-timer.C:
+			timedOut = true
+			break wait
+		case <-ctx.Done():
+			timedOut = true
+			break wait
+		}
+	}
+	if timedOut {
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGTERM)
+		select {
+		case <-waited:
+		case <-time.After(time.Second):
+			syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+			select {
+			case <-waited:
+			case <-time.After(time.Second):
+				// A process that left the group still holds the pipe.
+				pr.Close()
+				<-waited
+			}
+		}
+	} else {
+		// The command's children (a shell pipeline's) may outlive it.
+		syscall.Kill(-cmd.Process.Pid, syscall.SIGKILL)
+	}
+	if after != nil {
+		stopAfter(after)
+	}
+	pr.Close()
+
+	mu.Lock()
+	out := normalizeNewlines(output.String())
+	mu.Unlock()
+	if t.ExactExpect {
+		out = afterAttach(out)
+	}
+	res := Result{Output: out, TimedOut: timedOut}
+	code := cmd.ProcessState.ExitCode()
+	if code < 0 {
+		// Killed by a signal: the engine (Python's Popen) reports -signal.
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			code = -int(ws.Signal())
+		}
+	}
+	failed := r.check(t, out)
+	switch {
+	case timedOut && len(failed) > 0:
+		res.Status, res.Reason = Fail, fmt.Sprintf("timed out after %ds: %s", t.Timeout, failed[0])
+	case timedOut:
+		res.Status = Pass
+	case code != t.ReturnCode && !t.WillFail:
+		res.Status, res.Reason = Fail, fmt.Sprintf("exit code %d", code)
+	case code == 0 && t.WillFail:
+		res.Status, res.Reason = Fail, "exit code 0 but WILL_FAIL"
+	case len(failed) > 0:
+		res.Status, res.Reason = Fail, failed[0]
+	default:
+		res.Status = Pass
+	}
+	return res
+}
+
+// stopAfter gives an AFTER command a second to finish, then kills it.
+func stopAfter(after *exec.Cmd) {
+	done := make(chan struct{})
+	go func() {
+		after.Wait()
+		close(done)
+	}()
+	select {
+	case <-done:
+	case <-time.After(time.Second):
+		syscall.Kill(-after.Process.Pid, syscall.SIGKILL)
+		<-done
+	}
+}
+
+// isAttachLine reports whether line says the probes are attached.
+func isAttachLine(line string) bool {
+	return line == notifyAttached+"\n" || strings.HasPrefix(line, "Attaching ") && strings.Contains(line, " probe")
+}
+
+// afterAttach drops the output up to the probes being attached, which
+// EXPECT_FILE and EXPECT_JSON do not compare.
+func afterAttach(out string) string {
+	lines := strings.SplitAfter(out, "\n")
+	if i := slices.Index(lines, notifyAttached+"\n"); i >= 0 {
+		return strings.Join(lines[i+1:], "")
+	}
+	if i := slices.IndexFunc(lines, isAttachLine); i >= 0 {
+		return strings.Join(lines[i+1:], "")
+	}
+	return out
+}
+
+// normalizeNewlines reads output as Python's universal newlines do.
+func normalizeNewlines(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
