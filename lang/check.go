@@ -128,7 +128,6 @@ func Check(p *Program, cfg Config) error {
 		maps:    map[string]*mapState{},
 		vars:    map[*Probe]map[string]Type{},
 		structs: map[string]*StructDef{},
-		lines:   lineOffsets(p.Source),
 		late:    map[*Error]bool{},
 		symbols: map[[2]string]symbolSize{},
 	}
@@ -180,7 +179,6 @@ type checker struct {
 	// vars holds each probe's variable types, kept across passes.
 	vars    map[*Probe]map[string]Type
 	structs map[string]*StructDef
-	lines   []int
 
 	// The probe being checked, the variables assigned so far in it, and
 	// how many loops enclose the current statement.
@@ -232,7 +230,7 @@ func (c *checker) report(s Span, hint string, late bool, format string, args ...
 		return
 	}
 	msg := fmt.Sprintf(format, args...)
-	s.Start = c.tokenStart(s.Start)
+	s.Start = c.prog.runStart(s.Start)
 	for _, e := range c.errs {
 		if e.Span == s && e.Msg == msg {
 			return
@@ -257,8 +255,7 @@ func (c *checker) run() {
 		if pr.Pred != nil {
 			t := c.expr(pr.Pred, useValue)
 			if !isIntLike(t) && t.Kind != KindNone {
-				span := pr.Pred.Span()
-				span.End = c.find(span.End, "/").End
+				span := Span{Start: pr.Pred.Span().Start, End: pr.PredEnd}
 				c.laterf(span, "Invalid type for predicate: %s", formatTypeName(t))
 			}
 		}

@@ -32,7 +32,7 @@ func (c *checker) exprType(e Expr, u use) Type {
 	case *Binary:
 		l := c.expr(e.X, useValue)
 		r := c.expr(e.Y, useValue)
-		return c.binaryType(e.Op, l, r, e.Loc, c.find(e.X.Span().End, e.Op))
+		return c.binaryType(e.Op, l, r, e.Loc, e.OpLoc)
 	case *Unary:
 		return c.unary(e)
 	case *IncDec:
@@ -106,7 +106,7 @@ func isComparison(op string) bool {
 
 func (c *checker) unary(e *Unary) Type {
 	t := c.expr(e.X, useValue)
-	opSpan := Span{Start: e.Loc.Start, End: Pos{Line: e.Loc.Start.Line, Col: e.Loc.Start.Col + len(e.Op)}}
+	opSpan := e.OpLoc
 	if t.Kind == KindNone {
 		return Type{}
 	}
@@ -190,10 +190,7 @@ func (c *checker) cast(e *Cast) Type {
 	x := c.expr(e.X, useValue)
 	to := c.resolve(e.To)
 	// bpftrace underlines the parenthesized type only.
-	span := e.Loc
-	if i := strings.LastIndexByte(c.prog.Source[:c.offset(e.X.Span().Start)], ')'); i >= c.offset(e.Loc.Start) {
-		span.End = c.position(i + 1)
-	}
+	span := e.TypeLoc
 	base := to
 	for base.Kind == KindPointer && base.Elem != nil {
 		base = *base.Elem

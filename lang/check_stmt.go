@@ -49,7 +49,7 @@ func (c *checker) stmt(s Stmt) {
 // unroll checks `unroll (N)`: N is a constant from 1 to 100.
 func (c *checker) unroll(s *UnrollStmt) {
 	c.expr(s.Count, useValue)
-	span := Span{Start: s.Loc.Start, End: c.find(s.Count.Span().End, ")").End}
+	span := s.Head
 	s.N = 0
 	n, ok := c.constInt(s.Count)
 	switch {
@@ -69,7 +69,7 @@ func (c *checker) unroll(s *UnrollStmt) {
 
 // assign checks `LHS op RHS`.
 func (c *checker) assign(s *AssignStmt) {
-	opSpan := c.find(s.LHS.Span().End, s.Op)
+	opSpan := s.OpLoc
 	switch lhs := s.LHS.(type) {
 	case *Var:
 		var t Type
