@@ -650,3 +650,31 @@ func BenchmarkParse(b *testing.B) {
 		}
 	}
 }
+
+// TestRunStart checks where diagnostics start for a token: at the start of
+// its run, which only blanks outside comments and strings end.
+func TestRunStart(t *testing.T) {
+	tests := []struct {
+		src     string
+		at      Pos
+		wantCol int
+	}{
+		{`BEGIN { $y = str($x); }`, Pos{1, 18}, 14},             // $x in str($x
+		{`BEGIN { $y = str( $x); }`, Pos{1, 19}, 19},            // after a blank
+		{`BEGIN { $y = 1;/*c*/$x; }`, Pos{1, 21}, 14},           // a comment does not end a run
+		{`BEGIN { /* a b */foo(1); }`, Pos{1, 18}, 9},           // nor do blanks inside it
+		{`BEGIN { $y = (" ")%$x; }`, Pos{1, 20}, 14},            // nor inside a string
+		{"BEGIN { /*a\n b*/$x; }", Pos{2, 5}, 1},                // but a newline in a comment does
+		{"#define M 1 + $x\nBEGIN { $y = M; }", Pos{2, 15}, 14}, // a macro's tokens are in its name's run
+	}
+	for _, tt := range tests {
+		p, err := Parse("stdin", tt.src)
+		if err != nil {
+			t.Errorf("%q: %v", tt.src, err)
+			continue
+		}
+		if got := p.runStart(tt.at); got != (Pos{tt.at.Line, tt.wantCol}) {
+			t.Errorf("%q: run of %v starts at %v, want column %d", tt.src, tt.at, got, tt.wantCol)
+		}
+	}
+}
