@@ -35,7 +35,7 @@ type site struct {
 // resolved here, before anything is loaded, so that the count printed
 // first is right; an attach point that matches nothing drops out silently,
 // as in bpftrace.
-func planSites(spec *codegen.Spec, tables symbolTables) ([]site, error) {
+func planSites(spec *codegen.Spec, files *usdt.Files) ([]site, error) {
 	var sites []site
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
@@ -55,11 +55,15 @@ func planSites(spec *codegen.Spec, tables symbolTables) ([]site, error) {
 			if err != nil {
 				return nil, err
 			}
-			fs, err := tables.get(path)
+			f, err := openTarget(files, path)
 			if err != nil {
 				return nil, attachError(a.Probe, "%v", err)
 			}
-			us, err := uprobeSites(a, path, fs)
+			fs, err := uprobeFunctions(f)
+			if err != nil {
+				return nil, attachError(a.Probe, "%v", err)
+			}
+			us, err := uprobeSites(a, f, fs)
 			if err != nil {
 				return nil, err
 			}
@@ -72,17 +76,18 @@ func planSites(spec *codegen.Spec, tables symbolTables) ([]site, error) {
 }
 
 // uprobeSites returns the sites of a uprobe or uretprobe attachment of the
-// file path, whose function symbols are syms: one site at an address
+// file f, whose function symbols are syms: one site at an address
 // (0x2262, 8802, main+2; checkAddresses has checked it), or at the
 // function that the attachment names (expandUprobes has made it one
 // symbol's name).
-func uprobeSites(a *codegen.Attachment, path string, syms []elf.Symbol) ([]site, error) {
+func uprobeSites(a *codegen.Attachment, f *usdt.File, syms []elf.Symbol) ([]site, error) {
+	path := f.Path()
 	if atAddress(a.Symbol) {
 		addr, _, err := uprobeAddress(a.Symbol, a.Address, syms)
 		if err != nil {
 			return nil, attachError(a.Probe, "%v", err)
 		}
-		off, err := fileOffset(path, addr)
+		off, err := fileOffset(f, addr)
 		if err != nil {
 			return nil, attachError(a.Probe, "%v", err)
 		}
@@ -94,7 +99,7 @@ func uprobeSites(a *codegen.Attachment, path string, syms []elf.Symbol) ([]site,
 	if sym.Name == "" {
 		return nil, attachError(a.Probe, "function %s not found", a.Symbol)
 	}
-	off, err := fileOffset(path, sym.Value)
+	off, err := fileOffset(f, sym.Value)
 	if err != nil {
 		return nil, attachError(a.Probe, "symbol %s: %v", sym.Name, err)
 	}
@@ -118,12 +123,22 @@ func numericAddress(field string) (uint64, bool) {
 	return n, err == nil
 }
 
-// functionSymbols returns the function symbols of an ELF file that a
-// uprobe can name (usdt.FunctionSymbols), but not its indirect functions:
-// an IFUNC's symbol is the resolver the loader calls once, and a uprobe
-// there is refused (symbolNotFound says why).
-func functionSymbols(path string) ([]elf.Symbol, error) {
-	all, err := allFunctionSymbols(path)
+// functionSymbols returns the function symbols of the ELF file at path
+// that a uprobe can name (uprobeFunctions), read through files.
+func functionSymbols(files *usdt.Files, path string) ([]elf.Symbol, error) {
+	f, err := openTarget(files, path)
+	if err != nil {
+		return nil, err
+	}
+	return uprobeFunctions(f)
+}
+
+// uprobeFunctions returns the function symbols of f that a uprobe can name
+// (File.FunctionSymbols), but not its indirect functions: an IFUNC's
+// symbol is the resolver the loader calls once, and a uprobe there is
+// refused (symbolNotFound says why).
+func uprobeFunctions(f *usdt.File) ([]elf.Symbol, error) {
+	all, err := f.FunctionSymbols()
 	if err != nil {
 		return nil, err
 	}
@@ -136,33 +151,24 @@ func functionSymbols(path string) ([]elf.Symbol, error) {
 	return syms, nil
 }
 
-// symbolTables holds the function symbols of each file one run reads, so
-// that expanding, checking and attaching its uprobes read a file once
-// (libc's, with its debug file, takes about 9 ms).
-type symbolTables map[string][]elf.Symbol
-
-// get returns functionSymbols(path), read on first use.
-func (st symbolTables) get(path string) ([]elf.Symbol, error) {
-	if syms, ok := st[path]; ok {
-		return syms, nil
-	}
-	syms, err := functionSymbols(path)
-	if err != nil {
-		return nil, err
-	}
-	st[path] = syms
-	return syms, nil
-}
-
-// allFunctionSymbols returns usdt.FunctionSymbols of the file at path,
-// IFUNCs included.
-func allFunctionSymbols(path string) ([]elf.Symbol, error) {
-	f, err := elf.Open(path)
+// openTarget opens the target file of a uprobe through files.
+func openTarget(files *usdt.Files, path string) (*usdt.File, error) {
+	f, err := files.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, err)
 	}
+	return f, nil
+}
+
+// allFunctionSymbols returns File.FunctionSymbols of the file at path,
+// IFUNCs included, read on its own for a diagnostic.
+func allFunctionSymbols(path string) ([]elf.Symbol, error) {
+	f, err := usdt.OpenFile(path)
+	if err != nil {
+		return nil, err
+	}
 	defer f.Close()
-	return usdt.FunctionSymbols(f, path)
+	return f.FunctionSymbols()
 }
 
 // matchSymbols returns the sorted, distinct names of the symbols that
@@ -184,20 +190,14 @@ func matchSymbols(syms []elf.Symbol, pattern string) []string {
 	return names
 }
 
-// fileOffset turns a virtual address of an ELF file into the file offset a
-// uprobe takes.
-func fileOffset(path string, addr uint64) (uint64, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return 0, fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, err)
+// fileOffset turns a virtual address of the code of f into the file
+// offset a uprobe takes.
+func fileOffset(f *usdt.File, addr uint64) (uint64, error) {
+	off, ok := f.Offset(addr, true)
+	if !ok {
+		return 0, fmt.Errorf("address %#x is not in an executable segment of %s", addr, f.Path())
 	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type == elf.PT_LOAD && p.Flags&elf.PF_X != 0 && addr >= p.Vaddr && addr < p.Vaddr+p.Memsz {
-			return addr - p.Vaddr + p.Off, nil
-		}
-	}
-	return 0, fmt.Errorf("address %#x is not in an executable segment of %s", addr, path)
+	return off, nil
 }
 
 // attachSite attaches the program of a USDT or uprobe site, filtered on

@@ -2,14 +2,13 @@ package runtime
 
 import (
 	"debug/elf"
-	"errors"
 	"fmt"
-	"io"
 
 	"golang.org/x/arch/x86/x86asm"
 
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // A uprobe writes a breakpoint over the first byte of an instruction: at an
@@ -30,11 +29,11 @@ const maxInstLen = 15
 // symbol holds the address, as in a stripped file, or an instruction it
 // does not know comes first) the attach point is refused too, unless
 // opts.Unsafe is set: then a warning says what was not checked.
-func checkAddresses(p *lang.Program, opts Options, tables symbolTables) error {
+func checkAddresses(p *lang.Program, opts Options, files *usdt.Files) error {
 	var errs, warnings lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
-			e, unchecked := checkAddress(ap, tables)
+			e, unchecked := checkAddress(ap, files)
 			switch {
 			case e == nil:
 			case unchecked && opts.Unsafe:
@@ -58,7 +57,7 @@ func checkAddresses(p *lang.Program, opts Options, tables symbolTables) error {
 
 // checkAddress checks one attach point (see checkAddresses). unchecked
 // says that the problem is that gotrace could not check the address.
-func checkAddress(ap *lang.AttachPoint, tables symbolTables) (e *lang.Error, unchecked bool) {
+func checkAddress(ap *lang.AttachPoint, files *usdt.Files) (e *lang.Error, unchecked bool) {
 	if !givesAddress(ap) {
 		return nil, false
 	}
@@ -69,7 +68,11 @@ func checkAddress(ap *lang.AttachPoint, tables symbolTables) (e *lang.Error, unc
 	if err != nil {
 		return attachProblem(ap, "%v", err), false
 	}
-	syms, err := tables.get(path)
+	f, err := openTarget(files, path)
+	if err != nil {
+		return attachProblem(ap, "%v", err), false
+	}
+	syms, err := uprobeFunctions(f)
 	if err != nil {
 		return attachProblem(ap, "%v", err), false
 	}
@@ -83,7 +86,7 @@ func checkAddress(ap *lang.AttachPoint, tables symbolTables) (e *lang.Error, unc
 	if sym.Name == "" {
 		sym = symbolHolding(syms, addr)
 	}
-	return checkPlace(ap, path, sym, addr)
+	return checkPlace(ap, f, sym, addr)
 }
 
 // givesAddress reports whether ap is a uprobe or uretprobe given by address
@@ -92,15 +95,15 @@ func givesAddress(ap *lang.AttachPoint) bool {
 	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && atAddress(ap.Func)
 }
 
-// checkPlace checks address addr of the ELF file path, which is no
+// checkPlace checks address addr of the ELF file f, which is no
 // function's entry, for attach point ap: the function symbol sym holds it
 // (Name "" when none does).
-func checkPlace(ap *lang.AttachPoint, path string, sym elf.Symbol, addr uint64) (e *lang.Error, unchecked bool) {
+func checkPlace(ap *lang.AttachPoint, f *usdt.File, sym elf.Symbol, addr uint64) (e *lang.Error, unchecked bool) {
 	what := fmt.Sprintf("address %#x", addr)
 	if _, _, offset := attachpoint.SplitOffset(ap.Func); offset {
 		what = fmt.Sprintf("%s (address %#x)", ap.Func, addr)
 	}
-	if _, err := readCode(path, addr, 1); err != nil {
+	if _, err := f.ReadCode(addr, 1); err != nil {
 		return attachProblem(ap, "%v", err), false
 	}
 	switch {
@@ -111,7 +114,7 @@ func checkPlace(ap *lang.AttachPoint, path string, sym elf.Symbol, addr uint64) 
 	case ap.Kind == lang.ProbeUretprobe:
 		return attachProblem(ap, "%s is %s+%d: a uretprobe attaches only at a function's entry", what, sym.Name, addr-sym.Value), false
 	}
-	start, n, err := instructionAt(path, sym, addr)
+	start, n, err := instructionAt(f, sym, addr)
 	if err != nil {
 		return attachProblem(ap, "cannot check that %s starts an instruction of %s: %v", what, sym.Name, err), true
 	}
@@ -188,11 +191,11 @@ func symbolHolding(syms []elf.Symbol, addr uint64) elf.Symbol {
 	return best
 }
 
-// instructionAt decodes the function sym of the ELF file path from its
-// first byte and returns the start and the length of the instruction that
-// holds addr.
-func instructionAt(path string, sym elf.Symbol, addr uint64) (start uint64, n int, err error) {
-	code, err := readCode(path, sym.Value, addr-sym.Value+maxInstLen)
+// instructionAt decodes the function sym of the ELF file f from its first
+// byte and returns the start and the length of the instruction that holds
+// addr.
+func instructionAt(f *usdt.File, sym elf.Symbol, addr uint64) (start uint64, n int, err error) {
+	code, err := f.ReadCode(sym.Value, addr-sym.Value+maxInstLen)
 	if err != nil {
 		return 0, 0, err
 	}
@@ -205,28 +208,6 @@ func instructionAt(path string, sym elf.Symbol, addr uint64) (start uint64, n in
 		}
 	}
 	return 0, 0, fmt.Errorf("the code of %s ends before %#x", sym.Name, addr)
-}
-
-// readCode reads up to size bytes of code at address addr of the ELF file
-// path, from the executable segment that holds addr; fewer where the
-// segment ends.
-func readCode(path string, addr, size uint64) ([]byte, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("read code of %s: %w", path, err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_LOAD || p.Flags&elf.PF_X == 0 || addr < p.Vaddr || addr-p.Vaddr >= p.Filesz {
-			continue
-		}
-		code := make([]byte, min(size, p.Filesz-(addr-p.Vaddr)))
-		if _, err := p.ReadAt(code, int64(addr-p.Vaddr)); err != nil && !errors.Is(err, io.EOF) {
-			return nil, fmt.Errorf("read code of %s at %#x: %w", path, addr, err)
-		}
-		return code, nil
-	}
-	return nil, fmt.Errorf("address %#x is not in an executable segment of %s", addr, path)
 }
 
 // instLen returns the length of the x86-64 instruction that b starts with.

@@ -15,6 +15,7 @@ import (
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 func TestInstLen(t *testing.T) {
@@ -95,7 +96,7 @@ func objdumpStarts(t *testing.T, path string, start, end uint64) map[uint64]bool
 // path, from its symbol table or its dynamic one.
 func functionSymbol(t *testing.T, path, name string) elf.Symbol {
 	t.Helper()
-	syms, err := functionSymbols(path)
+	syms, err := functionSymbols(&usdt.Files{}, path)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -132,7 +133,7 @@ func TestCheckAddressBoundaries(t *testing.T) {
 				{Kind: lang.ProbeUprobe, Target: tc.path, Address: addr},
 				{Kind: lang.ProbeUprobe, Target: tc.path, Func: fmt.Sprintf("%s+%d", tc.fn, addr-sym.Value)},
 			} {
-				e, unchecked := checkAddress(ap, symbolTables{})
+				e, unchecked := checkAddress(ap, &usdt.Files{})
 				switch {
 				case starts[addr] && e != nil:
 					t.Errorf("%s+%d: refused an instruction start: %v", tc.fn, addr-sym.Value, e.Msg)
@@ -186,7 +187,7 @@ func TestCheckAddressErrors(t *testing.T) {
 		{"a function", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: "/no/such/file", Func: "main"}, "", false},
 		{"a usdt probe", lang.AttachPoint{Kind: lang.ProbeUSDT, Target: bin, Func: "x+1"}, "", false},
 	} {
-		e, unchecked := checkAddress(&tc.ap, symbolTables{})
+		e, unchecked := checkAddress(&tc.ap, &usdt.Files{})
 		switch {
 		case tc.want == "" && e != nil:
 			t.Errorf("%s: %v", tc.name, e.Msg)
@@ -208,19 +209,19 @@ func TestCheckAddressesUnsafe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = checkAddresses(p, Options{}, symbolTables{})
+	err = checkAddresses(p, Options{}, &usdt.Files{})
 	if l, ok := err.(lang.ErrorList); !ok || l[0].Span.End.Line != 2 || l[0].Hint != "--unsafe attaches there anyway" {
 		t.Fatalf("error %#v, want one on line 2 with the --unsafe hint", err)
 	}
 	var warnings strings.Builder
-	if err := checkAddresses(p, Options{Unsafe: true, Err: &warnings}, symbolTables{}); err != nil {
+	if err := checkAddresses(p, Options{Unsafe: true, Err: &warnings}, &usdt.Files{}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "stdin:1-2: WARNING: no function symbol of"; !strings.HasPrefix(warnings.String(), want) {
 		t.Errorf("warning %q, want a positioned WARNING", warnings.String())
 	}
 	warnings.Reset()
-	if err := checkAddresses(p, Options{Unsafe: true, NoWarnings: true, Err: &warnings}, symbolTables{}); err != nil || warnings.Len() > 0 {
+	if err := checkAddresses(p, Options{Unsafe: true, NoWarnings: true, Err: &warnings}, &usdt.Files{}); err != nil || warnings.Len() > 0 {
 		t.Errorf("--no-warnings: %v, %q", err, warnings.String())
 	}
 }

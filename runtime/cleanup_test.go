@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // textByte returns the byte at file offset off of bin as process pid sees
@@ -91,7 +92,12 @@ func symbolAddr(t *testing.T, bin, name string) uint64 {
 func symbolOffset(t *testing.T, bin, name string) (addr, off uint64) {
 	t.Helper()
 	addr = symbolAddr(t, bin, name)
-	off, err := fileOffset(bin, addr)
+	f, err := usdt.OpenFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	off, err = fileOffset(f, addr)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"debug/elf"
 	"fmt"
 	"os"
 	"syscall"
@@ -37,30 +36,6 @@ func hasWildcardUSDT(p *lang.Program) bool {
 	return false
 }
 
-// interpreter returns the dynamic loader an executable names (PT_INTERP),
-// or "" for a static executable.
-func interpreter(path string) (string, error) {
-	f, err := elf.Open(path)
-	if err != nil {
-		return "", fmt.Errorf("read the interpreter of %s: %w", path, err)
-	}
-	defer f.Close()
-	for _, p := range f.Progs {
-		if p.Type != elf.PT_INTERP {
-			continue
-		}
-		b := make([]byte, p.Filesz)
-		if _, err := p.ReadAt(b, 0); err != nil {
-			return "", fmt.Errorf("read the interpreter of %s: %w", path, err)
-		}
-		if i := len(b) - 1; i >= 0 && b[i] == 0 {
-			b = b[:i]
-		}
-		return string(b), nil
-	}
-	return "", nil
-}
-
 // fileID identifies a file whatever path it is reached by.
 type fileID struct{ dev, ino uint64 }
 
@@ -93,7 +68,11 @@ func (t *tracer) watchLoader(objs []string) error {
 	if err != nil {
 		return err
 	}
-	interp, err := interpreter(path)
+	f, err := t.files.Open(path)
+	if err != nil {
+		return fmt.Errorf("read the interpreter of %s: %w", path, err)
+	}
+	interp, err := f.Interpreter()
 	if err != nil || interp == "" {
 		return err
 	}
@@ -169,7 +148,7 @@ func (t *tracer) loadedObjects() error {
 	}
 	t.extra = append(t.extra, coll)
 	// Only usdt attach points wait for libraries: no symbols to read.
-	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(t.spec.Attachments):]}, symbolTables{})
+	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(t.spec.Attachments):]}, t.files)
 	if err != nil {
 		return err
 	}

@@ -271,7 +271,7 @@ func symbolNotFound(ap *lang.AttachPoint) *lang.Error {
 // function with an offset (main+2) is matched by its function; with offset
 // 0 it becomes the function alone, which the probe builtin prints as
 // bpftrace does. Attach points given by address are left as they are.
-func expandUprobes(p *lang.Program, tables symbolTables) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
+func expandUprobes(p *lang.Program, files *usdt.Files) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
 	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
@@ -285,7 +285,7 @@ func expandUprobes(p *lang.Program, tables symbolTables) (map[*lang.AttachPoint]
 			if err != nil {
 				return nil, err
 			}
-			fs, err := tables.get(path)
+			fs, err := functionSymbols(files, path)
 			if err != nil {
 				return nil, attachError(ap, "%v", err)
 			}
@@ -362,18 +362,15 @@ func neededLibraries(exe string) []string {
 	for len(queue) > 0 {
 		obj := queue[0]
 		queue = queue[1:]
-		f, err := elf.Open(obj)
+		f, err := usdt.OpenFile(obj)
 		if err != nil {
 			continue
 		}
-		needed, _ := f.ImportedLibraries()
+		needed, runpaths := f.Libraries()
 		var search []string
-		for _, tag := range []elf.DynTag{elf.DT_RPATH, elf.DT_RUNPATH} {
-			vals, _ := f.DynString(tag)
-			for _, v := range vals {
-				for _, d := range strings.Split(v, ":") {
-					search = append(search, strings.ReplaceAll(d, "$ORIGIN", filepath.Dir(obj)))
-				}
+		for _, v := range runpaths {
+			for _, d := range strings.Split(v, ":") {
+				search = append(search, strings.ReplaceAll(d, "$ORIGIN", filepath.Dir(obj)))
 			}
 		}
 		f.Close()

@@ -21,6 +21,7 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // lostPoll is how often the runtime looks for records the programs could
@@ -72,6 +73,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		execs: map[string]*link.Executable{},
 		exit:  make(chan struct{}),
 		out:   output.NewWriter(opts.Out, format),
+		files: &usdt.Files{},
 	}
 	if !opts.LineBuffered {
 		t.out.Hold(outHold)
@@ -104,18 +106,17 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if t.child != nil {
 		childPID = t.child.PID
 	}
-	tables := symbolTables{}
-	if t.spec, err = compile(p, opts, objs, childPID, tables); err != nil {
+	if t.spec, err = compile(p, opts, objs, childPID, t.files); err != nil {
 		return err
 	}
-	sites, err := planSites(t.spec, tables)
+	sites, err := planSites(t.spec, t.files)
 	if err != nil {
 		return err
 	}
 	if len(sites) == 0 && t.spec.LoaderProgram == "" {
 		return errNoProbes
 	}
-	t.syms = newSymbolizer(t.pid, sites)
+	t.syms = newSymbolizer(t.pid, sites, t.files)
 	var why string
 	t.uprobes, why = chooseUprobeMode(opts.NoUprobeMulti, t.pid)
 	if opts.Verbose {
@@ -224,6 +225,8 @@ type tracer struct {
 	args []output.Value
 	// syms names code addresses for func and usym().
 	syms *symbolizer
+	// files are the ELF files the run reads, each opened once.
+	files *usdt.Files
 	// bootWall is the wall-clock time of CLOCK_MONOTONIC's zero, to print
 	// bpf_ktime_get_ns times.
 	bootWall time.Time
@@ -640,6 +643,7 @@ func (t *tracer) close() {
 		t.control.Close()
 	}
 	t.readers.Wait()
+	t.files.Close()
 	for _, c := range t.extra {
 		c.Close()
 	}

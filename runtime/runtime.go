@@ -92,7 +92,9 @@ func Compile(p *lang.Program, opts Options) (*codegen.Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	return compile(p, opts, objs, 0, symbolTables{})
+	var files usdt.Files
+	defer files.Close()
+	return compile(p, opts, objs, 0, &files)
 }
 
 // traceObjects returns the objects an attach point without a path looks
@@ -151,9 +153,9 @@ func exitedNote(pid int) string {
 // compile substitutes positional parameters in attach points, refuses the
 // attach points this kernel cannot serve, resolves USDT probes in objs and
 // runs the code generator on the attach points that matched something.
-// childPID is the -c command's PID, the value of cpid; tables keeps the
-// function symbols read for uprobes, for attaching them.
-func compile(p *lang.Program, opts Options, objs []string, childPID int, tables symbolTables) (*codegen.Spec, error) {
+// childPID is the -c command's PID, the value of cpid; files are the ELF
+// files the run reads, kept open for attaching.
+func compile(p *lang.Program, opts Options, objs []string, childPID int, files *usdt.Files) (*codegen.Spec, error) {
 	if err := substituteParams(p, opts.Params); err != nil {
 		return nil, err
 	}
@@ -167,7 +169,7 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, tables 
 	if err != nil {
 		return nil, err
 	}
-	uprobes, err := expandUprobes(p, tables)
+	uprobes, err := expandUprobes(p, files)
 	if err != nil {
 		return nil, err
 	}
@@ -179,7 +181,7 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, tables 
 		}
 	}
 	matched := matchedProgram(p, uprobes)
-	if err := checkAddresses(matched, opts, tables); err != nil {
+	if err := checkAddresses(matched, opts, files); err != nil {
 		return nil, err
 	}
 	// A -c command's probes without a path may be in a library it loads

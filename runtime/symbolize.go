@@ -8,6 +8,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // symbolizer names code addresses of the traced process for func and
@@ -17,7 +19,10 @@ type symbolizer struct {
 	pid int
 	// sites are the symbols of the attached uprobe sites.
 	sites []siteSymbol
-	files map[string]*elfSymbols
+	// files opens the ELF files; symbols holds the function symbols of
+	// each, by path.
+	files   *usdt.Files
+	symbols map[string]*elfSymbols
 }
 
 // siteSymbol is an attached uprobe's symbol and its file offset.
@@ -26,30 +31,17 @@ type siteSymbol struct {
 	offset uint64
 }
 
-// elfSymbols are the function symbols of one file, sorted by address,
-// and its loadable segments.
+// elfSymbols are the function symbols of one file, sorted by address.
 type elfSymbols struct {
-	syms  []elf.Symbol
-	progs []elf.ProgHeader
+	file *usdt.File
+	syms []elf.Symbol
 }
 
-func newSymbolizer(pid int, sites []site) *symbolizer {
-	s := &symbolizer{pid: pid, files: map[string]*elfSymbols{}}
+func newSymbolizer(pid int, sites []site, files *usdt.Files) *symbolizer {
+	s := &symbolizer{pid: pid, files: files, symbols: map[string]*elfSymbols{}}
 	for _, st := range sites {
-		if st.symbol == "" {
-			continue
-		}
-		es := s.file(st.path)
-		if es == nil {
-			continue
-		}
-		for _, sym := range es.syms {
-			if sym.Name == st.symbol {
-				if off, ok := es.offset(sym.Value); ok {
-					s.sites = append(s.sites, siteSymbol{name: sym.Name, offset: off})
-				}
-				break
-			}
+		if st.symbol != "" {
+			s.sites = append(s.sites, siteSymbol{name: st.symbol, offset: st.offset})
 		}
 	}
 	return s
@@ -57,34 +49,18 @@ func newSymbolizer(pid int, sites []site) *symbolizer {
 
 // file reads the symbols of path once; nil when it has none.
 func (s *symbolizer) file(path string) *elfSymbols {
-	if es, ok := s.files[path]; ok {
+	if es, ok := s.symbols[path]; ok {
 		return es
 	}
 	var es *elfSymbols
-	if syms, err := functionSymbols(path); err == nil {
-		if f, err := elf.Open(path); err == nil {
-			es = &elfSymbols{syms: syms}
-			for _, p := range f.Progs {
-				if p.Type == elf.PT_LOAD {
-					es.progs = append(es.progs, p.ProgHeader)
-				}
-			}
-			f.Close()
+	if f, err := s.files.Open(path); err == nil {
+		if syms, err := uprobeFunctions(f); err == nil {
+			es = &elfSymbols{file: f, syms: syms}
 			sort.Slice(es.syms, func(i, j int) bool { return es.syms[i].Value < es.syms[j].Value })
 		}
 	}
-	s.files[path] = es
+	s.symbols[path] = es
 	return es
-}
-
-// offset turns a virtual address of the file into a file offset.
-func (es *elfSymbols) offset(vaddr uint64) (uint64, bool) {
-	for _, p := range es.progs {
-		if vaddr >= p.Vaddr && vaddr < p.Vaddr+p.Memsz {
-			return vaddr - p.Vaddr + p.Off, true
-		}
-	}
-	return 0, false
 }
 
 // at returns the symbol whose code holds file offset off.
@@ -96,15 +72,8 @@ func (es *elfSymbols) at(off uint64) (string, bool) {
 // symbolAt returns the symbol whose code holds file offset off, and the
 // offset's virtual address.
 func (es *elfSymbols) symbolAt(off uint64) (elf.Symbol, uint64, bool) {
-	var vaddr uint64
-	found := false
-	for _, p := range es.progs {
-		if off >= p.Off && off < p.Off+p.Filesz {
-			vaddr, found = off-p.Off+p.Vaddr, true
-			break
-		}
-	}
-	if !found {
+	vaddr, ok := es.file.Address(off)
+	if !ok {
 		return elf.Symbol{}, 0, false
 	}
 	i := sort.Search(len(es.syms), func(i int) bool { return es.syms[i].Value > vaddr }) - 1

@@ -12,6 +12,7 @@ import (
 
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // connectBlock is the fixture's uprobe target: bitcoind's old mangled
@@ -20,7 +21,7 @@ const connectBlock = "_ZN11CChainState12ConnectBlockERK6CBlockR20BlockValidation
 
 func TestMatchSymbols(t *testing.T) {
 	bin := fixture.Build(t, "bitcoind")
-	syms, err := functionSymbols(bin)
+	syms, err := functionSymbols(&usdt.Files{}, bin)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -39,7 +40,7 @@ func TestMatchSymbols(t *testing.T) {
 		}
 	}
 	stripped := fixture.Build(t, "bitcoind-stripped")
-	syms, err = functionSymbols(stripped)
+	syms, err = functionSymbols(&usdt.Files{}, stripped)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,12 @@ func TestFileOffset(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	off, err := fileOffset(bin, addr)
+	uf, err := usdt.OpenFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer uf.Close()
+	off, err := fileOffset(uf, addr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +70,7 @@ func TestFileOffset(t *testing.T) {
 	if want := addr - text.Addr + text.Offset; off != want {
 		t.Errorf("fileOffset(%#x) = %#x, want %#x", addr, off, want)
 	}
-	if _, err := fileOffset(bin, 1<<40); err == nil {
+	if _, err := fileOffset(uf, 1<<40); err == nil {
 		t.Error("an address outside every segment gave no error")
 	}
 }

@@ -1,13 +1,12 @@
 package usdt
 
 import (
+	"bufio"
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -20,50 +19,50 @@ const (
 )
 
 // ReadFile reads the USDT probes of an x86-64 ELF64 executable or shared
-// object from its .note.stapsdt section. Every note becomes a Location: its
-// addresses get the .stapsdt.base adjustment and are converted to file
-// offsets, and its arguments are parsed (an unreadable operand leaves
-// ArgsErr set, the probe is still returned). Locations of one
-// provider:name form one Probe, in note order; the probes are sorted by
-// "provider:name" byte by byte, the order in which bpftrace lists them. A
-// file without notes has no probes and no error.
+// object from its .note.stapsdt section (see File.Probes). A file without
+// notes has no probes and no error.
 func ReadFile(path string) ([]Probe, error) {
-	probes, err := readFile(path)
+	f, err := OpenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read usdt notes of %s: %w", path, err)
 	}
-	return probes, nil
-}
-
-func readFile(path string) ([]Probe, error) {
-	abs, err := filepath.Abs(path)
-	if err != nil {
-		return nil, err
-	}
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
 	defer f.Close()
-	st, err := f.Stat()
-	if err != nil {
-		return nil, err
-	}
-	if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("not a regular file")
-	}
-	return readProbes(f, abs)
+	return f.Probes()
 }
 
-// readProbes reads the probes of the ELF file r, naming them path.
-func readProbes(r io.ReaderAt, path string) ([]Probe, error) {
-	ef, err := elf.NewFile(r)
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		return nil, fmt.Errorf("truncated ELF file: %w", err)
+// Probes returns the USDT probes of the file, an x86-64 ELF64 executable
+// or shared object, read once from its .note.stapsdt section. Every note
+// becomes a Location: its addresses get the .stapsdt.base adjustment and
+// are converted to file offsets, and its arguments are parsed (an
+// unreadable operand leaves ArgsErr set, the probe is still returned).
+// Locations of one provider:name form one Probe, in note order; the
+// probes are sorted by "provider:name" byte by byte, the order in which
+// bpftrace lists them, and name the file by its absolute path. A file
+// without notes has no probes and no error. The slice is shared: callers
+// must not modify it.
+func (f *File) Probes() ([]Probe, error) {
+	f.mu.Lock()
+	done, list, err := f.probes.read, f.probeList, f.probes.err
+	f.mu.Unlock()
+	if done {
+		return list, err
+	}
+	abs, err := filepath.Abs(f.path)
+	if err == nil {
+		list, err = f.readProbes(abs)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("not a readable ELF file: %w", err)
+		err = fmt.Errorf("read usdt notes of %s: %w", f.path, err)
 	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.probes, f.probeList = part{read: true, err: err}, list
+	return list, err
+}
+
+// readProbes reads the probes of the file, naming them path.
+func (f *File) readProbes(path string) ([]Probe, error) {
+	ef := f.elf
 	if ef.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("%v file, only 64-bit x86-64 ELF files are supported", ef.Class)
 	}
@@ -77,11 +76,10 @@ func readProbes(r io.ReaderAt, path string) ([]Probe, error) {
 	if sec.Type == elf.SHT_NOBITS {
 		return nil, fmt.Errorf("section .note.stapsdt has no data")
 	}
-	data, err := sec.Data()
-	if err != nil {
-		return nil, fmt.Errorf("read section .note.stapsdt: %w", err)
+	if err := f.checkSection(sec); err != nil {
+		return nil, err
 	}
-	notes, err := parseNotes(data, ef.ByteOrder)
+	notes, err := parseNotes(sec.Open(), sec.Size, ef.ByteOrder)
 	if err != nil {
 		return nil, fmt.Errorf("section .note.stapsdt: %w", err)
 	}
@@ -90,7 +88,7 @@ func readProbes(r io.ReaderAt, path string) ([]Probe, error) {
 	if base != nil {
 		baseAddr = base.Addr
 	}
-	syms := symbolTable{file: ef}
+	syms := symbolTable{file: f}
 
 	var probes []Probe
 	index := make(map[string]int)
@@ -108,12 +106,12 @@ func readProbes(r io.ReaderAt, path string) ([]Probe, error) {
 		}
 		id := n.provider + ":" + n.name
 		var ok bool
-		loc.Offset, ok = fileOffset(ef.Progs, loc.PC, true)
+		loc.Offset, ok = f.Offset(loc.PC, true)
 		if !ok {
 			return nil, fmt.Errorf("probe %s: address %#x is in no executable segment", id, loc.PC)
 		}
 		if loc.Semaphore != 0 {
-			loc.SemaphoreOffset, ok = fileOffset(ef.Progs, loc.Semaphore, false)
+			loc.SemaphoreOffset, ok = f.Offset(loc.Semaphore, false)
 			if !ok {
 				return nil, fmt.Errorf("probe %s: semaphore %#x is in no loadable segment", id, loc.Semaphore)
 			}
@@ -143,34 +141,51 @@ type note struct {
 	args                string
 }
 
-// parseNotes decodes the notes of a .note.stapsdt section. Notes of other
-// owners or types are skipped; a note that runs past the section or lacks
-// its strings is an error.
-func parseNotes(data []byte, order binary.ByteOrder) ([]note, error) {
+// parseNotes decodes the notes of a .note.stapsdt section of size bytes,
+// read from r as a stream: only stapsdt notes are kept, so memory grows
+// with the probes found, not with the section, however large it claims
+// to be. Notes of other owners or types are skipped; a note that runs past
+// the section or lacks its strings is an error.
+func parseNotes(r io.Reader, size uint64, order binary.ByteOrder) ([]note, error) {
+	br := bufio.NewReaderSize(r, noteBuffer)
 	var notes []note
-	for off, i := uint64(0), 0; off < uint64(len(data)); i++ {
+	var hdr [12]byte
+	for off, i := uint64(0), 0; off < size; i++ {
 		start := off
-		rest := data[off:]
-		if len(rest) < 12 {
+		rest := size - off
+		if rest < 12 {
 			return nil, fmt.Errorf("note %d at %#x: truncated header", i, start)
 		}
-		namesz := uint64(order.Uint32(rest[0:4]))
-		descsz := uint64(order.Uint32(rest[4:8]))
-		typ := order.Uint32(rest[8:12])
-		nameEnd := 12 + namesz
+		if _, err := io.ReadFull(br, hdr[:]); err != nil {
+			return nil, fmt.Errorf("note %d at %#x: %w", i, start, err)
+		}
+		namesz := uint64(order.Uint32(hdr[0:4]))
+		descsz := uint64(order.Uint32(hdr[4:8]))
+		typ := order.Uint32(hdr[8:12])
 		descStart := 12 + align4(namesz)
 		descEnd := descStart + descsz
-		next := descStart + align4(descsz)
-		if descEnd > uint64(len(rest)) {
+		next := min(descStart+align4(descsz), rest)
+		if descEnd > rest {
 			return nil, fmt.Errorf("note %d at %#x: size %d+%d runs past the section", i, start, namesz, descsz)
 		}
-		name := rest[12:nameEnd]
-		desc := rest[descStart:descEnd]
-		off += min(next, uint64(len(rest)))
-		if typ != noteType || string(bytes.TrimRight(name, "\x00")) != noteOwner {
-			continue
+		off += next
+		owner, err := isOwner(br, namesz)
+		if err == nil {
+			_, err = br.Discard(int(descStart - 12 - namesz))
 		}
-		n, err := parseNoteDesc(desc, order)
+		if err == nil && (typ != noteType || !owner) {
+			_, err = br.Discard(int(next - descStart))
+			if err == nil {
+				continue
+			}
+		}
+		var n note
+		if err == nil {
+			n, err = parseNoteDesc(br, descsz, order)
+		}
+		if err == nil {
+			_, err = br.Discard(int(next - descStart - descsz))
+		}
 		if err != nil {
 			return nil, fmt.Errorf("note %d at %#x: %w", i, start, err)
 		}
@@ -179,26 +194,66 @@ func parseNotes(data []byte, order binary.ByteOrder) ([]note, error) {
 	return notes, nil
 }
 
-// parseNoteDesc decodes a stapsdt note's descriptor: three 64-bit
-// addresses, then the provider, name and argument strings, each ending in
-// NUL.
-func parseNoteDesc(desc []byte, order binary.ByteOrder) (note, error) {
-	var n note
-	if len(desc) < 24 {
-		return n, fmt.Errorf("descriptor of %d bytes is shorter than its 3 addresses", len(desc))
+// noteBuffer is the size of parseNotes' buffer: a read a few notes long
+// where the notes are real, and few reads through a run of zeros.
+const noteBuffer = 64 << 10
+
+// isOwner reads a note's name of n bytes from br and reports whether it is
+// the stapsdt owner: "stapsdt" followed by any number of NULs.
+func isOwner(br *bufio.Reader, n uint64) (bool, error) {
+	owner := true
+	for i := uint64(0); i < n; {
+		chunk, err := br.Peek(int(min(n-i, uint64(br.Size()))))
+		if err != nil {
+			return false, err
+		}
+		for j, c := range chunk {
+			want := byte(0)
+			if k := i + uint64(j); k < uint64(len(noteOwner)) {
+				want = noteOwner[k]
+			}
+			owner = owner && c == want
+		}
+		i += uint64(len(chunk))
+		br.Discard(len(chunk))
 	}
-	n.pc = order.Uint64(desc[0:8])
-	n.base = order.Uint64(desc[8:16])
-	n.semaphore = order.Uint64(desc[16:24])
-	rest := desc[24:]
+	return owner && n >= uint64(len(noteOwner)), nil
+}
+
+// parseNoteDesc decodes a stapsdt note's descriptor of size bytes from br:
+// three 64-bit addresses, then the provider, name and argument strings,
+// each ending in NUL. It reads the descriptor up to the arguments' NUL and
+// no further.
+func parseNoteDesc(br *bufio.Reader, size uint64, order binary.ByteOrder) (note, error) {
+	var n note
+	if size < 24 {
+		if _, err := br.Discard(int(size)); err != nil {
+			return n, err
+		}
+		return n, fmt.Errorf("descriptor of %d bytes is shorter than its 3 addresses", size)
+	}
+	var addrs [24]byte
+	if _, err := io.ReadFull(br, addrs[:]); err != nil {
+		return n, err
+	}
+	n.pc = order.Uint64(addrs[0:8])
+	n.base = order.Uint64(addrs[8:16])
+	n.semaphore = order.Uint64(addrs[16:24])
+	rest := size - 24
 	var strs [3]string
 	for i, what := range []string{"provider", "name", "arguments"} {
-		end := bytes.IndexByte(rest, 0)
-		if end < 0 {
+		s, err := readString(br, rest)
+		if err != nil {
+			return n, err
+		}
+		if uint64(len(s)) == rest {
 			return n, fmt.Errorf("%s string is not NUL-terminated", what)
 		}
-		strs[i] = string(rest[:end])
-		rest = rest[end+1:]
+		strs[i] = s
+		rest -= uint64(len(s)) + 1
+	}
+	if _, err := br.Discard(int(rest)); err != nil {
+		return n, err
 	}
 	n.provider, n.name, n.args = strs[0], strs[1], strs[2]
 	if n.provider == "" || n.name == "" {
@@ -207,30 +262,33 @@ func parseNoteDesc(desc []byte, order binary.ByteOrder) (note, error) {
 	return n, nil
 }
 
-func align4(n uint64) uint64 { return (n + 3) &^ 3 }
-
-// fileOffset converts the virtual address addr to a file offset through the
-// PT_LOAD segment that contains it, an executable one when exec is set.
-func fileOffset(progs []*elf.Prog, addr uint64, exec bool) (uint64, bool) {
-	for _, p := range progs {
-		if p.Type != elf.PT_LOAD || (exec && p.Flags&elf.PF_X == 0) {
-			continue
+// readString reads a NUL-terminated string of at most limit bytes before
+// its NUL from br, and the NUL. A string of limit bytes without a NUL is
+// returned whole, its bytes consumed.
+func readString(br *bufio.Reader, limit uint64) (string, error) {
+	var b []byte
+	for uint64(len(b)) < limit {
+		chunk, err := br.Peek(int(min(limit-uint64(len(b)), uint64(br.Size()))))
+		if len(chunk) == 0 {
+			return "", err
 		}
-		size := p.Memsz
-		if exec {
-			size = p.Filesz
+		if end := bytes.IndexByte(chunk, 0); end >= 0 {
+			b = append(b, chunk[:end]...)
+			br.Discard(end + 1)
+			return string(b), nil
 		}
-		if addr >= p.Vaddr && addr-p.Vaddr < size {
-			return addr - p.Vaddr + p.Off, true
-		}
+		b = append(b, chunk...)
+		br.Discard(len(chunk))
 	}
-	return 0, false
+	return string(b), nil
 }
+
+func align4(n uint64) uint64 { return (n + 3) &^ 3 }
 
 // symbolTable looks up the symbols of %rip-relative operands, reading the
 // file's symbol tables only when the first such operand asks.
 type symbolTable struct {
-	file   *elf.File
+	file   *File
 	loaded bool
 	addrs  map[string]uint64
 }
@@ -256,22 +314,18 @@ func (t *symbolTable) resolve(args []Arg) (int, error) {
 	return len(args), nil
 }
 
+// load maps the names of the defined symbols to their values, the first
+// of a name winning, .symtab before .dynsym.
 func (t *symbolTable) load() {
 	t.loaded = true
 	t.addrs = make(map[string]uint64)
-	add := func(syms []elf.Symbol, err error) {
-		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-			return
+	t.file.eachSymbol(func(s elf.Symbol) bool {
+		if s.Name == "" || s.Section == elf.SHN_UNDEF {
+			return true
 		}
-		for _, s := range syms {
-			if s.Name == "" || s.Section == elf.SHN_UNDEF {
-				continue
-			}
-			if _, dup := t.addrs[s.Name]; !dup {
-				t.addrs[s.Name] = s.Value
-			}
+		if _, dup := t.addrs[s.Name]; !dup {
+			t.addrs[s.Name] = s.Value
 		}
-	}
-	add(t.file.Symbols())
-	add(t.file.DynamicSymbols())
+		return true
+	})
 }

@@ -327,7 +327,7 @@ func TestReadFileErrors(t *testing.T) {
 func TestParseNotesSkipsOtherNotes(t *testing.T) {
 	other := []byte("\x04\x00\x00\x00\x04\x00\x00\x00\x01\x00\x00\x00GNU\x00abcd")
 	data := append(bytes.Clone(other), noteBytes(1, 2, 3, "p", "n", "8@%rax")...)
-	notes, err := parseNotes(data, binary.LittleEndian)
+	notes, err := parseNotes(bytes.NewReader(data), uint64(len(data)), binary.LittleEndian)
 	if err != nil {
 		t.Fatal(err)
 	}

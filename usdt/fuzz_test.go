@@ -29,7 +29,7 @@ func FuzzReadNotes(f *testing.F) {
 	f.Add(testELF{notes: synthetic}.bytes())
 
 	f.Fuzz(func(t *testing.T, data []byte) {
-		if notes, err := parseNotes(data, binary.LittleEndian); err == nil {
+		if notes, err := parseNotes(bytes.NewReader(data), uint64(len(data)), binary.LittleEndian); err == nil {
 			for _, n := range notes {
 				if n.provider == "" || n.name == "" {
 					t.Errorf("note %+v has an empty provider or name", n)
@@ -38,7 +38,11 @@ func FuzzReadNotes(f *testing.F) {
 			}
 		}
 		for _, file := range [][]byte{testELF{notes: data, baseAddr: 0x402000}.bytes(), data} {
-			probes, err := readProbes(bytes.NewReader(file), "fuzz")
+			f, err := newFile(bytes.NewReader(file), int64(len(file)), "fuzz")
+			if err != nil {
+				continue
+			}
+			probes, err := f.readProbes("fuzz")
 			if err != nil {
 				continue
 			}

@@ -2,7 +2,6 @@ package usdt
 
 import (
 	"debug/elf"
-	"encoding/hex"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -86,12 +85,12 @@ func isTargetFile(path string) bool {
 	if err != nil || !st.Mode().IsRegular() {
 		return false
 	}
-	f, err := elf.Open(path)
+	f, err := OpenFile(path)
 	if err != nil {
 		return false
 	}
 	defer f.Close()
-	return f.Type == elf.ET_DYN || unix.Access(path, unix.X_OK) == nil
+	return f.Type() == elf.ET_DYN || unix.Access(path, unix.X_OK) == nil
 }
 
 // ProcessPaths returns the files process pid maps, by the paths gotrace
@@ -113,36 +112,6 @@ func ProcessPaths(pid int) ([]string, error) {
 		paths = append(paths, path)
 	}
 	return paths, nil
-}
-
-// debugRoot is where distributions install separate debug files, by
-// build id.
-const debugRoot = "/usr/lib/debug/.build-id"
-
-// DebugFile returns the path of f's separate debug file, found by its GNU
-// build id (libc6-dbg installs libc's), or "" when it has none installed.
-func DebugFile(f *elf.File) string {
-	sec := f.Section(".note.gnu.build-id")
-	if sec == nil {
-		return ""
-	}
-	note, err := sec.Data()
-	// The note: namesz, descsz, type, "GNU\0", then the id.
-	if err != nil || len(note) < 16 {
-		return ""
-	}
-	namesz := int(f.ByteOrder.Uint32(note[0:]))
-	descsz := int(f.ByteOrder.Uint32(note[4:]))
-	start := 12 + (namesz+3)&^3
-	if descsz < 2 || start+descsz > len(note) {
-		return ""
-	}
-	id := hex.EncodeToString(note[start : start+descsz])
-	path := filepath.Join(debugRoot, id[:2], id[2:]+".debug")
-	if _, err := os.Stat(path); err != nil {
-		return ""
-	}
-	return path
 }
 
 // expandGlob returns the paths that match pattern, whose `*` and `?` stand

@@ -1,7 +1,6 @@
 package usdt
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -12,16 +11,16 @@ import (
 )
 
 // FunctionNames returns the names bpftrace 0.17 lists for uprobes in the
-// ELF file at path, sorted and each once: those of FunctionSymbols but
-// gcc's partial functions (tp_utxo.part.0), which bpftrace leaves out as
-// untraceable.
+// ELF file at path, sorted and each once: those of File.FunctionSymbols
+// but gcc's partial functions (tp_utxo.part.0), which bpftrace leaves out
+// as untraceable.
 func FunctionNames(path string) ([]string, error) {
-	f, err := elf.Open(path)
+	f, err := OpenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read function symbols: %w", err)
 	}
 	defer f.Close()
-	syms, err := FunctionSymbols(f, path)
+	syms, err := f.FunctionSymbols()
 	if err != nil {
 		return nil, err
 	}
@@ -33,49 +32,6 @@ func FunctionNames(path string) ([]string, error) {
 	}
 	slices.Sort(names)
 	return slices.Compact(names), nil
-}
-
-// FunctionSymbols returns the function symbols of f, read from path: those
-// of type FUNC or GNU_IFUNC with a name and a non-zero value, from .symtab
-// and .dynsym, and from f's separate debug file when one is installed
-// (libc's local functions, such as malloc_consolidate; its values are
-// f's addresses). A non-PIE executable's undefined function whose address
-// it takes has a value (its PLT entry), so python3.11 has malloc, as
-// bpftrace 0.17 lists it.
-func FunctionSymbols(f *elf.File, path string) ([]elf.Symbol, error) {
-	syms, err := definedFunctions(f, path)
-	if err != nil {
-		return nil, err
-	}
-	if debug := DebugFile(f); debug != "" {
-		if df, err := elf.Open(debug); err == nil {
-			more, err := definedFunctions(df, debug)
-			df.Close()
-			if err == nil {
-				syms = append(syms, more...)
-			}
-		}
-	}
-	return syms, nil
-}
-
-// definedFunctions returns the FUNC and GNU_IFUNC symbols of f (read from
-// path) with a name and a value, from .symtab and .dynsym.
-func definedFunctions(f *elf.File, path string) ([]elf.Symbol, error) {
-	var syms []elf.Symbol
-	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
-		list, err := read()
-		if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
-			return nil, fmt.Errorf("read function symbols of %s: %w", path, err)
-		}
-		for _, s := range list {
-			typ := elf.ST_TYPE(s.Info)
-			if s.Name != "" && s.Value != 0 && (typ == elf.STT_FUNC || typ == elf.STT_GNU_IFUNC) {
-				syms = append(syms, s)
-			}
-		}
-	}
-	return syms, nil
 }
 
 // uprobePattern is a uprobe or uretprobe pattern of -l.
