@@ -18,25 +18,13 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 		return err
 	}
 	kind := m.Info.Value.Kind
-	if kind != call.ID.Aggregation() {
-		return f.c.errorf(call, "map %s holds %s, not %s", e.Name, m.Info.Value, call.Name)
-	}
-	n := 1
-	switch kind {
-	case lang.KindCount:
-		n = 0
-	case lang.KindLhist:
-		n = 4
-	}
-	if len(call.Args) != n {
-		return f.c.errorf(call, "%s() takes %d arguments, got %d", call.Name, n, len(call.Args))
-	}
+	assert(kind == call.ID.Aggregation(), call, "an aggregation into a map of another kind")
 	slot, err := f.pushSlot(call)
 	if err != nil {
 		return err
 	}
 	defer f.popSlot()
-	if n > 0 {
+	if len(call.Args) > 0 {
 		if err := f.intExpr(call.Args[0]); err != nil {
 			return err
 		}
@@ -60,9 +48,7 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 		f.emit(asm.StoreMem(koff.base, int16(koff.off+m.KeySize-8), asm.R0, asm.DWord))
 	case lang.KindLhist:
 		p := m.Info.Lhist
-		if p.Step <= 0 || p.Max <= p.Min {
-			return f.c.errorf(call, "lhist(): bad bounds min %d max %d step %d", p.Min, p.Max, p.Step)
-		}
+		assert(p.Step > 0 && p.Max > p.Min, call, "lhist() with bounds the checker refuses")
 		f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
 		f.lhistBucket(p)
 		f.emit(asm.StoreMem(koff.base, int16(koff.off+m.KeySize-8), asm.R0, asm.DWord))

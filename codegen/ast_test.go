@@ -1,13 +1,19 @@
 package codegen
 
-import "github.com/gotrace/gotrace/lang"
+import (
+	"go/constant"
+
+	"github.com/gotrace/gotrace/lang"
+)
 
 // Typed AST builders for tests that do not go through the checker.
 
 func base(t lang.Type) lang.ExprBase { return lang.ExprBase{Type: t} }
 
 func intLit(v int64) *lang.IntLit {
-	return &lang.IntLit{ExprBase: base(lang.Int64), Value: uint64(v)}
+	lit := &lang.IntLit{ExprBase: base(lang.Int64), Value: uint64(v)}
+	lit.Const = constant.MakeInt64(v)
+	return lit
 }
 
 func strLit(s string) *lang.StrLit {

@@ -508,6 +508,15 @@ func (c *compiler) errorf(n lang.Node, format string, args ...any) error {
 	return c.errorAt(n.Span(), format, args...)
 }
 
+// assert panics when cond, which holds in every program the checker
+// accepts, does not: the checker should have reported an error in the
+// script, so this is a bug in gotrace. go/types asserts the same way.
+func assert(cond bool, n lang.Node, what string) {
+	if !cond {
+		panic(fmt.Sprintf("internal error: %d:%d: %s", n.Span().Start.Line, n.Span().Start.Col, what))
+	}
+}
+
 // snippet returns the first line of n's source text, shortened, for
 // instruction comments.
 func (c *compiler) snippet(n lang.Node) string {

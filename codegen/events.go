@@ -25,13 +25,8 @@ func (f *fn) callStmt(call *lang.Call) error {
 	case lang.FuncPrint:
 		return f.print(call)
 	case lang.FuncClear, lang.FuncZero:
-		if len(call.Args) != 1 {
-			return f.c.errorf(call, "%s() takes one map", call.Name)
-		}
 		m, ok := call.Args[0].(*lang.MapExpr)
-		if !ok || len(m.Keys) != 0 {
-			return f.c.errorf(call, "%s() takes a map without keys", call.Name)
-		}
+		assert(ok && len(m.Keys) == 0, call, "clear() or zero() of what is not a map without keys")
 		if _, _, err := f.mapOf(m, m.Name); err != nil {
 			return err
 		}
@@ -57,9 +52,7 @@ func (f *fn) callStmt(call *lang.Call) error {
 		format := "%H:%M:%S\n"
 		if len(call.Args) > 0 {
 			lit, ok := call.Args[0].(*lang.StrLit)
-			if !ok {
-				return f.c.errorf(call, "time() takes a string literal")
-			}
+			assert(ok, call, "time() of what is not a string literal")
 			format = lit.Value
 		}
 		return f.event(call, Event{Kind: EventTime, Format: format}, nil, eventsMapName)
@@ -72,22 +65,15 @@ func (f *fn) callStmt(call *lang.Call) error {
 	case lang.FuncStr, lang.FuncBuf:
 		return f.valueInto(call, f.alloc(sizeOf(lang.TypeOf(call))))
 	}
-	if call.ID.Aggregation() != lang.KindNone {
-		return f.c.errorf(call, "%s() must be assigned to a map", call.Name)
-	}
+	assert(call.ID.Aggregation() == lang.KindNone, call, "an aggregation as a statement")
 	return f.c.errorf(call, "function %s: %w", call.Name, ErrUnsupported)
 }
 
 // formatted lowers printf, system and cat: a format string literal and
 // its arguments.
 func (f *fn) formatted(call *lang.Call, kind EventKind) error {
-	if len(call.Args) == 0 {
-		return f.c.errorf(call, "%s() needs a format string", call.Name)
-	}
 	lit, ok := call.Args[0].(*lang.StrLit)
-	if !ok {
-		return f.c.errorf(call.Args[0], "%s(): the format must be a string literal", call.Name)
-	}
+	assert(ok, call, "a format that is not a string literal")
 	parts, err := printf.Parse(lit.Value)
 	if err != nil {
 		return f.c.errorf(call.Args[0], "%s(): %w", call.Name, err)
@@ -97,19 +83,14 @@ func (f *fn) formatted(call *lang.Call, kind EventKind) error {
 
 // print lowers print(@m[, top[, div]]) and print(value).
 func (f *fn) print(call *lang.Call) error {
-	if len(call.Args) == 0 || len(call.Args) > 3 {
-		return f.c.errorf(call, "print() takes 1 to 3 arguments")
-	}
 	if m, ok := call.Args[0].(*lang.MapExpr); ok && len(m.Keys) == 0 {
 		if _, _, err := f.mapOf(m, m.Name); err != nil {
 			return err
 		}
 		ev := Event{Kind: EventPrint, Map: m.Name}
 		for i, a := range call.Args[1:] {
-			v, err := f.constInt(a)
-			if err != nil {
-				return err
-			}
+			v, ok := lang.ConstInt(a)
+			assert(ok, a, "print()'s top or div is not a constant")
 			if i == 0 {
 				ev.Top = v
 			} else {
@@ -118,27 +99,8 @@ func (f *fn) print(call *lang.Call) error {
 		}
 		return f.event(call, ev, nil, eventsMapName)
 	}
-	if len(call.Args) != 1 {
-		return f.c.errorf(call, "print() of a value takes one argument")
-	}
+	assert(len(call.Args) == 1, call, "print() of a value with more arguments")
 	return f.event(call, Event{Kind: EventPrint}, call.Args, eventsMapName)
-}
-
-// constInt returns the value of an integer literal or positional
-// parameter, possibly negated.
-func (f *fn) constInt(e lang.Expr) (int64, error) {
-	switch e := e.(type) {
-	case *lang.IntLit:
-		return int64(e.Value), nil
-	case *lang.Unary:
-		if e.Op == "-" {
-			v, err := f.constInt(e.X)
-			return -v, err
-		}
-	case *lang.PositionalParam:
-		return f.paramInt(e)
-	}
-	return 0, f.c.errorf(e, "expected an integer constant")
 }
 
 // event adds ev to Spec.Events and emits code that writes its record:
@@ -192,15 +154,10 @@ func (f *fn) output(ring string, off, size int) {
 // join lowers join(argv[, sep]): up to joinMaxArgs strings read through
 // the NULL-terminated pointer array argv; Format is the separator.
 func (f *fn) join(call *lang.Call) error {
-	if len(call.Args) == 0 || len(call.Args) > 2 {
-		return f.c.errorf(call, "join() takes 1 or 2 arguments")
-	}
 	sep := " "
 	if len(call.Args) == 2 {
 		lit, ok := call.Args[1].(*lang.StrLit)
-		if !ok {
-			return f.c.errorf(call.Args[1], "join(): the separator must be a string literal")
-		}
+		assert(ok, call, "join()'s separator is not a string literal")
 		sep = lit.Value
 	}
 	st := lang.String(f.c.opts.StrLen)
@@ -250,18 +207,13 @@ func (f *fn) join(call *lang.Call) error {
 // signal lowers signal(SIG): bpf_send_signal to the current process, with
 // a signal named by a string literal ("SIGUSR1" or "USR1") or a number.
 func (f *fn) signal(call *lang.Call) error {
-	if len(call.Args) != 1 {
-		return f.c.errorf(call, "signal() takes one argument")
-	}
 	if lit, ok := call.Args[0].(*lang.StrLit); ok {
 		name := lit.Value
 		if !strings.HasPrefix(name, "SIG") {
 			name = "SIG" + name
 		}
 		sig := unix.SignalNum(name)
-		if sig == 0 {
-			return f.c.errorf(call, "signal(): %s is not a valid signal", lit.Value)
-		}
+		assert(sig != 0, call, "signal() of an unknown signal")
 		f.emit(asm.Mov.Imm(asm.R1, int32(sig)))
 	} else {
 		if err := f.intExpr(call.Args[0]); err != nil {

@@ -4,7 +4,6 @@ import (
 	"encoding/binary"
 	"fmt"
 	"slices"
-	"strconv"
 
 	"github.com/cilium/ebpf/asm"
 
@@ -18,14 +17,9 @@ import (
 func (f *fn) intExpr(e lang.Expr) error {
 	f.mark(e)
 	switch e := e.(type) {
-	case *lang.IntLit:
-		f.emit(movImm(asm.R0, int64(e.Value)))
-		return nil
-	case *lang.PositionalParam:
-		v, err := f.paramInt(e)
-		if err != nil {
-			return err
-		}
+	case *lang.IntLit, *lang.PositionalParam:
+		v, ok := lang.ConstInt(e)
+		assert(ok, e, "an integer literal or parameter without a value")
 		f.emit(movImm(asm.R0, v))
 		return nil
 	case *lang.Var:
@@ -57,37 +51,6 @@ func (f *fn) intExpr(e lang.Expr) error {
 		return f.intCall(e)
 	}
 	return f.c.errorf(e, "%s is not an integer", lang.TypeOf(e))
-}
-
-// paramInt returns the value of $N or $# as an integer constant.
-func (f *fn) paramInt(e *lang.PositionalParam) (int64, error) {
-	if e.Count {
-		return int64(len(f.c.opts.Params)), nil
-	}
-	if e.N < 1 || e.N > len(f.c.opts.Params) {
-		return 0, nil
-	}
-	s := f.c.opts.Params[e.N-1]
-	v, err := strconv.ParseInt(s, 0, 64)
-	if err != nil {
-		u, uerr := strconv.ParseUint(s, 0, 64)
-		if uerr != nil {
-			return 0, f.c.errorf(e, "$%d: parameter %q is not an integer", e.N, s)
-		}
-		v = int64(u)
-	}
-	return v, nil
-}
-
-// paramString returns $N as a string constant.
-func (f *fn) paramString(e *lang.PositionalParam) string {
-	if e.Count {
-		return strconv.Itoa(len(f.c.opts.Params))
-	}
-	if e.N < 1 || e.N > len(f.c.opts.Params) {
-		return ""
-	}
-	return f.c.opts.Params[e.N-1]
 }
 
 // binary lowers a binary operator.
@@ -561,7 +524,9 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		f.writeString(off, e.Value, t.Size)
 		return nil
 	case *lang.PositionalParam:
-		f.writeString(off, f.paramString(e), t.Size)
+		s, ok := lang.ConstString(e)
+		assert(ok, e, "a parameter read as a string without its text")
+		f.writeString(off, s, t.Size)
 		return nil
 	case *lang.Var:
 		v, ok := f.vars[e.Name]
@@ -634,9 +599,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 // (see timestampSize).
 func (f *fn) strftime(e *lang.Call, off int) error {
 	lit, ok := e.Args[0].(*lang.StrLit)
-	if !ok || len(e.Args) != 2 {
-		return f.c.errorf(e, "strftime() expects a string literal format and a time")
-	}
+	assert(ok, e, "strftime()'s format is not a string literal")
 	index := slices.Index(f.c.spec.TimeFormats, lit.Value)
 	if index < 0 {
 		index = len(f.c.spec.TimeFormats)
@@ -802,9 +765,6 @@ func (f *fn) writeString(off int, s string, size int) {
 // of a string s keeps its first n bytes.
 func (f *fn) str(e *lang.Call, off int) error {
 	t := lang.TypeOf(e)
-	if len(e.Args) == 0 || len(e.Args) > 2 {
-		return f.c.errorf(e, "str() takes 1 or 2 arguments")
-	}
 	at := lang.TypeOf(e.Args[0])
 	if at.Kind == lang.KindString && len(e.Args) == 1 {
 		return f.valueAs(e.Args[0], off, t)
@@ -1008,9 +968,7 @@ func (f *fn) bswap(e *lang.Call) error {
 // R0-R5 hold the indexes, words and addresses.
 func (f *fn) strContains(e *lang.Call) error {
 	ht, nt := lang.TypeOf(e.Args[0]), lang.TypeOf(e.Args[1])
-	if ht.Kind != lang.KindString || nt.Kind != lang.KindString {
-		return f.c.errorf(e, "strcontains() of %s and %s", ht, nt)
-	}
+	assert(ht.Kind == lang.KindString && nt.Kind == lang.KindString, e, "strcontains() of what is not a string")
 	f.unalignedScratch = true
 	width := sizeOf(nt)
 	hay, needle, mask := f.alloc(sizeOf(ht)+width), f.alloc(width), f.alloc(width)
@@ -1081,10 +1039,8 @@ func (f *fn) intCall(e *lang.Call) error {
 		f.emit(movImm(asm.R0, int64(size)))
 		return nil
 	case lang.FuncStrncmp:
-		n, err := f.constInt(e.Args[2])
-		if err != nil {
-			return err
-		}
+		n, ok := lang.ConstInt(e.Args[2])
+		assert(ok, e, "strncmp()'s length is not a constant")
 		// bpftrace's strncmp is 0 when equal, 1 otherwise.
 		return f.strEqual(e, e.Args[0], e.Args[1], int(max(n, 0)), 0, 1)
 	case lang.FuncBswap:
@@ -1121,9 +1077,7 @@ func (f *fn) sizeofType(n lang.Node, t lang.Type) (int, error) {
 // reg lowers reg("name"): a register of the probed thread.
 func (f *fn) reg(e *lang.Call) error {
 	lit, ok := e.Args[0].(*lang.StrLit)
-	if !ok {
-		return f.c.errorf(e, "reg() takes a register name")
-	}
+	assert(ok, e, "reg() of what is not a string literal")
 	switch f.t.kind {
 	case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
 	default:
@@ -1141,9 +1095,7 @@ func (f *fn) reg(e *lang.Call) error {
 // of the program's target, a constant.
 func (f *fn) uaddr(e *lang.Call) error {
 	lit, ok := e.Args[0].(*lang.StrLit)
-	if !ok {
-		return f.c.errorf(e, "uaddr() takes a string literal")
-	}
+	assert(ok, e, "uaddr() of what is not a string literal")
 	addr, _, err := lang.ObjectSymbol(f.t.path, lit.Value)
 	if err != nil {
 		return f.c.errorf(e, "Could not resolve symbol: %s:%s", f.t.path, lit.Value)

@@ -9,6 +9,7 @@
 package lang
 
 import (
+	"go/constant"
 	"sort"
 
 	"github.com/gotrace/gotrace/lang/attachpoint"
@@ -249,7 +250,8 @@ type Expr interface {
 	exprBase() *ExprBase
 }
 
-// ExprBase holds what every expression has: its span and its checked type.
+// ExprBase holds what every expression has: its span, its checked type
+// and, for a constant, its value.
 type ExprBase struct {
 	// Loc is the expression without the parentheses around it, which
 	// bpftrace's diagnostics leave out too.
@@ -258,6 +260,9 @@ type ExprBase struct {
 	// parenthesized; the zero Span otherwise.
 	ParenLoc Span
 	Type     Type
+	// Const is the value of a constant expression, set by the checker
+	// (see ConstInt); nil for the others.
+	Const constant.Value
 }
 
 // Span returns the expression's source span.

@@ -39,6 +39,11 @@ package lang
 //   - PositionalParam: $# and $N used as a number are int64 constants (a
 //     missing $N is 0); $N as the first argument of str() is string[len+1]
 //     of its text (a missing $N is ""), and that str() call is a constant.
+//   - Constants: integer literals, positional parameters and their
+//     negations carry their int64 value in ExprBase.Const (ConstInt), and
+//     $N inside str($N) its text (ConstString); codegen evaluates nothing
+//     itself.
+//   - Builtin and Call: ID is the builtin the name denotes (builtins.go).
 //   - Binary: arithmetic, bitwise, comparison and logical operators on
 //     integers give a 64-bit integer, signed only when both operands are
 //     signed; pointer +/- integer keeps the pointer type; string == and !=

@@ -5,6 +5,7 @@ package lang
 
 import (
 	"fmt"
+	"go/constant"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -94,7 +95,7 @@ func (c *checker) bufType(e *Call) Type {
 	size := c.cfg.StrLen
 	switch {
 	case len(e.Args) == 2:
-		if n, ok := c.constInt(e.Args[1]); ok && n >= 0 && n < int64(size) {
+		if n, ok := ConstInt(e.Args[1]); ok && n >= 0 && n < int64(size) {
 			size = int(n)
 		}
 	case len(e.Args) == 1:
@@ -267,7 +268,7 @@ func (c *checker) literalArg(e *Call, a Expr) (string, bool) {
 // constArg checks an argument that must be a constant integer.
 func (c *checker) constArg(e *Call, a Expr) (int64, bool) {
 	t := c.expr(a, useValue)
-	n, ok := c.constInt(a)
+	n, ok := ConstInt(a)
 	if !ok {
 		c.errorf(e.Loc, "%s() expects a integer literal (%s provided)", e.Name, argCategory(a, t))
 	}
@@ -290,6 +291,7 @@ func (c *checker) strArg(e *Call, a Expr) {
 		c.numParams = max(c.numParams, p.N)
 		v, _ := c.paramValue(p.N)
 		SetType(p, String(len(v)+1))
+		p.Const = constant.MakeString(v)
 		return
 	}
 	t := c.expr(a, useValue)
@@ -362,7 +364,7 @@ func (c *checker) printCall(e *Call) {
 	}
 	for _, a := range e.Args[1:] {
 		t := c.expr(a, useValue)
-		if _, ok := c.constInt(a); !ok {
+		if _, ok := ConstInt(a); !ok {
 			c.laterf(e.Loc, "print() expects a integer literal (%s provided)", formatTypeName(t))
 		}
 	}
@@ -386,7 +388,7 @@ func (c *checker) signalCall(e *Call) {
 		c.errorf(e.Loc, "signal only accepts string literals or integers")
 		return
 	}
-	if n, ok := c.constInt(a); ok && (n < 1 || n > maxSignal) {
+	if n, ok := ConstInt(a); ok && (n < 1 || n > maxSignal) {
 		c.errorf(e.Loc, "%d is not a valid signal, allowed range: [1,%d]", n, maxSignal)
 	}
 }
@@ -438,7 +440,7 @@ func (c *checker) stackType(e *Call) Type {
 	for _, a := range e.Args {
 		if mode := stackMode(a); mode != BuiltinInvalid {
 			t.StackPerf = mode == ModePerf
-		} else if n, ok := c.constInt(a); ok && n > 0 {
+		} else if n, ok := ConstInt(a); ok && n > 0 {
 			t.StackFrames = int(n)
 		}
 	}

@@ -1,10 +1,11 @@
 package lang
 
-// This file evaluates constant integer expressions: literals and
-// positional parameters.
+// This file evaluates constant expressions, integer literals and
+// positional parameters, and records their values on the AST.
 
 import (
 	"errors"
+	"go/constant"
 	"strconv"
 	"strings"
 )
@@ -37,28 +38,49 @@ func parseParamInt(s string) (int64, error) {
 	return strconv.ParseInt(s, 0, 64)
 }
 
-// constInt returns the value of a constant integer expression: a literal,
-// a negated literal or a positional parameter.
-func (c *checker) constInt(e Expr) (int64, bool) {
+// constValue evaluates e, whose operands are checked, when it is a
+// constant: an integer literal, a positional parameter used as a number
+// ($# and a missing $N too) or a negated constant. It returns nil for
+// anything else.
+func (c *checker) constValue(e Expr) constant.Value {
 	switch e := e.(type) {
 	case *IntLit:
-		return int64(e.Value), true
+		return constant.MakeInt64(int64(e.Value))
 	case *Unary:
-		if e.Op == "-" {
-			if v, ok := c.constInt(e.X); ok {
-				return -v, true
-			}
+		if v, ok := ConstInt(e.X); ok && e.Op == "-" {
+			return constant.MakeInt64(-v)
 		}
 	case *PositionalParam:
 		if e.Count {
-			return int64(len(c.cfg.Params)), true
+			return constant.MakeInt64(int64(len(c.cfg.Params)))
 		}
 		v, ok := c.paramValue(e.N)
 		if !ok {
-			return 0, true
+			return constant.MakeInt64(0)
 		}
-		n, err := parseParamInt(v)
-		return n, err == nil
+		if n, err := parseParamInt(v); err == nil {
+			return constant.MakeInt64(n)
+		}
 	}
-	return 0, false
+	return nil
+}
+
+// ConstInt returns the value the checker recorded for e when e is an
+// integer constant.
+func ConstInt(e Expr) (int64, bool) {
+	v := e.exprBase().Const
+	if v == nil || v.Kind() != constant.Int {
+		return 0, false
+	}
+	return constant.Int64Val(v)
+}
+
+// ConstString returns the value the checker recorded for e when e is a
+// string constant: a positional parameter read as text by str().
+func ConstString(e Expr) (string, bool) {
+	v := e.exprBase().Const
+	if v == nil || v.Kind() != constant.String {
+		return "", false
+	}
+	return constant.StringVal(v), true
 }

@@ -5,10 +5,12 @@ package lang
 
 import "strings"
 
-// expr checks e, sets its type and returns it.
+// expr checks e, sets its type (and its value when it is a constant)
+// and returns its type.
 func (c *checker) expr(e Expr, u use) Type {
 	t := c.exprType(e, u)
 	SetType(e, t)
+	e.exprBase().Const = c.constValue(e)
 	return t
 }
 

@@ -216,7 +216,7 @@ func (c *checker) lhistParams(e *Call) (LhistParams, bool) {
 	}
 	var vals [3]int64
 	for i, a := range e.Args[1:] {
-		v, ok := c.constInt(a)
+		v, ok := ConstInt(a)
 		if !ok {
 			return LhistParams{}, false
 		}

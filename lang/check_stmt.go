@@ -51,7 +51,7 @@ func (c *checker) unroll(s *UnrollStmt) {
 	c.expr(s.Count, useValue)
 	span := s.Head
 	s.N = 0
-	n, ok := c.constInt(s.Count)
+	n, ok := ConstInt(s.Count)
 	switch {
 	case c.badParam(s.Count):
 		c.errorf(span, "invalid unroll value")
