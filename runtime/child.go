@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	goruntime "runtime"
 	"strings"
 	"syscall"
 	"time"
@@ -22,22 +23,31 @@ func init() {
 	if !ok {
 		return
 	}
+	// init runs on the main thread, the one that execs: the kernel keeps
+	// the death signal (become) of the thread that calls execve.
 	os.Exit(execChild(path, os.Args, os.NewFile(3, "gotrace-go")))
 }
 
-// execChild is the re-executed child: it waits for the go-ahead byte on gate
-// and then execs path with argv. It only returns on failure, with the exit
-// status to use.
+// execChild is the re-executed child: it waits for the go-ahead byte on gate,
+// becomes the user credEnv names, if any, and then execs path with argv. It
+// only returns on failure, with the exit status to use.
 func execChild(path string, argv []string, gate *os.File) int {
+	parent := os.Getppid()
 	var b [1]byte
 	if n, _ := gate.Read(b[:]); n != 1 {
 		// The tracer gave up before attaching: do not run the command.
 		return 1
 	}
 	gate.Close()
+	if spec, ok := os.LookupEnv(credEnv); ok {
+		if err := become(spec, parent); err != nil {
+			fmt.Fprintf(os.Stderr, "ERROR: run %s: %v\n", path, err)
+			return 126
+		}
+	}
 	env := make([]string, 0, len(os.Environ()))
 	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, childEnv+"=") {
+		if !strings.HasPrefix(kv, childEnv+"=") && !strings.HasPrefix(kv, credEnv+"=") {
 			env = append(env, kv)
 		}
 	}
@@ -58,11 +68,12 @@ type child struct {
 	done chan struct{}
 }
 
-// startChild starts command held at the gate. It is split into words the
-// way a shell would (quotes and backslashes, no expansions) and its first
-// word is looked up on PATH. The child shares gotrace's standard input,
-// output and error, as with bpftrace (-o redirects only the trace).
-func startChild(command string) (*child, error) {
+// startChild starts command held at the gate, to run as cred (nil: as
+// gotrace). It is split into words the way a shell would (quotes and
+// backslashes, no expansions) and its first word is looked up on PATH. The
+// child shares gotrace's standard input, output and error, as with bpftrace
+// (-o redirects only the trace). It gets childSignal when gotrace dies.
+func startChild(command string, cred *credential) (*child, error) {
 	argv, path, err := lookCommand(command)
 	if err != nil {
 		return nil, err
@@ -76,24 +87,41 @@ func startChild(command string) (*child, error) {
 		return nil, fmt.Errorf("create pipe: %w", err)
 	}
 	defer r.Close()
+	env := os.Environ()
+	if cred != nil {
+		env = cred.env(env)
+	}
 	cmd := &exec.Cmd{
-		Path:       self,
-		Args:       argv,
-		Env:        append(os.Environ(), childEnv+"="+path),
-		Stdin:      os.Stdin,
-		Stdout:     os.Stdout,
-		Stderr:     os.Stderr,
-		ExtraFiles: []*os.File{r},
+		Path:        self,
+		Args:        argv,
+		Env:         append(env, childEnv+"="+path),
+		Stdin:       os.Stdin,
+		Stdout:      os.Stdout,
+		Stderr:      os.Stderr,
+		ExtraFiles:  []*os.File{r},
+		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: childSignal},
 	}
-	if err := cmd.Start(); err != nil {
-		w.Close()
-		return nil, fmt.Errorf("start command: %w", err)
-	}
-	c := &child{cmd: cmd, gate: w, Path: path, PID: cmd.Process.Pid, done: make(chan struct{})}
+	c := &child{cmd: cmd, gate: w, Path: path, done: make(chan struct{})}
+	started := make(chan error)
 	go func() {
+		// The death signal comes when the thread that forked the child
+		// ends, not the process: this goroutine keeps its thread until
+		// the child is gone.
+		goruntime.LockOSThread()
+		defer goruntime.UnlockOSThread()
+		if err := cmd.Start(); err != nil {
+			started <- err
+			return
+		}
+		started <- nil
 		cmd.Wait()
 		close(c.done)
 	}()
+	if err := <-started; err != nil {
+		w.Close()
+		return nil, fmt.Errorf("start command: %w", err)
+	}
+	c.PID = cmd.Process.Pid
 	return c, nil
 }
 

@@ -90,7 +90,11 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		if objs, err = commandObjects(opts.Command); err != nil {
 			return err
 		}
-		if t.child, err = startChild(opts.Command); err != nil {
+		cred, err := childCredential(opts)
+		if err != nil {
+			return err
+		}
+		if t.child, err = startChild(opts.Command, cred); err != nil {
 			return err
 		}
 		t.pid = t.child.PID
@@ -660,10 +664,14 @@ func (t *tracer) close() {
 	t.out.Flush()
 }
 
-// flushOut writes the output t.out holds. The caller holds t.mu, or is
-// the only goroutine left.
+// flushOut writes the output t.out holds. Output that cannot be written
+// (a closed pipe: EPIPE) ends the trace. The caller holds t.mu, or is the
+// only goroutine left.
 func (t *tracer) flushOut() {
-	t.keepErr(t.out.Flush())
+	if err := t.out.Flush(); err != nil {
+		t.keepErr(err)
+		t.requestExit()
+	}
 }
 
 // keepErr records err (when not nil) as the run's error, unless an earlier

@@ -54,6 +54,12 @@ type Options struct {
 	// split into words like a shell does (quotes, backslashes; no
 	// expansions).
 	Command string
+	// User is the user Command runs as, a name or a uid (--user). Left
+	// empty, the command runs as the user who ran sudo when gotrace runs
+	// as root under sudo (SUDO_UID), else as gotrace.
+	User string
+	// AsRoot runs Command as gotrace itself, root under sudo (--as-root).
+	AsRoot bool
 	// Params are the positional parameters $1, $2, ...
 	Params []string
 	// Unsafe allows system() (--unsafe), and uprobes at addresses whose

@@ -38,6 +38,8 @@ type flags struct {
 	verbose    bool
 	pid        string
 	command    string
+	user       string
+	asRoot     bool
 	outFile    string
 	format     string
 	quiet      bool
@@ -116,6 +118,8 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	fs.BoolVarP(&f.verbose, "verbose", "v", false, "verbose messages; with -l, list probe arguments")
 	fs.StringVarP(&f.pid, "pid", "p", "", "trace only process `PID` and enable its USDT probes")
 	fs.StringVarP(&f.command, "command", "c", "", "run `CMD`, trace only it and exit when it exits")
+	fs.StringVar(&f.user, "user", "", "run the -c command as `USER` (a name or a uid); by default, under sudo, as the user who ran sudo")
+	fs.BoolVar(&f.asRoot, "as-root", false, "run the -c command as gotrace's own user (root under sudo), not as the user who ran sudo")
 	fs.StringVarP(&f.outFile, "output", "o", "", "write output to `FILE`")
 	fs.StringVarP(&f.format, "format", "f", "text", "output `FORMAT`: text or json")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print \"Attaching N probes...\"")
@@ -145,15 +149,19 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	return code
 }
 
-// signalContext returns a context that SIGINT and SIGTERM cancel (the
-// trace ends, END runs, the maps are printed) and SIGQUIT cancels with
-// runtime.ErrQuit (the trace ends at once, as SIGQUIT ends bpftrace 0.17,
-// but with the probes detached and a -c command stopped, and without Go's
-// goroutine dump). SIGUSR1 is the runtime's.
+// signalContext returns a context that SIGINT, SIGTERM and SIGHUP cancel
+// (the trace ends, END runs, the maps are printed, a -c command is
+// stopped) and SIGQUIT cancels with runtime.ErrQuit (the trace ends at
+// once, as SIGQUIT ends bpftrace 0.17, but with the probes detached and a
+// -c command stopped, and without Go's goroutine dump). SIGPIPE is caught
+// and dropped, so that a closed standard output is a write error (EPIPE),
+// which ends the trace, and not the death of gotrace; catching it, unlike
+// ignoring it, leaves a -c command's SIGPIPE at its default. SIGUSR1 is the
+// runtime's.
 func signalContext() (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGQUIT)
+	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
 	done := make(chan struct{})
 	go func() {
 		for {
@@ -161,9 +169,11 @@ func signalContext() (context.Context, func()) {
 			case <-done:
 				return
 			case sig := <-sigs:
-				if sig == syscall.SIGQUIT {
+				switch sig {
+				case syscall.SIGPIPE:
+				case syscall.SIGQUIT:
 					cancel(runtime.ErrQuit)
-				} else {
+				default:
 					cancel(context.Canceled)
 				}
 			}
@@ -207,6 +217,9 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	}
 	if pid != 0 && f.command != "" {
 		return 1, errors.New("-p and -c cannot be used together")
+	}
+	if (f.user != "" || f.asRoot) && f.command == "" {
+		return 1, errors.New("--user and --as-root choose the user of a -c command: there is none")
 	}
 	if f.list {
 		return list(f, pid, args, stdout, stderr)
@@ -253,7 +266,8 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	}
 	opts := runtime.Options{
 		Out: out, Err: stderr, Format: f.format, Quiet: f.quiet,
-		PID: pid, Command: f.command, Params: params, Unsafe: f.unsafe,
+		PID: pid, Command: f.command, User: f.user, AsRoot: f.asRoot,
+		Params: params, Unsafe: f.unsafe,
 		StrLen: strSize, MapKeysMax: keysMax, Verbose: f.verbose,
 		NoWarnings: f.noWarnings, NoUprobeMulti: f.noMulti, BufferPages: bufferPages(),
 		LineBuffered: f.buffering != "full",
@@ -299,6 +313,11 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	err = runtime.Run(ctx, prog, opts)
 	if errors.Is(err, runtime.ErrQuit) {
 		return quitCode, nil
+	}
+	if errors.Is(err, syscall.EPIPE) {
+		// Whoever read the output is gone (| head): the trace ended
+		// cleanly, and there is no one to tell.
+		return 0, nil
 	}
 	if err != nil {
 		return diagnose(err)

@@ -101,7 +101,7 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 //
 //	signals [-watch=FILE] CODE SIG[,SIG...] PROGRAM [ARG...]
 //
-// Each signal (USR1, INT, TERM, QUIT) is sent once the program has written
+// Each signal (USR1, INT, TERM, HUP, QUIT) is sent once the program has written
 // to standard output (or to FILE), and after each the command waits until
 // that output grows, the program exits or a second passes. The program's standard
 // output and error are left in the files signals.stdout and
@@ -119,7 +119,7 @@ func cmdSignals(ts *testscript.TestScript, neg bool, args []string) {
 	if err != nil {
 		ts.Fatalf("signals: bad exit code %q", args[0])
 	}
-	names := map[string]syscall.Signal{"USR1": syscall.SIGUSR1, "INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "QUIT": syscall.SIGQUIT}
+	names := map[string]syscall.Signal{"USR1": syscall.SIGUSR1, "INT": syscall.SIGINT, "TERM": syscall.SIGTERM, "HUP": syscall.SIGHUP, "QUIT": syscall.SIGQUIT}
 	var sigs []syscall.Signal
 	for _, name := range strings.Split(args[1], ",") {
 		sig, ok := names[name]

@@ -1,0 +1,292 @@
+package main
+
+// The -c command's life and user: it dies with gotrace however gotrace
+// ends, and under sudo it runs as the user who ran sudo.
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+// cpidScript prints the -c command's PID, then ticks until the trace ends.
+const cpidScript = `BEGIN { printf("%d\n", cpid); } interval:ms:20 { printf("tick\n"); } END { printf("end\n"); }`
+
+// tracerRun is a gotrace started by startTracer.
+type tracerRun struct {
+	cmd *exec.Cmd
+	// pipe is its standard output, read through out.
+	pipe   io.ReadCloser
+	out    *bufio.Reader
+	stderr *strings.Builder
+	// child is the -c command's PID.
+	child int
+}
+
+// startTracer starts gotrace with args and cpidScript, its standard output
+// a pipe, and reads the -c command's PID from the script's first line.
+func startTracer(t *testing.T, gotrace string, args ...string) *tracerRun {
+	t.Helper()
+	r := &tracerRun{cmd: exec.Command(gotrace, append(args, "-e", cpidScript)...), stderr: &strings.Builder{}}
+	var err error
+	if r.pipe, err = r.cmd.StdoutPipe(); err != nil {
+		t.Fatal(err)
+	}
+	r.cmd.Stderr = r.stderr
+	// A command that outlives gotrace holds its standard error open.
+	r.cmd.WaitDelay = 2 * time.Second
+	if err := r.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+	})
+	r.out = bufio.NewReader(r.pipe)
+	line, err := r.out.ReadString('\n')
+	if err != nil {
+		t.Fatalf("read the command's PID: %v\nstderr:\n%s", err, r.stderr)
+	}
+	if r.child, err = strconv.Atoi(strings.TrimSpace(line)); err != nil {
+		t.Fatalf("first line %q: %v", line, err)
+	}
+	return r
+}
+
+// processGone reports whether pid has exited (a zombie nobody reaped yet
+// counts as exited).
+func processGone(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return true
+	}
+	// The state follows the command name in parentheses.
+	s := string(b)
+	i := strings.LastIndexByte(s, ')')
+	return i >= 0 && i+2 < len(s) && s[i+2] == 'Z'
+}
+
+// waitGone fails t unless pid exits within 10 s.
+func waitGone(t *testing.T, what string, pid int) {
+	t.Helper()
+	for end := time.Now().Add(10 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
+		if processGone(pid) {
+			return
+		}
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	t.Errorf("%s: the -c command (pid %d) outlived gotrace", what, pid)
+}
+
+// TestChildDiesWithGotrace ends gotrace in each way that does not stop
+// the -c command itself: SIGKILL, its standard output closing (a pipe to
+// head), SIGHUP. The command must be gone each time.
+func TestChildDiesWithGotrace(t *testing.T) {
+	testenv.RequireRoot(t)
+	gotrace := buildGotrace(t)
+	args := []string{"-q", "-c", "sleep 600"}
+
+	t.Run("SIGKILL", func(t *testing.T) {
+		r := startTracer(t, gotrace, args...)
+		r.cmd.Process.Kill()
+		r.cmd.Wait()
+		waitGone(t, "SIGKILL", r.child)
+	})
+
+	t.Run("stdout closed", func(t *testing.T) {
+		r := startTracer(t, gotrace, args...)
+		// What head -1 does after its line.
+		r.pipe.Close()
+		done := make(chan error, 1)
+		go func() { done <- r.cmd.Wait() }()
+		select {
+		case err := <-done:
+			if err != nil {
+				t.Errorf("gotrace: %v, want exit 0\nstderr:\n%s", err, r.stderr)
+			}
+		case <-time.After(10 * time.Second):
+			t.Fatal("gotrace still runs 10 s after its output closed")
+		}
+		if r.stderr.Len() > 0 {
+			t.Errorf("stderr %q, want nothing", r.stderr)
+		}
+		waitGone(t, "stdout closed", r.child)
+	})
+
+	t.Run("SIGHUP", func(t *testing.T) {
+		r := startTracer(t, gotrace, args...)
+		if err := r.cmd.Process.Signal(syscall.SIGHUP); err != nil {
+			t.Fatal(err)
+		}
+		rest := new(strings.Builder)
+		if _, err := r.out.WriteTo(rest); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.cmd.Wait(); err != nil {
+			t.Errorf("gotrace after SIGHUP: %v, want exit 0", err)
+		}
+		// Like SIGTERM: END runs.
+		if !strings.HasSuffix(rest.String(), "end\n\n\n") {
+			t.Errorf("output after SIGHUP %q, want END's line and the exit newlines", rest.String())
+		}
+		waitGone(t, "SIGHUP", r.child)
+	})
+}
+
+// testUser and testGroup are the unprivileged user the child tests run
+// commands as and a supplementary group of it; hack/setup.sh creates them,
+// and so does the test under CI.
+const testUser, testGroup = "gotrace-test", "gotrace-test-extra"
+
+// requireTestUser returns testUser, creating it and testGroup under CI.
+func requireTestUser(t *testing.T) *user.User {
+	t.Helper()
+	u, err := user.Lookup(testUser)
+	if err == nil {
+		return u
+	}
+	if !testenv.InCI() {
+		t.Skipf("no user %s (hack/setup.sh creates it): %v", testUser, err)
+	}
+	for _, c := range [][]string{
+		{"groupadd", "-f", testGroup},
+		{"useradd", "--no-create-home", "--user-group", "--groups", testGroup, testUser},
+	} {
+		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
+			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
+		}
+	}
+	if u, err = user.Lookup(testUser); err != nil {
+		t.Fatal(err)
+	}
+	return u
+}
+
+// idLine is what id prints for u: uid, primary group and every group.
+func idLine(t *testing.T, u *user.User) string {
+	t.Helper()
+	g, err := user.LookupGroupId(u.Gid)
+	if err != nil {
+		t.Fatal(err)
+	}
+	extra, err := user.LookupGroup(testGroup)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return fmt.Sprintf("uid=%s(%s) gid=%s(%s) groups=%s(%s),%s(%s)\n",
+		u.Uid, u.Username, u.Gid, g.Name, u.Gid, g.Name, extra.Gid, extra.Name)
+}
+
+// TestChildUser runs -c commands as root would under sudo: as the user
+// who ran sudo by default (SUDO_UID, SUDO_GID, the user's groups, HOME,
+// USER, LOGNAME), as --user names, or as root with --as-root.
+func TestChildUser(t *testing.T) {
+	testenv.RequireRoot(t)
+	u := requireTestUser(t)
+	gotrace := buildGotrace(t)
+	sudo := []string{"SUDO_UID=" + u.Uid, "SUDO_GID=" + u.Gid, "SUDO_USER=" + u.Username}
+	want := idLine(t, u)
+	env := fmt.Sprintf("%s %s %s\n", u.HomeDir, u.Username, u.Username)
+	for _, tc := range []struct {
+		name string
+		env  []string
+		args []string
+		want string
+	}{
+		{"sudo", sudo, []string{"-c", "id"}, want},
+		{"sudo env", sudo, []string{"-c", `sh -c 'echo $HOME $USER $LOGNAME'`}, env},
+		{"user", nil, []string{"--user", testUser, "-c", "id"}, want},
+		{"uid", nil, []string{"--user", u.Uid, "-c", "id"}, want},
+		{"as-root", sudo, []string{"--as-root", "-c", "id -u"}, "0\n"},
+		{"no sudo", nil, []string{"-c", "id -u"}, "0\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			args := append([]string{"-q", "-e", "BEGIN { }"}, tc.args...)
+			cmd := exec.Command(gotrace, args...)
+			cmd.Env = append(os.Environ(), tc.env...)
+			var stderr strings.Builder
+			cmd.Stderr = &stderr
+			out, err := cmd.Output()
+			if err != nil {
+				t.Fatalf("gotrace %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
+			}
+			if got := strings.TrimSuffix(string(out), "\n\n"); got != tc.want {
+				t.Errorf("gotrace %s printed %q, want %q", strings.Join(args, " "), got, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--user", "no-such-user-here", "-c", "id"}, "ERROR: look up user no-such-user-here: "},
+		{[]string{"--user", testUser, "--as-root", "-c", "id"}, "ERROR: choose the command's user: --user and --as-root exclude each other\n"},
+		{[]string{"--user", testUser}, "ERROR: --user and --as-root choose the user of a -c command: there is none\n"},
+	} {
+		args := append([]string{"-q", "-e", "BEGIN { }"}, tc.args...)
+		out, err := exec.Command(gotrace, args...).CombinedOutput()
+		if err == nil || !strings.HasPrefix(string(out), tc.want) {
+			t.Errorf("gotrace %s: %v, output %q, want exit 1 and %q", strings.Join(args, " "), err, out, tc.want)
+		}
+	}
+}
+
+// TestChildUserProbes traces the fixture run as an unprivileged user: the
+// probes attach and the semaphores rise as for root's own command.
+func TestChildUserProbes(t *testing.T) {
+	testenv.RequireRoot(t)
+	u := requireTestUser(t)
+	gotrace := buildGotrace(t)
+	// The user must reach the binary and write the summary: a directory
+	// of its own, not under the test's private temporary directory.
+	dir, err := os.MkdirTemp("", "gotrace-child-user")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	if err := os.Chmod(dir, 0o777); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := fixture.Copy(fixture.Build(t, "bitcoind"), dir); err != nil {
+		t.Fatal(err)
+	}
+	summary := filepath.Join(dir, "summary")
+	cmd := exec.Command(gotrace, "-q", "--user", testUser, "-c", "./bitcoind --linger-ms 0 --output "+summary,
+		"-e", `usdt:./bitcoind:net:outbound_message { @out = count(); } usdt:./bitcoind:mempool:replaced { @replaced = count(); }`)
+	cmd.Dir = dir
+	out, err := cmd.CombinedOutput()
+	if err != nil {
+		t.Fatalf("gotrace: %v\n%s", err, out)
+	}
+	if want := "\n\n@out: 128\n@replaced: 4\n"; string(out) != want {
+		t.Errorf("output %q, want %q", out, want)
+	}
+	fi, err := os.Stat(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st := fi.Sys().(*syscall.Stat_t); strconv.Itoa(int(st.Uid)) != u.Uid {
+		t.Errorf("the fixture's summary belongs to uid %d, want %s", st.Uid, u.Uid)
+	}
+	s, err := fixture.ReadSummary(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"net:outbound_message", "mempool:replaced"} {
+		if c := s.Probes[p]; c.Fired != c.Attempted || c.Fired == 0 {
+			t.Errorf("%s attempted %d, fired %d", p, c.Attempted, c.Fired)
+		}
+	}
+}
