@@ -87,13 +87,6 @@ if ! bpftrace --version | grep -q 'v0\.17\.'; then
 	echo "hack/setup.sh: warning: $(bpftrace --version) is not bpftrace 0.17; differential tests compare against it anyway" >&2
 fi
 
-# The unprivileged user (with a supplementary group) that the tests run -c
-# commands as, as sudo would (cmd/gotrace/child_test.go).
-if ! id gotrace-test >/dev/null 2>&1; then
-	groupadd -f gotrace-test-extra
-	useradd --no-create-home --user-group --groups gotrace-test-extra gotrace-test
-fi
-
 # Fetch module dependencies once so the tests do not each hit the network.
 cd "$(dirname "$0")/.."
 go mod download

@@ -11,6 +11,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -145,31 +146,31 @@ func TestChildDiesWithGotrace(t *testing.T) {
 	})
 }
 
-// testUser and testGroup are the unprivileged user the child tests run
-// commands as and a supplementary group of it; hack/setup.sh creates them,
-// and so does the test under CI.
-const testUser, testGroup = "gotrace-test", "gotrace-test-extra"
+// testGroup is a supplementary group of testUser, for the child's groups.
+const testGroup = "gotrace-test-extra"
 
-// requireTestUser returns testUser, creating it and testGroup under CI.
+// requireTestUser returns testUser, creating it and making it a member of
+// testGroup when needed.
 func requireTestUser(t *testing.T) *user.User {
 	t.Helper()
-	u, err := user.Lookup(testUser)
+	u, err := unprivilegedUser()
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, err := user.LookupGroup(testGroup)
 	if err == nil {
-		return u
+		ids, err := u.GroupIds()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Contains(ids, g.Gid) {
+			return u
+		}
 	}
-	if !testenv.InCI() {
-		t.Skipf("no user %s (hack/setup.sh creates it): %v", testUser, err)
-	}
-	for _, c := range [][]string{
-		{"groupadd", "-f", testGroup},
-		{"useradd", "--no-create-home", "--user-group", "--groups", testGroup, testUser},
-	} {
+	for _, c := range [][]string{{"groupadd", "-f", testGroup}, {"usermod", "-a", "-G", testGroup, testUser}} {
 		if out, err := exec.Command(c[0], c[1:]...).CombinedOutput(); err != nil {
 			t.Fatalf("%s: %v\n%s", strings.Join(c, " "), err, out)
 		}
-	}
-	if u, err = user.Lookup(testUser); err != nil {
-		t.Fatal(err)
 	}
 	return u
 }
