@@ -2,7 +2,8 @@
 # Build the Debian package, install it with apt, use the installed gotrace
 # (--version, a usdt script against the bitcoind fixture, man -w), remove
 # it with --purge and check that none of its files or directories is left.
-# Needs root, dpkg-deb, apt-get, man-db, gcc and <sys/sdt.h> (hack/setup.sh).
+# Needs root, dpkg-deb, apt-get, gcc and <sys/sdt.h> (hack/setup.sh); it
+# installs man-db when man is missing.
 # Prints "hack/package-test.sh: PASS" or "... FAIL: why" and exits non-zero
 # on failure. A gotrace package installed before is removed first.
 set -euo pipefail
@@ -23,6 +24,15 @@ fi
 
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
+
+# man -w needs man-db (hack/setup.sh installs it; a bare CI machine may not
+# have it) and the check for a static binary needs file.
+if ! command -v man >/dev/null || ! command -v file >/dev/null; then
+	{ apt-get update && apt-get install -y man-db file; } >"$work/apt.log" 2>&1 || {
+		cat "$work/apt.log"
+		fail "apt-get install man-db file"
+	}
+fi
 
 deb=$(hack/package.sh | tail -1) || fail "hack/package.sh failed"
 echo "built $deb"

@@ -5,7 +5,6 @@ import (
 	_ "embed"
 	"fmt"
 	"io"
-	"os"
 	"sort"
 	"strings"
 
@@ -91,7 +90,7 @@ func writeManual(w io.Writer, root *cobra.Command) error {
 }
 
 // completeArgs completes the script (files) and, after -l
-// usdt:FILE:, the probes of FILE's notes.
+// usdt:FILE:, the probes of FILE's notes, read with the user's rights.
 func completeArgs(cmd *cobra.Command, args []string, toComplete string) ([]string, cobra.ShellCompDirective) {
 	rest, ok := strings.CutPrefix(toComplete, "usdt:")
 	if !ok {
@@ -101,10 +100,12 @@ func completeArgs(cmd *cobra.Command, args []string, toComplete string) ([]strin
 	if !ok || path == "" {
 		return nil, cobra.ShellCompDirectiveDefault
 	}
-	if _, err := os.Stat(path); err != nil {
-		return nil, cobra.ShellCompDirectiveNoFileComp
-	}
-	probes, err := usdt.ReadFile(path)
+	var probes []usdt.Probe
+	err := asUser(func() error {
+		var err error
+		probes, err = usdt.ReadFile(path)
+		return err
+	})
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
