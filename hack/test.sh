@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# The project's one test command (the README's and CI's): go vet, a gofmt
-# check, every test once (go test -count=1 ./...), the Debian package's
+# The project's one test command (the README's and CI's): go vet, a
+# go mod tidy check, a gofmt check, every test once (go test -count=1 ./...), the Debian package's
 # install and removal (hack/package-test.sh) and a bounded run of every
 # fuzz target. It runs every step even when one fails and exits non-zero if
 # any did, so one CI run shows every problem.
@@ -48,6 +48,13 @@ fuzz() {
 step go vet ./...
 if ! go vet ./...; then
 	failed+=("go vet")
+fi
+
+step go mod tidy -diff
+# go.mod must list what the code imports directly as direct, and nothing
+# it does not need.
+if ! go mod tidy -diff; then
+	failed+=("go mod tidy")
 fi
 
 step gofmt -l
