@@ -13,7 +13,6 @@ set -euo pipefail
 #   python3.11          a real USDT target (/usr/bin/python3.11)
 #   time                /usr/bin/time for ad-hoc peak-RSS checks
 #   man-db file         hack/package-test.sh: man -w gotrace, a static binary
-#   libcap2-bin         getcap/setcap to look at the privilege tests' binaries
 packages=(
 	bpftrace
 	systemtap-sdt-dev
@@ -25,7 +24,6 @@ packages=(
 	time
 	man-db
 	file
-	libcap2-bin
 	# libc's separate debug file: the names of its local functions, for
 	# uprobes (malloc_consolidate) and stacks (__libc_start_call_main).
 	libc6-dbg
@@ -44,7 +42,6 @@ files=(
 	/usr/bin/time
 	/usr/bin/man
 	/usr/bin/file
-	/usr/sbin/setcap
 )
 
 if [[ $(id -u) -ne 0 ]]; then
