@@ -20,9 +20,10 @@ import (
 // and reported together once the whole script has parsed.
 //
 // A new syntax form is one more case in the function for its context
-// (block for statements, operand or primary for expressions, program for
-// top-level items) that consumes its tokens with next/expect and returns
-// its node; its spans come from span(start).
+// (parse for top-level items, block for statements, operand, postfix or
+// primary for expressions) that consumes its tokens with next and expect,
+// fails with bison's expectation where bpftrace has one, and returns its
+// node; its spans come from span(start) and the tokens it consumed.
 
 // Parse parses a bpftrace script. file is the name diagnostics use ("stdin"
 // for -e). On bad input the error is an ErrorList.

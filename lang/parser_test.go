@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -636,6 +637,31 @@ func TestParseBounded(t *testing.T) {
 		t.Errorf("1 MB script took %v", d)
 	}
 	t.Logf("1 MB script: %d probes in %v", len(p.Probes), time.Since(start))
+}
+
+// TestParseLongExpression parses 400 KB of 1+1+...+1: the parser must not
+// grow worse than linearly with the number of operators. Building the
+// tree and the tokens takes about 560 bytes per byte of source; the
+// participle grammar took 5,700.
+func TestParseLongExpression(t *testing.T) {
+	src := "BEGIN { @ = 1" + strings.Repeat("+1", 200_000) + "; }"
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	start := time.Now()
+	p, err := Parse("long.bt", src)
+	d := time.Since(start)
+	runtime.ReadMemStats(&after)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := p.Probes[0].Body.Stmts[0].(*AssignStmt).RHS.(*Binary); !ok {
+		t.Fatal("the right-hand side is not a sum")
+	}
+	perByte := (after.TotalAlloc - before.TotalAlloc) / uint64(len(src))
+	if perByte > 1500 {
+		t.Errorf("parsing allocated %d bytes per byte of source", perByte)
+	}
+	t.Logf("%d bytes: %v, %d bytes allocated per byte", len(src), d, perByte)
 }
 
 func BenchmarkParse(b *testing.B) {
