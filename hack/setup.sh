@@ -13,6 +13,7 @@ set -euo pipefail
 #   python3.11          a real USDT target (/usr/bin/python3.11)
 #   time                /usr/bin/time for ad-hoc peak-RSS checks
 #   man-db file         hack/package-test.sh: man -w gotrace, a static binary
+#   prometheus          a real server scraping --metrics (TestMetricsPrometheus)
 packages=(
 	bpftrace
 	systemtap-sdt-dev
@@ -24,6 +25,7 @@ packages=(
 	time
 	man-db
 	file
+	prometheus
 	# libc's separate debug file: the names of its local functions, for
 	# uprobes (malloc_consolidate) and stacks (__libc_start_call_main).
 	libc6-dbg
@@ -41,6 +43,7 @@ files=(
 	/usr/bin/python3.11
 	/usr/bin/time
 	/usr/bin/man
+	/usr/bin/prometheus
 	/usr/bin/file
 )
 

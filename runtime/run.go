@@ -113,6 +113,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if t.spec, err = compile(p, opts, objs, childPID, t.files); err != nil {
 		return err
 	}
+	if err := t.checkMetrics(); err != nil {
+		return err
+	}
 	sites, err := planSites(t.spec, t.files)
 	if err != nil {
 		return err
@@ -167,6 +170,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		}
 	}
 	t.startIntervals()
+	if opts.Metrics != nil {
+		opts.Metrics.SetSource(t.metricMaps)
+	}
 	if opts.Attached != nil {
 		opts.Attached()
 	}
@@ -638,6 +644,9 @@ func (t *tracer) detach() {
 // when it is still held or running), the readers, the links, the programs
 // and the maps.
 func (t *tracer) close() {
+	if t.opts.Metrics != nil {
+		t.opts.Metrics.SetSource(nil)
+	}
 	t.stopTickers()
 	t.detach()
 	if t.events != nil {

@@ -17,6 +17,7 @@ package runtime
 import (
 	"bytes"
 	"fmt"
+	"github.com/gotrace/gotrace/runtime/metrics"
 	"io"
 	"os"
 	"strconv"
@@ -84,6 +85,9 @@ type Options struct {
 	// it rather than for "Attaching N probes...", which is printed before
 	// attaching. It runs on Run's goroutine and must not block.
 	Attached func()
+	// Metrics, when set, is given the maps to read at each scrape once
+	// they are loaded, until the trace ends (--metrics).
+	Metrics *metrics.Collector
 	// BufferPages is the size of the ring buffer for printf-like records
 	// in 4 KiB pages, rounded up to a power of two
 	// (BPFTRACE_PERF_RB_PAGES); 0 means 4096 pages (16 MiB).

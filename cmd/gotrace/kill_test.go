@@ -27,10 +27,7 @@ import (
 func TestKilledLeavesNothing(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := fixture.Private(t, "bitcoind")
-	gotrace := filepath.Join(t.TempDir(), "gotrace")
-	if err := os.Symlink(os.Args[0], gotrace); err != nil {
-		t.Fatal(err)
-	}
+	gotrace := gotraceCommand(t)
 	for _, mode := range []struct {
 		name  string
 		flags []string

@@ -49,6 +49,7 @@ type flags struct {
 	unsafe     bool
 	noWarnings bool
 	noMulti    bool
+	metrics    metricFlags
 	buffering  string
 	helpers    int
 	includeDir []string
@@ -135,6 +136,7 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	fs.BoolVarP(&f.version, "version", "V", false, "print the version")
 	fs.BoolVar(&f.unsafe, "unsafe", false, "allow unsafe builtins (system, cat)")
 	fs.BoolVar(&f.noWarnings, "no-warnings", false, "do not print warnings")
+	f.metrics.add(fs)
 	fs.BoolVar(&f.noMulti, "no-uprobe-multi", false, "attach a perf-event uprobe at each location, not one uprobe_multi link per program and file (-v says which is used)")
 	addToolCommands(cmd)
 
@@ -310,6 +312,12 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		}
 		return 0, nil
 	}
+	collector, stopMetrics, err := f.metrics.start(stderr)
+	if err != nil {
+		return 1, err
+	}
+	defer stopMetrics()
+	opts.Metrics = collector
 	err = runtime.Run(ctx, prog, opts)
 	if errors.Is(err, runtime.ErrQuit) {
 		return quitCode, nil

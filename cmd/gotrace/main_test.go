@@ -2,10 +2,22 @@ package main
 
 import (
 	"os"
+	"path/filepath"
 	"testing"
 
 	"github.com/rogpeppe/go-internal/testscript"
 )
+
+// gotraceCommand returns a path that runs this test binary as gotrace
+// (see TestMain), for tests that start gotrace themselves.
+func gotraceCommand(t *testing.T) string {
+	t.Helper()
+	path := filepath.Join(t.TempDir(), "gotrace")
+	if err := os.Symlink(os.Args[0], path); err != nil {
+		t.Fatal(err)
+	}
+	return path
+}
 
 // TestMain lets the test binary act as gotrace in testscript scripts (see
 // script_test.go): run under the name gotrace, it runs the command.

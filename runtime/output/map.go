@@ -144,6 +144,19 @@ func histBuckets(m *Map, e *Entry, div uint64) []bucket {
 	return bs
 }
 
+// BucketRange returns the inclusive bounds of the values that bucket i of
+// a hist or lhist map counts, in decimal as -f json writes them: min is
+// "" for the bucket below all others, max "" for lhist's bucket of max
+// and above.
+func BucketRange(m *Map, i int) (min, max string) {
+	if m.Kind == layout.MapLhist {
+		b := lhistBucket(m.Lhist, i)
+		return b.min, b.max
+	}
+	b := histBucket(i)
+	return b.min, b.max
+}
+
 // histBucket describes hist() bucket i.
 func histBucket(i int) bucket {
 	switch i {

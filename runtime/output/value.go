@@ -93,6 +93,10 @@ func appendBufEscaped(b []byte, data []byte) []byte {
 
 const hexDigits = "0123456789abcdef"
 
+// String returns v as bpftrace prints it in text: what a map key's
+// element looks like between the brackets of @m[...].
+func (v Value) String() string { return string(appendText(nil, v)) }
+
 // appendText appends v as bpftrace prints a value in text: integers in
 // decimal, strings raw, bufs escaped, tuples as "(1, abc)".
 func appendText(b []byte, v Value) []byte {

@@ -1,0 +1,212 @@
+package main
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+// freePort returns a loopback address with a port nothing listens on.
+func freePort(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	return ln.Addr().String()
+}
+
+// startPrometheus starts a Prometheus server on loopback that scrapes
+// target every second, and returns its address once it is ready.
+func startPrometheus(t *testing.T, target string) string {
+	t.Helper()
+	prom := testenv.RequireTool(t, "prometheus")
+	dir := t.TempDir()
+	cfg := filepath.Join(dir, "prometheus.yml")
+	conf := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gotrace\n    static_configs:\n      - targets: ['%s']\n", target)
+	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	addr := freePort(t)
+	cmd := exec.Command(prom, "--config.file="+cfg, "--storage.tsdb.path="+filepath.Join(dir, "data"), "--web.listen-address="+addr)
+	logs, err := os.Create(filepath.Join(dir, "log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd.Stdout, cmd.Stderr = logs, logs
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		cmd.Process.Kill()
+		cmd.Wait()
+		if t.Failed() {
+			b, _ := os.ReadFile(logs.Name())
+			t.Logf("prometheus log:\n%s", b)
+		}
+	})
+	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(100 * time.Millisecond) {
+		if resp, err := http.Get("http://" + addr + "/-/ready"); err == nil {
+			resp.Body.Close()
+			if resp.StatusCode == http.StatusOK {
+				return addr
+			}
+		}
+	}
+	t.Fatal("prometheus did not become ready in 30 s")
+	return ""
+}
+
+// promQuery runs an instant PromQL query and returns each series' labels
+// (as name=value strings joined by commas, sorted by Prometheus) and value.
+func promQuery(t *testing.T, addr, query string) map[string]float64 {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/query?query=" + url.QueryEscape(query))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	var r struct {
+		Status string
+		Data   struct {
+			Result []struct {
+				Metric map[string]string
+				Value  [2]any
+			}
+		}
+	}
+	if err := json.Unmarshal(body, &r); err != nil || r.Status != "success" {
+		t.Fatalf("query %s: %v %s", query, err, body)
+	}
+	out := map[string]float64{}
+	for _, s := range r.Data.Result {
+		var labels []string
+		for _, l := range []string{"key", "le"} {
+			v, ok := s.Metric[l]
+			if !ok {
+				continue
+			}
+			// Prometheus writes le as a float (1.048575e+06, 0.0).
+			if f, err := strconv.ParseFloat(v, 64); l == "le" && err == nil && v != "+Inf" {
+				v = strconv.FormatFloat(f, 'f', -1, 64)
+			}
+			labels = append(labels, l+"="+v)
+		}
+		v, _ := strconv.ParseFloat(s.Value[1].(string), 64)
+		out[strings.Join(labels, ",")] = v
+	}
+	return out
+}
+
+// TestMetricsPrometheus traces the fixture with --metrics while a real
+// Prometheus scrapes gotrace every second; PromQL then returns the message
+// counts and histogram buckets that gotrace prints at exit.
+func TestMetricsPrometheus(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := fixture.Private(t, "bitcoind")
+	gotrace := gotraceCommand(t)
+	metricsAddr := freePort(t)
+	prom := startPrometheus(t, metricsAddr)
+	start := filepath.Join(t.TempDir(), "start")
+	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+	defer cancel()
+	// The fixture waits for the start file, fires its messages, then
+	// lingers long enough for two scrapes of the final counts.
+	tracer := exec.CommandContext(ctx, gotrace, "--metrics", metricsAddr,
+		"-c", fmt.Sprintf("%s --wait-file %s --wait-timeout-ms 60000 --linger-ms 3000 --output %s", bin, start, os.DevNull),
+		"-e", fmt.Sprintf(`usdt:%s:net:inbound_message { @msgs[str(arg3)] = count(); @size = hist(arg4); }`, bin))
+	stdout, err := tracer.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer.Stderr = os.Stderr
+	if err := tracer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	rd := bufio.NewReader(stdout)
+	if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "Attaching") {
+		t.Fatalf("gotrace printed %q, %v", line, err)
+	}
+	// Prometheus sees gotrace up before the workload starts.
+	for deadline := time.Now().Add(30 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		if promQuery(t, prom, `up{job="gotrace"}`)[""] == 1 {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("prometheus did not scrape gotrace in 30 s")
+		}
+	}
+	if err := os.WriteFile(start, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	rest, _ := io.ReadAll(rd)
+	if err := tracer.Wait(); err != nil {
+		t.Fatalf("gotrace: %v\n%s", err, rest)
+	}
+	printed := string(rest)
+
+	msgs := promQuery(t, prom, `last_over_time(gotrace_msgs_total[5m])`)
+	countLine := regexp.MustCompile(`(?m)^@msgs\[(\w+)\]: (\d+)$`)
+	matches := countLine.FindAllStringSubmatch(printed, -1)
+	if len(matches) == 0 {
+		t.Fatalf("gotrace printed no @msgs:\n%s", printed)
+	}
+	for _, m := range matches {
+		if got, want := msgs["key="+m[1]], m[2]; strconv.FormatFloat(got, 'f', -1, 64) != want {
+			t.Errorf("PromQL says %s messages of %s, gotrace printed %s", strconv.FormatFloat(got, 'f', -1, 64), m[1], want)
+		}
+	}
+	if len(msgs) != len(matches) {
+		t.Errorf("PromQL has %d commands, gotrace printed %d", len(msgs), len(matches))
+	}
+
+	// Each printed bucket [lo, hi) holds as many values as the
+	// difference of the cumulative counts at le=hi-1 and at the bucket
+	// before.
+	buckets := promQuery(t, prom, `last_over_time(gotrace_size_bucket[5m])`)
+	histLine := regexp.MustCompile(`(?m)^\[(\d+)[KM]?(?:, (\d+)([KM]?)\))?\]?\s+(\d+) \|`)
+	prev := buckets["le=0"]
+	lines := histLine.FindAllStringSubmatch(printed, -1)
+	if len(lines) < 4 {
+		t.Fatalf("gotrace printed %d hist buckets, want several:\n%s", len(lines), printed)
+	}
+	for _, m := range lines {
+		count, _ := strconv.ParseFloat(m[4], 64)
+		hi := m[1]
+		if m[2] != "" {
+			n, _ := strconv.ParseUint(m[2], 10, 64)
+			n <<= map[string]uint{"": 0, "K": 10, "M": 20}[m[3]]
+			hi = strconv.FormatUint(n-1, 10)
+		}
+		cum, ok := buckets["le="+hi]
+		if !ok {
+			t.Errorf("no bucket le=%s in Prometheus: %v", hi, buckets)
+			continue
+		}
+		if hi != "0" && cum-prev != count {
+			t.Errorf("bucket ending at %s: Prometheus counts %v, gotrace printed %v", hi, cum-prev, count)
+		}
+		prev = cum
+	}
+	if buckets["le=+Inf"] != prev {
+		t.Errorf("le=+Inf is %v, the last bucket's cumulative count %v", buckets["le=+Inf"], prev)
+	}
+}

@@ -1,0 +1,400 @@
+// Package metrics serves a running script's maps to Prometheus: at each
+// scrape it reads the maps as they are then (through a function the
+// runtime gives it) and writes them in the Prometheus and OpenMetrics text
+// formats with the Prometheus client library. docs/metrics.md says how
+// each kind of map becomes a metric.
+package metrics
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"math"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+	"unicode/utf8"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+
+	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/runtime/output"
+)
+
+// Prefix starts the name of every metric gotrace serves.
+const Prefix = "gotrace_"
+
+// DefaultMaxSeries is how many series one map may make at one scrape by
+// default: a map keyed by something unbounded (addresses, stacks) must not
+// flood the monitoring system.
+const DefaultMaxSeries = 10000
+
+// Config says how maps are named and labelled.
+type Config struct {
+	// Names maps a script map ("@msgs") to the metric name to use instead
+	// of its own (Prefix is still put before it).
+	Names map[string]string
+	// Labels maps a script map to the names of its key's labels, one per
+	// key element; the default is "key" for a single key and key0, key1,
+	// ... for several.
+	Labels map[string][]string
+	// MaxSeries caps the series of one map at one scrape (0: the
+	// default); the rest are counted in gotrace_series_dropped.
+	MaxSeries int
+}
+
+// ReadMaps reads every map of the script as it is now.
+type ReadMaps func() ([]*output.Map, error)
+
+// Collector is a prometheus.Collector of a script's maps. Until SetSource
+// is called it collects nothing.
+type Collector struct {
+	cfg Config
+
+	mu   sync.Mutex
+	read ReadMaps
+
+	dropped *prometheus.Desc
+	failed  *prometheus.Desc
+}
+
+// NewCollector returns a Collector with the configuration cfg, which
+// Validate has accepted.
+func NewCollector(cfg Config) *Collector {
+	if cfg.MaxSeries <= 0 {
+		cfg.MaxSeries = DefaultMaxSeries
+	}
+	return &Collector{
+		cfg:     cfg,
+		dropped: prometheus.NewDesc(Prefix+"series_dropped", "Series of a map left out of this scrape because the map had more than the cap (--metrics-max-series).", []string{"map"}, nil),
+		failed:  prometheus.NewDesc(Prefix+"maps_unreadable", "1 when the script's maps could not be read for this scrape.", nil, nil),
+	}
+}
+
+// Config returns the collector's configuration.
+func (c *Collector) Config() Config { return c.cfg }
+
+// SetSource sets the function that reads the maps at each scrape; nil
+// stops collecting (the maps are gone once the trace ends).
+func (c *Collector) SetSource(read ReadMaps) {
+	c.mu.Lock()
+	c.read = read
+	c.mu.Unlock()
+}
+
+// Describe sends nothing: the metrics depend on the maps' contents, so the
+// collector is unchecked.
+func (c *Collector) Describe(chan<- *prometheus.Desc) {}
+
+// Collect reads the maps and sends one metric per series.
+func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+	c.mu.Lock()
+	read := c.read
+	c.mu.Unlock()
+	if read == nil {
+		return
+	}
+	maps, err := read()
+	if err != nil {
+		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.GaugeValue, 1)
+		return
+	}
+	for _, m := range maps {
+		metrics, dropped := c.mapMetrics(m)
+		for _, mt := range metrics {
+			ch <- mt
+		}
+		if dropped > 0 {
+			ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.GaugeValue, float64(dropped), m.Name)
+		}
+	}
+}
+
+// Exportable reports whether a map of kind k with values laid out as
+// value can be a metric: aggregations always, assigned values only when
+// they are integers.
+func Exportable(k layout.MapKind, value layout.Field) bool {
+	return k != layout.MapValue || value.Kind == layout.Int || value.Kind == layout.Pointer
+}
+
+// MetricName returns the name of the metric of a script map under cfg,
+// without the _total or other suffix a counter or summary gets.
+func (cfg Config) MetricName(mapName string) string {
+	if n, ok := cfg.Names[mapName]; ok {
+		return Prefix + n
+	}
+	name := strings.TrimPrefix(mapName, "@")
+	if name == "" {
+		name = "map"
+	}
+	return Prefix + strings.Map(func(r rune) rune {
+		if isNameChar(r) {
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+// isNameChar reports whether r may stand in a metric or label name.
+func isNameChar(r rune) bool {
+	return r == '_' || r >= 'a' && r <= 'z' || r >= 'A' && r <= 'Z' || r >= '0' && r <= '9'
+}
+
+// validName reports whether s is a metric or label name of the form
+// Prometheus recommends.
+func validName(s string) bool {
+	return s != "" && !(s[0] >= '0' && s[0] <= '9') && strings.IndexFunc(s, func(r rune) bool { return !isNameChar(r) }) < 0
+}
+
+// Validate checks the names cfg gives.
+func (cfg Config) Validate() error {
+	for m, n := range cfg.Names {
+		if !validName(n) || strings.HasPrefix(n, "__") {
+			return fmt.Errorf("metric name %q for %s: want letters, digits and _, not starting with a digit or __", n, m)
+		}
+	}
+	for m, ls := range cfg.Labels {
+		seen := map[string]bool{}
+		for _, l := range ls {
+			if !validName(l) || strings.HasPrefix(l, "__") || l == "le" || l == "quantile" {
+				return fmt.Errorf("label name %q for %s: want letters, digits and _, not starting with a digit or __, and not le or quantile", l, m)
+			}
+			if seen[l] {
+				return fmt.Errorf("label name %q given twice for %s", l, m)
+			}
+			seen[l] = true
+		}
+	}
+	return nil
+}
+
+// labelNames returns the label names of a map whose keys have n elements.
+func (c *Collector) labelNames(mapName string, n int) ([]string, error) {
+	if names, ok := c.cfg.Labels[mapName]; ok {
+		if len(names) != n {
+			return nil, fmt.Errorf("%d label names given for %s, whose keys have %d elements", len(names), mapName, n)
+		}
+		return names, nil
+	}
+	switch n {
+	case 0:
+		return nil, nil
+	case 1:
+		return []string{"key"}, nil
+	}
+	names := make([]string, n)
+	for i := range names {
+		names[i] = "key" + strconv.Itoa(i)
+	}
+	return names, nil
+}
+
+// mapMetrics converts one map into metrics, at most MaxSeries of them (a
+// histogram's buckets are one series here), and says how many it left
+// out.
+func (c *Collector) mapMetrics(m *output.Map) (metrics []prometheus.Metric, dropped int) {
+	if len(m.Entries) == 0 {
+		return nil, 0
+	}
+	keyLen := len(m.Entries[0].Key)
+	labels, err := c.labelNames(m.Name, keyLen)
+	if err != nil {
+		return []prometheus.Metric{prometheus.NewInvalidMetric(prometheus.NewDesc(c.cfg.MetricName(m.Name), "", nil, nil), err)}, 0
+	}
+	name := c.cfg.MetricName(m.Name)
+	help := fmt.Sprintf("The map %s of the gotrace script.", m.Name)
+	// A stable order, so that the series kept under the cap are the same
+	// from one scrape to the next while the keys stay.
+	entries := slices.Clone(m.Entries)
+	slices.SortFunc(entries, func(a, b output.Entry) int { return compareKeys(a.Key, b.Key) })
+	if len(entries) > c.cfg.MaxSeries {
+		dropped = len(entries) - c.cfg.MaxSeries
+		entries = entries[:c.cfg.MaxSeries]
+	}
+	var desc, avgDesc *prometheus.Desc
+	switch m.Kind {
+	case layout.MapCount, layout.MapSum:
+		desc = prometheus.NewDesc(name+"_total", help, labels, nil)
+	case layout.MapAvg, layout.MapStats:
+		desc = prometheus.NewDesc(name, help+" Its _count and _sum are the values' number and total.", labels, nil)
+		avgDesc = prometheus.NewDesc(name+"_avg", help+" The average of its values.", labels, nil)
+	default:
+		desc = prometheus.NewDesc(name, help, labels, nil)
+	}
+	for _, e := range entries {
+		values := labelValues(e.Key)
+		var mt prometheus.Metric
+		var err error
+		switch m.Kind {
+		case layout.MapCount:
+			mt, err = prometheus.NewConstMetric(desc, prometheus.CounterValue, float64(e.Value.Bits), values...)
+		case layout.MapSum:
+			mt, err = prometheus.NewConstMetric(desc, prometheus.CounterValue, intValue(e.Value), values...)
+		case layout.MapMin, layout.MapMax, layout.MapValue:
+			mt, err = prometheus.NewConstMetric(desc, prometheus.GaugeValue, intValue(e.Value), values...)
+		case layout.MapAvg, layout.MapStats:
+			mt, err = prometheus.NewConstSummary(desc, e.Count, float64(e.Total), nil, values...)
+			if err == nil && e.Count > 0 {
+				metrics = append(metrics, prometheus.MustNewConstMetric(avgDesc, prometheus.GaugeValue, float64(e.Total/int64(e.Count)), values...))
+			}
+		case layout.MapHist, layout.MapLhist:
+			count, sum, buckets := histogram(m, e)
+			mt, err = prometheus.NewConstHistogram(desc, count, sum, buckets, values...)
+		}
+		if err != nil {
+			mt = prometheus.NewInvalidMetric(desc, err)
+		}
+		metrics = append(metrics, mt)
+	}
+	return metrics, dropped
+}
+
+// intValue is an integer value as a float.
+func intValue(v output.Value) float64 {
+	if v.Signed {
+		return float64(int64(v.Bits))
+	}
+	return float64(v.Bits)
+}
+
+// histogram turns a hist or lhist entry into Prometheus' form: the count,
+// an estimate of the sum (each bucket's count times the middle of its
+// range; the two open-ended buckets count at their one bound), and the
+// cumulative counts of values at most each bucket's upper bound, for every
+// bucket up to the last non-empty one (le="+Inf" is the count).
+func histogram(m *output.Map, e output.Entry) (count uint64, sum float64, buckets map[float64]uint64) {
+	last := -1
+	for i, n := range e.Buckets {
+		if n != 0 {
+			last = i
+		}
+	}
+	buckets = map[float64]uint64{}
+	for i := 0; i <= last; i++ {
+		n := e.Buckets[i]
+		lo, hi := BucketRange(m, i)
+		count += n
+		switch {
+		case math.IsInf(lo, -1):
+			sum += float64(n) * hi
+		case math.IsInf(hi, 1):
+			sum += float64(n) * lo
+		default:
+			sum += float64(n) * (lo + hi) / 2
+		}
+		// hist's bucket of negative values appears only once it counts
+		// something, as bpftrace prints it.
+		if !math.IsInf(hi, 1) && (i > 0 || n > 0 || m.Kind == layout.MapLhist) {
+			buckets[hi] = count
+		}
+	}
+	return count, sum, buckets
+}
+
+// BucketRange returns the inclusive bounds of bucket i of a hist or lhist
+// map as numbers, -Inf and +Inf for the open ends.
+func BucketRange(m *output.Map, i int) (lo, hi float64) {
+	min, max := output.BucketRange(m, i)
+	lo, hi = math.Inf(-1), math.Inf(1)
+	if min != "" {
+		lo, _ = strconv.ParseFloat(min, 64)
+	}
+	if max != "" {
+		hi, _ = strconv.ParseFloat(max, 64)
+	}
+	return lo, hi
+}
+
+// labelValues returns a key's elements as label values: as bpftrace prints
+// them in text, with bytes that are not UTF-8 written as \xNN, which
+// Prometheus requires.
+func labelValues(key []output.Value) []string {
+	values := make([]string, len(key))
+	for i, v := range key {
+		values[i] = validUTF8(v.String())
+	}
+	return values
+}
+
+func validUTF8(s string) string {
+	if utf8.ValidString(s) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); {
+		r, size := utf8.DecodeRuneInString(s[i:])
+		if r == utf8.RuneError && size == 1 {
+			fmt.Fprintf(&b, `\x%02x`, s[i])
+		} else {
+			b.WriteString(s[i : i+size])
+		}
+		i += size
+	}
+	return b.String()
+}
+
+// compareKeys orders keys element by element, integers by value and the
+// rest by their text.
+func compareKeys(a, b []output.Value) int {
+	for i := range min(len(a), len(b)) {
+		x, y := a[i], b[i]
+		var c int
+		if x.Kind == output.ValueInt && y.Kind == output.ValueInt {
+			c = cmp.Compare(intValue(x), intValue(y))
+		} else {
+			c = strings.Compare(x.String(), y.String())
+		}
+		if c != 0 {
+			return c
+		}
+	}
+	return cmp.Compare(len(a), len(b))
+}
+
+// Server serves /metrics on an address.
+type Server struct {
+	ln  net.Listener
+	srv *http.Server
+	err chan error
+}
+
+// ErrServe wraps the errors of starting the metrics server.
+var ErrServe = errors.New("serve metrics")
+
+// Serve listens on addr (host:port, :port) and serves c at /metrics, in
+// the OpenMetrics format to scrapers that ask for it and Prometheus' text
+// format otherwise.
+func Serve(addr string, c *Collector) (*Server, error) {
+	reg := prometheus.NewRegistry()
+	if err := reg.Register(c); err != nil {
+		return nil, fmt.Errorf("%w: %v", ErrServe, err)
+	}
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w on %s: %v", ErrServe, addr, err)
+	}
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
+		EnableOpenMetrics: true,
+		ErrorHandling:     promhttp.ContinueOnError,
+	}))
+	s := &Server{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, err: make(chan error, 1)}
+	go func() { s.err <- s.srv.Serve(ln) }()
+	return s, nil
+}
+
+// Addr is the address the server listens on (with the port chosen, for
+// ":0").
+func (s *Server) Addr() net.Addr { return s.ln.Addr() }
+
+// Close stops the server.
+func (s *Server) Close() error {
+	err := s.srv.Close()
+	<-s.err
+	return err
+}
