@@ -459,7 +459,7 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 		Instructions: insns,
 	}
 	att.Program = key
-	att.Probe = ap
+	att.Probe, att.ProbePos = ap.Raw, ap.Loc
 	att.ProbeName = t.probeName
 	c.spec.Attachments = append(c.spec.Attachments, att)
 	if f.scratchMax > maxScratch {

@@ -69,10 +69,12 @@ type Spec struct {
 type Attachment struct {
 	// Program is the key in Collection.Programs.
 	Program string
-	// Probe is the attach point of the script that produced it, for
-	// messages ("Attaching N probes...", errors).
-	Probe *lang.AttachPoint
-	Kind  lang.ProbeKind
+	// Probe is the attach point of the script that produced it, as
+	// written, for messages; ProbePos is where it is in the script, for
+	// positioned errors and to tell attach points apart.
+	Probe    string
+	ProbePos lang.Span
+	Kind     lang.ProbeKind
 	// Path is the ELF file for USDT and uprobes.
 	Path string
 	// USDT: the resolved probe; Sites has one entry per location, each

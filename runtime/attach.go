@@ -57,11 +57,11 @@ func planSites(spec *codegen.Spec, files *usdt.Files) ([]site, error) {
 			}
 			f, err := openTarget(files, path)
 			if err != nil {
-				return nil, attachError(a.Probe, "%v", err)
+				return nil, siteError(a, "%v", err)
 			}
 			fs, err := uprobeFunctions(f)
 			if err != nil {
-				return nil, attachError(a.Probe, "%v", err)
+				return nil, siteError(a, "%v", err)
 			}
 			us, err := uprobeSites(a, f, fs)
 			if err != nil {
@@ -69,10 +69,16 @@ func planSites(spec *codegen.Spec, files *usdt.Files) ([]site, error) {
 			}
 			sites = append(sites, us...)
 		default:
-			return nil, fmt.Errorf("%s: probes of this kind cannot be attached", a.Probe.Raw)
+			return nil, fmt.Errorf("%s: probes of this kind cannot be attached", a.Probe)
 		}
 	}
 	return sites, nil
+}
+
+// siteError is attachError for the attach point an attachment of the
+// Spec came from.
+func siteError(a *codegen.Attachment, format string, args ...any) error {
+	return spanError(a.ProbePos, "", format, args...)
 }
 
 // uprobeSites returns the sites of a uprobe or uretprobe attachment of the
@@ -85,11 +91,11 @@ func uprobeSites(a *codegen.Attachment, f *usdt.File, syms []elf.Symbol) ([]site
 	if atAddress(a.Symbol) {
 		addr, _, err := uprobeAddress(a.Symbol, a.Address, syms)
 		if err != nil {
-			return nil, attachError(a.Probe, "%v", err)
+			return nil, siteError(a, "%v", err)
 		}
 		off, err := fileOffset(f, addr)
 		if err != nil {
-			return nil, attachError(a.Probe, "%v", err)
+			return nil, siteError(a, "%v", err)
 		}
 		return []site{{att: a, path: path, offset: off}}, nil
 	}
@@ -97,11 +103,11 @@ func uprobeSites(a *codegen.Attachment, f *usdt.File, syms []elf.Symbol) ([]site
 	// assembly) are still code.
 	sym := symbolNamed(syms, a.Symbol)
 	if sym.Name == "" {
-		return nil, attachError(a.Probe, "function %s not found", a.Symbol)
+		return nil, siteError(a, "function %s not found", a.Symbol)
 	}
 	off, err := fileOffset(f, sym.Value)
 	if err != nil {
-		return nil, attachError(a.Probe, "symbol %s: %v", sym.Name, err)
+		return nil, siteError(a, "symbol %s: %v", sym.Name, err)
 	}
 	return []site{{att: a, path: path, symbol: sym.Name, offset: off}}, nil
 }
@@ -221,10 +227,10 @@ func attachSite(s site, prog *ebpf.Program, execs map[string]*link.Executable, p
 	case lang.ProbeUretprobe:
 		l, err = ex.Uretprobe(s.symbol, prog, &link.UprobeOptions{Address: s.offset, PID: pid})
 	default:
-		return nil, fmt.Errorf("attach %s: probes of this kind cannot be attached", s.att.Probe.Raw)
+		return nil, fmt.Errorf("attach %s: probes of this kind cannot be attached", s.att.Probe)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("attach %s to %s: %w", s.att.Probe.Raw, s.where(), err)
+		return nil, fmt.Errorf("attach %s to %s: %w", s.att.Probe, s.where(), err)
 	}
 	return l, nil
 }
@@ -237,7 +243,7 @@ func openExecutable(execs map[string]*link.Executable, s site) (*link.Executable
 	}
 	ex, err := link.OpenExecutable(s.path)
 	if err != nil {
-		return nil, fmt.Errorf("attach %s: %w", s.att.Probe.Raw, err)
+		return nil, fmt.Errorf("attach %s: %w", s.att.Probe, err)
 	}
 	execs[s.path] = ex
 	return ex, nil

@@ -185,14 +185,14 @@ func (t *tracer) waiting() []*lang.AttachPoint {
 	if t.spec.LoaderProgram == "" {
 		return nil
 	}
-	attached := map[*lang.AttachPoint]bool{}
+	attached := map[lang.Span]bool{}
 	for _, a := range t.spec.Attachments {
-		attached[a.Probe] = true
+		attached[a.ProbePos] = true
 	}
 	var aps []*lang.AttachPoint
 	for _, pr := range t.prog.Probes {
 		for _, ap := range pr.Attach {
-			if ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target) && !attached[ap] {
+			if ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target) && !attached[ap.Loc] {
 				aps = append(aps, ap)
 			}
 		}

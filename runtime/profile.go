@@ -50,7 +50,7 @@ func attachProfile(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, erro
 		for _, l := range links {
 			l.Close()
 		}
-		return nil, fmt.Errorf("attach %s: %w", a.Probe.Raw, err)
+		return nil, fmt.Errorf("attach %s: %w", a.Probe, err)
 	}
 	for _, cpu := range cpus {
 		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)

@@ -452,5 +452,10 @@ func attachError(ap *lang.AttachPoint, format string, args ...any) error {
 // attachErrorHint is attachError with a hint line, for the underlying
 // reason when the message is bpftrace's fixed text.
 func attachErrorHint(ap *lang.AttachPoint, hint, format string, args ...any) error {
-	return lang.ErrorList{{Span: ap.Loc, Msg: fmt.Sprintf(format, args...), Hint: hint}}
+	return spanError(ap.Loc, hint, format, args...)
+}
+
+// spanError is a diagnostic at span of the script.
+func spanError(span lang.Span, hint, format string, args ...any) error {
+	return lang.ErrorList{{Span: span, Msg: fmt.Sprintf(format, args...), Hint: hint}}
 }

@@ -268,7 +268,7 @@ func (t *tracer) attachAll(sites []site, coll *ebpf.Collection, spec *ebpf.Colle
 	for _, g := range groups {
 		prog := coll.Programs[g.sites[0].att.Program]
 		if prog == nil {
-			return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].att.Probe.Raw, g.sites[0].att.Program)
+			return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].att.Probe, g.sites[0].att.Program)
 		}
 		if err := t.attachGroup(g, prog, spec); err != nil {
 			return err
@@ -292,7 +292,7 @@ func (t *tracer) loadSpec(spec *codegen.Spec) *ebpf.CollectionSpec {
 func (t *tracer) attach(s site) error {
 	prog := t.coll.Programs[s.att.Program]
 	if prog == nil {
-		return fmt.Errorf("attach %s: program %s is missing from the collection", s.att.Probe.Raw, s.att.Program)
+		return fmt.Errorf("attach %s: program %s is missing from the collection", s.att.Probe, s.att.Program)
 	}
 	switch s.att.Kind {
 	case lang.ProbeBegin:
@@ -320,7 +320,7 @@ func (t *tracer) attachProbe(s site, prog *ebpf.Program) error {
 	}
 	t.links = append(t.links, l)
 	if t.opts.Verbose {
-		fmt.Fprintf(t.opts.Err, "attached %s to %s (semaphore at offset %#x)\n", s.att.Probe.Raw, s.where(), s.usdt.SemaphoreOffset)
+		fmt.Fprintf(t.opts.Err, "attached %s to %s (semaphore at offset %#x)\n", s.att.Probe, s.where(), s.usdt.SemaphoreOffset)
 	}
 	return nil
 }

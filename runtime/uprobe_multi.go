@@ -147,7 +147,7 @@ func attachMulti(g siteGroup, prog *ebpf.Program, execs map[string]*link.Executa
 		l, err = ex.UprobeMulti(nil, prog, opts)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("attach %s to %d locations of %s with uprobe_multi: %w", first.att.Probe.Raw, len(g.sites), first.path, err)
+		return nil, fmt.Errorf("attach %s to %d locations of %s with uprobe_multi: %w", first.att.Probe, len(g.sites), first.path, err)
 	}
 	return l, nil
 }
@@ -170,7 +170,7 @@ func (t *tracer) attachGroup(g siteGroup, prog *ebpf.Program, spec *ebpf.Collect
 	if err == nil {
 		t.links = append(t.links, l)
 		if t.opts.Verbose {
-			fmt.Fprintf(t.opts.Err, "attached %s to %d locations of %s with one uprobe_multi link\n", g.sites[0].att.Probe.Raw, len(g.sites), g.sites[0].path)
+			fmt.Fprintf(t.opts.Err, "attached %s to %d locations of %s with one uprobe_multi link\n", g.sites[0].att.Probe, len(g.sites), g.sites[0].path)
 		}
 		return nil
 	}
