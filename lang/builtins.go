@@ -162,11 +162,31 @@ type builtin struct {
 	agg Kind
 	// unsafe functions need --unsafe.
 	unsafe bool
+	// args are the kinds of a function's leading arguments, for the
+	// checker's generic checks (tableArgs); nil for the functions it
+	// checks one by one.
+	args []argKind
 	// result is a function's type whatever its arguments; KindNone when
 	// the checker computes it from them (str, buf, ustack, uaddr, uptr,
 	// kptr, bswap).
 	result Type
 }
+
+// argKind is what a function's argument must be.
+type argKind int
+
+const (
+	// argAny is any value.
+	argAny argKind = iota
+	// argInt is an integer or a pointer.
+	argInt
+	// argString is a string.
+	argString
+	// argLiteral is a string literal.
+	argLiteral
+	// argConst is a constant integer.
+	argConst
+)
 
 // probeKindSet is a set of probe kinds.
 type probeKindSet uint32
@@ -193,6 +213,12 @@ var (
 	userProbes = allProbes &^ probeSet(ProbeBegin, ProbeEnd, ProbeInterval, ProbeProfile)
 	// userProbeMsg is bpftrace's message for the others.
 	userProbeMsg = `%[1]s can not be used with "%[2]s" probes`
+)
+
+// The argument kinds of the functions of one argument.
+var (
+	intArgs     = []argKind{argInt}
+	literalArgs = []argKind{argLiteral}
 )
 
 // builtins is the table of builtins, indexed by id.
@@ -234,12 +260,12 @@ var builtins = [numBuiltins]builtin{
 	ModeBpftrace: {name: "bpftrace", class: classStackMode},
 
 	FuncCount:  {name: "count", class: classFunc, min: 0, max: 0, agg: KindCount},
-	FuncSum:    {name: "sum", class: classFunc, min: 1, max: 1, agg: KindSum},
-	FuncAvg:    {name: "avg", class: classFunc, min: 1, max: 1, agg: KindAvg},
-	FuncMin:    {name: "min", class: classFunc, min: 1, max: 1, agg: KindMin},
-	FuncMax:    {name: "max", class: classFunc, min: 1, max: 1, agg: KindMax},
-	FuncStats:  {name: "stats", class: classFunc, min: 1, max: 1, agg: KindStats},
-	FuncHist:   {name: "hist", class: classFunc, min: 1, max: 1, agg: KindHist},
+	FuncSum:    {name: "sum", class: classFunc, min: 1, max: 1, agg: KindSum, args: intArgs},
+	FuncAvg:    {name: "avg", class: classFunc, min: 1, max: 1, agg: KindAvg, args: intArgs},
+	FuncMin:    {name: "min", class: classFunc, min: 1, max: 1, agg: KindMin, args: intArgs},
+	FuncMax:    {name: "max", class: classFunc, min: 1, max: 1, agg: KindMax, args: intArgs},
+	FuncStats:  {name: "stats", class: classFunc, min: 1, max: 1, agg: KindStats, args: intArgs},
+	FuncHist:   {name: "hist", class: classFunc, min: 1, max: 1, agg: KindHist, args: intArgs},
 	FuncLhist:  {name: "lhist", class: classFunc, min: 4, max: 4, agg: KindLhist},
 	FuncPrintf: {name: "printf", class: classFunc, min: 1, max: -1, void: true},
 	FuncPrint:  {name: "print", class: classFunc, min: 1, max: 3, void: true},
@@ -247,7 +273,7 @@ var builtins = [numBuiltins]builtin{
 	FuncClear:  {name: "clear", class: classFunc, min: 1, max: 1, void: true},
 	FuncZero:   {name: "zero", class: classFunc, min: 1, max: 1, void: true},
 	FuncDelete: {name: "delete", class: classFunc, min: 1, max: 1, void: true},
-	FuncTime:   {name: "time", class: classFunc, min: 0, max: 1, void: true},
+	FuncTime:   {name: "time", class: classFunc, min: 0, max: 1, void: true, args: literalArgs},
 	FuncJoin:   {name: "join", class: classFunc, min: 1, max: 2, void: true},
 	FuncCat:    {name: "cat", class: classFunc, min: 1, max: -1, void: true},
 	FuncSystem: {name: "system", class: classFunc, min: 1, max: -1, void: true, unsafe: true},
@@ -255,26 +281,28 @@ var builtins = [numBuiltins]builtin{
 		probes:   allProbes &^ probeSet(ProbeBegin, ProbeEnd, ProbeInterval),
 		probeMsg: userProbeMsg},
 	FuncOverride: {name: "override", class: classFunc, min: 1, max: 1, void: true, unsafe: true,
-		probes:   probeSet(ProbeKprobe),
+		probes: probeSet(ProbeKprobe), args: intArgs,
 		probeMsg: "%[1]s can only be used with kprobes."},
-	FuncStr:      {name: "str", class: classFunc, min: 1, max: 2},
-	FuncBuf:      {name: "buf", class: classFunc, min: 1, max: 2},
-	FuncStrftime: {name: "strftime", class: classFunc, min: 2, max: 2, varargs: true, result: Type{Kind: KindTimestamp}},
-	FuncUstack:   {name: "ustack", class: classFunc, min: 0, max: 2},
-	FuncUsym:     {name: "usym", class: classFunc, min: 1, max: 1, result: Type{Kind: KindUsym}},
-	FuncUaddr: {name: "uaddr", class: classFunc, min: 1, max: 1,
+	FuncStr: {name: "str", class: classFunc, min: 1, max: 2},
+	FuncBuf: {name: "buf", class: classFunc, min: 1, max: 2},
+	FuncStrftime: {name: "strftime", class: classFunc, min: 2, max: 2, varargs: true, result: Type{Kind: KindTimestamp},
+		args: []argKind{argLiteral, argInt}},
+	FuncUstack: {name: "ustack", class: classFunc, min: 0, max: 2},
+	FuncUsym:   {name: "usym", class: classFunc, min: 1, max: 1, result: Type{Kind: KindUsym}},
+	FuncUaddr: {name: "uaddr", class: classFunc, min: 1, max: 1, args: literalArgs,
 		probes: userProbes, probeMsg: userProbeMsg},
 	FuncNtop:  {name: "ntop", class: classFunc, min: 1, max: 2, result: Type{Kind: KindInet}},
-	FuncKaddr: {name: "kaddr", class: classFunc, min: 1, max: 1, result: Uint64},
-	FuncReg: {name: "reg", class: classFunc, min: 1, max: 1, result: Uint64,
+	FuncKaddr: {name: "kaddr", class: classFunc, min: 1, max: 1, result: Uint64, args: literalArgs},
+	FuncReg: {name: "reg", class: classFunc, min: 1, max: 1, result: Uint64, args: literalArgs,
 		probes: userProbes, probeMsg: userProbeMsg},
-	FuncSizeof:      {name: "sizeof", class: classFunc, min: 1, max: 1, result: Uint64},
-	FuncStrncmp:     {name: "strncmp", class: classFunc, min: 3, max: 3, result: Uint64},
+	FuncSizeof: {name: "sizeof", class: classFunc, min: 1, max: 1, result: Uint64},
+	FuncStrncmp: {name: "strncmp", class: classFunc, min: 3, max: 3, result: Uint64,
+		args: []argKind{argString, argString, argConst}},
 	FuncUptr:        {name: "uptr", class: classFunc, min: 1, max: 1},
 	FuncKptr:        {name: "kptr", class: classFunc, min: 1, max: 1},
-	FuncBswap:       {name: "bswap", class: classFunc, min: 1, max: 1},
-	FuncStrcontains: {name: "strcontains", class: classFunc, min: 2, max: 2, result: Uint64},
-	FuncStrerror:    {name: "strerror", class: classFunc, min: 1, max: 1, result: Type{Kind: KindErrno}},
+	FuncBswap:       {name: "bswap", class: classFunc, min: 1, max: 1, args: intArgs},
+	FuncStrcontains: {name: "strcontains", class: classFunc, min: 2, max: 2, result: Uint64, args: []argKind{argString, argString}},
+	FuncStrerror:    {name: "strerror", class: classFunc, min: 1, max: 1, result: Type{Kind: KindErrno}, args: intArgs},
 	FuncKsym:        {name: "ksym", class: classFunc, support: notSupported},
 	FuncKstack:      {name: "kstack", class: classFunc, support: notSupported},
 	FuncPath:        {name: "path", class: classFunc, support: notSupported},

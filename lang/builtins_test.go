@@ -34,11 +34,11 @@ func TestBuiltinTable(t *testing.T) {
 		switch {
 		case b.class == classVar && b.support == supported && b.typ.Kind == KindNone:
 			t.Errorf("%v: a supported variable without a type", id)
-		case !isFunc && (b.min != 0 || b.max != 0 || b.void || b.agg != KindNone || b.unsafe || b.result.Kind != KindNone):
+		case !isFunc && (b.min != 0 || b.max != 0 || b.void || b.agg != KindNone || b.unsafe || b.result.Kind != KindNone || b.args != nil):
 			t.Errorf("%v: function columns on a %d", id, b.class)
 		case isFunc && b.typ.Kind != KindNone:
 			t.Errorf("%v: a function with a variable's type", id)
-		case isFunc && b.support == supported && (b.min < 0 || b.max >= 0 && b.max < b.min):
+		case isFunc && b.support == supported && (b.min < 0 || b.max >= 0 && (b.max < b.min || len(b.args) > b.max)):
 			t.Errorf("%v: arity %d..%d", id, b.min, b.max)
 		case isFunc && (b.agg != KindNone && (b.void || b.result.Kind != KindNone) || b.void && b.result.Kind != KindNone):
 			t.Errorf("%v: more than one of aggregation, void and result", id)

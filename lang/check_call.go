@@ -116,9 +116,6 @@ func (c *checker) callArgs(e *Call) {
 		}
 	}
 	switch e.ID {
-	case FuncCount, FuncExit:
-	case FuncSum, FuncAvg, FuncMin, FuncMax, FuncStats, FuncHist:
-		c.intArg(e, args[0], "only supports integer arguments")
 	case FuncLhist:
 		c.intArg(e, args[0], "only supports integer arguments")
 		c.lhistArgs(e)
@@ -146,10 +143,6 @@ func (c *checker) callArgs(e *Call) {
 		}
 		ms := c.mapAccess(m, m.Loc)
 		c.mapValue(m, ms, true)
-	case FuncTime:
-		if len(args) == 1 {
-			c.literalArg(e, args[0])
-		}
 	case FuncJoin:
 		t := c.expr(args[0], useValue)
 		if !isIntLike(t) && t.Kind != KindNone {
@@ -160,8 +153,6 @@ func (c *checker) callArgs(e *Call) {
 		}
 	case FuncSignal:
 		c.signalCall(e)
-	case FuncOverride:
-		c.intArg(e, args[0], "only supports integer arguments")
 	case FuncStr:
 		c.strArg(e, args[0])
 		if len(args) == 2 {
@@ -174,23 +165,17 @@ func (c *checker) callArgs(e *Call) {
 		} else if t.Kind != KindArray && t.Kind != KindNone {
 			c.laterf(e.Loc, "buf() expects a length argument for non-array type %s", formatTypeName(t))
 		}
-	case FuncStrftime:
-		c.literalArg(e, args[0])
-		c.intArg(e, args[1], "only supports integer arguments")
 	case FuncUstack:
 		c.ustackArgs(e)
 	case FuncUsym:
 		if t := c.expr(args[0], useValue); !isIntLike(t) && t.Kind != KindNone {
 			c.errorf(e.Loc, "usym() expects an integer or pointer argument")
 		}
-	case FuncUaddr:
-		c.literalArg(e, args[0])
-	case FuncKaddr:
-		c.literalArg(e, args[0])
 	case FuncReg:
-		if lit, ok := c.literalArg(e, args[0]); ok {
-			if _, reg := ptregs.ByMember(lit); !reg {
-				c.errorf(e.Loc, "'%s' is not a valid register on this architecture (x86_64)", lit)
+		c.tableArgs(e)
+		if lit, ok := args[0].(*StrLit); ok {
+			if _, reg := ptregs.ByMember(lit.Value); !reg {
+				c.errorf(e.Loc, "'%s' is not a valid register on this architecture (x86_64)", lit.Value)
 			}
 		}
 	case FuncNtop:
@@ -217,25 +202,41 @@ func (c *checker) callArgs(e *Call) {
 		}
 		c.expr(args[0], useValue)
 	case FuncStrncmp:
-		for _, a := range args[:2] {
-			if t := c.expr(a, useValue); t.Kind != KindString && t.Kind != KindNone {
-				c.laterf(e.Loc, "strncmp() only supports string arguments (%s provided)", formatTypeName(t))
-			}
-		}
-		if n, ok := c.constArg(e, args[2]); ok && n < 0 {
+		c.tableArgs(e)
+		if n, ok := ConstInt(args[2]); ok && n < 0 {
 			c.laterf(e.Loc, "Builtin strncmp requires a non-negative size")
-		}
-	case FuncBswap, FuncStrerror:
-		c.intArg(e, args[0], "only supports integer arguments")
-	case FuncStrcontains:
-		for _, a := range args {
-			if t := c.expr(a, useValue); t.Kind != KindString && t.Kind != KindNone {
-				c.laterf(e.Loc, "strcontains() only supports string arguments (%s provided)", formatTypeName(t))
-			}
 		}
 	case FuncUptr, FuncKptr:
 		if t := c.expr(args[0], useValue); !isIntLike(t) && t.Kind != KindNone {
 			c.errorf(e.Loc, "%s() only supports integer or pointer arguments (%s provided)", name, formatTypeName(t))
+		}
+	default:
+		c.tableArgs(e)
+	}
+}
+
+// tableArgs checks a call's arguments as the builtins table describes
+// them (builtin.args); those it does not describe may be any value.
+func (c *checker) tableArgs(e *Call) {
+	kinds := builtins[e.ID].args
+	for i, a := range e.Args {
+		kind := argAny
+		if i < len(kinds) {
+			kind = kinds[i]
+		}
+		switch kind {
+		case argAny:
+			c.expr(a, useValue)
+		case argInt:
+			c.intArg(e, a, "only supports integer arguments")
+		case argString:
+			if t := c.expr(a, useValue); t.Kind != KindString && t.Kind != KindNone {
+				c.laterf(e.Loc, "%s() only supports string arguments (%s provided)", e.Name, formatTypeName(t))
+			}
+		case argLiteral:
+			c.literalArg(e, a)
+		case argConst:
+			c.constArg(e, a)
 		}
 	}
 }
