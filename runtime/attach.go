@@ -59,7 +59,7 @@ func planSites(spec *codegen.Spec, files *usdt.Files) ([]site, error) {
 			if err != nil {
 				return nil, siteError(a, "%v", err)
 			}
-			fs, err := uprobeFunctions(f)
+			fs, err := f.PlainFunctions()
 			if err != nil {
 				return nil, siteError(a, "%v", err)
 			}
@@ -130,31 +130,16 @@ func numericAddress(field string) (uint64, bool) {
 }
 
 // functionSymbols returns the function symbols of the ELF file at path
-// that a uprobe can name (uprobeFunctions), read through files.
+// that a uprobe can name, read through files: File.PlainFunctions, as an
+// IFUNC's symbol is the resolver the loader calls once, and a uprobe there
+// is refused (symbolNotFound says why). The slice is shared: callers must
+// not modify it.
 func functionSymbols(files *usdt.Files, path string) ([]elf.Symbol, error) {
 	f, err := openTarget(files, path)
 	if err != nil {
 		return nil, err
 	}
-	return uprobeFunctions(f)
-}
-
-// uprobeFunctions returns the function symbols of f that a uprobe can name
-// (File.FunctionSymbols), but not its indirect functions: an IFUNC's
-// symbol is the resolver the loader calls once, and a uprobe there is
-// refused (symbolNotFound says why).
-func uprobeFunctions(f *usdt.File) ([]elf.Symbol, error) {
-	all, err := f.FunctionSymbols()
-	if err != nil {
-		return nil, err
-	}
-	var syms []elf.Symbol
-	for _, s := range all {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
-			syms = append(syms, s)
-		}
-	}
-	return syms, nil
+	return f.PlainFunctions()
 }
 
 // openTarget opens the target file of a uprobe through files.

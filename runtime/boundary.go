@@ -72,7 +72,7 @@ func checkAddress(ap *lang.AttachPoint, files *usdt.Files) (e *lang.Error, unche
 	if err != nil {
 		return attachProblem(ap, "%v", err), false
 	}
-	syms, err := uprobeFunctions(f)
+	syms, err := f.PlainFunctions()
 	if err != nil {
 		return attachProblem(ap, "%v", err), false
 	}

@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -54,8 +55,8 @@ func (s *symbolizer) file(path string) *elfSymbols {
 	}
 	var es *elfSymbols
 	if f, err := s.files.Open(path); err == nil {
-		if syms, err := uprobeFunctions(f); err == nil {
-			es = &elfSymbols{file: f, syms: syms}
+		if syms, err := f.PlainFunctions(); err == nil {
+			es = &elfSymbols{file: f, syms: slices.Clone(syms)}
 			sort.Slice(es.syms, func(i, j int) bool { return es.syms[i].Value < es.syms[j].Value })
 		}
 	}

@@ -69,7 +69,8 @@ type File struct {
 	probes, symbols, functions part
 	probeList                  []Probe
 	symtab, dynsym             []elf.Symbol
-	functionList               []elf.Symbol
+	// functionList is FunctionSymbols, plainList the FUNC symbols of it.
+	functionList, plainList []elf.Symbol
 }
 
 // part records whether a part of a File has been read, and its error.
@@ -350,10 +351,29 @@ func (f *File) FunctionSymbols() ([]elf.Symbol, error) {
 			}
 		}
 	}
+	var plain []elf.Symbol
+	for _, s := range list {
+		if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+			plain = append(plain, s)
+		}
+	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.functions, f.functionList = part{read: true, err: err}, list
+	f.functions, f.functionList, f.plainList = part{read: true, err: err}, list, plain
 	return list, err
+}
+
+// PlainFunctions returns the FUNC symbols of FunctionSymbols, without the
+// indirect functions (GNU_IFUNC), whose symbol is the resolver the
+// dynamic loader calls once to choose an implementation. The slice is
+// shared: callers must not modify it.
+func (f *File) PlainFunctions() ([]elf.Symbol, error) {
+	if _, err := f.FunctionSymbols(); err != nil {
+		return nil, err
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.plainList, nil
 }
 
 // definedFunctions returns the FUNC and GNU_IFUNC symbols of f with a name
