@@ -2,9 +2,10 @@ package peersuite
 
 import (
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gotrace/gotrace/lang"
 )
 
 var (
@@ -36,6 +37,11 @@ var syntaxFeatures = []struct {
 	{regexp.MustCompile(`\d+(?:ns|us|ms|s|m|h|d)\b`), "duration literal"},
 	{regexp.MustCompile(`\b(?:break|continue|return)\b`), "break/continue/return"},
 	{regexp.MustCompile(`[\w)\]]\s*\[\s*\d+\s*\]`), "indexing a string or tuple"},
+	{regexp.MustCompile(`\(\s*\w+\s*=[^=]`), "record (named tuple)"},
+	{regexp.MustCompile(`&\s*[$@\w]`), "address-of &"},
+	{regexp.MustCompile(`\(\s*\w+\s*\[\d*\]\s*\)`), "cast to an array"},
+	{regexp.MustCompile(`\(\s*bool\s*\)`), "bool type"},
+	{regexp.MustCompile(`(?:^|[=(,{;]|\breturn)\s*\{`), "block expression"},
 }
 
 // Cause names the first thing that made a failed test fail, for the table
@@ -59,10 +65,10 @@ func Cause(res *Result, workDir string) string {
 		return errorCause(msg, line, res.Test.Program(workDir))
 	}
 	switch {
-	case res.TimedOut && onlyBeginEnd(res.Test.Program(workDir)):
-		return "no exit after begin/end"
 	case res.TimedOut:
-		return "timed out"
+		// The engine checks the output of a test it stopped at its
+		// time-out too, so the output is what failed.
+		return "wrong output (stopped at its time-out)"
 	case strings.HasPrefix(res.Reason, "exit code"):
 		return "exit code"
 	case strings.Contains(res.Reason, "WILL_FAIL"):
@@ -89,7 +95,11 @@ func errorCause(msg, line, prog string) string {
 		}
 		return "probe type"
 	case strings.HasPrefix(msg, "Unknown function: "):
-		return "unknown function " + strings.TrimPrefix(msg, "Unknown function: ")
+		name := strings.TrimPrefix(msg, "Unknown function: ")
+		if lang.LookupVar(name) != lang.BuiltinInvalid {
+			return "call syntax for builtin " + name
+		}
+		return "unknown function " + name
 	case strings.HasPrefix(msg, "Unknown identifier: "):
 		if m := quotedName.FindStringSubmatch(msg); m != nil {
 			return "unknown identifier " + m[1]
@@ -115,15 +125,6 @@ func errorCause(msg, line, prog string) string {
 		msg = msg[:70] + "..."
 	}
 	return msg
-}
-
-// onlyBeginEnd reports whether a program's probes are only begin and end,
-// which current bpftrace runs and then exits.
-func onlyBeginEnd(prog string) bool {
-	ps := Probes(prog)
-	return len(ps) > 0 && !slices.ContainsFunc(ps, func(p string) bool {
-		return p != "BEGIN" && p != "END" && p != "begin" && p != "end"
-	})
 }
 
 // withUpperBeginEnd returns the program with its probes begin and end

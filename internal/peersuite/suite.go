@@ -30,6 +30,10 @@ type Options struct {
 	Filter *regexp.Regexp
 	// CoreOnly runs only the measured population (see Test.Core).
 	CoreOnly bool
+	// RunBehind runs each test that fails on begin/end again with them
+	// spelt BEGIN/END, instead of only checking its program (slower: such
+	// programs run to their time-out).
+	RunBehind bool
 	// Progress, when set, receives a line per test as it finishes.
 	Progress io.Writer
 }
@@ -42,9 +46,12 @@ type Report struct {
 	// Causes is the cause of each failure (see Cause), by test.
 	Causes map[*Test]string
 	// Behind is, for a test failing on begin/end probes, the cause that
-	// remains once they are spelt BEGIN and END ("" when it then compiles).
+	// remains once they are spelt BEGIN and END ("" when there is none).
 	Behind map[*Test]string
-	runner *Runner
+	// ranBehind says Behind comes from running the tests (RunBehind), not
+	// from checking their programs.
+	ranBehind bool
+	runner    *Runner
 }
 
 // Run loads the tests and runs them against the binary.
@@ -55,7 +62,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	}
 	workDir := filepath.Dir(filepath.Clean(opt.TestsDir))
 	r := &Runner{Binary: opt.Binary, WorkDir: workDir, Env: os.Environ()}
-	rep := &Report{Core: map[*Test]bool{}, Causes: map[*Test]string{}, Behind: map[*Test]string{}, runner: r}
+	rep := &Report{Core: map[*Test]bool{}, Causes: map[*Test]string{}, Behind: map[*Test]string{}, ranBehind: opt.RunBehind, runner: r}
 	var selected []*Test
 	for i := range tests {
 		t := &tests[i]
@@ -86,8 +93,8 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 				var cause, behind string
 				if res.Status == Fail {
 					cause = Cause(&res, workDir)
-					if cause == "probe type begin" || cause == "probe type end" {
-						behind = r.behindBeginEnd(ctx, t)
+					if isBeginEnd(cause) {
+						behind = r.behindBeginEnd(ctx, t, opt.RunBehind)
 					}
 				}
 				mu.Lock()
@@ -170,19 +177,34 @@ func (rep *Report) Retry(ctx context.Context, i int) bool {
 	return true
 }
 
-// behindBeginEnd checks (without loading anything) the test's program with
-// begin and end spelt BEGIN and END, and returns the cause of the first
-// error that remains, or "" when it compiles.
-func (r *Runner) behindBeginEnd(ctx context.Context, t *Test) string {
-	prog := t.Prog
+// behindBeginEnd returns what stands behind a test's begin/end probes: the
+// cause of the first failure once they are spelt BEGIN and END, or "" when
+// there is none. By default the program is only checked (--dry-run); with
+// run set the test runs in full, a program that does not exit by itself
+// ending at its time-out as the engine ends it, which is what current
+// bpftrace's exit after begin/end makes of it.
+func (r *Runner) behindBeginEnd(ctx context.Context, t *Test, run bool) string {
+	if scriptPath.MatchString(t.Run) {
+		return "(not checked: the program is in a file)"
+	}
+	upper := *t
+	upper.Prog, upper.Run = withUpperBeginEnd(t.Prog), withUpperBeginEnd(t.Run)
+	if run {
+		res := r.Run(ctx, &upper)
+		if res.Status == Pass {
+			return ""
+		}
+		return Cause(&res, r.WorkDir)
+	}
+	prog := upper.Prog
 	if prog == "" {
-		m := regexp.MustCompile(`-e '([^']*)'`).FindStringSubmatch(t.Run)
+		m := programArg.FindStringSubmatch(upper.Run)
 		if m == nil {
-			return "?"
+			return "(not checked: no -e program)"
 		}
 		prog = m[1]
 	}
-	cmd := exec.CommandContext(ctx, r.Binary, "--dry-run", "-e", withUpperBeginEnd(prog))
+	cmd := exec.CommandContext(ctx, r.Binary, "--dry-run", "-e", prog)
 	cmd.Dir = r.WorkDir
 	out, err := cmd.CombinedOutput()
 	if err == nil {
@@ -192,6 +214,14 @@ func (r *Runner) behindBeginEnd(ctx context.Context, t *Test) string {
 	return Cause(&res, r.WorkDir)
 }
 
+// programArg matches the program of a RUN line's -e '...'.
+var programArg = regexp.MustCompile(`-e '([^']*)'`)
+
+// isBeginEnd reports whether a cause is gotrace refusing begin or end.
+func isBeginEnd(cause string) bool {
+	return cause == "probe type begin" || cause == "probe type end"
+}
+
 // line is a test's line in the log: PASS, FAIL or SKIP, its name and why.
 func (rep *Report) line(res *Result) string {
 	s := fmt.Sprintf("%s %s (%dms)", res.Status, res.Test.ID(), res.Elapsed.Milliseconds())
@@ -199,6 +229,12 @@ func (rep *Report) line(res *Result) string {
 		s += ": " + res.Reason
 	}
 	if c := rep.Causes[res.Test]; c != "" {
+		if b, ok := rep.Behind[res.Test]; ok && isBeginEnd(c) {
+			if b == "" {
+				b = "none"
+			}
+			c += "; behind it: " + b
+		}
 		s += " [" + c + "]"
 	}
 	return s
@@ -278,17 +314,24 @@ func (rep *Report) Write(w io.Writer, perTest bool) {
 		if rep.Core[t] {
 			coreCauses = append(coreCauses, c)
 		}
-		if c == "probe type begin" || c == "probe type end" {
+		if isBeginEnd(c) {
 			b := rep.Behind[t]
 			if b == "" {
 				b = "(compiles)"
+				if rep.ranBehind {
+					b = "(passes)"
+				}
 			}
 			behind = append(behind, b)
 		}
 	}
 	writeTable(w, "causes of failure, all tests run", causes)
 	writeTable(w, "causes of failure, measured population", coreCauses)
-	writeTable(w, "behind begin/end: the first error once they are spelt BEGIN/END (--dry-run)", behind)
+	how := "checked with --dry-run"
+	if rep.ranBehind {
+		how = "run"
+	}
+	writeTable(w, "behind begin/end: the first cause once they are spelt BEGIN/END ("+how+")", behind)
 	p, f, s := rep.Counts(true)
 	fmt.Fprintf(w, "measured population (issue 12: PROG tests of begin/end/interval probes without helper programs, struct types, kernel stacks, WILL_FAIL or EXPECT_FILE/JSON): %d passed, %d failed, %d skipped of %d\n", p, f, s, p+f+s)
 	p, f, s = rep.Counts(false)

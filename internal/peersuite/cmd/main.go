@@ -2,7 +2,7 @@
 // bpftrace and prints PASS, FAIL or SKIP for each with the reason, the
 // causes of the failures by count and "N passed, M failed, K skipped".
 //
-//	go run ./internal/peersuite/cmd [-bin PATH] [-tests DIR] [-run REGEXP] [-core] [-j N] [-passed FILE]
+//	go run ./internal/peersuite/cmd [-bin PATH] [-tests DIR] [-run REGEXP] [-core] [-j N] [-q] [-behind] [-passed FILE]
 //
 // Without -bin it builds gotrace from this repository.
 package main
@@ -29,15 +29,17 @@ func main() {
 	workers := flag.Int("j", 4*runtime.NumCPU(), "tests run at once")
 	passed := flag.String("passed", "", "write the names of the passing tests to this file")
 	quiet := flag.Bool("q", false, "print only the summary, not a line per test")
+	behind := flag.Bool("behind", false, "run each test that fails on begin/end again with BEGIN/END (slower) instead of only checking it")
 	flag.Parse()
-	if err := mainErr(*bin, *tests, *run, *core, *workers, *passed, *quiet); err != nil {
+	opt := peersuite.Options{Binary: *bin, TestsDir: *tests, Workers: *workers, CoreOnly: *core, RunBehind: *behind}
+	if err := mainErr(opt, *run, *passed, *quiet); err != nil {
 		fmt.Fprintln(os.Stderr, "peersuite:", err)
 		os.Exit(1)
 	}
 }
 
-func mainErr(bin, tests, run string, core bool, workers int, passed string, quiet bool) error {
-	opt := peersuite.Options{Binary: bin, TestsDir: tests, Workers: workers, CoreOnly: core}
+func mainErr(opt peersuite.Options, run, passed string, quiet bool) error {
+	bin := opt.Binary
 	if run != "" {
 		re, err := regexp.Compile(run)
 		if err != nil {
