@@ -1092,14 +1092,15 @@ func (f *fn) reg(e *lang.Call) error {
 }
 
 // uaddr lowers uaddr("sym"): the address of a data symbol in the ELF file
-// of the program's target, a constant.
+// of the program's target, a constant the checker looked up
+// (lang.Program.Symbols).
 func (f *fn) uaddr(e *lang.Call) error {
 	lit, ok := e.Args[0].(*lang.StrLit)
 	assert(ok, e, "uaddr() of what is not a string literal")
-	addr, _, err := lang.ObjectSymbol(f.t.path, lit.Value)
-	if err != nil {
+	sym, ok := f.c.prog.Symbols[lang.SymbolRef{Path: f.t.path, Name: lit.Value}]
+	if !ok || sym.Err != nil {
 		return f.c.errorf(e, "Could not resolve symbol: %s:%s", f.t.path, lit.Value)
 	}
-	f.emit(movImm(asm.R0, int64(addr)))
+	f.emit(movImm(asm.R0, int64(sym.Addr)))
 	return nil
 }

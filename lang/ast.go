@@ -48,6 +48,10 @@ type Program struct {
 	// NumParams is filled in by the checker: the highest positional
 	// parameter ($N) the script reads.
 	NumParams int
+	// Symbols is filled in by the checker: each data symbol uaddr() names,
+	// in the target of each attach point of its probe, as the Host found
+	// it, so that the code generator reads no file.
+	Symbols map[SymbolRef]DataSymbol
 
 	// runs are the runs of characters without blanks that hold several
 	// tokens, in source order; runStart looks them up.
@@ -69,6 +73,17 @@ func (p *Program) runStart(at Pos) Pos {
 // before reports whether p comes before q.
 func (p Pos) before(q Pos) bool {
 	return p.Line < q.Line || p.Line == q.Line && p.Col < q.Col
+}
+
+// SymbolRef names a data symbol of an ELF file.
+type SymbolRef struct {
+	Path, Name string
+}
+
+// DataSymbol is a data symbol of a file, or the error of looking it up.
+type DataSymbol struct {
+	Addr, Size uint64
+	Err        error
 }
 
 // MapInfo is what the checker learned about one map.
@@ -144,7 +159,7 @@ type Probe struct {
 // attachpoint.Point describes them.
 //
 // A positional parameter in an attach point (usdt:$1:net:inbound_message)
-// is kept as written, here Target="$1"; the caller substitutes it.
+// is kept as written, here Target="$1", until Resolve substitutes it.
 type AttachPoint struct {
 	// Loc ends with the attach point and starts, as bpftrace's location
 	// does, where the token before it ends (1:1 for the first one), so it
@@ -159,8 +174,8 @@ type AttachPoint struct {
 	Unit     string
 	Freq     uint64
 	// FreqParam is a positional parameter given as the rate
-	// (interval:s:$1), kept as written with Freq 0; the caller
-	// substitutes it and sets Freq with attachpoint.ParseFreq.
+	// (interval:s:$1), kept as written with Freq 0 until Resolve
+	// substitutes it and sets Freq.
 	FreqParam string
 	// Address is set for uprobe:PATH:0x1234 (an address in PATH); Func is
 	// then empty.

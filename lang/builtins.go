@@ -1,10 +1,7 @@
 package lang
 
 import (
-	"debug/elf"
-	"errors"
 	"fmt"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -539,40 +536,4 @@ func editDistance(a, b string) int {
 		prev, cur = cur, prev
 	}
 	return prev[len(b)]
-}
-
-// ErrNoSymbol is returned by ObjectSymbol for a file without the symbol.
-var ErrNoSymbol = errors.New("no such data symbol")
-
-// ObjectSymbol returns the address and size of the data symbol (an ELF
-// STT_OBJECT) name in the symbol table, or else the dynamic symbol table,
-// of the ELF file path: what uaddr() resolves. As in bpftrace 0.17,
-// functions and untyped symbols are not data symbols, and the address is
-// the symbol's value in the file, not relocated for a PIE's load address.
-func ObjectSymbol(path, name string) (addr, size uint64, err error) {
-	// Only a regular file: opening a FIFO or a device could block.
-	st, err := os.Stat(path)
-	if err != nil {
-		return 0, 0, fmt.Errorf("resolve symbol %s: %w", name, err)
-	}
-	if !st.Mode().IsRegular() {
-		return 0, 0, fmt.Errorf("resolve symbol %s: %s is not a regular file: %w", name, path, ErrNoSymbol)
-	}
-	f, err := elf.Open(path)
-	if err != nil {
-		return 0, 0, fmt.Errorf("resolve symbol %s: %w", name, err)
-	}
-	defer f.Close()
-	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
-		syms, err := read()
-		if err != nil {
-			continue
-		}
-		for _, s := range syms {
-			if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Section != elf.SHN_UNDEF {
-				return s.Value, s.Size, nil
-			}
-		}
-	}
-	return 0, 0, fmt.Errorf("resolve symbol %s in %s: %w", name, path, ErrNoSymbol)
 }

@@ -90,6 +90,10 @@ type Config struct {
 	MapKeysMax int
 	// Child says a -c command is traced: cpid is only valid then.
 	Child bool
+	// Host finds bare targets (Resolve) and uaddr()'s symbols (Check);
+	// with none, a bare target stays as written and uaddr() resolves
+	// nothing.
+	Host Host
 }
 
 // The defaults of Config, bpftrace 0.17's.
@@ -134,7 +138,6 @@ func Check(p *Program, cfg Config) error {
 		vars:    map[*Probe]map[string]Type{},
 		structs: map[string]*StructDef{},
 		late:    map[*Error]bool{},
-		symbols: map[[2]string]symbolSize{},
 	}
 	for _, s := range p.Structs {
 		c.structs[s.Name] = s
@@ -191,8 +194,6 @@ type checker struct {
 	defined   map[string]bool
 	loops     int
 	numParams int
-	// symbols caches uaddr()'s symbol sizes by file and name.
-	symbols map[[2]string]symbolSize
 }
 
 // use says where an expression appears, for the functions that are only

@@ -4,6 +4,7 @@ package lang
 // builtin function's arguments and the type it returns.
 
 import (
+	"errors"
 	"fmt"
 	"go/constant"
 	"strings"
@@ -13,12 +14,6 @@ import (
 	"github.com/gotrace/gotrace/internal/ptregs"
 	"github.com/gotrace/gotrace/printf"
 )
-
-// symbolSize is a symbol's size, or the error of looking it up.
-type symbolSize struct {
-	size uint64
-	err  error
-}
 
 // call checks a function call used as u.
 func (c *checker) call(e *Call, u use) Type {
@@ -458,9 +453,10 @@ func (c *checker) stackLimit(e *Call, a Expr) {
 	c.constArg(e, a)
 }
 
-// uaddrType resolves uaddr("sym") in the file of the probe's first
-// attach point: a pointer to a signed integer of the symbol's size (1, 2
-// or 4 bytes, else 8), as bpftrace 0.17 types it.
+// uaddrType resolves uaddr("sym") through the Host in the target of each
+// attach point of the probe, for the code generator (Program.Symbols). It
+// is a pointer to a signed integer of the symbol's size (1, 2 or 4 bytes,
+// else 8) in the target of the first one, as bpftrace 0.17 types it.
 func (c *checker) uaddrType(e *Call) Type {
 	elem := Int64
 	if len(e.Args) != 1 {
@@ -470,22 +466,41 @@ func (c *checker) uaddrType(e *Call) Type {
 	if !ok {
 		return Type{Kind: KindPointer, Elem: &elem}
 	}
+	for _, ap := range c.probe.Attach {
+		c.dataSymbol(SymbolRef{ap.Target, lit.Value})
+	}
 	path := ""
 	if len(c.probe.Attach) > 0 {
 		path = c.probe.Attach[0].Target
 	}
-	key := [2]string{path, lit.Value}
-	sym, ok := c.symbols[key]
-	if !ok {
-		_, sym.size, sym.err = ObjectSymbol(path, lit.Value)
-		c.symbols[key] = sym
-	}
-	if sym.err != nil {
+	sym := c.dataSymbol(SymbolRef{path, lit.Value})
+	if sym.Err != nil {
 		c.errorf(e.Loc, "Could not resolve symbol: %s:%s", path, lit.Value)
 	}
-	switch sym.size {
+	switch sym.Size {
 	case 1, 2, 4:
-		elem = Int(int(sym.size), true)
+		elem = Int(int(sym.Size), true)
 	}
 	return Type{Kind: KindPointer, Elem: &elem}
+}
+
+// errNoHost is the error of a symbol looked up without a Host.
+var errNoHost = errors.New("no host to read files")
+
+// dataSymbol returns the data symbol ref, looked up through the Host once
+// and recorded in Program.Symbols.
+func (c *checker) dataSymbol(ref SymbolRef) DataSymbol {
+	sym, ok := c.prog.Symbols[ref]
+	if ok {
+		return sym
+	}
+	sym.Err = errNoHost
+	if c.cfg.Host != nil {
+		sym.Addr, sym.Size, sym.Err = c.cfg.Host.ObjectSymbol(ref.Path, ref.Name)
+	}
+	if c.prog.Symbols == nil {
+		c.prog.Symbols = map[SymbolRef]DataSymbol{}
+	}
+	c.prog.Symbols[ref] = sym
+	return sym
 }

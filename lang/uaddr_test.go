@@ -1,15 +1,14 @@
 package lang
 
 import (
-	"errors"
-	"os"
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // TestUaddrTypes checks that uaddr() points to a signed integer of its
-// symbol's size, and ObjectSymbol's refusal of functions.
+// symbol's size.
 func TestUaddrTypes(t *testing.T) {
 	const python = "/usr/bin/python3.11"
 	testenv.RequireFile(t, python)
@@ -19,7 +18,7 @@ func TestUaddrTypes(t *testing.T) {
 		{"_Py_NoneStruct", "int64 *"},
 	} {
 		src := "usdt:" + python + ":python:function__entry { $v = uaddr(\"" + tt.sym + "\"); }"
-		p, errs := checkSource(t, src, Config{})
+		p, errs := checkSource(t, src, Config{Host: &usdt.Host{}})
 		if errs != nil {
 			t.Fatalf("%s: %v", src, errs)
 		}
@@ -28,23 +27,48 @@ func TestUaddrTypes(t *testing.T) {
 			t.Errorf("uaddr(%q) is %s, want %s", tt.sym, got, tt.want)
 		}
 	}
-	if _, _, err := ObjectSymbol(python, "main"); !errors.Is(err, ErrNoSymbol) {
-		t.Errorf("ObjectSymbol(main) = %v, want ErrNoSymbol", err)
-	}
-	if addr, size, err := ObjectSymbol(python, "Py_DebugFlag"); err != nil || addr == 0 || size != 4 {
-		t.Errorf("ObjectSymbol(Py_DebugFlag) = %#x, %d, %v; want a 4-byte symbol", addr, size, err)
-	}
 }
 
-// TestObjectSymbolNotRegular checks that ObjectSymbol does not open what
-// is not a regular file (a FIFO would block).
-func TestObjectSymbolNotRegular(t *testing.T) {
-	for _, path := range []string{"/dev/null", "/"} {
-		if _, _, err := ObjectSymbol(path, "x"); !errors.Is(err, ErrNoSymbol) {
-			t.Errorf("ObjectSymbol(%s) = %v, want ErrNoSymbol", path, err)
-		}
+// TestUaddrResolvedTarget checks that uaddr() looks its symbol up in the
+// file that Resolve found for the attach point: a bare name found through
+// $PATH, and a positional parameter. Both failed with "Could not resolve
+// symbol: python3.11:Py_DebugFlag" and "$1:Py_DebugFlag" when the runtime
+// resolved targets after checking.
+func TestUaddrResolvedTarget(t *testing.T) {
+	const python = "/usr/bin/python3.11"
+	testenv.RequireFile(t, python)
+	t.Setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
+	want, size, err := usdt.ObjectSymbol(python, "Py_DebugFlag")
+	if err != nil || size != 4 {
+		t.Fatalf("ObjectSymbol(Py_DebugFlag) = %#x, %d, %v", want, size, err)
 	}
-	if _, _, err := ObjectSymbol("/no/such/file", "x"); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("ObjectSymbol of a missing file = %v, want os.ErrNotExist", err)
+	for _, tc := range []struct {
+		src    string
+		params []string
+	}{
+		{`uprobe:python3.11:main { $v = uaddr("Py_DebugFlag"); }`, nil},
+		{`usdt:$1:python:function__entry { $v = uaddr("Py_DebugFlag"); }`, []string{python}},
+	} {
+		p, err := Parse("stdin", tc.src)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg := Config{Params: tc.params, Host: &usdt.Host{}}
+		if err := Resolve(p, cfg); err != nil {
+			t.Fatalf("%s: resolve: %v", tc.src, err)
+		}
+		if err := Check(p, cfg); err != nil {
+			t.Fatalf("%s: check: %v", tc.src, err)
+		}
+		if got := p.Probes[0].Attach[0].Target; got != python {
+			t.Errorf("%s: target %q, want %q", tc.src, got, python)
+		}
+		a := p.Probes[0].Body.Stmts[0].(*AssignStmt)
+		if got := typeName(TypeOf(a.LHS)); got != "int32 *" {
+			t.Errorf("%s: uaddr() is %s, want int32 *", tc.src, got)
+		}
+		if sym := p.Symbols[SymbolRef{python, "Py_DebugFlag"}]; sym.Err != nil || sym.Addr != want {
+			t.Errorf("%s: recorded %+v, want address %#x", tc.src, sym, want)
+		}
 	}
 }

@@ -59,12 +59,15 @@ func compileScript(t *testing.T, src string) *lang.Program {
 	return checkScript(t, src, lang.Config{})
 }
 
-// checkScript parses src and checks it with cfg.
+// checkScript parses src, resolves it and checks it with cfg.
 func checkScript(t *testing.T, src string, cfg lang.Config) *lang.Program {
 	t.Helper()
 	p, err := lang.Parse("test.bt", src)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
+	}
+	if err := lang.Resolve(p, cfg); err != nil {
+		t.Fatalf("resolve: %v", err)
 	}
 	if err := lang.Check(p, cfg); err != nil {
 		t.Fatalf("check: %v", err)
@@ -76,7 +79,7 @@ func checkScript(t *testing.T, src string, cfg lang.Config) *lang.Program {
 // returns what it printed.
 func runScript(t *testing.T, ctx context.Context, src string, opts Options) (string, string, error) {
 	t.Helper()
-	p := checkScript(t, src, lang.Config{Params: opts.Params, Unsafe: opts.Unsafe, Child: opts.Command != ""})
+	p := checkScript(t, src, lang.Config{Params: opts.Params, Unsafe: opts.Unsafe, Child: opts.Command != "", Host: NewHost(opts.PID, opts.Command)})
 	out, errOut := newSyncBuffer(""), newSyncBuffer("")
 	opts.Out, opts.Err = out, errOut
 	err := Run(ctx, p, opts)

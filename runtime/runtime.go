@@ -1,5 +1,7 @@
-// Package runtime runs a checked bpftrace program: it resolves the attach
-// points (USDT probes of files, of a -p process or of a -c command), has
+// Package runtime runs a bpftrace program that lang has resolved (with
+// NewHost's Host) and checked: it finds what the attach points match (USDT
+// probes of files, of a -p process or of a -c command, the functions a
+// uprobe pattern names), has
 // the code generator compile the program, loads it, attaches the uprobes,
 // runs BEGIN, reads the ring buffers and prints what the program asks for,
 // and at the end runs END, prints the maps and detaches everything.
@@ -20,12 +22,10 @@ import (
 	"github.com/gotrace/gotrace/runtime/metrics"
 	"io"
 	"os"
-	"strconv"
 	"strings"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -94,7 +94,7 @@ type Options struct {
 	BufferPages int
 }
 
-// Compile resolves the attach points of p and compiles it. It never loads
+// Compile finds what the attach points of p match and compiles it. It never loads
 // anything into the kernel; with Command set it does not start the command
 // either, it only reads its executable and libraries.
 func Compile(p *lang.Program, opts Options) (*codegen.Spec, error) {
@@ -160,19 +160,13 @@ func exitedNote(pid int) string {
 	return ""
 }
 
-// compile substitutes positional parameters in attach points, refuses the
-// attach points this kernel cannot serve, resolves USDT probes in objs and
-// runs the code generator on the attach points that matched something.
-// childPID is the -c command's PID, the value of cpid; files are the ELF
-// files the run reads, kept open for attaching.
+// compile refuses the attach points this kernel cannot serve, resolves
+// USDT probes in objs and runs the code generator on the attach points
+// that matched something. p has been through lang.Resolve. childPID is
+// the -c command's PID, the value of cpid; files are the ELF files the run
+// reads, kept open for attaching.
 func compile(p *lang.Program, opts Options, objs []string, childPID int, files *usdt.Files) (*codegen.Spec, error) {
-	if err := substituteParams(p, opts.Params); err != nil {
-		return nil, err
-	}
 	if err := checkKernelSupport(p, hostKernelProbes()); err != nil {
-		return nil, err
-	}
-	if err := resolveTargets(p, opts, objs); err != nil {
 		return nil, err
 	}
 	probes, err := resolveUSDT(p, objs)
@@ -267,62 +261,4 @@ func ringSize(pages int) int {
 		size *= 2
 	}
 	return size
-}
-
-// substituteParams replaces $N in the target, provider and function of
-// every attach point by the Nth positional parameter, as bpftrace does
-// (usdt:$1:net:inbound_message).
-func substituteParams(p *lang.Program, params []string) error {
-	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
-			for _, f := range []*string{&ap.Target, &ap.Provider, &ap.Func, &ap.Raw} {
-				s, err := expandParams(*f, params)
-				if err != nil {
-					return attachError(ap, "%v", err)
-				}
-				*f = s
-			}
-			if ap.FreqParam == "" {
-				continue
-			}
-			s, err := expandParams(ap.FreqParam, params)
-			if err == nil {
-				ap.Freq, err = attachpoint.ParseFreq(ap.Kind, s)
-			}
-			if err != nil {
-				return attachError(ap, "%v", err)
-			}
-			ap.FreqParam = ""
-		}
-	}
-	return nil
-}
-
-// expandParams replaces every $N in s by params[N-1].
-func expandParams(s string, params []string) (string, error) {
-	if !strings.Contains(s, "$") {
-		return s, nil
-	}
-	var b strings.Builder
-	for i := 0; i < len(s); i++ {
-		if s[i] != '$' {
-			b.WriteByte(s[i])
-			continue
-		}
-		j := i + 1
-		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
-			j++
-		}
-		if j == i+1 {
-			b.WriteByte(s[i])
-			continue
-		}
-		n, err := strconv.Atoi(s[i+1 : j])
-		if err != nil || n < 1 || n > len(params) {
-			return "", fmt.Errorf("positional parameter $%s is not given", s[i+1:j])
-		}
-		b.WriteString(params[n-1])
-		i = j - 1
-	}
-	return b.String(), nil
 }

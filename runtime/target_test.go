@@ -62,7 +62,7 @@ func TestResolveTargets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = resolveTargets(p, tc.opts, nil)
+		err = lang.Resolve(p, lang.Config{Host: NewHost(tc.opts.PID, tc.opts.Command)})
 		if err != nil {
 			var msg strings.Builder
 			err.(lang.ErrorList).Write(&msg, "stdin", tc.src)

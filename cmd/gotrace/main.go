@@ -241,14 +241,22 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	src = pre.text + src
 	diagnose := func(err error) (int, error) { return pre.diagnose(err, file, src, stderr) }
 	strSize, keysMax := strLen(), mapKeysMax()
+	// Parse -> Resolve -> Check, then runtime.Compile or runtime.Run.
+	cfg := lang.Config{
+		StrLen: strSize, Params: params, Unsafe: f.unsafe, MapKeysMax: keysMax,
+		Child: f.command != "", Host: runtime.NewHost(pid, f.command),
+	}
 	var parsed *lang.Program
 	prog, err := lang.Parse(file, src)
 	if err == nil && f.debug.level > 0 {
-		// The AST before the checker types it (lang.Check changes prog).
+		// The AST as parsed (Resolve and Check change prog).
 		parsed, _ = lang.Parse(file, src)
 	}
 	if err == nil {
-		err = lang.Check(prog, lang.Config{StrLen: strSize, Params: params, Unsafe: f.unsafe, MapKeysMax: keysMax, Child: f.command != ""})
+		err = lang.Resolve(prog, cfg)
+	}
+	if err == nil {
+		err = lang.Check(prog, cfg)
 	}
 	if err != nil {
 		return diagnose(err)

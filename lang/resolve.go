@@ -1,0 +1,128 @@
+package lang
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
+)
+
+// Host is what the front end asks of the machine it runs on, so that lang
+// itself opens no file (the pattern of go/types' Importer): the caller
+// provides it in Config (usdt.Host is gotrace's).
+type Host interface {
+	// FindTarget returns the file a bare target name (no '/', no
+	// wildcard) of a usdt, uprobe or uretprobe attach point stands for,
+	// or an error that says where it was looked for.
+	FindTarget(name string) (string, error)
+	// ObjectSymbol returns the address and size of the data symbol name
+	// in the ELF file path, which uaddr() reads.
+	ObjectSymbol(path, name string) (addr, size uint64, err error)
+}
+
+// Resolve makes the attach points of p name what they attach to, before
+// Check types the program, so that the checker and uaddr() see the real
+// file: it substitutes the positional parameters cfg.Params in every
+// field ($1 in usdt:$1:net:inbound_message, interval:s:$1), and replaces
+// a bare target (python3.11, libc) by the file cfg.Host finds for it (with
+// no Host, bare targets stay as written). Wildcards are left to the
+// caller, which knows the files and processes. The errors are an
+// ErrorList.
+func Resolve(p *Program, cfg Config) error {
+	var errs ErrorList
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if err := substituteParams(ap, cfg.Params); err != nil {
+				errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
+				continue
+			}
+			if cfg.Host == nil || !bareTarget(ap) {
+				continue
+			}
+			path, err := cfg.Host.FindTarget(ap.Target)
+			if err != nil {
+				kind := "uprobe"
+				if ap.Kind == ProbeUSDT {
+					kind = "usdt"
+				}
+				errs = append(errs, &Error{
+					Span: ap.Loc,
+					Msg:  fmt.Sprintf("%s target file '%s' does not exist or is not executable", kind, ap.Target),
+					Hint: err.Error(),
+				})
+				continue
+			}
+			ap.Target = path
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// substituteParams replaces $N in the target, provider, function and text
+// of attach point ap by the Nth positional parameter, as bpftrace does
+// (usdt:$1:net:inbound_message), and sets a rate given as one.
+func substituteParams(ap *AttachPoint, params []string) error {
+	for _, f := range []*string{&ap.Target, &ap.Provider, &ap.Func, &ap.Raw} {
+		s, err := expandParams(*f, params)
+		if err != nil {
+			return err
+		}
+		*f = s
+	}
+	if ap.FreqParam == "" {
+		return nil
+	}
+	s, err := expandParams(ap.FreqParam, params)
+	if err != nil {
+		return err
+	}
+	if ap.Freq, err = attachpoint.ParseFreq(ap.Kind, s); err != nil {
+		return err
+	}
+	ap.FreqParam = ""
+	return nil
+}
+
+// expandParams replaces every $N in s by params[N-1].
+func expandParams(s string, params []string) (string, error) {
+	if !strings.Contains(s, "$") {
+		return s, nil
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] != '$' {
+			b.WriteByte(s[i])
+			continue
+		}
+		j := i + 1
+		for j < len(s) && s[j] >= '0' && s[j] <= '9' {
+			j++
+		}
+		if j == i+1 {
+			b.WriteByte(s[i])
+			continue
+		}
+		n, err := strconv.Atoi(s[i+1 : j])
+		if err != nil || n < 1 || n > len(params) {
+			return "", fmt.Errorf("positional parameter $%s is not given", s[i+1:j])
+		}
+		b.WriteString(params[n-1])
+		i = j - 1
+	}
+	return b.String(), nil
+}
+
+// bareTarget reports whether ap is a usdt, uprobe or uretprobe attach
+// point whose target is a bare file name.
+func bareTarget(ap *AttachPoint) bool {
+	switch ap.Kind {
+	case ProbeUSDT, ProbeUprobe, ProbeUretprobe:
+	default:
+		return false
+	}
+	return ap.Target != "" && !strings.ContainsAny(ap.Target, "/*?")
+}
