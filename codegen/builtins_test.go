@@ -7,6 +7,7 @@ import (
 
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // TestEveryBuiltinLowers compiles a script using each builtin the checker
@@ -88,7 +89,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parse %s: %v", src, err)
 		}
-		if err := lang.Check(p, lang.Config{Unsafe: true, Child: true}); err != nil {
+		if err := lang.Check(p, lang.Config{Unsafe: true, Child: true, Host: &usdt.Host{}}); err != nil {
 			t.Errorf("check %s: %v", src, err)
 			continue
 		}
