@@ -38,7 +38,7 @@ func TestUaddrResolvedTarget(t *testing.T) {
 	const python = "/usr/bin/python3.11"
 	testenv.RequireFile(t, python)
 	t.Setenv("PATH", "/usr/local/bin:/usr/bin:/bin")
-	want, size, err := usdt.ObjectSymbol(python, "Py_DebugFlag")
+	want, size, err := (&usdt.Host{}).ObjectSymbol(python, "Py_DebugFlag")
 	if err != nil || size != 4 {
 		t.Fatalf("ObjectSymbol(Py_DebugFlag) = %#x, %d, %v", want, size, err)
 	}

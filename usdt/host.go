@@ -1,7 +1,6 @@
 package usdt
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
@@ -51,21 +50,14 @@ func (h *Host) FindTarget(name string) (string, error) {
 	return "", errors.New("looked for in the working directory and $PATH; a library is named by lib and its name without .so (libc)")
 }
 
-// ObjectSymbol returns ObjectSymbol(path, name).
-func (h *Host) ObjectSymbol(path, name string) (addr, size uint64, err error) {
-	return ObjectSymbol(path, name)
-}
-
 // ErrNoSymbol is returned by ObjectSymbol for a file without the symbol.
 var ErrNoSymbol = errors.New("no such data symbol")
 
-// ObjectSymbol returns the address and size of the data symbol (an ELF
-// STT_OBJECT) name in the symbol table, or else the dynamic symbol table,
-// of the ELF file path: what uaddr() resolves. As in bpftrace 0.17,
-// functions and untyped symbols are not data symbols, and the address is
-// the symbol's value in the file, not relocated for a PIE's load address.
-func ObjectSymbol(path, name string) (addr, size uint64, err error) {
-	// Only a regular file: opening a FIFO or a device could block.
+// ObjectSymbol returns the address and size of the data symbol name of
+// the ELF file path (File.ObjectSymbol): what uaddr() resolves. A path
+// that is not a regular file has no symbols: opening a FIFO or a device
+// could block.
+func (h *Host) ObjectSymbol(path, name string) (addr, size uint64, err error) {
 	st, err := os.Stat(path)
 	if err != nil {
 		return 0, 0, fmt.Errorf("resolve symbol %s: %w", name, err)
@@ -73,21 +65,14 @@ func ObjectSymbol(path, name string) (addr, size uint64, err error) {
 	if !st.Mode().IsRegular() {
 		return 0, 0, fmt.Errorf("resolve symbol %s: %s is not a regular file: %w", name, path, ErrNoSymbol)
 	}
-	f, err := elf.Open(path)
+	f, err := OpenFile(path)
 	if err != nil {
 		return 0, 0, fmt.Errorf("resolve symbol %s: %w", name, err)
 	}
 	defer f.Close()
-	for _, read := range []func() ([]elf.Symbol, error){f.Symbols, f.DynamicSymbols} {
-		syms, err := read()
-		if err != nil {
-			continue
-		}
-		for _, s := range syms {
-			if s.Name == name && elf.ST_TYPE(s.Info) == elf.STT_OBJECT && s.Section != elf.SHN_UNDEF {
-				return s.Value, s.Size, nil
-			}
-		}
+	sym, ok := f.ObjectSymbol(name)
+	if !ok {
+		return 0, 0, fmt.Errorf("resolve symbol %s in %s: %w", name, path, ErrNoSymbol)
 	}
-	return 0, 0, fmt.Errorf("resolve symbol %s in %s: %w", name, path, ErrNoSymbol)
+	return sym.Value, sym.Size, nil
 }

@@ -14,10 +14,10 @@ import (
 func TestObjectSymbol(t *testing.T) {
 	const python = "/usr/bin/python3.11"
 	testenv.RequireFile(t, python)
-	if _, _, err := ObjectSymbol(python, "main"); !errors.Is(err, ErrNoSymbol) {
+	if _, _, err := (&Host{}).ObjectSymbol(python, "main"); !errors.Is(err, ErrNoSymbol) {
 		t.Errorf("ObjectSymbol(main) = %v, want ErrNoSymbol", err)
 	}
-	if addr, size, err := ObjectSymbol(python, "Py_DebugFlag"); err != nil || addr == 0 || size != 4 {
+	if addr, size, err := (&Host{}).ObjectSymbol(python, "Py_DebugFlag"); err != nil || addr == 0 || size != 4 {
 		t.Errorf("ObjectSymbol(Py_DebugFlag) = %#x, %d, %v; want a 4-byte symbol", addr, size, err)
 	}
 }
@@ -26,11 +26,11 @@ func TestObjectSymbol(t *testing.T) {
 // is not a regular file (a FIFO would block).
 func TestObjectSymbolNotRegular(t *testing.T) {
 	for _, path := range []string{"/dev/null", "/"} {
-		if _, _, err := ObjectSymbol(path, "x"); !errors.Is(err, ErrNoSymbol) {
+		if _, _, err := (&Host{}).ObjectSymbol(path, "x"); !errors.Is(err, ErrNoSymbol) {
 			t.Errorf("ObjectSymbol(%s) = %v, want ErrNoSymbol", path, err)
 		}
 	}
-	if _, _, err := ObjectSymbol("/no/such/file", "x"); !errors.Is(err, os.ErrNotExist) {
+	if _, _, err := (&Host{}).ObjectSymbol("/no/such/file", "x"); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("ObjectSymbol of a missing file = %v, want os.ErrNotExist", err)
 	}
 }
