@@ -168,6 +168,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		if err := t.child.release(); err != nil {
 			return err
 		}
+		if t.follow = newFollower(t, t.child.PID, sites); t.follow != nil {
+			t.every(followPoll, t.follow.poll)
+		}
 	}
 	t.startIntervals()
 	if opts.Metrics != nil {
@@ -200,7 +203,9 @@ type tracer struct {
 	users map[uint64]string
 	pid   int
 	child *child
-	pidfd int
+	// follow attaches the probes to the processes the child starts.
+	follow *follower
+	pidfd  int
 
 	execs map[string]*link.Executable
 	links []link.Link
@@ -578,6 +583,7 @@ func (t *tracer) finish() error {
 	defer t.mu.Unlock()
 	t.flushOut()
 	t.warnUnmatched()
+	t.follow.warnWrapper()
 	t.reportLost()
 	if err := t.printExitMaps(); err != nil {
 		return err

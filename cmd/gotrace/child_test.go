@@ -244,14 +244,11 @@ func TestChildUser(t *testing.T) {
 	}
 }
 
-// TestChildUserProbes traces the fixture run as an unprivileged user: the
-// probes attach and the semaphores rise as for root's own command.
-func TestChildUserProbes(t *testing.T) {
-	testenv.RequireRoot(t)
-	u := requireTestUser(t)
-	gotrace := buildGotrace(t)
-	// The user must reach the binary and write the summary: a directory
-	// of its own, not under the test's private temporary directory.
+// userFixtureDir returns a directory that testUser can reach and write,
+// holding a copy of the fixture as ./bitcoind; not under the test's
+// private temporary directory, which only root can enter.
+func userFixtureDir(t *testing.T) string {
+	t.Helper()
 	dir, err := os.MkdirTemp("", "gotrace-child-user")
 	if err != nil {
 		t.Fatal(err)
@@ -263,15 +260,52 @@ func TestChildUserProbes(t *testing.T) {
 	if _, err := fixture.Copy(fixture.Build(t, "bitcoind"), dir); err != nil {
 		t.Fatal(err)
 	}
-	summary := filepath.Join(dir, "summary")
-	cmd := exec.Command(gotrace, "-q", "--user", testUser, "-c", "./bitcoind --linger-ms 0 --output "+summary,
-		"-e", `usdt:./bitcoind:net:outbound_message { @out = count(); } usdt:./bitcoind:mempool:replaced { @replaced = count(); }`)
+	return dir
+}
+
+// childScript counts two of the fixture's tracepoints.
+const childScript = `usdt:./bitcoind:net:outbound_message { @out = count(); } usdt:./bitcoind:mempool:replaced { @replaced = count(); }`
+
+// runChild runs gotrace with args and childScript in dir, and returns its
+// standard output and error.
+func runChild(t *testing.T, gotrace, dir string, args ...string) (string, string) {
+	t.Helper()
+	cmd := exec.Command(gotrace, append(args, "-e", childScript)...)
 	cmd.Dir = dir
-	out, err := cmd.CombinedOutput()
+	var stderr strings.Builder
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
 	if err != nil {
-		t.Fatalf("gotrace: %v\n%s", err, out)
+		t.Fatalf("gotrace %s: %v\n%s", strings.Join(args, " "), err, stderr.String())
 	}
-	if want := "\n\n@out: 128\n@replaced: 4\n"; string(out) != want {
+	return string(out), stderr.String()
+}
+
+// checkFired checks that the fixture's summary file says the two probes
+// of childScript fired at every event.
+func checkFired(t *testing.T, summary string) {
+	t.Helper()
+	s, err := fixture.ReadSummary(summary)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range []string{"net:outbound_message", "mempool:replaced"} {
+		if c := s.Probes[p]; c.Fired != c.Attempted || c.Fired == 0 {
+			t.Errorf("%s attempted %d, fired %d", p, c.Attempted, c.Fired)
+		}
+	}
+}
+
+// TestChildUserProbes traces the fixture run as an unprivileged user: the
+// probes attach and the semaphores rise as for root's own command.
+func TestChildUserProbes(t *testing.T) {
+	testenv.RequireRoot(t)
+	u := requireTestUser(t)
+	gotrace := buildGotrace(t)
+	dir := userFixtureDir(t)
+	summary := filepath.Join(dir, "summary")
+	out, _ := runChild(t, gotrace, dir, "-q", "--user", testUser, "-c", "./bitcoind --linger-ms 0 --output "+summary)
+	if want := "\n\n@out: 128\n@replaced: 4\n"; out != want {
 		t.Errorf("output %q, want %q", out, want)
 	}
 	fi, err := os.Stat(summary)
@@ -281,13 +315,35 @@ func TestChildUserProbes(t *testing.T) {
 	if st := fi.Sys().(*syscall.Stat_t); strconv.Itoa(int(st.Uid)) != u.Uid {
 		t.Errorf("the fixture's summary belongs to uid %d, want %s", st.Uid, u.Uid)
 	}
-	s, err := fixture.ReadSummary(summary)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, p := range []string{"net:outbound_message", "mempool:replaced"} {
-		if c := s.Probes[p]; c.Fired != c.Attempted || c.Fired == 0 {
-			t.Errorf("%s attempted %d, fired %d", p, c.Attempted, c.Fired)
+	checkFired(t, summary)
+}
+
+// TestChildWrapped traces the fixture run through a wrapper, runuser,
+// which starts it as its child: the probes are attached to the fixture
+// too, in text and in JSON. A wrapper that never runs the traced file
+// gets a warning instead of a silent count of 0.
+func TestChildWrapped(t *testing.T) {
+	testenv.RequireRoot(t)
+	runuser := testenv.RequireTool(t, "runuser")
+	requireTestUser(t)
+	gotrace := buildGotrace(t)
+	dir := userFixtureDir(t)
+	summary := filepath.Join(dir, "summary")
+	wrapped := runuser + " -u " + testUser + " -- ./bitcoind --wait-attach outbound_message,replaced --linger-ms 0 --output " + summary
+	for _, format := range []struct{ name, want string }{
+		{"text", "\n\n@out: 128\n@replaced: 4\n"},
+		{"json", `{"type": "map", "data": {"@out": 128}}` + "\n" + `{"type": "map", "data": {"@replaced": 4}}` + "\n"},
+	} {
+		out, stderr := runChild(t, gotrace, dir, "-q", "-f", format.name, "-c", wrapped)
+		if !strings.HasSuffix(out, format.want) || stderr != "" {
+			t.Errorf("-f %s: output %q, stderr %q; want the output to end in %q", format.name, out, stderr, format.want)
 		}
+		checkFired(t, summary)
+	}
+
+	_, stderr := runChild(t, gotrace, dir, "-q", "-c", runuser+" -u "+testUser+" -- sleep 0.3")
+	want := "WARNING: no probe could fire: neither the -c command (" + runuser + ") nor the processes it started mapped " + filepath.Join(dir, "bitcoind") + "\n"
+	if stderr != want {
+		t.Errorf("stderr %q, want %q", stderr, want)
 	}
 }

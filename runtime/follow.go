@@ -1,0 +1,217 @@
+package runtime
+
+import (
+	"fmt"
+	"os"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+)
+
+// followPoll is how often the runtime looks for processes the -c command
+// started.
+const followPoll = 10 * time.Millisecond
+
+// fileKey identifies a file by device and inode, as /proc/PID/maps does.
+type fileKey struct{ dev, ino uint64 }
+
+// follower attaches the probes to the processes a -c command starts. A
+// command such as "sudo -u bitcoin ./bitcoind" or "runuser -u bitcoin --
+// ./bitcoind" runs the traced program as its child, where the probes
+// attached for the command's own PID never fire and no semaphore rises:
+// each descendant that maps the file of a probe gets that probe attached
+// for its PID too, within followPoll of mapping it.
+type follower struct {
+	t    *tracer
+	root int
+	// groups are the locations in files, by the file's key; names are
+	// the files' paths, for the warning.
+	groups map[fileKey][]siteGroup
+	names  []string
+	// attached are the descendants the probes were attached to.
+	attached map[int]bool
+	// rootMaps says the command was seen mapping a probe's file;
+	// started that it was seen with a descendant.
+	rootMaps, started bool
+}
+
+// newFollower returns a follower of root's descendants for the locations
+// in files among sites, or nil when there is none.
+func newFollower(t *tracer, root int, sites []site) *follower {
+	f := &follower{t: t, root: root, groups: map[fileKey][]siteGroup{}, attached: map[int]bool{}}
+	_, groups := groupSites(sites)
+	for _, g := range groups {
+		var st syscall.Stat_t
+		if err := syscall.Stat(g.sites[0].path, &st); err != nil {
+			continue
+		}
+		k := fileKey{dev: st.Dev, ino: st.Ino}
+		if _, ok := f.groups[k]; !ok {
+			f.names = append(f.names, g.sites[0].path)
+		}
+		f.groups[k] = append(f.groups[k], g)
+	}
+	if len(f.groups) == 0 {
+		return nil
+	}
+	sort.Strings(f.names)
+	return f
+}
+
+// poll attaches the probes to each new descendant of the command that maps
+// a probe's file. It returns false, ending the polling, on an error, which
+// ends the trace.
+func (f *follower) poll() bool {
+	if !f.rootMaps {
+		f.rootMaps = f.mapsSite(mappedFiles(f.root))
+	}
+	for _, pid := range descendants(f.root) {
+		f.started = true
+		if f.attached[pid] {
+			continue
+		}
+		mapped := mappedFiles(pid)
+		if !f.mapsSite(mapped) {
+			continue
+		}
+		f.attached[pid] = true
+		if err := f.attach(pid, mapped); err != nil {
+			if processGone(pid) {
+				continue
+			}
+			f.t.mu.Lock()
+			f.t.keepErr(err)
+			f.t.mu.Unlock()
+			f.t.requestExit()
+			return false
+		}
+	}
+	return true
+}
+
+// mapsSite reports whether mapped holds the file of a site.
+func (f *follower) mapsSite(mapped map[fileKey]bool) bool {
+	for k := range mapped {
+		if _, ok := f.groups[k]; ok {
+			return true
+		}
+	}
+	return false
+}
+
+// attach attaches the locations in the files pid maps, for pid, as the
+// command's own are: with uprobe_multi links or perf-event uprobes.
+func (f *follower) attach(pid int, mapped map[fileKey]bool) error {
+	t := f.t
+	n := 0
+	for k, groups := range f.groups {
+		if !mapped[k] {
+			continue
+		}
+		for _, g := range groups {
+			prog := t.coll.Programs[g.sites[0].att.Program]
+			if prog == nil {
+				return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].att.Probe.Raw, g.sites[0].att.Program)
+			}
+			if t.uprobes == multiUprobes {
+				l, err := attachMulti(g, prog, t.execs, pid)
+				if err != nil {
+					return fmt.Errorf("attach to process %d, which the command started: %w", pid, err)
+				}
+				t.links = append(t.links, l)
+				n++
+				continue
+			}
+			for _, s := range g.sites {
+				l, err := attachSite(s, prog, t.execs, pid)
+				if err != nil {
+					return fmt.Errorf("attach to process %d, which the command started: %w", pid, err)
+				}
+				t.links = append(t.links, l)
+				n++
+			}
+		}
+	}
+	if t.opts.Verbose {
+		t.mu.Lock()
+		fmt.Fprintf(t.opts.Err, "attached %d links to process %d, which the command started\n", n, pid)
+		t.mu.Unlock()
+	}
+	return nil
+}
+
+// warnWrapper warns when the command started processes but neither it nor
+// they mapped the file of any probe: a wrapper (sudo, runuser) that ran
+// something else, or a program that left gotrace's view (a daemon that
+// forked and exited). The caller holds t.mu.
+func (f *follower) warnWrapper() {
+	if f == nil || f.t.opts.NoWarnings || f.rootMaps || len(f.attached) > 0 || !f.started {
+		return
+	}
+	fmt.Fprintf(f.t.opts.Err, "WARNING: no probe could fire: neither the -c command (%s) nor the processes it started mapped %s\n",
+		f.t.child.Path, strings.Join(f.names, ", "))
+}
+
+// descendants returns the PIDs of root's descendants, read from every
+// thread's children in /proc.
+func descendants(root int) []int {
+	var out []int
+	queue := []int{root}
+	for len(queue) > 0 {
+		pid := queue[0]
+		queue = queue[1:]
+		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+		if err != nil {
+			continue
+		}
+		for _, task := range tasks {
+			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
+			if err != nil {
+				continue
+			}
+			for _, w := range strings.Fields(string(b)) {
+				if c, err := strconv.Atoi(w); err == nil {
+					out = append(out, c)
+					queue = append(queue, c)
+				}
+			}
+		}
+	}
+	return out
+}
+
+// mappedFiles returns the files pid maps, from /proc/PID/maps.
+func mappedFiles(pid int) map[fileKey]bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil
+	}
+	files := map[fileKey]bool{}
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 {
+			continue
+		}
+		major, minor, ok := strings.Cut(f[3], ":")
+		if !ok {
+			continue
+		}
+		maj, err1 := strconv.ParseUint(major, 16, 32)
+		mnr, err2 := strconv.ParseUint(minor, 16, 32)
+		ino, err3 := strconv.ParseUint(f[4], 10, 64)
+		if err1 != nil || err2 != nil || err3 != nil || ino == 0 {
+			continue
+		}
+		files[fileKey{dev: unix.Mkdev(uint32(maj), uint32(mnr)), ino: ino}] = true
+	}
+	return files
+}
+
+// processGone reports whether pid has exited.
+func processGone(pid int) bool {
+	return syscall.Kill(pid, 0) == syscall.ESRCH
+}
