@@ -8,8 +8,6 @@ import (
 	"strings"
 	"syscall"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // followPoll is how often the runtime looks for processes the -c command
@@ -184,29 +182,11 @@ func descendants(root int) []int {
 	return out
 }
 
-// mappedFiles returns the files pid maps, from /proc/PID/maps.
+// mappedFiles returns the files pid maps.
 func mappedFiles(pid int) map[fileKey]bool {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
-		return nil
-	}
 	files := map[fileKey]bool{}
-	for _, line := range strings.Split(string(b), "\n") {
-		f := strings.Fields(line)
-		if len(f) < 6 {
-			continue
-		}
-		major, minor, ok := strings.Cut(f[3], ":")
-		if !ok {
-			continue
-		}
-		maj, err1 := strconv.ParseUint(major, 16, 32)
-		mnr, err2 := strconv.ParseUint(minor, 16, 32)
-		ino, err3 := strconv.ParseUint(f[4], 10, 64)
-		if err1 != nil || err2 != nil || err3 != nil || ino == 0 {
-			continue
-		}
-		files[fileKey{dev: unix.Mkdev(uint32(maj), uint32(mnr)), ino: ino}] = true
+	for _, m := range processMappings(pid) {
+		files[m.file] = true
 	}
 	return files
 }

@@ -3,12 +3,15 @@ package runtime
 import (
 	"bufio"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"slices"
 	"sort"
 	"strconv"
 	"strings"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -135,6 +138,8 @@ func mappedOffset(pid int, addr uint64) (string, uint64, bool) {
 type mapping struct {
 	start, end, offset uint64
 	path               string
+	// file is the mapped file's device and inode.
+	file fileKey
 }
 
 // mappings are a process's file mappings.
@@ -159,13 +164,21 @@ func processMappings(pid int) mappings {
 		if !ok {
 			continue
 		}
+		major, minor, ok := strings.Cut(fields[3], ":")
+		if !ok {
+			continue
+		}
 		start, err1 := strconv.ParseUint(lo, 16, 64)
 		end, err2 := strconv.ParseUint(hi, 16, 64)
 		off, err3 := strconv.ParseUint(fields[2], 16, 64)
-		if err1 != nil || err2 != nil || err3 != nil {
+		maj, err4 := strconv.ParseUint(major, 16, 32)
+		mnr, err5 := strconv.ParseUint(minor, 16, 32)
+		ino, err6 := strconv.ParseUint(fields[4], 10, 64)
+		if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 			continue
 		}
-		ms = append(ms, mapping{start: start, end: end, offset: off, path: fields[5]})
+		file := fileKey{dev: unix.Mkdev(uint32(maj), uint32(mnr)), ino: ino}
+		ms = append(ms, mapping{start: start, end: end, offset: off, path: fields[5], file: file})
 	}
 	return ms
 }
