@@ -113,7 +113,7 @@ func (f *follower) attach(pid int, mapped map[fileKey]bool) error {
 		for _, g := range groups {
 			prog := t.coll.Programs[g.sites[0].att.Program]
 			if prog == nil {
-				return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].att.Probe.Raw, g.sites[0].att.Program)
+				return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].att.Probe, g.sites[0].att.Program)
 			}
 			if t.uprobes == multiUprobes {
 				l, err := attachMulti(g, prog, t.execs, pid)
