@@ -109,3 +109,31 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		t.Errorf("%v: a script for a builtin gotrace does not implement", id)
 	}
 }
+
+// TestUncheckedProgramPanics checks that what the checker refuses, given
+// to Compile without checking, is an internal error: codegen asserts the
+// checker's guarantees rather than checking the script again.
+func TestUncheckedProgramPanics(t *testing.T) {
+	for _, stmt := range []lang.Stmt{
+		void("clear", mapExpr("@m", lang.Int64, intLit(1))),
+		void("time", intLit(1)),
+		void("printf", intLit(1)),
+		void("signal", strLit("NOSUCH")),
+		void("print", mapExpr("@m", lang.Int64), builtinVar("pid", lang.Uint64)),
+	} {
+		p := &lang.Program{
+			File:   "test.bt",
+			Probes: []*lang.Probe{probeBlock(beginAP(), nil, stmt)},
+			Maps:   map[string]*lang.MapInfo{"@m": {Name: "@m", Key: lang.Int64, Value: lang.Int64}},
+		}
+		func() {
+			defer func() {
+				if msg, _ := recover().(string); !strings.HasPrefix(msg, "internal error: ") {
+					t.Errorf("%s: recovered %q, want an internal error", stmt.(*lang.ExprStmt).X.(*lang.Call).Name, msg)
+				}
+			}()
+			_, err := Compile(p, Options{})
+			t.Errorf("Compile returned %v", err)
+		}()
+	}
+}

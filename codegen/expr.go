@@ -427,10 +427,7 @@ func (f *fn) fieldInt(e *lang.FieldAccess) error {
 		f.emit(asm.LoadMem(asm.R0, regScratch, int16(off), asm.DWord))
 		return nil
 	}
-	field, err := f.structField(e)
-	if err != nil {
-		return err
-	}
+	field := f.structField(e)
 	if err := f.intExpr(e.X); err != nil {
 		return err
 	}
@@ -441,25 +438,22 @@ func (f *fn) fieldInt(e *lang.FieldAccess) error {
 }
 
 // structField finds the member a struct field access names.
-func (f *fn) structField(e *lang.FieldAccess) (lang.StructField, error) {
+func (f *fn) structField(e *lang.FieldAccess) lang.StructField {
 	xt := lang.TypeOf(e.X)
 	st := xt
 	if xt.Kind == lang.KindPointer {
 		st = f.pointee(xt)
 	}
-	if st.Kind != lang.KindStruct {
-		return lang.StructField{}, f.c.errorf(e, "field %s of %s, not a struct", e.Field, xt)
-	}
+	assert(st.Kind == lang.KindStruct, e, "a field of what is not a struct")
 	sd := f.structDef(st.Struct)
-	if sd == nil {
-		return lang.StructField{}, f.c.errorf(e, "unknown struct %s", st.Struct)
-	}
+	assert(sd != nil, e, "a field of an undefined struct")
 	for _, fld := range sd.Fields {
 		if fld.Name == e.Field {
-			return fld, nil
+			return fld
 		}
 	}
-	return lang.StructField{}, f.c.errorf(e, "struct %s has no field %s", sd.Name, e.Field)
+	assert(false, e, "a field the struct does not have")
+	return lang.StructField{}
 }
 
 // tupleField evaluates the tuple of `t.N` and returns the scratch offset
@@ -467,9 +461,7 @@ func (f *fn) structField(e *lang.FieldAccess) (lang.StructField, error) {
 func (f *fn) tupleField(e *lang.FieldAccess) (int, error) {
 	xt := lang.TypeOf(e.X)
 	fields, _ := Layout(xt.Elems...)
-	if e.Index < 0 || e.Index >= len(fields) {
-		return 0, f.c.errorf(e, "tuple index %d out of range", e.Index)
-	}
+	assert(e.Index >= 0 && e.Index < len(fields), e, "a tuple index out of range")
 	if v, ok := e.X.(*lang.Var); ok {
 		if vv, ok := f.vars[v.Name]; ok && vv.typ.Kind == lang.KindTuple {
 			vf, _ := Layout(vv.typ.Elems...)
@@ -489,9 +481,7 @@ func (f *fn) tupleField(e *lang.FieldAccess) (int, error) {
 // p + i*size.
 func (f *fn) index(e *lang.IndexExpr) error {
 	xt := lang.TypeOf(e.X)
-	if xt.Kind != lang.KindPointer && xt.Kind != lang.KindArray {
-		return f.c.errorf(e, "indexing %s, not a pointer or an array", xt)
-	}
+	assert(xt.Kind == lang.KindPointer || xt.Kind == lang.KindArray, e, "indexing what is neither a pointer nor an array")
 	if err := f.intExpr(e.X); err != nil {
 		return err
 	}
@@ -923,10 +913,7 @@ func (f *fn) builtin(e *lang.Builtin) error {
 // off.
 func (f *fn) structString(e *lang.FieldAccess, off int) error {
 	t := lang.TypeOf(e)
-	field, err := f.structField(e)
-	if err != nil {
-		return err
-	}
+	field := f.structField(e)
 	f.zero(regScratch, off, t.Size)
 	if err := f.intExpr(e.X); err != nil {
 		return err
@@ -1084,9 +1071,7 @@ func (f *fn) reg(e *lang.Call) error {
 		return f.c.errorf(e, "reg() is not available in %s", f.t.probeName)
 	}
 	r, ok := ptregs.ByMember(lit.Value)
-	if !ok {
-		return f.c.errorf(e, "reg(): unknown register %q", lit.Value)
-	}
+	assert(ok, e, "reg() of an unknown register")
 	f.emit(asm.LoadMem(asm.R0, regCtx, int16(r.Offset), asm.DWord))
 	return nil
 }
