@@ -71,7 +71,9 @@ func WriteInfo(w io.Writer, version string) {
 	perf := features.HaveProgramType(ebpf.PerfEvent)
 	probed("perf event programs", perf, "profile")
 
-	writePrivileges(w, CurrentPrivileges(), yes)
+	p := CurrentPrivileges()
+	p.Try()
+	writePrivileges(w, p, yes)
 }
 
 // writePrivileges prints who runs gotrace, the settings that decide what

@@ -29,11 +29,9 @@ type Privileges struct {
 	// confidentiality), "" when securityfs does not say.
 	Lockdown string
 	// UprobeErr is why a uprobe perf event cannot be opened, nil when it
-	// can. Only tried when the process may load programs at all.
-	UprobeErr error
-	// ProfileErr is why a CPU clock perf event on every process cannot be
-	// opened (profile probes), nil when it can.
-	ProfileErr error
+	// can; ProfileErr the same for a CPU clock perf event on every process
+	// (profile probes). Set by Try.
+	UprobeErr, ProfileErr error
 }
 
 // capNames are the capabilities that matter to gotrace, by number.
@@ -43,7 +41,9 @@ var capNames = map[int]string{
 	unix.CAP_BPF:       "CAP_BPF",
 }
 
-// CurrentPrivileges finds out what this process may do with eBPF.
+// CurrentPrivileges finds out what this process may do with eBPF from
+// its IDs, capabilities and the kernel's settings, without trying
+// anything (Try does).
 func CurrentPrivileges() Privileges {
 	p := Privileges{
 		UID: os.Getuid(), EUID: os.Geteuid(),
@@ -56,11 +56,17 @@ func CurrentPrivileges() Privileges {
 	if err := unix.Capget(&hdr, &data[0]); err == nil {
 		p.Caps = uint64(data[0].Effective) | uint64(data[1].Effective)<<32
 	}
+	return p
+}
+
+// Try opens a uprobe and a profile perf event to see whether the kernel
+// allows them to this process, which capabilities alone do not tell
+// (some kernels want CAP_SYS_ADMIN for uprobes).
+func (p *Privileges) Try() {
 	if p.CanLoad() {
 		p.UprobeErr = tryUprobe()
 		p.ProfileErr = tryProfile()
 	}
-	return p
 }
 
 // has says whether the effective set holds capability c.
@@ -91,14 +97,18 @@ func (p Privileges) missing(uprobes bool) []string {
 
 // Check says what is missing, and how to get it, for a run that loads
 // programs and, when uprobes is set, attaches uprobes or usdt probes; nil
-// when nothing is. exe is the path of the gotrace binary, for setcap.
+// when nothing is. Without CAP_SYS_ADMIN it tries a uprobe to find out.
+// exe is the path of the gotrace binary, for setcap.
 func (p Privileges) Check(uprobes bool, exe string) error {
 	how := fmt.Sprintf("run it as root (sudo), or give the binary these capabilities: sudo setcap cap_bpf,cap_perfmon,cap_sys_admin+ep %s (CAP_SYS_ADMIN for uprobes and usdt probes, which kernels such as this one open only with it)", exe)
 	if !p.CanLoad() {
 		return fmt.Errorf("gotrace needs privileges to load eBPF programs, and this process (uid %d) lacks %s: %s", p.EUID, strings.Join(p.missing(false), " and "), how)
 	}
-	if uprobes && p.UprobeErr != nil {
-		return fmt.Errorf("gotrace cannot attach uprobes or usdt probes with this process's capabilities (opening a uprobe: %v); it lacks %s: %s", p.UprobeErr, strings.Join(p.missing(true), " and "), how)
+	if !uprobes || p.has(unix.CAP_SYS_ADMIN) {
+		return nil
+	}
+	if err := tryUprobe(); err != nil {
+		return fmt.Errorf("gotrace cannot attach uprobes or usdt probes with this process's capabilities (opening a uprobe: %v); it lacks %s: %s", err, strings.Join(p.missing(true), " and "), how)
 	}
 	return nil
 }
@@ -134,23 +144,20 @@ func lockdownMode() string {
 	return strings.TrimSpace(s)
 }
 
-// tryUprobe opens a uprobe perf event, as attaching does, on a memory
-// file of its own that nothing maps, so that no process gets a
-// breakpoint and nothing is written to a file system.
+// uprobeCheckPath is a path that never exists (no descriptor is -1):
+// the kernel checks the caller's rights for a uprobe before it looks the
+// path up, so ENOENT means allowed, and nothing is registered (adding
+// and removing a real uprobe takes it a second or more).
+const uprobeCheckPath = "/proc/self/fd/-1"
+
+// tryUprobe opens a uprobe perf event as attaching does, on a path that
+// does not exist, to learn whether the kernel allows it.
 func tryUprobe() error {
 	typ := readInt("/sys/bus/event_source/devices/uprobe/type")
 	if typ < 0 {
 		return errors.New("this kernel has no uprobe PMU")
 	}
-	mfd, err := unix.MemfdCreate("gotrace-uprobe-check", unix.MFD_CLOEXEC)
-	if err != nil {
-		return fmt.Errorf("create a file to try a uprobe on: %w", err)
-	}
-	defer unix.Close(mfd)
-	if _, err := unix.Write(mfd, make([]byte, 16)); err != nil {
-		return fmt.Errorf("write a file to try a uprobe on: %w", err)
-	}
-	path, err := unix.BytePtrFromString(fmt.Sprintf("/proc/self/fd/%d", mfd))
+	path, err := unix.BytePtrFromString(uprobeCheckPath)
 	if err != nil {
 		return err
 	}
@@ -161,10 +168,14 @@ func tryUprobe() error {
 	}
 	fd, err := unix.PerfEventOpen(&attr, -1, 0, -1, unix.PERF_FLAG_FD_CLOEXEC)
 	goruntime.KeepAlive(path)
-	if err != nil {
+	switch {
+	case errors.Is(err, unix.ENOENT):
+		return nil
+	case err != nil:
 		return err
 	}
-	return unix.Close(fd)
+	unix.Close(fd)
+	return fmt.Errorf("opened a uprobe on %s, which cannot exist", uprobeCheckPath)
 }
 
 // tryProfile opens a CPU clock perf event for every process on CPU 0, as
