@@ -133,10 +133,6 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 	return nil
 }
 
-// histBuckets is the number of hist() buckets: negative, zero, and one
-// per power of two up to 2^63.
-const histBuckets = 66
-
 // arrayHist counts the value in the stack slot into a key-less hist or
 // lhist kept in a per-CPU array: the element at the bucket's index, and
 // the last element set to 1 to say the map holds a histogram.

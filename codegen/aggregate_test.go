@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"testing"
 
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -51,7 +52,7 @@ func TestAggregations(t *testing.T) {
 		{"@l", u32(11), []int64{1}},
 		// Key-less histograms are per-CPU arrays indexed by bucket, with
 		// an element after the buckets that says the map holds one.
-		{"@h", u32(histBuckets), []int64{1}},
+		{"@h", u32(layout.HistBuckets), []int64{1}},
 		{"@l", u32(12), []int64{1}},
 		{"@kh", u64s(7, 3), []int64{1}},
 	}

@@ -257,13 +257,9 @@ const maxArrayBuckets = 1024
 func bucketCount(info *lang.MapInfo) int64 {
 	switch info.Value.Kind {
 	case lang.KindHist:
-		return histBuckets
+		return layout.HistBuckets
 	case lang.KindLhist:
-		p := info.Lhist
-		if p.Step <= 0 || p.Max <= p.Min {
-			return 0
-		}
-		return (p.Max-p.Min)/p.Step + 2
+		return layout.Lhist(info.Lhist).Buckets()
 	}
 	return 0
 }

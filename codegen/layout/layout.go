@@ -93,7 +93,21 @@ const (
 // and lhist).
 func (k MapKind) Bucketed() bool { return k == MapHist || k == MapLhist }
 
+// HistBuckets is the number of buckets of a hist map: negative values,
+// zero, and one per power of two up to 2^63.
+const HistBuckets = 66
+
 // Lhist holds the constant bounds of an lhist(v, min, max, step) map.
 type Lhist struct {
 	Min, Max, Step int64
+}
+
+// Buckets is the number of buckets of an lhist with bounds l: values
+// below Min, one per Step, then Max and above. It is 0 for bounds lhist
+// refuses (a Step that is not positive, Max not above Min).
+func (l Lhist) Buckets() int64 {
+	if l.Step <= 0 || l.Max <= l.Min {
+		return 0
+	}
+	return (l.Max-l.Min)/l.Step + 2
 }

@@ -189,14 +189,10 @@ func powerLabel(k int) string {
 
 // lhistBucket describes lhist() bucket i.
 func lhistBucket(p layout.Lhist, i int) bucket {
-	n := int64(0)
-	if p.Step > 0 {
-		n = (p.Max - p.Min) / p.Step
-	}
 	switch {
 	case i == 0:
 		return bucket{label: "(..., " + lhistLabel(p.Min) + ")", max: strconv.FormatInt(p.Min-1, 10)}
-	case int64(i) > n:
+	case int64(i) >= p.Buckets()-1:
 		return bucket{label: "[" + lhistLabel(p.Max) + ", ...)", min: strconv.FormatInt(p.Max, 10)}
 	}
 	lo := p.Min + int64(i-1)*p.Step
