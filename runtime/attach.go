@@ -151,17 +151,6 @@ func openTarget(files *usdt.Files, path string) (*usdt.File, error) {
 	return f, nil
 }
 
-// allFunctionSymbols returns File.FunctionSymbols of the file at path,
-// IFUNCs included, read on its own for a diagnostic.
-func allFunctionSymbols(path string) ([]elf.Symbol, error) {
-	f, err := usdt.OpenFile(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	return f.FunctionSymbols()
-}
-
 // matchSymbols returns the sorted, distinct names of the symbols that
 // pattern names (attachpoint.Star.MatchFunction: the mangled name, or the
 // start of the demangled C++ name, with * wildcards in either).

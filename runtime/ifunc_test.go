@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // A uprobe on an IFUNC (libc's strlen) is refused with why, rather than
@@ -17,7 +18,7 @@ func TestSymbolNotFoundIFunc(t *testing.T) {
 		{"strlen", "function strlen in " + libc + " is an IFUNC: its symbol is the resolver the dynamic loader calls once to choose an implementation"},
 		{"no_such_function", "function no_such_function not found in " + libc},
 	} {
-		e := symbolNotFound(&lang.AttachPoint{Kind: lang.ProbeUprobe, Target: libc, Func: tc.fn})
+		e := symbolNotFound(&lang.AttachPoint{Kind: lang.ProbeUprobe, Target: libc, Func: tc.fn}, &usdt.Files{})
 		if e.Msg != tc.msg {
 			t.Errorf("%s: message %q, want %q", tc.fn, e.Msg, tc.msg)
 		}

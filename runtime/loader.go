@@ -122,7 +122,7 @@ func (t *tracer) loadedObjects() error {
 			}
 		}
 	}
-	probes, err := resolveUSDT(matchedProgram(t.prog, wild), fresh)
+	probes, err := resolveUSDT(matchedProgram(t.prog, wild), fresh, t.files)
 	if err != nil {
 		return err
 	}

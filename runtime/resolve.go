@@ -78,32 +78,13 @@ func absPath(target string) (string, error) {
 	return path, nil
 }
 
-// probeReader reads the USDT probes of ELF files, each file once.
-type probeReader struct {
-	files map[string][]usdt.Probe
-	errs  map[string]error
-}
-
-func (r *probeReader) read(path string) ([]usdt.Probe, error) {
-	if r.files == nil {
-		r.files = map[string][]usdt.Probe{}
-		r.errs = map[string]error{}
-	}
-	if ps, ok := r.files[path]; ok {
-		return ps, r.errs[path]
-	}
-	ps, err := usdt.ReadFile(path)
-	r.files[path], r.errs[path] = ps, err
-	return ps, err
-}
-
 // resolveUSDT finds the probes every usdt attach point of p matches. objs
 // are the objects an attach point without a path looks in: those the -p
 // process maps or the -c command loads. An attach point that matches
 // nothing gets an empty list: like bpftrace, the runtime fails only when no
-// attach point of the script matches anything.
-func resolveUSDT(p *lang.Program, objs []string) (map[*lang.AttachPoint][]*usdt.Probe, error) {
-	var r probeReader
+// attach point of the script matches anything. The files are read through
+// files.
+func resolveUSDT(p *lang.Program, objs []string, files *usdt.Files) (map[*lang.AttachPoint][]*usdt.Probe, error) {
 	res := map[*lang.AttachPoint][]*usdt.Probe{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
@@ -126,7 +107,7 @@ func resolveUSDT(p *lang.Program, objs []string) (map[*lang.AttachPoint][]*usdt.
 			}
 			matched := []*usdt.Probe{}
 			for _, path := range paths {
-				ps, err := r.read(path)
+				ps, err := files.Probes(path)
 				if err != nil {
 					if wild {
 						// A mapped object that is not a readable ELF
@@ -161,9 +142,9 @@ func resolveUSDT(p *lang.Program, objs []string) (map[*lang.AttachPoint][]*usdt.
 // the closest name the file has as a hint. Like bpftrace, the runtime
 // traces the rest and fails only when nothing matched; bpftrace then only
 // says "No probes to attach". With later set, usdt attach points without a
-// path are left out: their probes may come with objects loaded later.
-func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint, objs []string, later bool) lang.ErrorList {
-	var r probeReader
+// path are left out: their probes may come with objects loaded later. The
+// files are read through files.
+func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint, objs []string, later bool, files *usdt.Files) lang.ErrorList {
 	var l lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
@@ -173,9 +154,9 @@ func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint
 			switch {
 			case ap.Kind == lang.ProbeUSDT && later && wildcardPath(ap.Target):
 			case ap.Kind == lang.ProbeUSDT:
-				l = append(l, usdtNotFound(ap, objs, &r))
+				l = append(l, usdtNotFound(ap, objs, files))
 			case ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe:
-				l = append(l, symbolNotFound(ap))
+				l = append(l, symbolNotFound(ap, files))
 			}
 		}
 	}
@@ -198,7 +179,7 @@ func probeLabel(ap *lang.AttachPoint) string {
 }
 
 // usdtNotFound describes a usdt attach point that matched nothing.
-func usdtNotFound(ap *lang.AttachPoint, objs []string, r *probeReader) *lang.Error {
+func usdtNotFound(ap *lang.AttachPoint, objs []string, files *usdt.Files) *lang.Error {
 	want := probeLabel(ap)
 	paths := objs
 	if !wildcardPath(ap.Target) {
@@ -207,7 +188,7 @@ func usdtNotFound(ap *lang.AttachPoint, objs []string, r *probeReader) *lang.Err
 	}
 	var names []string
 	for _, path := range paths {
-		ps, _ := r.read(path)
+		ps, _ := files.Probes(path)
 		for _, p := range ps {
 			if ap.Provider == "" {
 				names = append(names, p.Name)
@@ -227,13 +208,16 @@ func usdtNotFound(ap *lang.AttachPoint, objs []string, r *probeReader) *lang.Err
 	return e
 }
 
-// symbolNotFound describes a uprobe attach point whose function the file
-// does not have.
-func symbolNotFound(ap *lang.AttachPoint) *lang.Error {
+// symbolNotFound describes a uprobe attach point whose function the file,
+// read through files, does not have.
+func symbolNotFound(ap *lang.AttachPoint, files *usdt.Files) *lang.Error {
 	name, _, _ := attachpoint.SplitOffset(ap.Func)
 	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", name, ap.Target)}
 	path, _ := absPath(ap.Target)
-	all, _ := allFunctionSymbols(path)
+	var all []elf.Symbol
+	if f, err := files.Open(path); err == nil {
+		all, _ = f.FunctionSymbols()
+	}
 	var names, impls []string
 	ifunc := false
 	for _, s := range all {

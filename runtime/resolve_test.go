@@ -10,6 +10,7 @@ import (
 
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 func TestSplitCommand(t *testing.T) {
@@ -81,7 +82,7 @@ func TestResolveUSDT(t *testing.T) {
 		{"usdt:*:validation:block_connected", []string{bin}, []string{"validation:block_connected"}},
 	} {
 		p := usdtProgram(tc.raw)
-		res, err := resolveUSDT(p, tc.objs)
+		res, err := resolveUSDT(p, tc.objs, &usdt.Files{})
 		if err != nil {
 			t.Errorf("%s: %v", tc.raw, err)
 			continue
@@ -115,7 +116,7 @@ func TestResolveUSDTErrors(t *testing.T) {
 		{"usdt:/no/such/binary:net:x", "usdt target file '/no/such/binary' does not exist or is not executable"},
 		{"usdt::net:x", "needs -p PID or -c CMD"},
 	} {
-		_, err := resolveUSDT(usdtProgram(tc.raw), nil)
+		_, err := resolveUSDT(usdtProgram(tc.raw), nil, &usdt.Files{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want it to contain %q", tc.raw, err, tc.want)
 		}

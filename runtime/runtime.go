@@ -169,7 +169,7 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 	if err := checkKernelSupport(p, hostKernelProbes()); err != nil {
 		return nil, err
 	}
-	probes, err := resolveUSDT(p, objs)
+	probes, err := resolveUSDT(p, objs, files)
 	if err != nil {
 		return nil, err
 	}
@@ -191,7 +191,7 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 	// A -c command's probes without a path may be in a library it loads
 	// later: those are looked for again then (see loader.go).
 	watch := opts.Command != "" && hasWildcardUSDT(p)
-	missing := notFound(p, uprobes, objs, watch)
+	missing := notFound(p, uprobes, objs, watch, files)
 	switch {
 	case len(matched.Probes) == 0 && len(missing) > 0:
 		return nil, missing

@@ -19,14 +19,21 @@ const (
 )
 
 // ReadFile reads the USDT probes of an x86-64 ELF64 executable or shared
-// object from its .note.stapsdt section (see File.Probes). A file without
-// notes has no probes and no error.
+// object from its .note.stapsdt section (see File.Probes), opening it on
+// its own. A file without notes has no probes and no error.
 func ReadFile(path string) ([]Probe, error) {
-	f, err := OpenFile(path)
+	var fs Files
+	defer fs.Close()
+	return fs.Probes(path)
+}
+
+// Probes returns the USDT probes of the file at path (File.Probes), opened
+// through fs.
+func (fs *Files) Probes(path string) ([]Probe, error) {
+	f, err := fs.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read usdt notes of %s: %w", path, err)
 	}
-	defer f.Close()
 	return f.Probes()
 }
 
