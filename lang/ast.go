@@ -41,6 +41,10 @@ type Program struct {
 	Source  string
 	Structs []*StructDef
 	Probes  []*Probe
+	// Newer says that the script asks for current bpftrace's behaviour
+	// where it differs from 0.17's, by naming a begin or end probe in
+	// lower case (bpftrace 0.24's names; 0.17 knows only BEGIN and END).
+	Newer bool
 
 	// Maps is filled in by the checker: every map the program uses, by name
 	// ("@x", or "@" for the anonymous map).
@@ -56,6 +60,24 @@ type Program struct {
 	// runs are the runs of characters without blanks that hold several
 	// tokens, in source order; runStart looks them up.
 	runs []tokenRun
+}
+
+// ExitsAfterBegin reports whether the trace ends by itself once its begin
+// probes have run: in current bpftrace, a script whose probes are all
+// begin or end does; in 0.17 it runs until it is stopped, so only a
+// script that selects the newer behaviour (Newer) ends.
+func (p *Program) ExitsAfterBegin() bool {
+	if !p.Newer {
+		return false
+	}
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if ap.Kind != ProbeBegin && ap.Kind != ProbeEnd {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // runStart returns where bpftrace's diagnostics begin for a node starting

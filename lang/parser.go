@@ -101,7 +101,13 @@ func (p *parser) parse(prog *Program) (err *Error) {
 			prog.Structs = append(prog.Structs, p.structDef())
 			continue
 		}
-		prog.Probes = append(prog.Probes, p.probe())
+		pr := p.probe()
+		for _, ap := range pr.Attach {
+			if ap.Raw == "begin" || ap.Raw == "end" {
+				prog.Newer = true
+			}
+		}
+		prog.Probes = append(prog.Probes, pr)
 	}
 	return nil
 }

@@ -172,6 +172,11 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 			t.every(followPoll, t.follow.poll)
 		}
 	}
+	// Current bpftrace ends a script of begin and end probes after begin;
+	// with -c or -p it traces until the process ends.
+	if p.ExitsAfterBegin() && t.child == nil && t.pidfd == 0 {
+		t.requestExit()
+	}
 	t.startIntervals()
 	if opts.Metrics != nil {
 		opts.Metrics.SetSource(t.metricMaps)

@@ -25,11 +25,12 @@ const (
 )
 
 // kindNames are each kind's name, as bpftrace writes it in its messages,
-// and its short alias in scripts.
+// and its other name in scripts: a short alias, or for BEGIN and END the
+// lower-case names of bpftrace 0.24 and later.
 var kindNames = [...]struct{ name, alias string }{
 	Unknown:    {"unknown", ""},
-	Begin:      {"BEGIN", ""},
-	End:        {"END", ""},
+	Begin:      {"BEGIN", "begin"},
+	End:        {"END", "end"},
 	USDT:       {"usdt", "U"},
 	Uprobe:     {"uprobe", "u"},
 	Uretprobe:  {"uretprobe", "ur"},
