@@ -82,6 +82,13 @@ type part struct {
 // OpenFile opens the ELF file at path on its own, outside any Files. It
 // must be a regular file: opening a FIFO or a device could block.
 func OpenFile(path string) (*File, error) {
+	// Checked before opening, which would block on a FIFO, and again on
+	// what was opened.
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
 	osf, err := os.Open(path)
 	if err != nil {
 		return nil, err

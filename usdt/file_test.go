@@ -5,9 +5,12 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"os"
+	"path/filepath"
 	"runtime"
 	"strings"
 	"testing"
+
+	"golang.org/x/sys/unix"
 )
 
 // claimed is the size the crafted files below give a section or a segment:
@@ -165,5 +168,17 @@ func TestOffset(t *testing.T) {
 				t.Errorf("Address(%#x) = %#x, %v; want %#x", off, addr, ok, tc.addr)
 			}
 		}
+	}
+}
+
+// TestOpenFileFIFO checks that OpenFile refuses a FIFO without opening
+// it, which would block until a writer came.
+func TestOpenFileFIFO(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "fifo")
+	if err := unix.Mkfifo(path, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenFile(path); err == nil || !strings.Contains(err.Error(), "not a regular file") {
+		t.Errorf("OpenFile(FIFO) = %v, want an error saying it is not a regular file", err)
 	}
 }
