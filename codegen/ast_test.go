@@ -4,6 +4,7 @@ import (
 	"go/constant"
 
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/printf"
 )
 
 // Typed AST builders for tests that do not go through the checker.
@@ -20,8 +21,17 @@ func strLit(s string) *lang.StrLit {
 	return &lang.StrLit{ExprBase: base(lang.String(len(s) + 1)), Value: s}
 }
 
+// call builds a call with what the checker records on it: its builtin
+// and the parsed format of printf, system and cat.
 func call(name string, t lang.Type, args ...lang.Expr) *lang.Call {
-	return &lang.Call{ExprBase: base(t), Name: name, Args: args, ID: lang.LookupFunc(name)}
+	c := &lang.Call{ExprBase: base(t), Name: name, Args: args, ID: lang.LookupFunc(name)}
+	switch c.ID {
+	case lang.FuncPrintf, lang.FuncSystem, lang.FuncCat:
+		if lit, ok := args[0].(*lang.StrLit); ok {
+			c.Format, _ = printf.Parse(lit.Value)
+		}
+	}
+	return c
 }
 
 func void(name string, args ...lang.Expr) *lang.ExprStmt {

@@ -7,7 +7,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/printf"
 )
 
 // joinMaxArgs is how many argv strings join() reads.
@@ -74,11 +73,8 @@ func (f *fn) callStmt(call *lang.Call) error {
 func (f *fn) formatted(call *lang.Call, kind EventKind) error {
 	lit, ok := call.Args[0].(*lang.StrLit)
 	assert(ok, call, "a format that is not a string literal")
-	parts, err := printf.Parse(lit.Value)
-	if err != nil {
-		return f.c.errorf(call.Args[0], "%s(): %w", call.Name, err)
-	}
-	return f.event(call, Event{Kind: kind, Format: lit.Value, Parts: parts}, call.Args[1:], eventsMapName)
+	assert(call.Format != nil || lit.Value == "", call, "a format the checker did not parse")
+	return f.event(call, Event{Kind: kind, Format: lit.Value, Parts: call.Format}, call.Args[1:], eventsMapName)
 }
 
 // print lowers print(@m[, top[, div]]) and print(value).

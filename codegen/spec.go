@@ -142,7 +142,8 @@ type Event struct {
 	// Format is the format string of printf, system and cat as written,
 	// time()'s strftime format, or join()'s separator.
 	Format string
-	// Parts is Format parsed, for printf, system and cat.
+	// Parts is Format as the checker parsed it, for printf, system and
+	// cat.
 	Parts []printf.Part
 	// Args are the record's fields after the id, as Layout lays them out.
 	Args []layout.Field

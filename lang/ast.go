@@ -13,6 +13,7 @@ import (
 	"sort"
 
 	"github.com/gotrace/gotrace/lang/attachpoint"
+	"github.com/gotrace/gotrace/printf"
 )
 
 // Pos is a position in a script: 1-based line and 1-based byte column.
@@ -365,6 +366,9 @@ type Call struct {
 	Args    []Expr
 	// ID is the function Name denotes, set by the checker.
 	ID BuiltinID
+	// Format is the format of printf, system and cat parsed, set by the
+	// checker, which parses it to check the arguments.
+	Format []printf.Part
 }
 
 // Binary is `X Op Y` for the arithmetic, bitwise, comparison and logical

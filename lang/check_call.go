@@ -312,6 +312,7 @@ func (c *checker) formatCall(e *Call) {
 		c.errorf(e.Loc, "%s: %v", e.Name, err)
 		return
 	}
+	e.Format = parts
 	var verbs []*printf.Verb
 	for _, p := range parts {
 		if p.Verb != nil {

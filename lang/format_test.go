@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/gotrace/gotrace/printf"
@@ -46,6 +47,30 @@ func TestFormatVerbMismatch(t *testing.T) {
 	for _, tt := range tests {
 		if got := formatMismatch(parse(tt.verb), tt.typ); got != tt.want {
 			t.Errorf("formatMismatch(%s, %v) = %q, want %q", tt.verb, tt.typ, got, tt.want)
+		}
+	}
+}
+
+// TestCheckRecordsFormat checks that the checker leaves each printf,
+// system and cat call its parsed format, which the code generator puts in
+// the Spec: a format is parsed once.
+func TestCheckRecordsFormat(t *testing.T) {
+	p, errs := checkSource(t, `BEGIN { printf("%d and %s\n", 1, "x"); cat("/proc/%d/status", pid); printf(""); }`, Config{Unsafe: true})
+	if errs != nil {
+		t.Fatal(errs)
+	}
+	want := map[string]int{`%d and %s\n`: 2, "/proc/%d/status": 1, "": 0}
+	for _, s := range p.Probes[0].Body.Stmts {
+		c := s.(*ExprStmt).X.(*Call)
+		format := c.Args[0].(*StrLit).Value
+		verbs := 0
+		for _, part := range c.Format {
+			if part.Verb != nil {
+				verbs++
+			}
+		}
+		if n, ok := want[strings.ReplaceAll(format, "\n", `\n`)]; !ok || verbs != n {
+			t.Errorf("%s(%q) recorded %d verbs (%+v), want %d", c.Name, format, verbs, c.Format, n)
 		}
 	}
 }

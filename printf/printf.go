@@ -1,8 +1,8 @@
 // Package printf is bpftrace 0.17's printf format language: Parse splits
-// a format into literal text and verbs. The checker matches the verbs
-// against the arguments' types, the code generator stores the parsed form
-// in the Spec, and runtime/output formats records with it, so a format is
-// parsed at compile time and never by the runtime.
+// a format into literal text and verbs. The checker parses each format
+// once, matches the verbs against the arguments' types and records the
+// parts on the call; the code generator puts them in the Spec, and
+// runtime/output formats records with them.
 package printf
 
 import (
