@@ -73,18 +73,24 @@ type Field struct {
 // one of the aggregations, whose per-CPU values user space merges.
 type MapKind int
 
-// The map kinds.
+// The map kinds, with what one CPU's value of an aggregation holds.
 const (
-	// MapValue is a map of assigned values, laid out by its value Field.
+	// MapValue is a map of assigned values, laid out by its value Field;
+	// it is not per CPU.
 	MapValue MapKind = iota
+	// MapCount: a u64 count. MapSum: an i64 total.
 	MapCount
 	MapSum
+	// MapMin and MapMax: an i64 value, then a u64 that is non-zero once
+	// this CPU has set it.
 	MapMin
 	MapMax
+	// MapAvg and MapStats: a u64 count, then an i64 total.
 	MapAvg
 	MapStats
-	// MapHist and MapLhist count values by bucket, numbered as
-	// docs/design.md says.
+	// MapHist and MapLhist: a u64 count for one bucket, whose index ends
+	// the key (or is the index of a key-less map kept in an array),
+	// numbered as docs/design.md says.
 	MapHist
 	MapLhist
 )
