@@ -70,6 +70,31 @@ func (f *fn) arg(e *lang.Builtin, n int) error {
 	return nil
 }
 
+// stackArg lowers sargN into R0: the Nth 8-byte argument the probed
+// function finds on its stack, above the return address, read from user
+// space (0 when the read fails).
+func (f *fn) stackArg(e *lang.Builtin, n int) error {
+	assert(f.t.kind == lang.ProbeUprobe, e, "a stack argument outside a uprobe")
+	sp, ok := ptregs.ByMember("sp")
+	assert(ok, e, "no stack pointer in pt_regs")
+	slot, err := f.pushSlot(e)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	f.emit(
+		storeImm64(asm.RFP, slot, 0),
+		asm.Mov.Reg(asm.R1, asm.RFP),
+		asm.Add.Imm(asm.R1, int32(slot)),
+		asm.Mov.Imm(asm.R2, 8),
+		asm.LoadMem(asm.R3, regCtx, int16(sp.Offset), asm.DWord),
+		asm.Add.Imm(asm.R3, int32(8*(n+1))),
+		asm.FnProbeReadUser.Call(),
+		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+	)
+	return nil
+}
+
 // loadUSDTArg returns instructions that load USDT argument a of the
 // location at address pc into R0, sign- or zero-extended to 64 bits per
 // its size. regs points to the probe's struct pt_regs (the context of a

@@ -36,6 +36,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.VarUsername:     `BEGIN { @ = username; }`,
 		lang.VarUstack:       `uprobe:/bin/sh:main { @ = ustack; }`,
 		lang.VarArg:          `uprobe:/bin/sh:main { @ = arg2; }`,
+		lang.VarSarg:         `uprobe:/bin/sh:main { @ = sarg1; }`,
 		lang.ModePerf:        `uprobe:/bin/sh:main { @ = ustack(perf, 3); }`,
 		lang.ModeBpftrace:    `uprobe:/bin/sh:main { @ = ustack(bpftrace); }`,
 		lang.FuncCount:       `BEGIN { @ = count(); }`,

@@ -902,6 +902,8 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		f.emit(asm.LoadMem(asm.R0, regCtx, int16(ptregs.AX), asm.DWord))
 	case lang.VarArg:
 		return f.arg(e, e.ArgIndex())
+	case lang.VarSarg:
+		return f.stackArg(e, e.ArgIndex())
 	default:
 		return f.c.errorf(e, "builtin %s as an integer: %w", e.Name, ErrUnsupported)
 	}

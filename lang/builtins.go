@@ -121,9 +121,6 @@ const (
 	// (kprobes, the kernel's BTF, tracefs): the checker says "not
 	// supported by gotrace".
 	notSupported
-	// lexedOnly names (sargN) are builtins to bpftrace 0.17's lexer, and
-	// so in its syntax errors, but unknown identifiers to the checker.
-	lexedOnly
 )
 
 // builtin is one row of the builtins table.
@@ -131,8 +128,10 @@ type builtin struct {
 	name    string
 	class   builtinClass
 	support builtinSupport
-	// numbered names are name followed by a number (argN, sargN).
-	numbered bool
+	// numbered names are name followed by a number (argN, sargN);
+	// oneDigit ones take one digit (sarg0 to sarg9), as bpftrace 0.17's
+	// lexer does.
+	numbered, oneDigit bool
 	// unlexed names are plain identifiers to bpftrace 0.17's lexer
 	// (stack), which its syntax errors show.
 	unlexed bool
@@ -251,7 +250,11 @@ var builtins = [numBuiltins]builtin{
 	VarCurtask: {name: "curtask", class: classVar, support: notSupported},
 	VarCtx:     {name: "ctx", class: classVar, support: notSupported},
 	VarArgs:    {name: "args", class: classVar, support: notSupported},
-	VarSarg:    {name: "sarg", numbered: true, class: classVar, support: lexedOnly},
+	// sargN is the Nth 8-byte argument on the stack of the probed
+	// function, above its return address.
+	VarSarg: {name: "sarg", numbered: true, oneDigit: true, class: classVar, typ: Uint64,
+		probes:   probeSet(ProbeUprobe, ProbeKprobe),
+		probeMsg: "The %[1]s builtin can only be used with 'kprobes' and 'uprobes' probes"},
 
 	ModePerf:     {name: "perf", class: classStackMode},
 	ModeBpftrace: {name: "bpftrace", class: classStackMode},
@@ -355,7 +358,7 @@ func lookupBuiltin(class builtinClass, name string) BuiltinID {
 		return id
 	}
 	for id := BuiltinInvalid + 1; id < numBuiltins; id++ {
-		if b := &builtins[id]; b.numbered && b.class == class && numberAfter(name, b.name) >= 0 {
+		if b := &builtins[id]; b.numbered && b.class == class && numberAfter(name, b.name) >= 0 && (!b.oneDigit || len(name) == len(b.name)+1) {
 			return id
 		}
 	}
@@ -447,12 +450,12 @@ func numberAfter(name, prefix string) int {
 	return n
 }
 
-// ArgIndex returns N for an argN builtin, or -1.
+// ArgIndex returns N for an argN or sargN builtin, or -1.
 func (e *Builtin) ArgIndex() int {
-	if e.ID != VarArg {
+	if e.ID <= BuiltinInvalid || e.ID >= numBuiltins || !builtins[e.ID].numbered {
 		return -1
 	}
-	return numberAfter(e.Name, builtins[VarArg].name)
+	return numberAfter(e.Name, builtins[e.ID].name)
 }
 
 // arityError returns bpftrace's message for a call of name with n

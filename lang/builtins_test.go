@@ -76,6 +76,7 @@ func TestBuiltinLookup(t *testing.T) {
 		{"arg", BuiltinInvalid, BuiltinInvalid, BuiltinInvalid},
 		{"args", VarArgs, BuiltinInvalid, BuiltinInvalid},
 		{"sarg2", VarSarg, BuiltinInvalid, BuiltinInvalid},
+		{"sarg10", BuiltinInvalid, BuiltinInvalid, BuiltinInvalid},
 		{"nothing", BuiltinInvalid, BuiltinInvalid, BuiltinInvalid},
 	} {
 		if got := LookupVar(tt.name); got != tt.vr {
@@ -88,9 +89,11 @@ func TestBuiltinLookup(t *testing.T) {
 			t.Errorf("stack mode %q = %v, want %v", tt.name, got, tt.md)
 		}
 	}
-	b := &Builtin{Name: "arg12", ID: VarArg}
-	if got := b.ArgIndex(); got != 12 {
-		t.Errorf("arg12's ArgIndex() = %d", got)
+	for _, b := range []*Builtin{{Name: "arg12", ID: VarArg}, {Name: "sarg7", ID: VarSarg}, {Name: "pid", ID: VarPid}} {
+		want := map[string]int{"arg12": 12, "sarg7": 7, "pid": -1}[b.Name]
+		if got := b.ArgIndex(); got != want {
+			t.Errorf("%s's ArgIndex() = %d, want %d", b.Name, got, want)
+		}
 	}
 }
 

@@ -48,7 +48,7 @@ func (c *checker) builtin(e *Builtin) Type {
 	e.ID = LookupVar(e.Name)
 	b := &builtins[e.ID]
 	switch {
-	case e.ID == BuiltinInvalid || b.support == lexedOnly:
+	case e.ID == BuiltinInvalid:
 		hint := ""
 		if near := ClosestName(e.Name, supportedNames(classVar)); near != "" {
 			hint = "did you mean " + near + "?"
