@@ -95,13 +95,13 @@ func list(w io.Writer, opts ListOptions) error {
 }
 
 // usdtProbes returns the usdt probes that pat names by their lines.
-func usdtProbes(pat pattern, pid int) (map[string]*Probe, error) {
+func usdtProbes(pat attachpoint.Point, pid int) (map[string]*Probe, error) {
 	var targets []target
 	var err error
 	if pid != 0 {
-		targets, err = processTargets(pid, pat.path)
+		targets, err = processTargets(pid, pat.Target)
 	} else {
-		targets, err = targetFiles("usdt", pat.path, nil)
+		targets, err = targetFiles("usdt", pat.Target, nil)
 	}
 	if err != nil {
 		return nil, err
@@ -117,7 +117,7 @@ func usdtProbes(pat pattern, pid int) (map[string]*Probe, error) {
 		}
 		for i := range found {
 			p := &found[i]
-			if !attachpoint.Glob.Match(pat.provider, p.Provider) || !attachpoint.Glob.Match(pat.name, p.Name) {
+			if !attachpoint.Glob.Match(pat.Provider, p.Provider) || !attachpoint.Glob.Match(pat.Func, p.Name) {
 				continue
 			}
 			line := "usdt:" + t.display + ":" + p.Provider + ":" + p.Name
@@ -165,109 +165,30 @@ func (e *PatternError) Error() string {
 	return fmt.Sprintf("pattern %q: %s", e.Pattern, e.Msg)
 }
 
-// pattern is a parsed usdt probe pattern; every field is a glob.
-type pattern struct {
-	path, provider, name string
-}
-
-// wildcardTypes are the types a wildcard probe type stands for, as in
-// bpftrace 0.17, which lists return probes only by name.
-var wildcardTypes = []string{"uprobe", "usdt"}
-
-// parsePattern parses a `-l` pattern into the usdt pattern (nil when the
-// pattern names no usdt probes) and the uprobe patterns it stands for. A
-// wildcard probe type stands for each of wildcardTypes whose fields fit.
-// An empty pattern with a PID is "*", which is "*:*".
-func parsePattern(s string, withPID bool) (*pattern, []uprobePattern, error) {
+// parsePattern parses a `-l` pattern (attachpoint.ParsePattern) into the
+// usdt pattern (nil when the pattern names no usdt probes) and the uprobe
+// patterns it stands for. An empty pattern with a PID is "*".
+func parsePattern(s string, withPID bool) (*attachpoint.Point, []attachpoint.Point, error) {
 	if s == "" {
 		if !withPID {
 			return nil, nil, errors.New("no probe pattern and no process to list")
 		}
 		s = "*"
 	}
-	fields, err := attachpoint.Split(s)
+	points, err := attachpoint.ParsePattern(s, withPID)
 	if err != nil {
 		return nil, nil, &PatternError{s, err.Error()}
 	}
-	typ, args := fields[0], fields[1:]
-	types := []string{listedType(typ)}
-	wildcard := strings.ContainsAny(typ, "*?")
-	if wildcard && len(args) == 0 && withPID {
-		// "*" with a PID is every probe of the process, as in bpftrace.
-		args = []string{"*"}
-	}
-	switch {
-	case types[0] != "":
-	case wildcard:
-		types = slices.DeleteFunc(slices.Clone(wildcardTypes), func(t string) bool { return !attachpoint.Glob.Match(typ, t) })
-		if len(types) == 0 {
-			return nil, nil, &PatternError{s, fmt.Sprintf("No probe type matched for %s: gotrace -l lists uprobe, uretprobe and usdt probes, and a wildcard stands for uprobe and usdt", typ)}
-		}
-	default:
-		return nil, nil, &PatternError{s, fmt.Sprintf("probe type '%s' is not listed: gotrace -l lists uprobe, uretprobe and usdt probes", typ)}
-	}
-	var usdtPat *pattern
-	var uprobes []uprobePattern
-	for _, t := range types {
-		if t == "usdt" {
-			p, err := parseUSDT(args, withPID)
-			if err == nil {
-				usdtPat = &p
-			} else if !wildcard {
-				return nil, nil, &PatternError{s, err.Error()}
-			}
-			continue
-		}
-		p, err := parseUprobe(t, args, withPID)
-		if err == nil {
+	var usdtPat *attachpoint.Point
+	var uprobes []attachpoint.Point
+	for i, p := range points {
+		if p.Kind == attachpoint.USDT {
+			usdtPat = &points[i]
+		} else {
 			uprobes = append(uprobes, p)
-		} else if !wildcard {
-			return nil, nil, &PatternError{s, err.Error()}
 		}
-	}
-	if usdtPat == nil && len(uprobes) == 0 {
-		return nil, nil, &PatternError{s, fmt.Sprintf("'%s' names no probe that gotrace lists: they are 'uprobe:FILE:FUNCTION' and 'usdt:FILE:[PROVIDER:]NAME', or with -p PID 'uprobe:FUNCTION' and 'usdt:NAME'; gotrace has no kernel probes", s)}
 	}
 	return usdtPat, uprobes, nil
-}
-
-// parseUSDT checks the arguments of a usdt pattern with bpftrace 0.17's
-// messages: PATH:NAME or PATH:PROVIDER:NAME, or NAME alone with a PID.
-func parseUSDT(args []string, withPID bool) (pattern, error) {
-	var p pattern
-	switch {
-	case len(args) == 1 && withPID:
-		p = pattern{"*", "*", args[0]}
-	case len(args) == 2:
-		p = pattern{args[0], "*", args[1]}
-	case len(args) == 3:
-		p = pattern{args[0], args[1], args[2]}
-	default:
-		return p, attachpoint.ArgCountError("usdt", "2 or 3 arguments")
-	}
-	if p.provider == "" {
-		p.provider = "*"
-	}
-	if p.path == "" {
-		if !withPID {
-			return p, errors.New("usdt probe must have a target file")
-		}
-		p.path = "*"
-	}
-	if p.name == "" {
-		return p, errors.New("usdt probe must have a target function or wildcard")
-	}
-	return p, nil
-}
-
-// listedType returns the name of the probe type that typ names (by its
-// name or alias) when -l lists that type, or "".
-func listedType(typ string) string {
-	switch k, _ := attachpoint.LookupKind(typ); k {
-	case attachpoint.Uprobe, attachpoint.Uretprobe, attachpoint.USDT:
-		return k.String()
-	}
-	return ""
 }
 
 // target is one file to read probes from.

@@ -1,7 +1,6 @@
 package usdt
 
 import (
-	"errors"
 	"fmt"
 	"os"
 	"slices"
@@ -34,56 +33,15 @@ func FunctionNames(path string) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
-// uprobePattern is a uprobe or uretprobe pattern of -l.
-type uprobePattern struct {
-	kind string // "uprobe" or "uretprobe"
-	// path is the target file pattern; "" is the -p process's
-	// executable.
-	path string
-	// fn matches function names; an offset (Py_Main+4) is dropped, as
-	// bpftrace 0.17 lists the function.
-	fn string
-}
-
-// parseUprobe checks the arguments of a uprobe or uretprobe pattern with
-// bpftrace 0.17's messages: TARGET:FUNCTION, or FUNCTION alone with a PID.
-func parseUprobe(kind string, args []string, withPID bool) (uprobePattern, error) {
-	p := uprobePattern{kind: kind}
-	switch {
-	case len(args) == 2:
-		p.path, p.fn = args[0], args[1]
-		if p.path == "" {
-			return p, fmt.Errorf("%s should have a target", kind)
-		}
-	case len(args) == 1 && withPID:
-		p.fn = args[0]
-	default:
-		return p, attachpoint.ArgCountError(kind, "2 arguments")
-	}
-	if p.fn == "" {
-		return p, fmt.Errorf("%s should be attached to a function and/or address", kind)
-	}
-	if _, ok := attachpoint.ParseNumber(p.fn); ok {
-		return p, fmt.Errorf("%s is an address: -l lists functions by name", p.fn)
-	}
-	if name, _, ok := attachpoint.SplitOffset(p.fn); ok {
-		if kind == "uretprobe" {
-			return p, errors.New("Offset not allowed")
-		}
-		p.fn = name
-	}
-	return p, nil
-}
-
 // uprobeLines returns the lines "KIND:PATH:FUNCTION" of the functions
 // that p names. PATH is as targetFiles shows it, or with a PID and no
 // path the process's executable under /proc/PID/root, as bpftrace 0.17
 // shows it.
-func uprobeLines(p uprobePattern, pid int) ([]string, error) {
+func uprobeLines(p attachpoint.Point, pid int) ([]string, error) {
 	var targets []target
 	var err error
 	switch {
-	case p.path == "":
+	case p.Target == "":
 		var exe string
 		exe, err = os.Readlink(fmt.Sprintf("/proc/%d/exe", pid))
 		if err != nil {
@@ -93,11 +51,11 @@ func uprobeLines(p uprobePattern, pid int) ([]string, error) {
 		targets = []target{{display: path, open: path}}
 	default:
 		var mapped []string
-		if pid != 0 && strings.HasPrefix(p.path, "lib") {
+		if pid != 0 && strings.HasPrefix(p.Target, "lib") {
 			// The process's own library comes first, as in bpftrace.
 			mapped, _ = ProcessPaths(pid)
 		}
-		targets, err = targetFiles("uprobe", p.path, mapped)
+		targets, err = targetFiles("uprobe", p.Target, mapped)
 	}
 	if err != nil {
 		return nil, err
@@ -112,8 +70,8 @@ func uprobeLines(p uprobePattern, pid int) ([]string, error) {
 			return nil, err
 		}
 		for _, name := range names {
-			if attachpoint.Glob.MatchFunction(p.fn, name) {
-				lines = append(lines, p.kind+":"+t.display+":"+name)
+			if attachpoint.Glob.MatchFunction(p.Func, name) {
+				lines = append(lines, p.Kind.String()+":"+t.display+":"+name)
 			}
 		}
 	}

@@ -102,13 +102,16 @@ func TestSplitOffset(t *testing.T) {
 	}
 }
 
-// FuzzParse checks that any attach point parses without a panic, and that
-// a well-formed one gives fields that Split also finds.
+// FuzzParse checks that any attach point or -l pattern parses without a
+// panic, and that a well-formed attach point gives fields that Split also
+// finds.
 func FuzzParse(f *testing.F) {
 	for _, s := range []string{"usdt:./b:net:x", `u:"a:b":0x10`, "interval:s:$1", "i:ms:", "p:hz:99", `k:"`, ":::"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, raw string) {
+		ParsePattern(raw, true)
+		ParsePattern(raw, false)
 		p, errs := Parse(raw)
 		if len(errs) > 0 {
 			return
@@ -121,4 +124,43 @@ func FuzzParse(f *testing.F) {
 			t.Errorf("Parse(%q) = %s", raw, fmt.Sprintf("%+v", p))
 		}
 	})
+}
+
+func TestParsePattern(t *testing.T) {
+	for _, tc := range []struct {
+		s       string
+		withPID bool
+		want    []Point
+		err     string
+	}{
+		{"usdt:/bin/x:*", false, []Point{{Kind: USDT, Target: "/bin/x", Provider: "*", Func: "*"}}, ""},
+		{"U:/bin/x::n", false, []Point{{Kind: USDT, Target: "/bin/x", Provider: "*", Func: "n"}}, ""},
+		{"usdt:n", true, []Point{{Kind: USDT, Target: "*", Provider: "*", Func: "n"}}, ""},
+		{"usdt::p:n", false, nil, "usdt probe must have a target file"},
+		{"usdt:/bin/x:p:", false, nil, "usdt probe must have a target function or wildcard"},
+		{"usdt:a", false, nil, "usdt probe type requires 2 or 3 arguments"},
+		{"u:/bin/x:Py_Main+4", false, []Point{{Kind: Uprobe, Target: "/bin/x", Func: "Py_Main"}}, ""},
+		{"ur:/bin/x:Py_Main+4", false, nil, "Offset not allowed"},
+		{"uprobe:main", true, []Point{{Kind: Uprobe, Func: "main"}}, ""},
+		{"uprobe:main", false, nil, "uprobe probe type requires 2 arguments"},
+		{"uprobe::main", false, nil, "uprobe should have a target"},
+		{"uprobe:/bin/x:", false, nil, "uprobe should be attached to a function and/or address"},
+		{"uprobe:/bin/x:0x10", false, nil, "0x10 is an address: -l lists functions by name"},
+		{"*:/bin/x:*", false, []Point{{Kind: Uprobe, Target: "/bin/x", Func: "*"}, {Kind: USDT, Target: "/bin/x", Provider: "*", Func: "*"}}, ""},
+		{"*:/bin/x:p:n", false, []Point{{Kind: USDT, Target: "/bin/x", Provider: "p", Func: "n"}}, ""},
+		{"*", true, []Point{{Kind: Uprobe, Func: "*"}, {Kind: USDT, Target: "*", Provider: "*", Func: "*"}}, ""},
+		{"*", false, nil, "'*' names no probe that gotrace lists: they are 'uprobe:FILE:FUNCTION' and 'usdt:FILE:[PROVIDER:]NAME', or with -p PID 'uprobe:FUNCTION' and 'usdt:NAME'; gotrace has no kernel probes"},
+		{"k*:x", false, nil, "No probe type matched for k*: gotrace -l lists uprobe, uretprobe and usdt probes, and a wildcard stands for uprobe and usdt"},
+		{"kprobe:x", false, nil, "probe type 'kprobe' is not listed: gotrace -l lists uprobe, uretprobe and usdt probes"},
+		{`usdt:"a`, false, nil, "unterminated quote"},
+	} {
+		got, err := ParsePattern(tc.s, tc.withPID)
+		msg := ""
+		if err != nil {
+			msg = err.Error()
+		}
+		if !slices.Equal(got, tc.want) || msg != tc.err {
+			t.Errorf("ParsePattern(%q, %v) = %+v, %q; want %+v, %q", tc.s, tc.withPID, got, msg, tc.want, tc.err)
+		}
+	}
 }
