@@ -3,8 +3,8 @@ package codegen
 import (
 	"go/constant"
 
+	"github.com/gotrace/gotrace/internal/printf"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/printf"
 )
 
 // Typed AST builders for tests that do not go through the checker.

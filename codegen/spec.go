@@ -12,8 +12,8 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/internal/printf"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/printf"
 	"github.com/gotrace/gotrace/usdt"
 )
 

@@ -12,8 +12,8 @@ import (
 	"go/constant"
 	"sort"
 
+	"github.com/gotrace/gotrace/internal/printf"
 	"github.com/gotrace/gotrace/lang/attachpoint"
-	"github.com/gotrace/gotrace/printf"
 )
 
 // Pos is a position in a script: 1-based line and 1-based byte column.

@@ -11,8 +11,8 @@ import (
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gotrace/gotrace/internal/printf"
 	"github.com/gotrace/gotrace/internal/ptregs"
-	"github.com/gotrace/gotrace/printf"
 )
 
 // call checks a function call used as u.

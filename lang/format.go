@@ -3,7 +3,7 @@ package lang
 import (
 	"fmt"
 
-	"github.com/gotrace/gotrace/printf"
+	"github.com/gotrace/gotrace/internal/printf"
 )
 
 // The checker parses printf formats with package printf and matches each

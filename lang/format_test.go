@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/gotrace/gotrace/printf"
+	"github.com/gotrace/gotrace/internal/printf"
 )
 
 func TestFormatVerbMismatch(t *testing.T) {

@@ -7,7 +7,7 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/codegen/layout"
-	"github.com/gotrace/gotrace/printf"
+	"github.com/gotrace/gotrace/internal/printf"
 )
 
 func benchMap(n int) *Map {

@@ -16,8 +16,8 @@ import (
 	"github.com/rogpeppe/go-internal/txtar"
 
 	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/internal/printf"
 	"github.com/gotrace/gotrace/internal/testenv"
-	"github.com/gotrace/gotrace/printf"
 )
 
 // The golden files in testdata/*.txtar each hold:

@@ -10,7 +10,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/gotrace/gotrace/codegen/layout"
-	"github.com/gotrace/gotrace/printf"
+	"github.com/gotrace/gotrace/internal/printf"
 )
 
 func render(t *testing.T, f Format, do func(w *Writer) error) string {

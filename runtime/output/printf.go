@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"strconv"
 
-	"github.com/gotrace/gotrace/printf"
+	"github.com/gotrace/gotrace/internal/printf"
 )
 
 // ErrArgs reports printf arguments that do not fit the format: too few, too

@@ -8,7 +8,7 @@ import (
 	"strings"
 
 	"github.com/gotrace/gotrace/codegen/layout"
-	"github.com/gotrace/gotrace/printf"
+	"github.com/gotrace/gotrace/internal/printf"
 )
 
 // Format is an output format: bpftrace's -f option.
