@@ -87,6 +87,12 @@ if ! bpftrace --version | grep -q 'v0\.17\.'; then
 	echo "hack/setup.sh: warning: $(bpftrace --version) is not bpftrace 0.17; differential tests compare against it anyway" >&2
 fi
 
+# Tracepoints need tracefs and this kind of machine does not mount it at
+# boot; debugfs holds the older path to it. Mounted here so that no test
+# depends on whether something else mounted them.
+mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
+mountpoint -q /sys/kernel/debug || mount -t debugfs nodev /sys/kernel/debug
+
 # Fetch module dependencies once so the tests do not each hit the network.
 cd "$(dirname "$0")/.."
 go mod download
