@@ -31,72 +31,45 @@ func (fakeHost) ObjectSymbol(path, name string) (addr, size uint64, err error) {
 	return 0x4000, 4, nil
 }
 
-// TestCompileOpensNoFile compiles every script of the repository (the
-// fixture's scripts, the user scripts and the differential ones) on a
-// thread that Landlock forbids to read any file, and wants the same
-// programs as on a thread that may: the code generator works from the
-// checked program alone (design.md: the Spec is host-independent; uaddr()
-// reads lang.Program.Symbols, which the checker filled through the Host).
+// TestCompileOpensNoFile parses, resolves, checks and compiles every
+// script of the repository (the fixture's scripts, the user scripts and
+// the differential ones) on a thread that Landlock forbids to read any
+// file, and wants the same programs as on a thread that may: lang asks
+// its Host for what it needs of the machine, and the code generator works
+// from the checked program alone (design.md: the Spec is host-independent;
+// uaddr() reads lang.Program.Symbols, which the checker filled through the
+// Host).
 func TestCompileOpensNoFile(t *testing.T) {
-	var scripts []string
+	var paths []string
 	for _, dir := range []string{"../testdata/scripts", "../scripts", "../testdata/diff"} {
 		m, err := filepath.Glob(filepath.Join(dir, "*.bt"))
 		if err != nil {
 			t.Fatal(err)
 		}
-		scripts = append(scripts, m...)
+		paths = append(paths, m...)
 	}
 	probes, err := usdt.ReadFile(fixture.Build(t, "bitcoind"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	type job struct {
-		name    string
-		p       *lang.Program
-		opts    Options
-		listing string
+	type script struct {
+		path, src, listing string
 	}
-	var jobs []job
-	for _, script := range scripts {
-		src, err := os.ReadFile(script)
+	var scripts []script
+	for _, path := range paths {
+		src, err := os.ReadFile(path)
 		if err != nil {
 			t.Fatal(err)
 		}
-		p, err := lang.Parse(filepath.Base(script), string(src))
-		if err != nil {
-			t.Fatal(err)
+		// Scripts that show bpftrace's diagnostics, and scripts for other
+		// variants of the fixture, do not compile here: what compiles
+		// with files must compile without.
+		if listing, err := compileWithoutFiles(path, string(src), probes); err == nil {
+			scripts = append(scripts, script{path, string(src), listing})
 		}
-		params := []string{"1", "100", "5"}
-		cfg := lang.Config{Params: params, Host: fakeHost{}}
-		if lang.Resolve(p, cfg) != nil || lang.Check(p, cfg) != nil {
-			// A script that shows bpftrace's diagnostics.
-			continue
-		}
-		opts := Options{Params: params, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
-		for _, pr := range p.Probes {
-			for _, ap := range pr.Attach {
-				for _, pr := range probes {
-					if ap.Kind == lang.ProbeUSDT && pr.Name == ap.Func && (ap.Provider == "" || pr.Provider == ap.Provider) {
-						// Named as the script names the file, as the
-						// runtime does.
-						pr.Path = ap.Target
-						opts.USDT[ap] = append(opts.USDT[ap], &pr)
-					}
-				}
-			}
-		}
-		// Scripts for other variants of the fixture may not compile
-		// against this one: what compiles here must compile there.
-		spec, err := Compile(p, opts)
-		if err != nil {
-			continue
-		}
-		var b bytes.Buffer
-		spec.WriteListing(&b)
-		jobs = append(jobs, job{script, p, opts, b.String()})
 	}
-	if len(jobs) < len(scripts)/2 || !slices.ContainsFunc(jobs, func(j job) bool { return strings.HasSuffix(j.name, "/uaddr.bt") }) {
-		t.Fatalf("only %d of %d scripts compile, uaddr.bt among them or not", len(jobs), len(scripts))
+	if len(scripts) < len(paths)/2 || !slices.ContainsFunc(scripts, func(s script) bool { return strings.HasSuffix(s.path, "/uaddr.bt") }) {
+		t.Fatalf("only %d of %d scripts compile, uaddr.bt among them or not", len(scripts), len(paths))
 	}
 
 	errc := make(chan error, 1)
@@ -113,16 +86,13 @@ func TestCompileOpensNoFile(t *testing.T) {
 			return
 		}
 		var failed []string
-		for _, j := range jobs {
-			spec, err := Compile(j.p, j.opts)
-			if err != nil {
-				failed = append(failed, fmt.Sprintf("%s: %v", j.name, err))
-				continue
-			}
-			var b bytes.Buffer
-			spec.WriteListing(&b)
-			if b.String() != j.listing {
-				failed = append(failed, j.name+": other programs without files")
+		for _, s := range scripts {
+			listing, err := compileWithoutFiles(s.path, s.src, probes)
+			switch {
+			case err != nil:
+				failed = append(failed, fmt.Sprintf("%s: %v", s.path, err))
+			case listing != s.listing:
+				failed = append(failed, s.path+": other programs without files")
 			}
 		}
 		if len(failed) > 0 {
@@ -136,6 +106,44 @@ func TestCompileOpensNoFile(t *testing.T) {
 	} else if err != nil {
 		t.Error(err)
 	}
+}
+
+// compileWithoutFiles parses, resolves, checks and compiles the script
+// src at path with fakeHost, its usdt probes taken from probes, and
+// returns the listing of its programs.
+func compileWithoutFiles(path, src string, probes []usdt.Probe) (string, error) {
+	p, err := lang.Parse(filepath.Base(path), src)
+	if err != nil {
+		return "", err
+	}
+	params := []string{"1", "100", "5"}
+	cfg := lang.Config{Params: params, Host: fakeHost{}}
+	if err := lang.Resolve(p, cfg); err != nil {
+		return "", err
+	}
+	if err := lang.Check(p, cfg); err != nil {
+		return "", err
+	}
+	opts := Options{Params: params, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			for _, up := range probes {
+				if ap.Kind == lang.ProbeUSDT && up.Name == ap.Func && (ap.Provider == "" || up.Provider == ap.Provider) {
+					// Named as the script names the file, as the runtime
+					// does.
+					up.Path = ap.Target
+					opts.USDT[ap] = append(opts.USDT[ap], &up)
+				}
+			}
+		}
+	}
+	spec, err := Compile(p, opts)
+	if err != nil {
+		return "", err
+	}
+	var b bytes.Buffer
+	spec.WriteListing(&b)
+	return b.String(), nil
 }
 
 // errNoLandlock is denyFileReads' error where the kernel has no Landlock.
