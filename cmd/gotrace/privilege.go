@@ -105,11 +105,14 @@ func createAsUser(name string) (*os.File, error) {
 // more than the process has: loading programs without CAP_BPF and
 // CAP_PERFMON (and naming how to get them), and for an elevated user,
 // what would hand the privileges on (--unsafe's system() and cat(), a -c
-// command started by a set-uid gotrace).
+// command started by a set-uid gotrace or as another user).
 func checkPrivileges(f *flags, args []string) error {
 	if elevated() {
 		if f.unsafe {
 			return errors.New("--unsafe is refused when gotrace runs with privileges for a user who is not root: system() and cat() would use them")
+		}
+		if f.user != "" {
+			return errors.New("--user is refused when gotrace runs with privileges for a user who is not root: the command runs as you")
 		}
 		if p := privileges(); f.command != "" && p.EUID != p.UID {
 			return errors.New("-c is refused when gotrace is set-uid for a user who is not root: the command would run as the file's owner; start it yourself and use -p PID")
