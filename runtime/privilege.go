@@ -100,7 +100,7 @@ func (p Privileges) missing(uprobes bool) []string {
 // when nothing is. Without CAP_SYS_ADMIN it tries a uprobe to find out.
 // exe is the path of the gotrace binary, for setcap.
 func (p Privileges) Check(uprobes bool, exe string) error {
-	how := fmt.Sprintf("run it as root (sudo), or give the binary these capabilities: sudo setcap cap_bpf,cap_perfmon,cap_sys_admin+ep %s (CAP_SYS_ADMIN for uprobes and usdt probes, which kernels such as this one open only with it)", exe)
+	how := fmt.Sprintf("run it as root (sudo), or give the binary these capabilities: sudo setcap cap_bpf,cap_perfmon,cap_sys_admin+ep %s (CAP_SYS_ADMIN for uprobes and usdt probes, which some kernels open only with it; gotrace --info says whether this one does)", exe)
 	if !p.CanLoad() {
 		return fmt.Errorf("gotrace needs privileges to load eBPF programs, and this process (uid %d) lacks %s: %s", p.EUID, strings.Join(p.missing(false), " and "), how)
 	}
