@@ -358,15 +358,9 @@ func (f *File) FunctionSymbols() ([]elf.Symbol, error) {
 			}
 		}
 	}
-	var plain []elf.Symbol
-	for _, s := range list {
-		if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
-			plain = append(plain, s)
-		}
-	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.functions, f.functionList, f.plainList = part{read: true, err: err}, list, plain
+	f.functions, f.functionList = part{read: true, err: err}, list
 	return list, err
 }
 
@@ -375,11 +369,20 @@ func (f *File) FunctionSymbols() ([]elf.Symbol, error) {
 // dynamic loader calls once to choose an implementation. The slice is
 // shared: callers must not modify it.
 func (f *File) PlainFunctions() ([]elf.Symbol, error) {
-	if _, err := f.FunctionSymbols(); err != nil {
+	list, err := f.FunctionSymbols()
+	if err != nil {
 		return nil, err
 	}
 	f.mu.Lock()
 	defer f.mu.Unlock()
+	if f.plainList == nil {
+		f.plainList = []elf.Symbol{}
+		for _, s := range list {
+			if elf.ST_TYPE(s.Info) == elf.STT_FUNC {
+				f.plainList = append(f.plainList, s)
+			}
+		}
+	}
 	return f.plainList, nil
 }
 
