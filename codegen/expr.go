@@ -49,6 +49,11 @@ func (f *fn) intExpr(e lang.Expr) error {
 		return f.index(e)
 	case *lang.Call:
 		return f.intCall(e)
+	case *lang.BlockExpr:
+		if err := f.stmts(e.Stmts); err != nil {
+			return err
+		}
+		return f.intExpr(e.Value)
 	}
 	return f.c.errorf(e, "%s is not an integer", lang.TypeOf(e))
 }
@@ -561,6 +566,11 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		}
 		f.place(end)
 		return nil
+	case *lang.BlockExpr:
+		if err := f.stmts(e.Stmts); err != nil {
+			return err
+		}
+		return f.valueInto(e.Value, off)
 	case *lang.Tuple:
 		fields, _ := Layout(t.Elems...)
 		for i, el := range e.Elems {

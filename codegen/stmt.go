@@ -188,7 +188,12 @@ func widen(a, b lang.Type) lang.Type {
 
 // block lowers the statements of b.
 func (f *fn) block(b *lang.Block) error {
-	for _, s := range b.Stmts {
+	return f.stmts(b.Stmts)
+}
+
+// stmts lowers statements in order.
+func (f *fn) stmts(ss []lang.Stmt) error {
+	for _, s := range ss {
 		if err := f.stmt(s); err != nil {
 			return err
 		}
@@ -227,8 +232,17 @@ func (f *fn) stmt(s lang.Stmt) error {
 
 // exprStmt lowers an expression whose value is dropped.
 func (f *fn) exprStmt(e lang.Expr) error {
-	if call, ok := e.(*lang.Call); ok {
-		return f.callStmt(call)
+	switch e := e.(type) {
+	case *lang.Call:
+		return f.callStmt(e)
+	case *lang.BlockExpr:
+		if err := f.stmts(e.Stmts); err != nil {
+			return err
+		}
+		if e.Value == nil {
+			return nil
+		}
+		return f.exprStmt(e.Value)
 	}
 	t := lang.TypeOf(e)
 	if isScalar(t) {
@@ -455,5 +469,12 @@ func inspect(n lang.Node, visit func(lang.Node)) {
 	case *lang.IndexExpr:
 		inspect(n.X, visit)
 		inspect(n.Index, visit)
+	case *lang.BlockExpr:
+		for _, s := range n.Stmts {
+			inspect(s, visit)
+		}
+		if n.Value != nil {
+			inspect(n.Value, visit)
+		}
 	}
 }

@@ -215,6 +215,9 @@ type Stmt interface {
 type Block struct {
 	Loc   Span
 	Stmts []Stmt
+	// Bare says that no ";" follows the last statement: in a macro's
+	// body, an expression statement there is the macro's value.
+	Bare bool
 }
 
 // ExprStmt is an expression used as a statement, usually a call.
@@ -433,6 +436,15 @@ type FieldAccess struct {
 	Index int
 	Field string
 	Arrow bool
+}
+
+// BlockExpr is `{ Stmts; Value }`: the statements run, then Value is
+// the expression's value (a void call or nil for none). A macro call
+// becomes one (macrodef.go).
+type BlockExpr struct {
+	ExprBase
+	Stmts []Stmt
+	Value Expr
 }
 
 // IndexExpr is `X[I]` on a pointer or array (maps use MapExpr).

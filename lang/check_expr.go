@@ -57,6 +57,14 @@ func (c *checker) exprType(e Expr, u use) Type {
 		return c.field(e)
 	case *IndexExpr:
 		return c.index(e)
+	case *BlockExpr:
+		for _, s := range e.Stmts {
+			c.stmt(s)
+		}
+		if e.Value == nil {
+			return Type{Kind: KindVoid}
+		}
+		return c.expr(e.Value, u)
 	}
 	return Type{}
 }

@@ -82,6 +82,12 @@ type parser struct {
 	// struct fields.
 	structs     map[string]*StructDef
 	structAlign map[string]int
+	// macros are the macro definitions, by macroKey.
+	macros map[string]*macroDef
+	// enumValues are the enumerators of the script's enums, and enums
+	// the names of its named enums (enumdef.go).
+	enumValues map[string]int64
+	enums      map[string]bool
 }
 
 // parse fills prog with the script's items and returns the first syntax
@@ -101,6 +107,14 @@ func (p *parser) parse(prog *Program) (err *Error) {
 			prog.Structs = append(prog.Structs, p.structDef())
 			continue
 		}
+		if p.is("macro") && p.peek(1).Type == tokIdent {
+			p.macroDef()
+			continue
+		}
+		if p.is("enum") && (p.peek(1).Type == tokIdent || p.peek(1).Value == "{") {
+			p.enumDef()
+			continue
+		}
 		pr := p.probe()
 		for _, ap := range pr.Attach {
 			if ap.Raw == "begin" || ap.Raw == "end" {
@@ -109,6 +123,8 @@ func (p *parser) parse(prog *Program) (err *Error) {
 		}
 		prog.Probes = append(prog.Probes, pr)
 	}
+	p.expandMacros(prog)
+	p.replaceEnumValues(prog)
 	return nil
 }
 
@@ -375,6 +391,7 @@ func (p *parser) block() *Block {
 		}
 		b.Stmts = append(b.Stmts, s)
 		if p.is("}") {
+			b.Bare = true
 			break
 		}
 		p.expect(";", expectStmt)
@@ -566,7 +583,7 @@ func (p *parser) isCast() bool {
 		return false
 	}
 	name := p.peek(1).Value
-	if _, ok := castIntTypes[name]; ok || name == "struct" {
+	if _, ok := castIntTypes[name]; ok || name == "struct" || name == "enum" && p.peek(2).Type == tokIdent {
 		return true
 	}
 	n := 2
@@ -594,6 +611,13 @@ func (p *parser) cast() *Cast {
 		p.next()
 		e.TypeName = "struct " + p.tok().Value
 		e.To = Type{Kind: KindStruct, Struct: p.tok().Value}
+	} else if p.is("enum") {
+		// An enum's values are C ints, which bpftrace widens to 64 bits.
+		p.next()
+		if !p.enums[p.tok().Value] {
+			p.errorf(tokSpan(p.tok()), "Unknown enum: %s", p.tok().Value)
+		}
+		e.TypeName, e.To = "enum "+p.tok().Value, Int64
 	} else if it, ok := castIntTypes[p.tok().Value]; ok {
 		e.TypeName, e.To = p.tok().Value, it
 	} else {
@@ -730,6 +754,9 @@ func (p *parser) primary() (Expr, bool) {
 		// reports the unknown ones.
 		return &Builtin{ExprBase: ExprBase{Loc: loc}, Name: t.Value}, false
 	case tokPunct:
+		if t.Value == "{" {
+			return blockExpr(p.block()), false
+		}
 		if t.Value == "(" {
 			p.next()
 			xs := p.list(")", expectArgs)
@@ -746,6 +773,19 @@ func (p *parser) primary() (Expr, bool) {
 	}
 	p.fail(expectNothing)
 	return nil, false
+}
+
+// blockExpr makes a block expression of b: an expression statement
+// without ";" after it at the end is its value.
+func blockExpr(b *Block) *BlockExpr {
+	e := &BlockExpr{Stmts: b.Stmts}
+	e.Loc = b.Loc
+	if n := len(b.Stmts); n > 0 && b.Bare {
+		if x, ok := b.Stmts[n-1].(*ExprStmt); ok {
+			e.Stmts, e.Value = b.Stmts[:n-1], x.X
+		}
+	}
+	return e
 }
 
 // list parses "expr (, expr)* close".

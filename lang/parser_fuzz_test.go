@@ -103,6 +103,9 @@ func blockSource(blk *Block) string {
 func stmtSource(s Stmt) string {
 	switch s := s.(type) {
 	case *ExprStmt:
+		if _, ok := s.X.(*BlockExpr); ok {
+			return "(" + exprSource(s.X, precTernary) + ");" // "{" starts no statement
+		}
 		return exprSource(s.X, precTernary) + ";"
 	case *AssignStmt:
 		return exprSource(s.LHS, precTernary) + " " + s.Op + " " + exprSource(s.RHS, precTernary) + ";"
@@ -205,6 +208,16 @@ func exprText(e Expr) (string, int) {
 			x = "(" + x + ")" // a map's "[" takes keys
 		}
 		return x + "[" + exprSource(e.Index, precTernary) + "]", precPostfix
+	case *BlockExpr:
+		var b strings.Builder
+		b.WriteString("{")
+		for _, s := range e.Stmts {
+			b.WriteString(" " + stmtSource(s))
+		}
+		if e.Value != nil {
+			b.WriteString(" " + exprSource(e.Value, precTernary))
+		}
+		return b.String() + " }", precPrimary
 	}
 	return fmt.Sprintf("?%T", e), precPrimary
 }

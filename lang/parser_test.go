@@ -443,9 +443,12 @@ func TestParseSpans(t *testing.T) {
 
 // TestParseErrorScripts parses every testdata/parse/*.bt; each holds a
 // mistake and, on its first line, the first line of bpftrace 0.17's
-// diagnostic for it.
+// diagnostic for it. The scripts of testdata/parse/newer hold mistakes in
+// forms 0.17 does not have, with gotrace's diagnostic.
 func TestParseErrorScripts(t *testing.T) {
 	files, err := filepath.Glob("testdata/parse/*.bt")
+	newer, _ := filepath.Glob("testdata/parse/newer/*.bt")
+	files = append(files, newer...)
 	if err != nil || len(files) == 0 {
 		t.Fatalf("no test scripts: %v", err)
 	}

@@ -180,6 +180,12 @@ func (d *dumper) expr(depth int, e Expr) {
 	case *IndexExpr:
 		typed("[]")
 		d.exprs(depth+1, e.X, e.Index)
+	case *BlockExpr:
+		typed("block")
+		d.stmts(depth+1, e.Stmts)
+		if e.Value != nil {
+			d.expr(depth+1, e.Value)
+		}
 	default:
 		d.line(depth, "?expr %T", e)
 	}

@@ -1,0 +1,98 @@
+package lang
+
+import "math"
+
+// This file reads C enum definitions at the top level of a script,
+// `enum [NAME] { A [= N], B, ... };`, as bpftrace does (0.17 through its
+// clang parser): each enumerator becomes an integer constant, and
+// `(enum NAME)x` casts to the enum's integer type. Like C, an enumerator
+// without a value is one more than the one before it, the first 0.
+
+// enumDef parses an enum definition and records its enumerators.
+func (p *parser) enumDef() {
+	p.next()
+	name := ""
+	if p.tok().Type == tokIdent {
+		name = p.tok().Value
+		p.next()
+	}
+	p.expect("{", "{")
+	if p.enumValues == nil {
+		p.enumValues, p.enums = map[string]int64{}, map[string]bool{}
+	}
+	if name != "" {
+		p.enums[name] = true
+	}
+	next := int64(0)
+	for !p.is("}") {
+		t := p.tok()
+		if t.Type != tokIdent {
+			p.fail("identifier")
+		}
+		p.next()
+		if p.is("=") {
+			p.next()
+			neg := false
+			if p.is("-") {
+				neg = true
+				p.next()
+			}
+			v := p.tok()
+			if v.Type != tokInt {
+				p.fail("integer")
+			}
+			p.next()
+			n, _ := parseInt(v.Value) // validated by the lexer
+			switch {
+			case n > math.MaxInt64 && !(neg && n == 1<<63):
+				p.errorf(tokSpan(v), "enum value %s is out of range", v.Value)
+			case neg:
+				next = -int64(n)
+			default:
+				next = int64(n)
+			}
+		}
+		if _, dup := p.enumValues[t.Value]; dup {
+			p.errorf(tokSpan(t), "redefinition of enumerator '%s'", t.Value)
+		}
+		p.enumValues[t.Value] = next
+		next++
+		if !p.is("}") {
+			p.expect(",", `} or ","`)
+		}
+	}
+	p.next()
+	if p.is(";") {
+		p.next()
+	}
+}
+
+// replaceEnumValues makes every identifier that names an enumerator an
+// integer literal of its value.
+func (p *parser) replaceEnumValues(prog *Program) {
+	if len(p.enumValues) == 0 {
+		return
+	}
+	lit := func(e Expr) Expr {
+		b, ok := e.(*Builtin)
+		if !ok {
+			return e
+		}
+		v, ok := p.enumValues[b.Name]
+		if !ok {
+			return e
+		}
+		if v < 0 {
+			u := &Unary{Op: "-", OpLoc: b.Loc, X: &IntLit{ExprBase: ExprBase{Loc: b.Loc}, Value: uint64(-v)}}
+			u.Loc = b.Loc
+			return u
+		}
+		return &IntLit{ExprBase: ExprBase{Loc: b.Loc}, Value: uint64(v)}
+	}
+	for _, pr := range prog.Probes {
+		if pr.Pred != nil {
+			pr.Pred = mapExpr(pr.Pred, lit)
+		}
+		pr.Body = mapStmt(pr.Body, lit).(*Block)
+	}
+}
