@@ -838,19 +838,34 @@ func (f *fn) buf(e *lang.Call, off int) error {
 	)
 	f.place(ok)
 	f.emit(asm.StoreMem(regScratch, int16(off), asm.R0, asm.DWord))
-	if err := f.intExpr(e.Args[0]); err != nil {
-		return err
+	read := asm.FnProbeReadUser
+	if st := lang.TypeOf(e.Args[0]); st.Kind == lang.KindString {
+		// A string's bytes are copied from the scratch area, as 0.17
+		// copies them from where it keeps the string; past its end
+		// they are zeros, as in 0.17's zero-filled string buffers.
+		size := max(sizeOf(st), align8(t.Size))
+		tmp := f.alloc(size)
+		if err := f.valueInto(e.Args[0], tmp); err != nil {
+			return err
+		}
+		f.zero(regScratch, tmp+sizeOf(st), size-sizeOf(st))
+		f.scratchPtr(asm.R3, tmp)
+		read = asm.FnProbeReadKernel
+	} else {
+		if err := f.intExpr(e.Args[0]); err != nil {
+			return err
+		}
+		f.emit(asm.Mov.Reg(asm.R3, asm.R0))
 	}
 	ok2 := f.label("buflen")
 	f.emit(
-		asm.Mov.Reg(asm.R3, asm.R0),
 		asm.LoadMem(asm.R2, regScratch, int16(off), asm.DWord),
 		asm.JLE.Imm(asm.R2, int32(t.Size), ok2),
 		asm.Mov.Imm(asm.R2, int32(t.Size)),
 	)
 	f.place(ok2)
 	f.scratchPtr(asm.R1, off+8)
-	f.emit(asm.FnProbeReadUser.Call())
+	f.emit(read.Call())
 	return nil
 }
 
@@ -1068,10 +1083,43 @@ func (f *fn) sizeofType(n lang.Node, t lang.Type) (int, error) {
 			return sd.Size, nil
 		}
 	case lang.KindTuple:
+		if size, _, ok := cLayout(t); ok {
+			return size, nil
+		}
 		return sizeOf(t), nil
 	}
 	return 0, f.c.errorf(n, "sizeof(%s): %w", t, ErrUnsupported)
 }
+
+// cLayout returns the size and alignment of a value of type t laid out as
+// C lays it out, which is what bpftrace 0.17's sizeof() gives for a tuple
+// (a struct of its elements: sizeof(((int8)1, (int16)1, (int32)1)) is 8);
+// ok is false for a type it does not cover, whose scratch size serves.
+func cLayout(t lang.Type) (size, align int, ok bool) {
+	switch t.Kind {
+	case lang.KindInt:
+		return t.Size, t.Size, true
+	case lang.KindPointer:
+		return 8, 8, true
+	case lang.KindString:
+		return t.Size, 1, true
+	case lang.KindTuple:
+		align = 1
+		for _, e := range t.Elems {
+			s, a, ok := cLayout(e)
+			if !ok {
+				return 0, 0, false
+			}
+			size = alignUp(size, a) + s
+			align = max(align, a)
+		}
+		return alignUp(size, align), align, true
+	}
+	return 0, 0, false
+}
+
+// alignUp rounds n up to a multiple of align.
+func alignUp(n, align int) int { return (n + align - 1) / align * align }
 
 // reg lowers reg("name"): a register of the probed thread.
 func (f *fn) reg(e *lang.Call) error {
