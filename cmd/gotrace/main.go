@@ -253,10 +253,9 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		parsed, _ = lang.Parse(file, src)
 	}
 	if err == nil {
-		err = lang.Resolve(prog, cfg)
-	}
-	if err == nil {
-		err = lang.Check(prog, cfg)
+		// As in bpftrace, a target that cannot be resolved does not keep
+		// the checker from reporting the script's other errors.
+		err = joinDiagnostics(lang.Resolve(prog, cfg), lang.Check(prog, cfg))
 	}
 	if err != nil {
 		return diagnose(err)
@@ -339,6 +338,24 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		return diagnose(err)
 	}
 	return 0, nil
+}
+
+// joinDiagnostics returns the diagnostics of first and then, when both
+// are diagnostics, those of second; an error that is not diagnostics
+// (a bad setting) wins.
+func joinDiagnostics(first, second error) error {
+	var a, b lang.ErrorList
+	switch {
+	case first == nil:
+		return second
+	case second == nil:
+		return first
+	case !errors.As(second, &b):
+		return second
+	case !errors.As(first, &a):
+		return first
+	}
+	return append(a, b...)
 }
 
 // debugHeader prints a stage's title as bpftrace's -d does.
