@@ -136,8 +136,10 @@ func (c *child) release() error {
 }
 
 // terminate ends a child that is held at the gate or still running when
-// the trace ends, as bpftrace does: SIGTERM, then SIGKILL after grace. It
-// waits for the child to be gone.
+// the trace ends, as bpftrace does: SIGTERM, then SIGKILL after grace. The
+// processes it started get the same signals, as a shell that runs
+// ./bitcoind without exec would leave it running. It waits for the child
+// to be gone.
 func (c *child) terminate(grace time.Duration) {
 	c.gate.Close()
 	select {
@@ -145,13 +147,20 @@ func (c *child) terminate(grace time.Duration) {
 		return
 	default:
 	}
-	c.cmd.Process.Signal(syscall.SIGTERM)
+	tree := descendants(c.PID)
+	signal := func(sig syscall.Signal) {
+		c.cmd.Process.Signal(sig)
+		for _, pid := range tree {
+			syscall.Kill(pid, sig)
+		}
+	}
+	signal(syscall.SIGTERM)
 	select {
 	case <-c.done:
 		return
 	case <-time.After(grace):
 	}
-	c.cmd.Process.Kill()
+	signal(syscall.SIGKILL)
 	<-c.done
 }
 

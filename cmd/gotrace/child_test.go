@@ -36,11 +36,11 @@ type tracerRun struct {
 	child int
 }
 
-// startTracer starts gotrace with args and cpidScript, its standard output
-// a pipe, and reads the -c command's PID from the script's first line.
-func startTracer(t *testing.T, gotrace string, args ...string) *tracerRun {
+// startTracer starts gotrace with args and script, which prints cpid
+// first, its standard output a pipe, and reads the -c command's PID.
+func startTracer(t *testing.T, gotrace, script string, args ...string) *tracerRun {
 	t.Helper()
-	r := &tracerRun{cmd: exec.Command(gotrace, append(args, "-e", cpidScript)...), stderr: &strings.Builder{}}
+	r := &tracerRun{cmd: exec.Command(gotrace, append(args, "-e", script)...), stderr: &strings.Builder{}}
 	var err error
 	if r.pipe, err = r.cmd.StdoutPipe(); err != nil {
 		t.Fatal(err)
@@ -100,14 +100,14 @@ func TestChildDiesWithGotrace(t *testing.T) {
 	args := []string{"-q", "-c", "sleep 600"}
 
 	t.Run("SIGKILL", func(t *testing.T) {
-		r := startTracer(t, gotrace, args...)
+		r := startTracer(t, gotrace, cpidScript, args...)
 		r.cmd.Process.Kill()
 		r.cmd.Wait()
 		waitGone(t, "SIGKILL", r.child)
 	})
 
 	t.Run("stdout closed", func(t *testing.T) {
-		r := startTracer(t, gotrace, args...)
+		r := startTracer(t, gotrace, cpidScript, args...)
 		// What head -1 does after its line.
 		r.pipe.Close()
 		done := make(chan error, 1)
@@ -126,8 +126,25 @@ func TestChildDiesWithGotrace(t *testing.T) {
 		waitGone(t, "stdout closed", r.child)
 	})
 
+	t.Run("exit with a grandchild", func(t *testing.T) {
+		// sh runs sleep as its child, and does not pass SIGTERM on.
+		r := startTracer(t, gotrace, `BEGIN { printf("%d\n", cpid); } interval:ms:300 { exit(); }`, "-q", "-c", "sh -c 'sleep 600; true'")
+		var grandchild int
+		for end := time.Now().Add(10 * time.Second); grandchild == 0 && time.Now().Before(end); time.Sleep(10 * time.Millisecond) {
+			b, _ := os.ReadFile(fmt.Sprintf("/proc/%d/task/%d/children", r.child, r.child))
+			grandchild, _ = strconv.Atoi(strings.TrimSpace(string(b)))
+		}
+		if grandchild == 0 {
+			t.Fatal("sh started no sleep")
+		}
+		if err := r.cmd.Wait(); err != nil {
+			t.Errorf("gotrace: %v\n%s", err, r.stderr)
+		}
+		waitGone(t, "exit()", grandchild)
+	})
+
 	t.Run("SIGHUP", func(t *testing.T) {
-		r := startTracer(t, gotrace, args...)
+		r := startTracer(t, gotrace, cpidScript, args...)
 		if err := r.cmd.Process.Signal(syscall.SIGHUP); err != nil {
 			t.Fatal(err)
 		}
