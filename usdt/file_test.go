@@ -182,3 +182,32 @@ func TestOpenFileFIFO(t *testing.T) {
 		t.Errorf("OpenFile(FIFO) = %v, want an error saying it is not a regular file", err)
 	}
 }
+
+// FuzzFile reads every part of a File made of arbitrary bytes: none may
+// panic, and what it reads lies within the file.
+func FuzzFile(f *testing.F) {
+	f.Add(testELF{notes: noteBytes(0x401010, 0x402000, 0, "p", "n", "8@sym(%rip)"), baseAddr: 0x402000,
+		symbols: map[string]uint64{"sym": 0x403010}}.bytes())
+	f.Add(testELF{}.bytes())
+	f.Fuzz(func(t *testing.T, data []byte) {
+		file, err := newFile(bytes.NewReader(data), int64(len(data)), "fuzz")
+		if err != nil {
+			return
+		}
+		file.Probes()
+		file.FunctionSymbols()
+		file.PlainFunctions()
+		file.ObjectSymbol("sym")
+		file.Interpreter()
+		file.Libraries()
+		file.DebugFile()
+		for _, addr := range []uint64{textAddr, dataAddr, 0, ^uint64(0)} {
+			if code, err := file.ReadCode(addr, 64); err == nil && len(code) > len(data) {
+				t.Errorf("ReadCode(%#x) read %d bytes of a %d-byte file", addr, len(code), len(data))
+			}
+			if off, ok := file.Offset(addr, false); ok {
+				file.Address(off)
+			}
+		}
+	})
+}
