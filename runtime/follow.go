@@ -11,8 +11,14 @@ import (
 )
 
 // followPoll is how often the runtime looks for processes the -c command
-// started.
-const followPoll = 10 * time.Millisecond
+// started; after followQuiet polls without a new one, only every
+// followSlow-th poll looks, so that a long trace of a command that starts
+// nothing costs next to nothing.
+const (
+	followPoll  = 10 * time.Millisecond
+	followQuiet = 100
+	followSlow  = 10
+)
 
 // fileKey identifies a file by device and inode, as /proc/PID/maps does.
 type fileKey struct{ dev, ino uint64 }
@@ -35,12 +41,16 @@ type follower struct {
 	// rootMaps says the command was seen mapping a probe's file;
 	// started that it was seen with a descendant.
 	rootMaps, started bool
+	// seen are the descendants seen so far; quiet counts the polls since
+	// a new one, ticks the polls.
+	seen         map[int]bool
+	quiet, ticks int
 }
 
 // newFollower returns a follower of root's descendants for the locations
 // in files among sites, or nil when there is none.
 func newFollower(t *tracer, root int, sites []site) *follower {
-	f := &follower{t: t, root: root, groups: map[fileKey][]siteGroup{}, attached: map[int]bool{}}
+	f := &follower{t: t, root: root, groups: map[fileKey][]siteGroup{}, attached: map[int]bool{}, seen: map[int]bool{}}
 	_, groups := groupSites(sites)
 	for _, g := range groups {
 		var st syscall.Stat_t
@@ -64,11 +74,20 @@ func newFollower(t *tracer, root int, sites []site) *follower {
 // a probe's file. It returns false, ending the polling, on an error, which
 // ends the trace.
 func (f *follower) poll() bool {
+	f.ticks++
+	if f.quiet >= followQuiet && f.ticks%followSlow != 0 {
+		return true
+	}
+	f.quiet++
 	if !f.rootMaps {
 		f.rootMaps = f.mapsSite(mappedFiles(f.root))
 	}
 	for _, pid := range descendants(f.root) {
 		f.started = true
+		if !f.seen[pid] {
+			f.seen[pid] = true
+			f.quiet = 0
+		}
 		if f.attached[pid] {
 			continue
 		}
