@@ -334,15 +334,11 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 		name := fmt.Sprintf("profile:%s:%d", ap.Unit, ap.Freq)
 		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, att)
 	case lang.ProbeUprobe, lang.ProbeUretprobe:
-		prefix := "uprobe"
-		if ap.Kind == lang.ProbeUretprobe {
-			prefix = "uretprobe"
-		}
 		fn := ap.Func
 		if fn == "" {
 			fn = fmt.Sprintf("%#x", ap.Address)
 		}
-		t := &target{kind: ap.Kind, probeName: prefix + ":" + ap.Target + ":" + fn, path: ap.Target}
+		t := &target{kind: ap.Kind, probeName: ap.Kind.String() + ":" + ap.Target + ":" + fn, path: ap.Target}
 		return c.addProgram(probe, ap, t, Attachment{Kind: ap.Kind, Path: ap.Target, Symbol: ap.Func, Address: ap.Address})
 	case lang.ProbeUSDT:
 		probes := c.opts.USDT[ap]

@@ -299,15 +299,11 @@ func expandUprobes(p *lang.Program, files *usdt.Files) (map[*lang.AttachPoint][]
 // expandWildcard returns an attach point per symbol name that uprobe
 // attach point ap matched, each with suffix (an offset, +2) after the name.
 func expandWildcard(ap *lang.AttachPoint, names []string, suffix string) []*lang.AttachPoint {
-	prefix := "uprobe"
-	if ap.Kind == lang.ProbeUretprobe {
-		prefix = "uretprobe"
-	}
 	aps := []*lang.AttachPoint{}
 	for _, name := range names {
 		one := *ap
 		one.Func = name + suffix
-		one.Raw = prefix + ":" + ap.Target + ":" + one.Func
+		one.Raw = ap.Kind.String() + ":" + ap.Target + ":" + one.Func
 		aps = append(aps, &one)
 	}
 	return aps
