@@ -66,6 +66,8 @@ func (f *fn) binary(e *lang.Binary) error {
 		return f.logical(e)
 	case xt.Kind == lang.KindString || yt.Kind == lang.KindString:
 		return f.strCompare(e)
+	case xt.Kind == lang.KindBuf && yt.Kind == lang.KindBuf:
+		return f.bufCompare(e)
 	}
 	if err := f.intExpr(e.X); err != nil {
 		return err
@@ -210,6 +212,41 @@ func (f *fn) strCompare(e *lang.Binary) error {
 		return f.strEqual(e, e.X, e.Y, -1, 0, 1)
 	}
 	return f.strEqual(e, e.X, e.Y, -1, 1, 0)
+}
+
+// bufCompare lowers == and != on buffers: equal when their lengths and
+// their bytes are, as bpftrace 0.17 compares them. The bytes past a
+// buffer's length are zero, so comparing the capacity both have is
+// comparing the bytes of the length.
+func (f *fn) bufCompare(e *lang.Binary) error {
+	if e.Op != "==" && e.Op != "!=" {
+		return f.c.errorf(e, "operator %s on buffers: %w", e.Op, ErrUnsupported)
+	}
+	xt, yt := lang.TypeOf(e.X), lang.TypeOf(e.Y)
+	xo, yo := f.alloc(sizeOf(xt)), f.alloc(sizeOf(yt))
+	if err := f.valueInto(e.X, xo); err != nil {
+		return err
+	}
+	if err := f.valueInto(e.Y, yo); err != nil {
+		return err
+	}
+	ne, end := f.label("bufne"), f.label("bufend")
+	for i := 0; i < min(sizeOf(xt), sizeOf(yt)); i += 8 {
+		f.emit(
+			asm.LoadMem(asm.R1, regScratch, int16(xo+i), asm.DWord),
+			asm.LoadMem(asm.R2, regScratch, int16(yo+i), asm.DWord),
+			asm.JNE.Reg(asm.R1, asm.R2, ne),
+		)
+	}
+	eqVal, neVal := int32(1), int32(0)
+	if e.Op == "!=" {
+		eqVal, neVal = 0, 1
+	}
+	f.emit(asm.Mov.Imm(asm.R0, eqVal), asm.Ja.Label(end))
+	f.place(ne)
+	f.emit(asm.Mov.Imm(asm.R0, neVal))
+	f.place(end)
+	return nil
 }
 
 // strEqual sets R0 to eqVal when strings x and y are equal in their first
