@@ -65,10 +65,6 @@ func Cause(res *Result, workDir string) string {
 		return errorCause(msg, line, res.Test.Program(workDir))
 	}
 	switch {
-	case res.TimedOut:
-		// The engine checks the output of a test it stopped at its
-		// time-out too, so the output is what failed.
-		return "wrong output (stopped at its time-out)"
 	case strings.HasPrefix(res.Reason, "exit code"):
 		return "exit code"
 	case strings.Contains(res.Reason, "WILL_FAIL"):
@@ -76,8 +72,54 @@ func Cause(res *Result, workDir string) string {
 	case strings.Contains(res.Reason, "runner cannot"):
 		return "runner"
 	}
+	cause := "wrong output"
+	if res.Missed != nil {
+		cause = outputCause(*res.Missed, res.Test.Program(workDir))
+	}
+	if res.TimedOut {
+		// The engine checks the output of a test it stopped at its
+		// time-out too, so the output is what failed.
+		cause += " (stopped at its time-out)"
+	}
+	return cause
+}
+
+// outputKinds name what a missed expectation shows about the output that
+// was wanted: a pattern on the expectation's text, and its name.
+var outputKinds = []struct {
+	re   *regexp.Regexp
+	name string
+}{
+	{regexp.MustCompile(`^(?:true|false)$|[:(, ](?:true|false)\b`), "bool values printed true/false"},
+	{regexp.MustCompile(`^@\S*: 0x[0-9a-f]+$`), "pointers printed in hex"},
+	{regexp.MustCompile(`^Attached \d+ probe`), `"Attached N probes" (0.24's wording)`},
+	{regexp.MustCompile(`\bbpftrace\b`), "the tracer's own name (comm is bpftrace)"},
+	{regexp.MustCompile(`WARNING|ERROR|HINT`), "a diagnostic's wording"},
+	{regexp.MustCompile(`\{ \.count = `), "stats printed as { .count = ... } (0.24)"},
+}
+
+// outputCause names what was wrong with a test's output from the first
+// expectation it missed.
+func outputCause(e Expect, prog string) string {
+	switch e.Mode {
+	case modeFile:
+		return "text output differs (EXPECT_FILE)"
+	case modeJSON:
+		return "JSON output differs (EXPECT_JSON)"
+	}
+	for _, k := range outputKinds {
+		if k.re.MatchString(e.Text) {
+			return "wrong output: " + k.name
+		}
+	}
+	if enumDecl.MatchString(prog) {
+		return "wrong output: enum values printed by name"
+	}
 	return "wrong output"
 }
+
+// enumDecl matches an enum definition in a program.
+var enumDecl = regexp.MustCompile(`\benum\b[^{;]*\{`)
 
 // errorCause classifies an error message; line is the source line the
 // error points at, with a NUL at its column, or "".

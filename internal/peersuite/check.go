@@ -13,12 +13,18 @@ import (
 	"time"
 )
 
-// check returns a description of each expectation the output fails.
-func (r *Runner) check(t *Test, out string) []string {
-	var failed []string
+// failure is an expectation the output fails, and how.
+type failure struct {
+	expect Expect
+	why    string
+}
+
+// check returns the expectations the output fails.
+func (r *Runner) check(t *Test, out string) []failure {
+	var failed []failure
 	for _, e := range t.Expects {
 		if why := r.checkOne(t, e, out); why != "" {
-			failed = append(failed, why)
+			failed = append(failed, failure{e, why})
 		}
 	}
 	return failed

@@ -56,18 +56,26 @@ func TestCheck(t *testing.T) {
 
 func TestCause(t *testing.T) {
 	for _, tc := range []struct {
-		prog, out, want string
+		prog, out string
+		missed    *Expect
+		timedOut  bool
+		want      string
 	}{
-		{"begin { }", "stdin:1:1-6: ERROR: Invalid probe type: begin\nbegin { }\n~~~~~\n", "probe type begin"},
-		{"config = { a = 1 } BEGIN { }", "stdin:1:8-9: ERROR: syntax error, unexpected =, expecting {\nconfig = { a = 1 } BEGIN { }\n       ~\n", "syntax: config block"},
-		{"BEGIN { $x: uint8 = 1; }", "stdin:1:9-12: ERROR: syntax error, unexpected :, expecting }\nBEGIN { $x: uint8 = 1; }\n        ~~~\n", "syntax: typed variable"},
-		{"BEGIN { @ = pton(1); }", "stdin:1:13-17: ERROR: Unknown function: pton\n", "unknown function pton"},
-		{"BEGIN { @ = true; }", "stdin:1:13-17: ERROR: Unknown identifier: 'true'\n", "unknown identifier true"},
-		{"t:a:b { }", "stdin:1:1-6: ERROR: gotrace attaches only to user space\n", "probe type tracepoint"},
-		{"BEGIN { }", "ERROR: lhist() step must be >= 1 (0 provided)\n", "lhist() step must be >= N (N provided)"},
-		{"BEGIN { }", "something else\n", "wrong output"},
+		{"begin { }", "stdin:1:1-6: ERROR: Invalid probe type: begin\nbegin { }\n~~~~~\n", nil, false, "probe type begin"},
+		{"config = { a = 1 } BEGIN { }", "stdin:1:8-9: ERROR: syntax error, unexpected =, expecting {\nconfig = { a = 1 } BEGIN { }\n       ~\n", nil, false, "syntax: config block"},
+		{"BEGIN { $x: uint8 = 1; }", "stdin:1:9-12: ERROR: syntax error, unexpected :, expecting }\nBEGIN { $x: uint8 = 1; }\n        ~~~\n", nil, false, "syntax: typed variable"},
+		{"BEGIN { @ = pton(1); }", "stdin:1:13-17: ERROR: Unknown function: pton\n", nil, false, "unknown function pton"},
+		{"BEGIN { @ = comm(); }", "stdin:1:13-17: ERROR: Unknown function: comm\n", nil, false, "call syntax for builtin comm"},
+		{"BEGIN { @ = true; }", "stdin:1:13-17: ERROR: Unknown identifier: 'true'\n", nil, false, "unknown identifier true"},
+		{"t:a:b { }", "stdin:1:1-6: ERROR: gotrace attaches only to user space\n", nil, false, "probe type tracepoint"},
+		{"BEGIN { }", "ERROR: lhist() step must be >= 1 (0 provided)\n", nil, false, "lhist() step must be >= N (N provided)"},
+		{"BEGIN { }", "something else\n", &Expect{modeText, "@: 1"}, false, "wrong output"},
+		{"BEGIN { }", "1\n", &Expect{modeText, "true"}, true, "wrong output: bool values printed true/false (stopped at its time-out)"},
+		{"BEGIN { }", "@: 50\n", &Expect{modeText, "@: 0x32"}, false, "wrong output: pointers printed in hex"},
+		{"enum { A }; BEGIN { }", "0\n", &Expect{modeText, "A"}, false, "wrong output: enum values printed by name"},
+		{"BEGIN { }", "{}\n", &Expect{modeJSON, "x.json"}, false, "JSON output differs (EXPECT_JSON)"},
 	} {
-		res := &Result{Test: &Test{Prog: tc.prog}, Status: Fail, Output: tc.out}
+		res := &Result{Test: &Test{Prog: tc.prog}, Status: Fail, Output: tc.out, Missed: tc.missed, TimedOut: tc.timedOut}
 		if got := Cause(res, ""); got != tc.want {
 			t.Errorf("Cause(%q) = %q, want %q", tc.out, got, tc.want)
 		}

@@ -51,6 +51,9 @@ type Result struct {
 	Reason string
 	// Output is what the binary printed (stdout and stderr together).
 	Output string
+	// Missed is the first expectation the output failed, if that is why
+	// the test failed.
+	Missed *Expect
 	// TimedOut is set when the test did not exit by itself and was
 	// stopped with SIGTERM at its time-out.
 	TimedOut bool
@@ -357,7 +360,7 @@ wait:
 	failed := r.check(t, out)
 	switch {
 	case timedOut && len(failed) > 0:
-		res.Status, res.Reason = Fail, fmt.Sprintf("timed out after %ds: %s", t.Timeout, failed[0])
+		res.Status, res.Reason, res.Missed = Fail, fmt.Sprintf("timed out after %ds: %s", t.Timeout, failed[0].why), &failed[0].expect
 	case timedOut:
 		res.Status = Pass
 	case code != t.ReturnCode && !t.WillFail:
@@ -365,7 +368,7 @@ wait:
 	case code == 0 && t.WillFail:
 		res.Status, res.Reason = Fail, "exit code 0 but WILL_FAIL"
 	case len(failed) > 0:
-		res.Status, res.Reason = Fail, failed[0]
+		res.Status, res.Reason, res.Missed = Fail, failed[0].why, &failed[0].expect
 	default:
 		res.Status = Pass
 	}
