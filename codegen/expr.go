@@ -451,7 +451,12 @@ func (f *fn) cast(e *lang.Cast) error {
 	if err := f.intExpr(e.X); err != nil {
 		return err
 	}
-	if e.To.Kind == lang.KindInt {
+	switch {
+	case e.To.Boolean:
+		done := f.label("bool")
+		f.emit(asm.JEq.Imm(asm.R0, 0, done), asm.Mov.Imm(asm.R0, 1))
+		f.place(done)
+	case e.To.Kind == lang.KindInt:
 		f.emit(extend(asm.R0, e.To.Size, e.To.Signed)...)
 	}
 	return nil

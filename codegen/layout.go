@@ -37,6 +37,9 @@ func field(t lang.Type) layout.Field {
 	case lang.KindStack:
 		f.StackFrames, f.StackPerf = t.StackFrames, t.StackPerf
 	}
+	if t.Boolean {
+		f.Kind = layout.Bool
+	}
 	return f
 }
 

@@ -321,6 +321,9 @@ func SetType(e Expr, t Type) { e.exprBase().Type = t }
 type IntLit struct {
 	ExprBase
 	Value uint64
+	// Bool says the literal is true (Value 1) or false (0), of the bool
+	// type (bpftrace 0.24).
+	Bool bool
 }
 
 // StrLit is a string literal with C escapes already decoded.

@@ -17,6 +17,9 @@ func (c *checker) expr(e Expr, u use) Type {
 func (c *checker) exprType(e Expr, u use) Type {
 	switch e := e.(type) {
 	case *IntLit:
+		if e.Bool {
+			return Bool
+		}
 		return Int64
 	case *StrLit:
 		return String(len(e.Value) + 1)
@@ -30,13 +33,25 @@ func (c *checker) exprType(e Expr, u use) Type {
 	case *PositionalParam:
 		return c.param(e)
 	case *Call:
-		return c.call(e, u)
+		t := c.call(e, u)
+		if e.ID == FuncStrcontains {
+			return c.newerBool(t)
+		}
+		return t
 	case *Binary:
 		l := c.expr(e.X, useValue)
 		r := c.expr(e.Y, useValue)
-		return c.binaryType(e.Op, l, r, e.Loc, e.OpLoc)
+		t := c.binaryType(e.Op, l, r, e.Loc, e.OpLoc)
+		if isComparison(e.Op) {
+			return c.newerBool(t)
+		}
+		return t
 	case *Unary:
-		return c.unary(e)
+		t := c.unary(e)
+		if e.Op == "!" {
+			return c.newerBool(t)
+		}
+		return t
 	case *IncDec:
 		return c.incDec(e)
 	case *Ternary:
@@ -104,6 +119,16 @@ func (c *checker) binaryType(op string, l, r Type, whole, opSpan Span) Type {
 	}
 	c.laterf(whole, "Type mismatch for '%s': comparing '%s' with '%s'", op, typeName(l), typeName(r))
 	return Type{}
+}
+
+// newerBool is the type current bpftrace gives a comparison, a logical
+// operator, ! and strcontains(): bool, where 0.17 gives the integer type
+// t, which a script gets unless it selects the newer behaviour.
+func (c *checker) newerBool(t Type) Type {
+	if c.prog.Newer && t.Kind == KindInt {
+		return Bool
+	}
+	return t
 }
 
 func isComparison(op string) bool {
@@ -182,6 +207,8 @@ func (c *checker) ternary(e *Ternary) Type {
 		return b
 	case b.Kind == KindNone:
 		return a
+	case a.Boolean && b.Boolean:
+		return Bool
 	case a.Kind == KindInt && b.Kind == KindInt:
 		return Int(8, a.Signed && b.Signed)
 	case a.Kind == KindString && b.Kind == KindString:

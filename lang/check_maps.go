@@ -68,11 +68,19 @@ func (c *checker) keyType(k Expr, e *MapExpr) Type {
 		c.errorf(e.Loc, "tuple cannot be used as a map key. Try a multi-key associative array instead (eg `@map[$1, $2] = ...)`.")
 		return Type{}
 	case t.Kind == KindInt:
-		return Int(8, t.Signed)
+		return stored(t)
 	case t.Kind == KindVoid || t.IsAggregation():
 		return Type{}
 	}
 	return t
+}
+
+// stored is integer type t as a map key or value holds it: 8 bytes, and
+// a bool still a bool.
+func stored(t Type) Type {
+	w := Int(8, t.Signed)
+	w.Boolean = t.Boolean
+	return w
 }
 
 // hasNone reports whether t is or contains an unresolved type.
@@ -127,7 +135,7 @@ func (c *checker) mapValue(e *MapExpr, m *mapState, report bool) Type {
 // mapStore records that map e is assigned a value of type t.
 func (c *checker) mapStore(e *MapExpr, m *mapState, t Type, opSpan Span) {
 	if t.Kind == KindInt {
-		t = Int(8, t.Signed)
+		t = stored(t)
 	}
 	switch {
 	case t.Kind == KindNone || t.Kind == KindVoid:

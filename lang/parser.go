@@ -595,6 +595,7 @@ func (p *parser) isCast() bool {
 
 // castIntTypes are the integer type names a cast may use.
 var castIntTypes = map[string]Type{
+	"bool": Bool,
 	"int8": Int(1, true), "int16": Int(2, true), "int32": Int(4, true), "int64": Int(8, true),
 	"uint8": Int(1, false), "uint16": Int(2, false), "uint32": Int(4, false), "uint64": Int(8, false),
 }
@@ -744,6 +745,13 @@ func (p *parser) primary() (Expr, bool) {
 			}
 			e.Loc = p.span(t)
 			return e, false
+		}
+		if t.Value == "true" || t.Value == "false" {
+			v := uint64(0)
+			if t.Value == "true" {
+				v = 1
+			}
+			return &IntLit{ExprBase: ExprBase{Loc: loc}, Value: v, Bool: true}, false
 		}
 		// A function name must be called; bpftrace only lets ++ and --
 		// follow it otherwise.

@@ -156,6 +156,9 @@ func exprSource(e Expr, prec int) string {
 func exprText(e Expr) (string, int) {
 	switch e := e.(type) {
 	case *IntLit:
+		if e.Bool {
+			return fmt.Sprint(e.Value == 1), precPrimary
+		}
 		return fmt.Sprint(e.Value), precPrimary
 	case *StrLit:
 		return cQuote(e.Value), precPrimary

@@ -126,6 +126,10 @@ func (d *dumper) expr(depth int, e Expr) {
 	}
 	switch e := e.(type) {
 	case *IntLit:
+		if e.Bool {
+			typed("bool %t", e.Value == 1)
+			break
+		}
 		typed("int %d", e.Value)
 	case *StrLit:
 		typed("string %s", strconv.Quote(e.Value))

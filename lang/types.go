@@ -76,6 +76,9 @@ type Type struct {
 	// (ustack(perf)). Equal ignores both, as bpftrace's type check does.
 	StackFrames int
 	StackPerf   bool
+	// Boolean marks the bool type (Bool): a one-byte unsigned integer,
+	// 0 or 1, that prints as false or true.
+	Boolean bool
 }
 
 // DefaultStackFrames is how many frames ustack keeps without a limit.
@@ -86,6 +89,10 @@ func Int(size int, signed bool) Type { return Type{Kind: KindInt, Size: size, Si
 
 // Int64 is the type of integer literals and most builtins.
 var Int64 = Int(8, true)
+
+// Bool is the type of true, false and casts to bool (bpftrace 0.24):
+// an integer to every operator, printed as true or false.
+var Bool = Type{Kind: KindInt, Size: 1, Boolean: true}
 
 // Uint64 is the type of unsigned 64-bit builtins such as nsecs.
 var Uint64 = Int(8, false)
@@ -122,6 +129,9 @@ func (t Type) String() string {
 	case KindNone:
 		return "none"
 	case KindInt:
+		if t.Boolean {
+			return "bool"
+		}
 		if t.Signed {
 			return fmt.Sprintf("int%d", t.Size*8)
 		}

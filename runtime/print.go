@@ -103,6 +103,8 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		return output.Str(t.syms.name(u64(b, 0)))
 	case layout.Stack:
 		return output.Str(t.stackText(u64(b, 0), f, valueStackIndent))
+	case layout.Bool:
+		return output.Boolean(u64(b, 0) != 0)
 	}
 	return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: f.Signed}
 }

@@ -46,6 +46,8 @@ const (
 	// Probe is the probe builtin: a u64 index into the Spec's
 	// Attachments, printed as the name of the attach point that fired.
 	Probe
+	// Bool is a u64 that prints as false (0) or true (any other value).
+	Bool
 )
 
 // Field is one value inside a record, a map key, a map value or a tuple.

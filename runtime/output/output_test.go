@@ -189,6 +189,8 @@ func TestMessages(t *testing.T) {
 		{JSON, func(w *Writer) error { return w.Message(MessageJoin, "./jbin,aa,bb\n") }, `{"type": "join", "data": "./jbin,aa,bb"}` + "\n"},
 		{Text, func(w *Writer) error { return w.Value(Buf([]byte("a\x00"))) }, `a\x00` + "\n"},
 		{JSON, func(w *Writer) error { return w.Value(Tuple(Uint(1<<63), Buf([]byte{1}))) }, `{"type": "value", "data": [9223372036854775808,"\\x01"]}` + "\n"},
+		{Text, func(w *Writer) error { return w.Value(Tuple(Boolean(true), Boolean(false))) }, "(true, false)\n"},
+		{JSON, func(w *Writer) error { return w.Value(Tuple(Boolean(true), Boolean(false))) }, `{"type": "value", "data": [true,false]}` + "\n"},
 	} {
 		if got := render(t, tt.f, tt.do); got != tt.want {
 			t.Errorf("got %q, want %q", got, tt.want)

@@ -40,6 +40,9 @@ type Value struct {
 	Bits uint64
 	// Signed says whether the integer prints as signed.
 	Signed bool
+	// Bool says the integer is a bool: print() and maps write it as
+	// true or false (in JSON too), printf's %d as 1 or 0.
+	Bool bool
 	// Str is a string value; Bytes a buf value.
 	Str   string
 	Bytes []byte
@@ -52,6 +55,14 @@ func Int(v int64) Value { return Value{Kind: ValueInt, Bits: uint64(v), Signed: 
 
 // Uint returns an unsigned integer value.
 func Uint(v uint64) Value { return Value{Kind: ValueInt, Bits: v} }
+
+// Boolean returns a bool value.
+func Boolean(v bool) Value {
+	if v {
+		return Value{Kind: ValueInt, Bits: 1, Bool: true}
+	}
+	return Value{Kind: ValueInt, Bool: true}
+}
 
 // Str returns a string value.
 func Str(s string) Value { return Value{Kind: ValueString, Str: s} }
@@ -70,8 +81,12 @@ func cstr(s string) string {
 	return s
 }
 
-// appendInt appends the integer in v in decimal.
+// appendInt appends the integer in v in decimal, or a bool as true or
+// false.
 func appendInt(b []byte, v Value) []byte {
+	if v.Bool {
+		return strconv.AppendBool(b, v.Bits != 0)
+	}
 	if v.Signed {
 		return strconv.AppendInt(b, int64(v.Bits), 10)
 	}
