@@ -29,9 +29,19 @@ func textByte(t *testing.T, pid int, bin string, off uint64) byte {
 // one).
 func memAt(t *testing.T, pid int, bin string, off uint64, n int, exec bool) []byte {
 	t.Helper()
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	b, err := readMem(pid, bin, off, n, exec)
 	if err != nil {
 		t.Fatal(err)
+	}
+	return b
+}
+
+// readMem is memAt for callers that cannot fail the test themselves
+// (other goroutines).
+func readMem(pid int, bin string, off uint64, n int, exec bool) ([]byte, error) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, err
 	}
 	defer f.Close()
 	perm := "w"
@@ -53,17 +63,16 @@ func memAt(t *testing.T, pid int, bin string, off uint64, n int, exec bool) []by
 		}
 		mem, err := os.Open(fmt.Sprintf("/proc/%d/mem", pid))
 		if err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
 		defer mem.Close()
 		b := make([]byte, n)
 		if _, err := mem.ReadAt(b, int64(start+off-mapOff)); err != nil {
-			t.Fatal(err)
+			return nil, err
 		}
-		return b
+		return b, nil
 	}
-	t.Fatalf("offset %#x of %s is not mapped %s in process %d", off, bin, perm, pid)
-	return nil
+	return nil, fmt.Errorf("offset %#x of %s is not mapped %s in process %d", off, bin, perm, pid)
 }
 
 // symbolAddr returns the address of the symbol called name in bin.

@@ -93,16 +93,16 @@ func TestUprobeModesPID(t *testing.T) {
 	for _, mode := range uprobeModes {
 		t.Run(mode.name, func(t *testing.T) {
 			start := filepath.Join(t.TempDir(), "start")
-			traced, tout := startFixture(t, bin, "--wait-file", start, "--linger-ms", "0")
-			other, oout := startFixture(t, bin, "--wait-file", start, "--linger-ms", "0")
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			traced, tout := startFixture(t, bin, "--wait-file", start, "--wait-timeout-ms", "90000", "--linger-ms", "0")
+			other, oout := startFixture(t, bin, "--wait-file", start, "--wait-timeout-ms", "90000", "--linger-ms", "0")
+			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
 			go func() {
 				// Release both once the traced one has its breakpoint.
 				for ctx.Err() == nil {
-					if textByte(t, traced.Process.Pid, bin, site) == 0xcc {
-						if b := textByte(t, other.Process.Pid, bin, site); b == 0xcc {
-							t.Errorf("the untraced process has a breakpoint too")
+					if b, err := readMem(traced.Process.Pid, bin, site, 1, true); err == nil && b[0] == 0xcc {
+						if b, err := readMem(other.Process.Pid, bin, site, 1, true); err != nil || b[0] == 0xcc {
+							t.Errorf("the untraced process has a breakpoint too (%v)", err)
 						}
 						os.WriteFile(start, nil, 0o644)
 						return
