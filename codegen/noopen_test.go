@@ -7,7 +7,6 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/internal/thread"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -72,18 +72,9 @@ func TestCompileOpensNoFile(t *testing.T) {
 		t.Fatalf("only %d of %d scripts compile, uaddr.bt among them or not", len(scripts), len(paths))
 	}
 
-	errc := make(chan error, 1)
-	go func() {
-		// Never unlocked: the thread ends with this goroutine, and its
-		// restriction with it.
-		goruntime.LockOSThread()
-		if err := denyFileReads(); err != nil {
-			errc <- err
-			return
-		}
+	err = thread.Restricted(denyFileReads, func() error {
 		if _, err := os.ReadFile("/etc/hostname"); !errors.Is(err, fs.ErrPermission) {
-			errc <- fmt.Errorf("the restricted thread read a file: %v", err)
-			return
+			return fmt.Errorf("the restricted thread read a file: %v", err)
 		}
 		var failed []string
 		for _, s := range scripts {
@@ -96,12 +87,11 @@ func TestCompileOpensNoFile(t *testing.T) {
 			}
 		}
 		if len(failed) > 0 {
-			errc <- errors.New(strings.Join(failed, "\n"))
-			return
+			return errors.New(strings.Join(failed, "\n"))
 		}
-		errc <- nil
-	}()
-	if err := <-errc; errors.Is(err, errNoLandlock) {
+		return nil
+	})
+	if errors.Is(err, errNoLandlock) {
 		testenv.Unavailable(t, "%v", err)
 	} else if err != nil {
 		t.Error(err)

@@ -6,13 +6,13 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
 
 	"golang.org/x/sys/unix"
 
+	"github.com/gotrace/gotrace/internal/thread"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime"
 	"github.com/gotrace/gotrace/usdt"
@@ -40,17 +40,7 @@ func asUser(fn func() error) error {
 	if !elevated() {
 		return fn()
 	}
-	done := make(chan error, 1)
-	go func() {
-		goruntime.LockOSThread()
-		// No UnlockOSThread: the thread ends with this goroutine.
-		if err := lowerThreadRights(); err != nil {
-			done <- err
-			return
-		}
-		done <- fn()
-	}()
-	return <-done
+	return thread.Restricted(lowerThreadRights, fn)
 }
 
 // lowerThreadRights gives the calling thread the real user's and group's
