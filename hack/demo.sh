@@ -18,6 +18,12 @@ mkdir -p bin
 log=$PWD/bin/demo-setup.log
 fixture_out=$PWD/bin/fixture.out
 : >"$log"
+: >"$fixture_out"
+# Under sudo, gotrace runs the fixture as the user who ran sudo, who must be
+# able to write its output.
+if [[ -n ${SUDO_UID:-} ]]; then
+	chown "$SUDO_UID:${SUDO_GID:-$SUDO_UID}" "$fixture_out"
+fi
 echo "hack/demo.sh: setting up (output in $log)" >&2
 setup() {
 	if [[ ! -x /usr/bin/gcc || ! -e /usr/include/x86_64-linux-gnu/sys/sdt.h ]]; then
