@@ -37,6 +37,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.VarUstack:       `uprobe:/bin/sh:main { @ = ustack; }`,
 		lang.VarArg:          `uprobe:/bin/sh:main { @ = arg2; }`,
 		lang.VarSarg:         `uprobe:/bin/sh:main { @ = sarg1; }`,
+		lang.VarArgs:         `tracepoint:syscalls:sys_enter_openat { @ = args->dfd; }`,
 		lang.ModePerf:        `uprobe:/bin/sh:main { @ = ustack(perf, 3); }`,
 		lang.ModeBpftrace:    `uprobe:/bin/sh:main { @ = ustack(bpftrace); }`,
 		lang.FuncCount:       `BEGIN { @ = count(); }`,
@@ -90,7 +91,11 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parse %s: %v", src, err)
 		}
-		if err := lang.Check(p, lang.Config{Unsafe: true, Child: true, Host: &usdt.Host{}}); err != nil {
+		cfg := lang.Config{Unsafe: true, Child: true, Host: tracepointHost{&usdt.Host{}}}
+		if err := lang.Resolve(p, cfg); err != nil {
+			t.Fatalf("resolve %s: %v", src, err)
+		}
+		if err := lang.Check(p, cfg); err != nil {
 			t.Errorf("check %s: %v", src, err)
 			continue
 		}
@@ -137,4 +142,25 @@ func TestUncheckedProgramPanics(t *testing.T) {
 			t.Errorf("Compile returned %v", err)
 		}()
 	}
+}
+
+// tracepointHost is a lang.Host that knows one tracepoint,
+// syscalls:sys_enter_openat, as this kernel's format file describes it.
+type tracepointHost struct{ *usdt.Host }
+
+func (tracepointHost) Tracepoints(category, name string) ([]*lang.Tracepoint, error) {
+	if category != "syscalls" || name != "sys_enter_openat" {
+		return nil, nil
+	}
+	return []*lang.Tracepoint{{Category: category, Name: name, Fields: []lang.TracepointField{
+		{Name: "__syscall_nr", CType: "int", Offset: 8, Size: 4, Signed: true},
+		{Name: "dfd", CType: "int", Offset: 16, Size: 8},
+		{Name: "filename", CType: "const char *", Offset: 24, Size: 8},
+		{Name: "flags", CType: "int", Offset: 32, Size: 8},
+		{Name: "mode", CType: "umode_t", Offset: 40, Size: 8},
+	}}}, nil
+}
+
+func (tracepointHost) IntTypedef(name string) (int, bool, bool) {
+	return 2, false, name == "umode_t"
 }

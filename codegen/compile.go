@@ -340,6 +340,17 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 		}
 		t := &target{kind: ap.Kind, probeName: ap.Kind.String() + ":" + ap.Target + ":" + fn, path: ap.Target}
 		return c.addProgram(probe, ap, t, Attachment{Kind: ap.Kind, Path: ap.Target, Symbol: ap.Func, Address: ap.Address})
+	case lang.ProbeTracepoint:
+		if len(ap.Tracepoints) == 0 {
+			return c.errorAt(ap.Loc, "compile %s: no tracepoint matched", ap.Raw)
+		}
+		for _, tp := range ap.Tracepoints {
+			t := &target{kind: ap.Kind, probeName: "tracepoint:" + tp.Category + ":" + tp.Name, tracepoint: tp}
+			if err := c.addProgram(probe, ap, t, Attachment{Kind: ap.Kind, Tracepoint: tp}); err != nil {
+				return err
+			}
+		}
+		return nil
 	case lang.ProbeUSDT:
 		probes := c.opts.USDT[ap]
 		if len(probes) == 0 {
@@ -388,6 +399,8 @@ type target struct {
 	path    string
 	usdt    *usdt.Probe
 	layouts []argLayout
+	// tracepoint is the tracepoint a tracepoint program runs for.
+	tracepoint *lang.Tracepoint
 }
 
 // argLayout is one way the locations of a USDT probe pass their args.
@@ -439,6 +452,8 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 	switch t.kind {
 	case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
 		typ = ebpf.Kprobe
+	case lang.ProbeTracepoint:
+		typ = ebpf.TracePoint
 	case lang.ProbeProfile:
 		// Its context, struct bpf_perf_event_data, starts with the
 		// interrupted task's pt_regs, as a uprobe's is pt_regs.

@@ -474,6 +474,9 @@ func (f *fn) fieldInt(e *lang.FieldAccess) error {
 		f.emit(asm.LoadMem(asm.R0, regScratch, int16(off), asm.DWord))
 		return nil
 	}
+	if fld := f.tracepointField(e); fld != nil {
+		return f.tracepointInt(e, fld)
+	}
 	field := f.structField(e)
 	if err := f.intExpr(e.X); err != nil {
 		return err
@@ -629,6 +632,9 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 			}
 			f.copyMem(regScratch, off, regScratch, src, sizeOf(t))
 			return nil
+		}
+		if fld := f.tracepointField(e); fld != nil && t.Kind == lang.KindString {
+			return f.tracepointString(e, fld, off)
 		}
 		if t.Kind == lang.KindString {
 			return f.structString(e, off)
@@ -845,6 +851,13 @@ func (f *fn) str(e *lang.Call, off int) error {
 			return err
 		}
 		f.emit(asm.Mov.Reg(asm.R3, asm.R0))
+		if f.t.kind == lang.ProbeTracepoint {
+			// A tracepoint's pointers are to user memory (a syscall's
+			// arguments) or to the kernel's (a __data_loc string, other
+			// events' fields): the original helper reads either on
+			// x86-64, as bpftrace 0.17 reads them.
+			read = asm.FnProbeReadStr
+		}
 	}
 	if len(e.Args) == 2 {
 		ok := f.label("strlen")
@@ -953,6 +966,9 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		return f.ustack(e, lang.TypeOf(e))
 	case lang.VarProbe:
 		f.emit(asm.Mov.Imm(asm.R0, int32(f.t.index)))
+	case lang.VarArgs:
+		// A tracepoint's record is its context.
+		f.emit(asm.Mov.Reg(asm.R0, regCtx))
 	case lang.VarCpid:
 		f.emit(movImm(asm.R0, int64(f.c.opts.ChildPID)))
 	case lang.VarFunc:

@@ -81,6 +81,8 @@ type Attachment struct {
 	// with the cookie the program dispatches on to read its arguments.
 	USDT  *usdt.Probe
 	Sites []Site
+	// Tracepoint: the tracepoint and its record's fields.
+	Tracepoint *lang.Tracepoint
 	// Uprobe: the symbol, or an address when Symbol is empty.
 	Symbol  string
 	Address uint64

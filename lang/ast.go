@@ -203,6 +203,10 @@ type AttachPoint struct {
 	// Address is set for uprobe:PATH:0x1234 (an address in PATH); Func is
 	// then empty.
 	Address uint64
+	// Tracepoints are the tracepoints a tracepoint attach point matches
+	// (Target is the category, Func the name), with their typed fields,
+	// as Resolve found them through the Host.
+	Tracepoints []*Tracepoint
 }
 
 // Stmt is a statement.

@@ -249,7 +249,11 @@ var builtins = [numBuiltins]builtin{
 	VarStack:   {name: "stack", class: classVar, support: notSupported, unlexed: true},
 	VarCurtask: {name: "curtask", class: classVar, support: notSupported},
 	VarCtx:     {name: "ctx", class: classVar, support: notSupported},
-	VarArgs:    {name: "args", class: classVar, support: notSupported},
+	// args is typed per probe from its tracepoints' records (argsType);
+	// void * stands for a record Resolve did not find.
+	VarArgs: {name: "args", class: classVar, typ: Type{Kind: KindPointer, Size: 8},
+		probes:   probeSet(ProbeTracepoint),
+		probeMsg: "The %[1]s builtin can only be used with tracepoint/kfunc/uprobeprobes (%[2]s used here)"},
 	// sargN is the Nth 8-byte argument on the stack of the probed
 	// function, above its return address.
 	VarSarg: {name: "sarg", numbered: true, oneDigit: true, class: classVar, typ: Uint64,

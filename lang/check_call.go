@@ -346,7 +346,11 @@ func isCall(e Expr) bool {
 func (c *checker) printCall(e *Call) {
 	m, isMap := e.Args[0].(*MapExpr)
 	if !isMap {
-		c.expr(e.Args[0], useValue)
+		t := c.expr(e.Args[0], useValue)
+		if c.tracepointArgs(e.Args[0]) {
+			// bpftrace 0.17 prints no record; later versions print it as a struct.
+			c.errorf(e.Loc, "(ctx) %s type passed to print() is not printable", typeName(t))
+		}
 		for _, a := range e.Args[1:] {
 			c.expr(a, useValue)
 		}

@@ -264,6 +264,9 @@ func (c *checker) field(e *FieldAccess) Type {
 		}
 		return x.Elems[e.Index]
 	}
+	if c.tracepointArgs(e.X) {
+		return c.argsField(e)
+	}
 	st := x
 	switch {
 	case e.Arrow && x.Kind == KindPointer && x.Elem != nil && x.Elem.Kind == KindStruct:

@@ -75,6 +75,9 @@ func (c *checker) builtin(e *Builtin) Type {
 			}
 		}
 	}
+	if e.ID == VarArgs && c.tracepointArgs(e) {
+		return argsType(c.probe.Attach[0].Tracepoints[0])
+	}
 	return b.typ
 }
 

@@ -8,6 +8,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"runtime"
 	"slices"
 	"strings"
@@ -242,7 +243,7 @@ func TestParseAttachPoints(t *testing.T) {
 		got := *p.Probes[0].Attach[0]
 		tt.want.Raw = tt.src
 		tt.want.Loc = Span{Start: Pos{1, 1}, End: Pos{1, 1 + len(tt.src)}}
-		if got != tt.want {
+		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s\n got  %+v\n want %+v", tt.src, got, tt.want)
 		}
 	}

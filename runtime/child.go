@@ -91,10 +91,17 @@ func startChild(command string, cred *credential) (*child, error) {
 	if cred != nil {
 		env = cred.env(env)
 	}
+	// A command named by a path is executed by that path, as bpftrace
+	// does: the kernel's exec events (sched_process_exec's filename) show
+	// it as written.
+	execPath := path
+	if strings.Contains(argv[0], "/") {
+		execPath = argv[0]
+	}
 	cmd := &exec.Cmd{
 		Path:        self,
 		Args:        argv,
-		Env:         append(env, childEnv+"="+path),
+		Env:         append(env, childEnv+"="+execPath),
 		Stdin:       os.Stdin,
 		Stdout:      os.Stdout,
 		Stderr:      os.Stderr,

@@ -64,7 +64,7 @@ func WriteInfo(w io.Writer, version string) {
 	yes("uprobe reference counter", has("/sys/bus/event_source/devices/uprobe/format/ref_ctr_offset"), "USDT semaphores")
 	kernel := hostKernelProbes()
 	yes("kprobes", kernel.kprobes, "gotrace does not attach them")
-	yes("tracefs", kernel.tracefs, "gotrace does not attach tracepoints")
+	yes("tracefs", kernel.tracefs, "tracepoint probes (gotrace mounts it as root)")
 	yes("btf", has("/sys/kernel/btf/vmlinux"), "gotrace does not read it")
 	raw := features.HaveProgramType(ebpf.RawTracepoint)
 	probed("raw tracepoint programs", raw, "BEGIN, END and interval run as these")

@@ -51,12 +51,7 @@ func checkKernelSupport(p *lang.Program, host kernelProbes) error {
 				if !host.kprobes {
 					return attachError(ap, "kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no /sys/bus/event_source/devices/kprobe")
 				}
-				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END, interval and profile probes")
-			case lang.ProbeTracepoint:
-				if !host.tracefs {
-					return attachError(ap, "tracepoints are not available: tracefs is not mounted at /sys/kernel/tracing")
-				}
-				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END, interval and profile probes")
+				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END, interval, profile and tracepoint probes")
 			case lang.ProbeUnknown:
 				return attachError(ap, "unknown probe type")
 			}

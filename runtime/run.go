@@ -318,6 +318,14 @@ func (t *tracer) attach(s site) error {
 		links, err := attachProfile(s.att, prog)
 		t.links = append(t.links, links...)
 		return err
+	case lang.ProbeTracepoint:
+		tp := s.att.Tracepoint
+		l, err := link.Tracepoint(tp.Category, tp.Name, prog, nil)
+		if err != nil {
+			return fmt.Errorf("attach %s: %w", s.att.ProbeName, err)
+		}
+		t.links = append(t.links, l)
+		return nil
 	}
 	return t.attachProbe(s, prog)
 }

@@ -161,14 +161,12 @@ func TestRunNoProbes(t *testing.T) {
 	}
 }
 
-// TestRunUnsupportedKinds checks that kernel probes are refused before
+// TestRunUnsupportedKinds checks that kprobes are refused before
 // anything is loaded, saying why for each state of the host. The state is
-// given rather than read, so the test means the same on every machine,
-// tracefs mounted or not.
+// given rather than read, so the test means the same on every machine.
 func TestRunUnsupportedKinds(t *testing.T) {
 	const userSpaceOnly = "gotrace attaches only to user space"
 	kprobe := `kprobe:do_nanosleep { exit(); }`
-	tracepoint := `tracepoint:syscalls:sys_enter_openat { exit(); }`
 	everything := kernelProbes{kprobes: true, tracefs: true}
 	for _, tc := range []struct {
 		src  string
@@ -177,8 +175,6 @@ func TestRunUnsupportedKinds(t *testing.T) {
 	}{
 		{kprobe, kernelProbes{}, "kprobes are not available"},
 		{kprobe, everything, userSpaceOnly},
-		{tracepoint, kernelProbes{}, "tracepoints are not available"},
-		{tracepoint, everything, userSpaceOnly},
 	} {
 		p, err := lang.Parse("test.bt", tc.src)
 		if err != nil {

@@ -17,5 +17,5 @@ func NewHost(pid int, command string) lang.Host {
 			return objs
 		}
 	}
-	return h
+	return &host{Host: h}
 }
