@@ -168,17 +168,3 @@ func errorCause(msg, line, prog string) string {
 	}
 	return msg
 }
-
-// withUpperBeginEnd returns the program with its probes begin and end
-// spelt BEGIN and END, to see what stands behind them.
-func withUpperBeginEnd(prog string) string {
-	text := stringOrComment.ReplaceAllStringFunc(prog, blank)
-	b := []byte(prog)
-	for _, m := range probeWords(text) {
-		switch w := prog[m[0]:m[1]]; w {
-		case "begin", "end":
-			copy(b[m[0]:m[1]], strings.ToUpper(w))
-		}
-	}
-	return string(b)
-}

@@ -89,14 +89,6 @@ func TestProbes(t *testing.T) {
 	}
 }
 
-func TestWithUpperBeginEnd(t *testing.T) {
-	const prog = `begin, end { printf("begin end\n"); $end = 1; } end{}`
-	const want = `BEGIN, END { printf("begin end\n"); $end = 1; } END{}`
-	if got := withUpperBeginEnd(prog); got != want {
-		t.Errorf("withUpperBeginEnd = %q, want %q", got, want)
-	}
-}
-
 func TestArchAndVersion(t *testing.T) {
 	host := []string{"x86_64", "le"}
 	for _, tc := range []struct {

@@ -30,10 +30,6 @@ type Options struct {
 	Filter *regexp.Regexp
 	// CoreOnly runs only the measured population (see Test.Core).
 	CoreOnly bool
-	// RunBehind runs each test that fails on begin/end again with them
-	// spelt BEGIN/END, instead of only checking its program (slower: such
-	// programs run to their time-out).
-	RunBehind bool
 	// Progress, when set, receives a line per test as it finishes.
 	Progress io.Writer
 }
@@ -45,13 +41,7 @@ type Report struct {
 	Core map[*Test]bool
 	// Causes is the cause of each failure (see Cause), by test.
 	Causes map[*Test]string
-	// Behind is, for a test failing on begin/end probes, the cause that
-	// remains once they are spelt BEGIN and END ("" when there is none).
-	Behind map[*Test]string
-	// ranBehind says Behind comes from running the tests (RunBehind), not
-	// from checking their programs.
-	ranBehind bool
-	runner    *Runner
+	runner *Runner
 }
 
 // Run loads the tests and runs them against the binary.
@@ -62,7 +52,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	}
 	workDir := filepath.Dir(filepath.Clean(opt.TestsDir))
 	r := &Runner{Binary: opt.Binary, WorkDir: workDir, Env: os.Environ()}
-	rep := &Report{Core: map[*Test]bool{}, Causes: map[*Test]string{}, Behind: map[*Test]string{}, ranBehind: opt.RunBehind, runner: r}
+	rep := &Report{Core: map[*Test]bool{}, Causes: map[*Test]string{}, runner: r}
 	var selected []*Test
 	for i := range tests {
 		t := &tests[i]
@@ -90,18 +80,14 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 				unlock := locks.lock(t.files())
 				res := r.Run(ctx, t)
 				unlock()
-				var cause, behind string
+				var cause string
 				if res.Status == Fail {
 					cause = Cause(&res, workDir)
-					if isBeginEnd(cause) {
-						behind = r.behindBeginEnd(ctx, t, opt.RunBehind)
-					}
 				}
 				mu.Lock()
 				rep.Results[i] = res
 				if res.Status == Fail {
 					rep.Causes[t] = cause
-					rep.Behind[t] = behind
 				}
 				if opt.Progress != nil {
 					fmt.Fprintln(opt.Progress, rep.line(&res))
@@ -172,54 +158,8 @@ func (rep *Report) Retry(ctx context.Context, i int) bool {
 		return false
 	}
 	delete(rep.Causes, res.Test)
-	delete(rep.Behind, res.Test)
 	rep.Results[i] = res
 	return true
-}
-
-// behindBeginEnd returns what stands behind a test's begin/end probes: the
-// cause of the first failure once they are spelt BEGIN and END, or "" when
-// there is none. By default the program is only checked (--dry-run); with
-// run set the test runs in full, a program that does not exit by itself
-// ending at its time-out as the engine ends it, which is what current
-// bpftrace's exit after begin/end makes of it.
-func (r *Runner) behindBeginEnd(ctx context.Context, t *Test, run bool) string {
-	if scriptPath.MatchString(t.Run) {
-		return "(not checked: the program is in a file)"
-	}
-	upper := *t
-	upper.Prog, upper.Run = withUpperBeginEnd(t.Prog), withUpperBeginEnd(t.Run)
-	if run {
-		res := r.Run(ctx, &upper)
-		if res.Status == Pass {
-			return ""
-		}
-		return Cause(&res, r.WorkDir)
-	}
-	prog := upper.Prog
-	if prog == "" {
-		m := programArg.FindStringSubmatch(upper.Run)
-		if m == nil {
-			return "(not checked: no -e program)"
-		}
-		prog = m[1]
-	}
-	cmd := exec.CommandContext(ctx, r.Binary, "--dry-run", "-e", prog)
-	cmd.Dir = r.WorkDir
-	out, err := cmd.CombinedOutput()
-	if err == nil {
-		return ""
-	}
-	res := Result{Test: t, Status: Fail, Output: string(out)}
-	return Cause(&res, r.WorkDir)
-}
-
-// programArg matches the program of a RUN line's -e '...'.
-var programArg = regexp.MustCompile(`-e '([^']*)'`)
-
-// isBeginEnd reports whether a cause is gotrace refusing begin or end.
-func isBeginEnd(cause string) bool {
-	return cause == "probe type begin" || cause == "probe type end"
 }
 
 // line is a test's line in the log: PASS, FAIL or SKIP, its name and why.
@@ -229,12 +169,6 @@ func (rep *Report) line(res *Result) string {
 		s += ": " + res.Reason
 	}
 	if c := rep.Causes[res.Test]; c != "" {
-		if b, ok := rep.Behind[res.Test]; ok && isBeginEnd(c) {
-			if b == "" {
-				b = "none"
-			}
-			c += "; behind it: " + b
-		}
 		s += " [" + c + "]"
 	}
 	return s
@@ -303,7 +237,7 @@ func (rep *Report) Write(w io.Writer, perTest bool) {
 			fmt.Fprintln(w, rep.line(&rep.Results[i]))
 		}
 	}
-	var causes, coreCauses, behind []string
+	var causes, coreCauses []string
 	for i := range rep.Results {
 		t := rep.Results[i].Test
 		c, ok := rep.Causes[t]
@@ -314,24 +248,9 @@ func (rep *Report) Write(w io.Writer, perTest bool) {
 		if rep.Core[t] {
 			coreCauses = append(coreCauses, c)
 		}
-		if isBeginEnd(c) {
-			b := rep.Behind[t]
-			if b == "" {
-				b = "(compiles)"
-				if rep.ranBehind {
-					b = "(passes)"
-				}
-			}
-			behind = append(behind, b)
-		}
 	}
 	writeTable(w, "causes of failure, all tests run", causes)
 	writeTable(w, "causes of failure, measured population", coreCauses)
-	how := "checked with --dry-run"
-	if rep.ranBehind {
-		how = "run"
-	}
-	writeTable(w, "behind begin/end: the first cause once they are spelt BEGIN/END ("+how+")", behind)
 	p, f, s := rep.Counts(true)
 	fmt.Fprintf(w, "measured population (issue 12: PROG tests of begin/end/interval probes without helper programs, struct types, kernel stacks, WILL_FAIL or EXPECT_FILE/JSON): %d passed, %d failed, %d skipped of %d\n", p, f, s, p+f+s)
 	p, f, s = rep.Counts(false)

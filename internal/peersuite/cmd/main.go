@@ -2,7 +2,7 @@
 // bpftrace and prints PASS, FAIL or SKIP for each with the reason, the
 // causes of the failures by count and "N passed, M failed, K skipped".
 //
-//	go run ./internal/peersuite/cmd [-bin PATH] [-tests DIR] [-run REGEXP] [-core] [-j N] [-q] [-behind] [-passed FILE]
+//	go run ./internal/peersuite/cmd [-bin PATH] [-tests DIR] [-run REGEXP] [-core] [-j N] [-q] [-passed FILE]
 //
 // Without -bin it builds gotrace from this repository.
 package main
@@ -29,9 +29,8 @@ func main() {
 	workers := flag.Int("j", 4*runtime.NumCPU(), "tests run at once")
 	passed := flag.String("passed", "", "write the names of the passing tests to this file")
 	quiet := flag.Bool("q", false, "print only the summary, not a line per test")
-	behind := flag.Bool("behind", false, "run each test that fails on begin/end again with BEGIN/END (slower) instead of only checking it")
 	flag.Parse()
-	opt := peersuite.Options{Binary: *bin, TestsDir: *tests, Workers: *workers, CoreOnly: *core, RunBehind: *behind}
+	opt := peersuite.Options{Binary: *bin, TestsDir: *tests, Workers: *workers, CoreOnly: *core}
 	if err := mainErr(opt, *run, *passed, *quiet); err != nil {
 		fmt.Fprintln(os.Stderr, "peersuite:", err)
 		os.Exit(1)
