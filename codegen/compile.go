@@ -163,7 +163,7 @@ type compiler struct {
 func callsExit(p *lang.Program) bool {
 	found := false
 	for _, probe := range p.Probes {
-		inspectProbe(probe, func(n lang.Node) {
+		lang.InspectProbe(probe, func(n lang.Node) {
 			if call, ok := n.(*lang.Call); ok && call.ID == lang.FuncExit {
 				found = true
 			}

@@ -128,7 +128,7 @@ func (f *fn) declareVars(probe *lang.Probe) error {
 		}
 		types[v.Name] = t
 	}
-	inspectProbe(probe, visit)
+	lang.InspectProbe(probe, visit)
 	names := make([]string, 0, len(types))
 	for name := range types {
 		names = append(names, name)
@@ -401,80 +401,4 @@ func (f *fn) jump(s *lang.JumpStmt) error {
 		f.emit(asm.LongJump(l.cont))
 	}
 	return nil
-}
-
-// inspectProbe calls visit for every node of a probe's predicate and body.
-func inspectProbe(probe *lang.Probe, visit func(lang.Node)) {
-	if probe.Pred != nil {
-		inspect(probe.Pred, visit)
-	}
-	inspect(probe.Body, visit)
-}
-
-// inspect calls visit for n and every node below it, in source order.
-func inspect(n lang.Node, visit func(lang.Node)) {
-	if n == nil {
-		return
-	}
-	visit(n)
-	switch n := n.(type) {
-	case *lang.Block:
-		for _, s := range n.Stmts {
-			inspect(s, visit)
-		}
-	case *lang.ExprStmt:
-		inspect(n.X, visit)
-	case *lang.AssignStmt:
-		inspect(n.LHS, visit)
-		inspect(n.RHS, visit)
-	case *lang.IfStmt:
-		inspect(n.Cond, visit)
-		inspect(n.Then, visit)
-		if n.Else != nil {
-			inspect(n.Else, visit)
-		}
-	case *lang.UnrollStmt:
-		inspect(n.Count, visit)
-		inspect(n.Body, visit)
-	case *lang.WhileStmt:
-		inspect(n.Cond, visit)
-		inspect(n.Body, visit)
-	case *lang.MapExpr:
-		for _, k := range n.Keys {
-			inspect(k, visit)
-		}
-	case *lang.Call:
-		for _, a := range n.Args {
-			inspect(a, visit)
-		}
-	case *lang.Binary:
-		inspect(n.X, visit)
-		inspect(n.Y, visit)
-	case *lang.Unary:
-		inspect(n.X, visit)
-	case *lang.IncDec:
-		inspect(n.X, visit)
-	case *lang.Ternary:
-		inspect(n.Cond, visit)
-		inspect(n.Then, visit)
-		inspect(n.Else, visit)
-	case *lang.Cast:
-		inspect(n.X, visit)
-	case *lang.Tuple:
-		for _, e := range n.Elems {
-			inspect(e, visit)
-		}
-	case *lang.FieldAccess:
-		inspect(n.X, visit)
-	case *lang.IndexExpr:
-		inspect(n.X, visit)
-		inspect(n.Index, visit)
-	case *lang.BlockExpr:
-		for _, s := range n.Stmts {
-			inspect(s, visit)
-		}
-		if n.Value != nil {
-			inspect(n.Value, visit)
-		}
-	}
 }
