@@ -113,7 +113,7 @@ func outputCause(e Expect, prog string) string {
 		}
 	}
 	if enumDecl.MatchString(prog) {
-		return "wrong output: enum values printed by name"
+		return "enum values printed by name"
 	}
 	return "wrong output"
 }
@@ -136,6 +136,8 @@ func errorCause(msg, line, prog string) string {
 			}
 		}
 		return "probe type"
+	case strings.Contains(msg, "%s specifier expects a value of type string") && enumDecl.MatchString(prog):
+		return "enum values printed by name"
 	case strings.HasPrefix(msg, "Unknown function: "):
 		name := strings.TrimPrefix(msg, "Unknown function: ")
 		if lang.LookupVar(name) != lang.BuiltinInvalid {

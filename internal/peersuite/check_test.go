@@ -72,7 +72,8 @@ func TestCause(t *testing.T) {
 		{"BEGIN { }", "something else\n", &Expect{modeText, "@: 1"}, false, "wrong output"},
 		{"BEGIN { }", "1\n", &Expect{modeText, "true"}, true, "wrong output: bool values printed true/false (stopped at its time-out)"},
 		{"BEGIN { }", "@: 50\n", &Expect{modeText, "@: 0x32"}, false, "wrong output: pointers printed in hex"},
-		{"enum { A }; BEGIN { }", "0\n", &Expect{modeText, "A"}, false, "wrong output: enum values printed by name"},
+		{"enum { A }; BEGIN { }", "0\n", &Expect{modeText, "A"}, false, "enum values printed by name"},
+		{"enum E { A }; BEGIN { printf(\"%s\", A); }", "stdin:1:23-40: ERROR: printf: %s specifier expects a value of type string (integer supplied)\n", nil, false, "enum values printed by name"},
 		{"BEGIN { }", "{}\n", &Expect{modeJSON, "x.json"}, false, "JSON output differs (EXPECT_JSON)"},
 	} {
 		res := &Result{Test: &Test{Prog: tc.prog}, Status: Fail, Output: tc.out, Missed: tc.missed, TimedOut: tc.timedOut}
