@@ -70,6 +70,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncOverride:    `kprobe:f { override(1); }`,
 		lang.FuncReg:         `uprobe:/bin/sh:main { @ = reg("ip"); }`,
 		lang.FuncSizeof:      `BEGIN { @ = sizeof(uint32); }`,
+		lang.VarCurtask:      `BEGIN { @ = curtask; }`,
 		lang.FuncStrncmp:     `BEGIN { @ = strncmp("a", "b", 1); }`,
 		lang.FuncUptr:        `uprobe:/bin/sh:main { @ = uptr(arg0); }`,
 		lang.FuncKptr:        `uprobe:/bin/sh:main { @ = kptr(arg0); }`,

@@ -314,10 +314,10 @@ func (f *fn) unary(e *lang.Unary) error {
 		xt := lang.TypeOf(e.X)
 		switch xt.Kind {
 		case lang.KindPointer:
-			return f.load(e, f.pointee(xt))
+			return f.load(e, f.pointee(xt), f.inKernel(e.X))
 		case lang.KindInt:
 			// An integer is an address of a u64, as in bpftrace.
-			return f.load(e, lang.Uint64)
+			return f.load(e, lang.Uint64, false)
 		}
 		return f.c.errorf(e, "dereferencing %s, not a pointer", xt)
 	default:
@@ -353,20 +353,14 @@ func (f *fn) elemSize(t lang.Type) int {
 	return 8
 }
 
-// structDef finds a struct defined in the script.
-func (f *fn) structDef(name string) *lang.StructDef {
-	for _, sd := range f.c.prog.Structs {
-		if sd.Name == name {
-			return sd
-		}
-	}
-	return nil
-}
+// structDef finds a struct of the script or the kernel.
+func (f *fn) structDef(name string) *lang.StructDef { return f.c.prog.StructDef(name) }
 
-// load replaces the user-space address in R0 with the value of type t
-// stored there: integers and pointers are read with probe_read_user into
-// a zeroed slot and extended; a struct or an array stays an address.
-func (f *fn) load(n lang.Node, t lang.Type) error {
+// load replaces the address in R0 with the value of type t stored there:
+// integers and pointers are read with probe_read_user (probe_read_kernel
+// for kernel memory) into a zeroed slot and extended; a struct or an
+// array stays an address.
+func (f *fn) load(n lang.Node, t lang.Type, kernel bool) error {
 	size, signed := 8, false
 	switch t.Kind {
 	case lang.KindStruct, lang.KindArray:
@@ -388,7 +382,7 @@ func (f *fn) load(n lang.Node, t lang.Type) error {
 		asm.Mov.Reg(asm.R1, asm.RFP),
 		asm.Add.Imm(asm.R1, int32(slot)),
 		asm.Mov.Imm(asm.R2, int32(size)),
-		asm.FnProbeReadUser.Call(),
+		readHelper(kernel).Call(),
 		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
 	)
 	f.emit(extend(asm.R0, size, signed)...)
@@ -484,7 +478,56 @@ func (f *fn) fieldInt(e *lang.FieldAccess) error {
 	if field.Offset != 0 {
 		f.emit(asm.Add.Imm(asm.R0, int32(field.Offset)))
 	}
-	return f.load(e, field.Type)
+	if field.Bits == 0 {
+		return f.load(e, field.Type, f.inKernel(e.X))
+	}
+	// A bitfield: the bytes that hold it, shifted and masked.
+	size := 1
+	for size*8 < field.BitShift+field.Bits {
+		size *= 2
+	}
+	if err := f.load(e, lang.Int(size, false), f.inKernel(e.X)); err != nil {
+		return err
+	}
+	if field.BitShift > 0 {
+		f.emit(asm.RSh.Imm(asm.R0, int32(field.BitShift)))
+	}
+	if field.Bits < 32 {
+		f.emit(asm.And.Imm(asm.R0, int32(1)<<field.Bits-1))
+	} else if field.Bits < 64 {
+		f.emit(asm.LSh.Imm(asm.R0, int32(64-field.Bits)), asm.RSh.Imm(asm.R0, int32(64-field.Bits)))
+	}
+	return nil
+}
+
+// inKernel reports whether the memory x addresses (the struct it is or
+// points to, the array it is, what it points to) is the kernel's: x is a
+// kernel struct, a pointer to one, or read out of one.
+func (f *fn) inKernel(x lang.Expr) bool {
+	t := lang.TypeOf(x)
+	if t.Kind == lang.KindPointer && t.Elem != nil {
+		t = *t.Elem
+	}
+	if t.Kind == lang.KindStruct {
+		if sd := f.structDef(t.Struct); sd != nil && sd.Kernel {
+			return true
+		}
+	}
+	switch x := x.(type) {
+	case *lang.FieldAccess:
+		return lang.TypeOf(x.X).Kind != lang.KindTuple && f.inKernel(x.X)
+	case *lang.IndexExpr:
+		return f.inKernel(x.X)
+	}
+	return false
+}
+
+// readHelper is the helper that reads kernel or user memory.
+func readHelper(kernel bool) asm.BuiltinFunc {
+	if kernel {
+		return asm.FnProbeReadKernel
+	}
+	return asm.FnProbeReadUser
 }
 
 // structField finds the member a struct field access names.
@@ -551,7 +594,7 @@ func (f *fn) index(e *lang.IndexExpr) error {
 		asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord),
 		asm.Add.Reg(asm.R0, asm.R1),
 	)
-	return f.load(e, f.pointee(xt))
+	return f.load(e, f.pointee(xt), f.inKernel(e.X))
 }
 
 // valueInto lowers a string, buf or tuple expression into the scratch
@@ -960,6 +1003,8 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		f.emit(asm.FnGetPrandomU32.Call())
 	case lang.VarCgroup:
 		f.emit(asm.FnGetCurrentCgroupId.Call())
+	case lang.VarCurtask:
+		f.emit(asm.FnGetCurrentTask.Call())
 	case lang.VarNumaid:
 		f.emit(asm.FnGetNumaNodeId.Call())
 	case lang.VarUstack:
@@ -1006,7 +1051,7 @@ func (f *fn) structString(e *lang.FieldAccess, off int) error {
 	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
 	f.emit(addConst(asm.R3, int64(field.Offset))...)
 	f.scratchPtr(asm.R1, off)
-	f.emit(asm.Mov.Imm(asm.R2, int32(t.Size)), asm.FnProbeReadUser.Call())
+	f.emit(asm.Mov.Imm(asm.R2, int32(t.Size)), readHelper(f.inKernel(e.X)).Call())
 	return nil
 }
 

@@ -42,6 +42,9 @@ type Program struct {
 	Source  string
 	Structs []*StructDef
 	Probes  []*Probe
+	// KernelStructs is filled in by the checker: the kernel's structs and
+	// unions the script uses, from the kernel's BTF.
+	KernelStructs []*StructDef
 	// Newer says that the script asks for current bpftrace's behaviour
 	// where it differs from 0.17's, by naming a begin or end probe in
 	// lower case (bpftrace 0.24's names; 0.17 knows only BEGIN and END).
@@ -138,6 +141,9 @@ type StructDef struct {
 	Fields []StructField
 	// Size is the struct's size in bytes, computed with C's x86-64 layout.
 	Size int
+	// Kernel says the struct is one of the kernel's, from its BTF: its
+	// members live in kernel memory.
+	Kernel bool
 }
 
 // StructField is one member of a StructDef.
@@ -145,6 +151,9 @@ type StructField struct {
 	Name   string
 	Type   Type
 	Offset int
+	// Bits is a bitfield's width, 0 for other members; a bitfield's value
+	// is Bits bits from bit BitShift of the bytes at Offset.
+	Bits, BitShift int
 }
 
 // ProbeKind says what an attach point attaches to; package attachpoint

@@ -247,7 +247,7 @@ var builtins = [numBuiltins]builtin{
 		probeMsg: "The %[1]s builtin can only be used with 'kprobes', 'uprobes' and 'usdt' probes"},
 	VarKstack:  {name: "kstack", class: classVar, support: notSupported},
 	VarStack:   {name: "stack", class: classVar, support: notSupported, unlexed: true},
-	VarCurtask: {name: "curtask", class: classVar, support: notSupported},
+	VarCurtask: {name: "curtask", class: classVar, typ: Uint64},
 	VarCtx:     {name: "ctx", class: classVar, support: notSupported},
 	// args is typed per probe from its tracepoints' records (argsType);
 	// void * stands for a record Resolve did not find.

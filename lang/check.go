@@ -94,6 +94,9 @@ type Config struct {
 	// with none, a bare target stays as written and uaddr() resolves
 	// nothing.
 	Host Host
+	// Kernel gives the kernel's types (struct task_struct, curtask);
+	// with none, the script knows only its own structs.
+	Kernel Kernel
 }
 
 // The defaults of Config, bpftrace 0.17's.

@@ -232,7 +232,7 @@ func (c *checker) cast(e *Cast) Type {
 	for base.Kind == KindPointer && base.Elem != nil {
 		base = *base.Elem
 	}
-	if base.Kind == KindStruct && c.structs[base.Struct] == nil {
+	if base.Kind == KindStruct && c.structDef(base.Struct) == nil {
 		name := strings.TrimSpace(strings.TrimRight(e.TypeName, "* "))
 		c.errorf(span, "Unknown struct/union: '%s'", name)
 		return Type{}
@@ -279,7 +279,7 @@ func (c *checker) field(e *FieldAccess) Type {
 		c.errorf(e.Loc, "Can not access field '%s' on expression of type '%s'", e.Field, typeName(x))
 		return Type{}
 	}
-	def := c.structs[st.Struct]
+	def := c.structDef(st.Struct)
 	if def == nil {
 		c.errorf(e.Loc, "Unknown struct/union: '%s'", typeName(st))
 		return Type{}

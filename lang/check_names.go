@@ -78,8 +78,16 @@ func (c *checker) builtin(e *Builtin) Type {
 	if e.ID == VarArgs && c.tracepointArgs(e) {
 		return argsType(c.probe.Attach[0].Tracepoints[0])
 	}
+	// curtask is a struct task_struct * where the kernel's BTF is known,
+	// a u64 elsewhere, as in bpftrace.
+	if e.ID == VarCurtask && c.structDef(taskStruct) != nil {
+		return Type{Kind: KindPointer, Size: 8, Elem: &Type{Kind: KindStruct, Struct: taskStruct, Size: c.structDef(taskStruct).Size}}
+	}
 	return b.typ
 }
+
+// taskStruct is the kernel's struct curtask points to.
+const taskStruct = "task_struct"
 
 // param types $N or $# used as a number.
 func (c *checker) param(e *PositionalParam) Type {

@@ -61,7 +61,7 @@ func condName(t Type) string {
 func (c *checker) resolve(t Type) Type {
 	switch t.Kind {
 	case KindStruct:
-		if def := c.structs[t.Struct]; def != nil {
+		if def := c.structDef(t.Struct); def != nil {
 			t.Size = def.Size
 		}
 	case KindPointer, KindArray:

@@ -244,7 +244,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	// Parse -> Resolve -> Check, then runtime.Compile or runtime.Run.
 	cfg := lang.Config{
 		StrLen: strSize, Params: params, Unsafe: f.unsafe, MapKeysMax: keysMax,
-		Child: f.command != "", Host: runtime.NewHost(pid, f.command),
+		Child: f.command != "", Host: runtime.NewHost(pid, f.command), Kernel: runtime.NewKernel(),
 	}
 	var parsed *lang.Program
 	prog, err := lang.Parse(file, src)

@@ -1,0 +1,179 @@
+package lang
+
+// This file gives scripts the kernel's types: a struct or union the
+// script does not define is looked up in the kernel's BTF, which the
+// Kernel interface hands over, and converted into a StructDef the
+// checker and codegen use as they use the script's own.
+
+import (
+	"errors"
+	"fmt"
+
+	"github.com/cilium/ebpf/btf"
+)
+
+// Kernel is what the checker asks of the running kernel. lang opens no
+// file: the caller loads the kernel's BTF.
+type Kernel interface {
+	// Types returns the kernel's BTF (/sys/kernel/btf/vmlinux).
+	Types() (*btf.Spec, error)
+}
+
+// StructDef returns the struct called name: the script's own, else one of
+// the kernel's the checker looked up, else nil.
+func (p *Program) StructDef(name string) *StructDef {
+	for _, list := range [][]*StructDef{p.Structs, p.KernelStructs} {
+		for _, sd := range list {
+			if sd.Name == name {
+				return sd
+			}
+		}
+	}
+	return nil
+}
+
+// structDef returns the struct called name: the script's, which take
+// precedence as in bpftrace, else the kernel's from its BTF (recorded in
+// Program.KernelStructs), else nil.
+func (c *checker) structDef(name string) *StructDef {
+	if def, ok := c.structs[name]; ok {
+		return def
+	}
+	var defs []*StructDef
+	if c.cfg.Kernel != nil {
+		if spec, err := c.cfg.Kernel.Types(); err == nil {
+			defs = kernelStructs(spec, name)
+		}
+	}
+	c.structs[name] = nil
+	for _, d := range defs {
+		c.structs[d.Name] = d
+		c.prog.KernelStructs = append(c.prog.KernelStructs, d)
+	}
+	return c.structs[name]
+}
+
+// kernelStructs converts the kernel's struct or union called name, and
+// the anonymous structs its named members have, into StructDefs (name's
+// first); nil when the BTF has no such struct.
+func kernelStructs(spec *btf.Spec, name string) []*StructDef {
+	types, err := spec.AnyTypesByName(name)
+	if err != nil && !errors.Is(err, btf.ErrNotFound) {
+		return nil
+	}
+	for _, t := range types {
+		switch t.(type) {
+		case *btf.Struct, *btf.Union:
+			var conv btfConverter
+			conv.composite(name, t)
+			return conv.defs
+		}
+	}
+	return nil
+}
+
+// btfConverter collects the StructDefs of one conversion.
+type btfConverter struct {
+	defs []*StructDef
+}
+
+// composite converts struct or union t under name, appending its
+// StructDef before those of its anonymous members' types.
+func (conv *btfConverter) composite(name string, t btf.Type) *StructDef {
+	sd := &StructDef{Name: name, Kernel: true}
+	conv.defs = append(conv.defs, sd)
+	var members []btf.Member
+	switch t := t.(type) {
+	case *btf.Struct:
+		sd.Size, members = int(t.Size), t.Members
+	case *btf.Union:
+		sd.Size, members = int(t.Size), t.Members
+	}
+	conv.members(sd, members, 0)
+	return sd
+}
+
+// members adds the members to sd, at bitBase bits into it. An unnamed
+// struct or union member's own members are sd's, as in C.
+func (conv *btfConverter) members(sd *StructDef, members []btf.Member, bitBase int) {
+	for _, m := range members {
+		bit := bitBase + int(m.Offset)
+		under := btf.UnderlyingType(m.Type)
+		if m.Name == "" {
+			switch u := under.(type) {
+			case *btf.Struct:
+				conv.members(sd, u.Members, bit)
+			case *btf.Union:
+				conv.members(sd, u.Members, bit)
+			}
+			continue
+		}
+		f := StructField{Name: m.Name, Offset: bit / 8}
+		switch u := under.(type) {
+		case *btf.Struct, *btf.Union:
+			if u.TypeName() == "" {
+				// A member of an unnamed struct type: the type is named
+				// after the member, for the checker to find.
+				inner := conv.composite(fmt.Sprintf("%s::(anonymous %s)", sd.Name, m.Name), u)
+				f.Type = Type{Kind: KindStruct, Struct: inner.Name, Size: inner.Size}
+				sd.Fields = append(sd.Fields, f)
+				continue
+			}
+		}
+		f.Type = kernelType(under)
+		if m.BitfieldSize > 0 {
+			f.Bits, f.BitShift = int(m.BitfieldSize), bit%8
+		}
+		sd.Fields = append(sd.Fields, f)
+	}
+}
+
+// kernelType converts a BTF type (typedefs and qualifiers already
+// skipped) into the language's: integers, enums and booleans are
+// integers, char arrays strings, other arrays arrays, named structs and
+// unions structs looked up by name, pointers pointers; what the language
+// has no type for (functions) is void *.
+func kernelType(t btf.Type) Type {
+	switch t := t.(type) {
+	case *btf.Int:
+		if t.Encoding&btf.Bool != 0 {
+			return Int(1, false)
+		}
+		return Int(int(t.Size), t.Encoding&btf.Signed != 0 || t.Name == "char")
+	case *btf.Enum:
+		return Int(int(t.Size), t.Signed)
+	case *btf.Array:
+		elem := btf.UnderlyingType(t.Type)
+		if i, ok := elem.(*btf.Int); ok && i.Name == "char" {
+			return String(int(t.Nelems))
+		}
+		et := kernelType(elem)
+		size, _ := btf.Sizeof(t)
+		return Type{Kind: KindArray, Elem: &et, Len: int(t.Nelems), Size: size}
+	case *btf.Struct:
+		return Type{Kind: KindStruct, Struct: t.Name, Size: int(t.Size)}
+	case *btf.Union:
+		return Type{Kind: KindStruct, Struct: t.Name, Size: int(t.Size)}
+	case *btf.Pointer:
+		p := Type{Kind: KindPointer, Size: 8}
+		switch target := btf.UnderlyingType(t.Target).(type) {
+		case *btf.Void, *btf.FuncProto, *btf.Func:
+		case *btf.Struct, *btf.Union:
+			if target.TypeName() != "" {
+				elem := kernelType(target)
+				p.Elem = &elem
+			}
+		default:
+			elem := kernelType(target)
+			if elem.Kind != KindNone {
+				p.Elem = &elem
+			}
+		}
+		return p
+	}
+	if size, err := btf.Sizeof(t); err == nil && size > 0 {
+		// A float, as bpftrace does, reads as the integer of its bits.
+		return Int(size, false)
+	}
+	return Type{Kind: KindPointer, Size: 8}
+}
