@@ -39,6 +39,7 @@ const (
 	Skip
 )
 
+// String names the outcome as the log prints it.
 func (s Status) String() string {
 	return [...]string{"PASS", "FAIL", "SKIP"}[s]
 }
