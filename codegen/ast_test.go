@@ -1,6 +1,7 @@
 package codegen
 
 import (
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"go/constant"
 
 	"github.com/gotrace/gotrace/internal/printf"
@@ -58,4 +59,6 @@ func probeBlock(ap *lang.AttachPoint, pred lang.Expr, body ...lang.Stmt) *lang.P
 	return &lang.Probe{Attach: []*lang.AttachPoint{ap}, Pred: pred, Body: &lang.Block{Stmts: body}}
 }
 
-func beginAP() *lang.AttachPoint { return &lang.AttachPoint{Raw: "BEGIN", Kind: lang.ProbeBegin} }
+func beginAP() *lang.AttachPoint {
+	return &lang.AttachPoint{Raw: "BEGIN", Point: attachpoint.Point{Kind: lang.ProbeBegin}}
+}

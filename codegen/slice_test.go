@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"slices"
 	"strings"
 	"testing"
@@ -70,7 +71,7 @@ func TestHandBuiltBegin(t *testing.T) {
 // locations with different layouts and checks that the kernel accepts it.
 func TestUSDTProgramLoads(t *testing.T) {
 	up := fakeProbe(0x3000)
-	ap := &lang.AttachPoint{Raw: "usdt:/bin/fake:net:msg", Kind: lang.ProbeUSDT, Target: "/bin/fake", Provider: "net", Func: "msg"}
+	ap := &lang.AttachPoint{Raw: "usdt:/bin/fake:net:msg", Point: attachpoint.Point{Kind: lang.ProbeUSDT, Target: "/bin/fake", Provider: "net", Func: "msg"}}
 	countT := lang.Type{Kind: lang.KindCount}
 	p := &lang.Program{
 		File: "test.bt",

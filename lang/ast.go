@@ -198,20 +198,10 @@ type AttachPoint struct {
 	// may take in blanks, comments and earlier lines.
 	Loc Span
 	// Raw is the attach point as written.
-	Raw      string
-	Kind     ProbeKind
-	Target   string
-	Provider string
-	Func     string
-	Unit     string
-	Freq     uint64
-	// FreqParam is a positional parameter given as the rate
-	// (interval:s:$1), kept as written with Freq 0 until Resolve
-	// substitutes it and sets Freq.
-	FreqParam string
-	// Address is set for uprobe:PATH:0x1234 (an address in PATH); Func is
-	// then empty.
-	Address uint64
+	Raw string
+	// Point holds the fields: Kind, Target, Provider, Func, Unit, Freq,
+	// FreqParam and Address.
+	attachpoint.Point
 	// Tracepoints are the tracepoints a tracepoint attach point matches
 	// (Target is the category, Func the name), with their typed fields,
 	// as Resolve found them through the Host.

@@ -942,10 +942,7 @@ func (p *parser) attach(raw string, loc Span) *AttachPoint {
 	for _, err := range errs {
 		p.errorf(loc, "%v", err)
 	}
-	return &AttachPoint{
-		Loc: loc, Raw: raw, Kind: pt.Kind, Target: pt.Target, Provider: pt.Provider, Func: pt.Func,
-		Unit: pt.Unit, Freq: pt.Freq, FreqParam: pt.FreqParam, Address: pt.Address,
-	}
+	return &AttachPoint{Loc: loc, Raw: raw, Point: pt}
 }
 
 // cTypes are the C scalar types struct definitions may use, by their words

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -207,32 +208,32 @@ func TestParseAttachPoints(t *testing.T) {
 		src  string
 		want AttachPoint
 	}{
-		{"BEGIN", AttachPoint{Kind: ProbeBegin}},
-		{"END", AttachPoint{Kind: ProbeEnd}},
-		{"usdt:./src/bitcoind:net:inbound_message", AttachPoint{Kind: ProbeUSDT, Target: "./src/bitcoind", Provider: "net", Func: "inbound_message"}},
-		{"usdt:/usr/bin/python3.11:function__entry", AttachPoint{Kind: ProbeUSDT, Target: "/usr/bin/python3.11", Func: "function__entry"}},
-		{"usdt::net:inbound_message", AttachPoint{Kind: ProbeUSDT, Provider: "net", Func: "inbound_message"}},
-		{"usdt:*:net:*", AttachPoint{Kind: ProbeUSDT, Target: "*", Provider: "net", Func: "*"}},
-		{"usdt:$1:net:inbound_message", AttachPoint{Kind: ProbeUSDT, Target: "$1", Provider: "net", Func: "inbound_message"}},
-		{"U:/bin/x:a:b", AttachPoint{Kind: ProbeUSDT, Target: "/bin/x", Provider: "a", Func: "b"}},
-		{"uprobe:/lib/libc.so.6:malloc", AttachPoint{Kind: ProbeUprobe, Target: "/lib/libc.so.6", Func: "malloc"}},
-		{"u:/bin/x:main", AttachPoint{Kind: ProbeUprobe, Target: "/bin/x", Func: "main"}},
-		{"uretprobe:/bin/x:main", AttachPoint{Kind: ProbeUretprobe, Target: "/bin/x", Func: "main"}},
-		{"ur:/bin/x:main", AttachPoint{Kind: ProbeUretprobe, Target: "/bin/x", Func: "main"}},
+		{"BEGIN", AttachPoint{Point: attachpoint.Point{Kind: ProbeBegin}}},
+		{"END", AttachPoint{Point: attachpoint.Point{Kind: ProbeEnd}}},
+		{"usdt:./src/bitcoind:net:inbound_message", AttachPoint{Point: attachpoint.Point{Kind: ProbeUSDT, Target: "./src/bitcoind", Provider: "net", Func: "inbound_message"}}},
+		{"usdt:/usr/bin/python3.11:function__entry", AttachPoint{Point: attachpoint.Point{Kind: ProbeUSDT, Target: "/usr/bin/python3.11", Func: "function__entry"}}},
+		{"usdt::net:inbound_message", AttachPoint{Point: attachpoint.Point{Kind: ProbeUSDT, Provider: "net", Func: "inbound_message"}}},
+		{"usdt:*:net:*", AttachPoint{Point: attachpoint.Point{Kind: ProbeUSDT, Target: "*", Provider: "net", Func: "*"}}},
+		{"usdt:$1:net:inbound_message", AttachPoint{Point: attachpoint.Point{Kind: ProbeUSDT, Target: "$1", Provider: "net", Func: "inbound_message"}}},
+		{"U:/bin/x:a:b", AttachPoint{Point: attachpoint.Point{Kind: ProbeUSDT, Target: "/bin/x", Provider: "a", Func: "b"}}},
+		{"uprobe:/lib/libc.so.6:malloc", AttachPoint{Point: attachpoint.Point{Kind: ProbeUprobe, Target: "/lib/libc.so.6", Func: "malloc"}}},
+		{"u:/bin/x:main", AttachPoint{Point: attachpoint.Point{Kind: ProbeUprobe, Target: "/bin/x", Func: "main"}}},
+		{"uretprobe:/bin/x:main", AttachPoint{Point: attachpoint.Point{Kind: ProbeUretprobe, Target: "/bin/x", Func: "main"}}},
+		{"ur:/bin/x:main", AttachPoint{Point: attachpoint.Point{Kind: ProbeUretprobe, Target: "/bin/x", Func: "main"}}},
 		{`uprobe:./bitcoind:"CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, bool)"`,
-			AttachPoint{Kind: ProbeUprobe, Target: "./bitcoind", Func: "CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, bool)"}},
-		{"uprobe:/bin/x:0x1234", AttachPoint{Kind: ProbeUprobe, Target: "/bin/x", Address: 0x1234}},
-		{"interval:s:1", AttachPoint{Kind: ProbeInterval, Unit: "s", Freq: 1}},
-		{"interval:ms:$2", AttachPoint{Kind: ProbeInterval, Unit: "ms", FreqParam: "$2"}},
-		{"i:ms:100", AttachPoint{Kind: ProbeInterval, Unit: "ms", Freq: 100}},
-		{"profile:hz:99", AttachPoint{Kind: ProbeProfile, Unit: "hz", Freq: 99}},
-		{"p:us:5", AttachPoint{Kind: ProbeProfile, Unit: "us", Freq: 5}},
-		{"tracepoint:syscalls:sys_enter_read", AttachPoint{Kind: ProbeTracepoint, Target: "syscalls", Func: "sys_enter_read"}},
-		{"t:sched:sched_switch", AttachPoint{Kind: ProbeTracepoint, Target: "sched", Func: "sched_switch"}},
-		{"kprobe:vfs_read", AttachPoint{Kind: ProbeKprobe, Func: "vfs_read"}},
-		{"k:vfs_read", AttachPoint{Kind: ProbeKprobe, Func: "vfs_read"}},
-		{"kretprobe:vfs_read", AttachPoint{Kind: ProbeKretprobe, Func: "vfs_read"}},
-		{"kr:vfs_read", AttachPoint{Kind: ProbeKretprobe, Func: "vfs_read"}},
+			AttachPoint{Point: attachpoint.Point{Kind: ProbeUprobe, Target: "./bitcoind", Func: "CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, bool)"}}},
+		{"uprobe:/bin/x:0x1234", AttachPoint{Point: attachpoint.Point{Kind: ProbeUprobe, Target: "/bin/x", Address: 0x1234}}},
+		{"interval:s:1", AttachPoint{Point: attachpoint.Point{Kind: ProbeInterval, Unit: "s", Freq: 1}}},
+		{"interval:ms:$2", AttachPoint{Point: attachpoint.Point{Kind: ProbeInterval, Unit: "ms", FreqParam: "$2"}}},
+		{"i:ms:100", AttachPoint{Point: attachpoint.Point{Kind: ProbeInterval, Unit: "ms", Freq: 100}}},
+		{"profile:hz:99", AttachPoint{Point: attachpoint.Point{Kind: ProbeProfile, Unit: "hz", Freq: 99}}},
+		{"p:us:5", AttachPoint{Point: attachpoint.Point{Kind: ProbeProfile, Unit: "us", Freq: 5}}},
+		{"tracepoint:syscalls:sys_enter_read", AttachPoint{Point: attachpoint.Point{Kind: ProbeTracepoint, Target: "syscalls", Func: "sys_enter_read"}}},
+		{"t:sched:sched_switch", AttachPoint{Point: attachpoint.Point{Kind: ProbeTracepoint, Target: "sched", Func: "sched_switch"}}},
+		{"kprobe:vfs_read", AttachPoint{Point: attachpoint.Point{Kind: ProbeKprobe, Func: "vfs_read"}}},
+		{"k:vfs_read", AttachPoint{Point: attachpoint.Point{Kind: ProbeKprobe, Func: "vfs_read"}}},
+		{"kretprobe:vfs_read", AttachPoint{Point: attachpoint.Point{Kind: ProbeKretprobe, Func: "vfs_read"}}},
+		{"kr:vfs_read", AttachPoint{Point: attachpoint.Point{Kind: ProbeKretprobe, Func: "vfs_read"}}},
 	}
 	for _, tt := range tests {
 		p, err := Parse("stdin", tt.src+" { }")

@@ -6,6 +6,7 @@ import (
 	"context"
 	"debug/elf"
 	"fmt"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"os/exec"
 	"strconv"
 	"strings"
@@ -130,8 +131,8 @@ func TestCheckAddressBoundaries(t *testing.T) {
 				last = addr
 			}
 			for _, ap := range []*lang.AttachPoint{
-				{Kind: lang.ProbeUprobe, Target: tc.path, Address: addr},
-				{Kind: lang.ProbeUprobe, Target: tc.path, Func: fmt.Sprintf("%s+%d", tc.fn, addr-sym.Value)},
+				{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: tc.path, Address: addr}},
+				{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: tc.path, Func: fmt.Sprintf("%s+%d", tc.fn, addr-sym.Value)}},
 			} {
 				e, unchecked := checkAddress(ap, &usdt.Files{})
 				switch {
@@ -162,30 +163,30 @@ func TestCheckAddressErrors(t *testing.T) {
 		want      string // "" for no problem
 		unchecked bool
 	}{
-		{"function entry", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: bin, Address: main.Value}, "", false},
-		{"decimal address", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: bin, Func: strconv.FormatUint(second, 10)}, "", false},
-		{"decimal address inside", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: bin, Func: strconv.FormatUint(second-1, 10)},
+		{"function entry", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: bin, Address: main.Value}}, "", false},
+		{"decimal address", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: bin, Func: strconv.FormatUint(second, 10)}}, "", false},
+		{"decimal address inside", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: bin, Func: strconv.FormatUint(second-1, 10)}},
 			fmt.Sprintf("address %#x is inside an instruction of main (at %#x, %d bytes long): a uprobe there would corrupt it", second-1, main.Value, second-main.Value), false},
-		{"offset inside", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: bin, Func: "main+1"},
+		{"offset inside", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: bin, Func: "main+1"}},
 			fmt.Sprintf("main+1 (address %#x) is inside an instruction of main", main.Value+1), false},
-		{"hexadecimal offset", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: bin, Func: fmt.Sprintf("main+%#x", second-main.Value)}, "", false},
-		{"offset past the end", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: bin, Func: "main+99999"},
+		{"hexadecimal offset", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: bin, Func: fmt.Sprintf("main+%#x", second-main.Value)}}, "", false},
+		{"offset past the end", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: bin, Func: "main+99999"}},
 			fmt.Sprintf("offset 99999 is outside main, which is %d bytes long", main.Size), false},
-		{"uretprobe with an offset", lang.AttachPoint{Kind: lang.ProbeUretprobe, Target: bin, Func: "main+2"},
+		{"uretprobe with an offset", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUretprobe, Target: bin, Func: "main+2"}},
 			"main+2: a uretprobe attaches only at a function's entry, without an offset", false},
-		{"uretprobe at offset 0", lang.AttachPoint{Kind: lang.ProbeUretprobe, Target: bin, Func: "main+0"}, "", false},
-		{"uretprobe inside a function", lang.AttachPoint{Kind: lang.ProbeUretprobe, Target: bin, Address: second},
+		{"uretprobe at offset 0", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUretprobe, Target: bin, Func: "main+0"}}, "", false},
+		{"uretprobe inside a function", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUretprobe, Target: bin, Address: second}},
 			fmt.Sprintf("address %#x is main+%d: a uretprobe attaches only at a function's entry", second, second-main.Value), false},
-		{"not code", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: bin, Address: 1},
+		{"not code", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: bin, Address: 1}},
 			"address 0x1 is not in an executable segment of " + bin, false},
-		{"stripped", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: stripped, Address: second},
+		{"stripped", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: stripped, Address: second}},
 			fmt.Sprintf("no function symbol of %s holds address %#x (a stripped file?)", stripped, second), true},
-		{"stripped uretprobe", lang.AttachPoint{Kind: lang.ProbeUretprobe, Target: stripped, Address: main.Value},
+		{"stripped uretprobe", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUretprobe, Target: stripped, Address: main.Value}},
 			"gotrace cannot check that it is a function's entry", true},
-		{"no such file", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: "/no/such/file", Address: 0x1000},
+		{"no such file", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: "/no/such/file", Address: 0x1000}},
 			"uprobe target file '/no/such/file' does not exist or is not an ELF file", false},
-		{"a function", lang.AttachPoint{Kind: lang.ProbeUprobe, Target: "/no/such/file", Func: "main"}, "", false},
-		{"a usdt probe", lang.AttachPoint{Kind: lang.ProbeUSDT, Target: bin, Func: "x+1"}, "", false},
+		{"a function", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: "/no/such/file", Func: "main"}}, "", false},
+		{"a usdt probe", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUSDT, Target: bin, Func: "x+1"}}, "", false},
 	} {
 		e, unchecked := checkAddress(&tc.ap, &usdt.Files{})
 		switch {

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"strings"
 	"testing"
 
@@ -18,7 +19,7 @@ func TestSymbolNotFoundIFunc(t *testing.T) {
 		{"strlen", "function strlen in " + libc + " is an IFUNC: its symbol is the resolver the dynamic loader calls once to choose an implementation"},
 		{"no_such_function", "function no_such_function not found in " + libc},
 	} {
-		e := symbolNotFound(&lang.AttachPoint{Kind: lang.ProbeUprobe, Target: libc, Func: tc.fn}, &usdt.Files{})
+		e := symbolNotFound(&lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: libc, Func: tc.fn}}, &usdt.Files{})
 		if e.Msg != tc.msg {
 			t.Errorf("%s: message %q, want %q", tc.fn, e.Msg, tc.msg)
 		}

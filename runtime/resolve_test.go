@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"fmt"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"os"
 	"path/filepath"
 	"slices"
@@ -46,7 +47,7 @@ func usdtProgram(raws ...string) *lang.Program {
 	p := &lang.Program{File: "test.bt"}
 	for _, raw := range raws {
 		parts := strings.Split(raw, ":")
-		ap := &lang.AttachPoint{Raw: raw, Kind: lang.ProbeUSDT, Target: parts[1]}
+		ap := &lang.AttachPoint{Raw: raw, Point: attachpoint.Point{Kind: lang.ProbeUSDT, Target: parts[1]}}
 		if len(parts) == 4 {
 			ap.Provider, ap.Func = parts[2], parts[3]
 		} else {
@@ -126,7 +127,7 @@ func TestResolveUSDTErrors(t *testing.T) {
 func TestMatchedProgram(t *testing.T) {
 	p := usdtProgram("usdt:/a:p:x", "usdt:/a:p:y")
 	both := &lang.Probe{Attach: []*lang.AttachPoint{p.Probes[0].Attach[0], p.Probes[1].Attach[0]}}
-	begin := &lang.Probe{Attach: []*lang.AttachPoint{{Raw: "BEGIN", Kind: lang.ProbeBegin}}}
+	begin := &lang.Probe{Attach: []*lang.AttachPoint{{Raw: "BEGIN", Point: attachpoint.Point{Kind: lang.ProbeBegin}}}}
 	p.Probes = append(p.Probes, both, begin)
 	x, y := p.Probes[0].Attach[0], p.Probes[1].Attach[0]
 	x1, x2 := &lang.AttachPoint{Raw: "x1"}, &lang.AttachPoint{Raw: "x2"}
