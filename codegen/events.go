@@ -42,7 +42,7 @@ func (f *fn) callStmt(call *lang.Call) error {
 			storeImm64(asm.R0, 0, 1),
 		)
 		f.place(done)
-		if err := f.event(call, Event{Kind: EventExit}, nil, controlMapName); err != nil {
+		if err := f.event(call, Event{Kind: EventExit}, call.Args, controlMapName); err != nil {
 			return err
 		}
 		f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())

@@ -121,7 +121,8 @@ const (
 	// EventClear and EventZero: clear or zero map Map.
 	EventClear
 	EventZero
-	// EventExit: stop tracing, run END, print maps.
+	// EventExit: stop tracing, run END, print maps; Args[0], when there
+	// is one, is exit(code)'s code.
 	EventExit
 	// EventTime: print the time with strftime-like Format (time()).
 	EventTime

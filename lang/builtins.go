@@ -273,7 +273,7 @@ var builtins = [numBuiltins]builtin{
 	FuncLhist:  {name: "lhist", class: classFunc, min: 4, max: 4, agg: KindLhist},
 	FuncPrintf: {name: "printf", class: classFunc, min: 1, max: -1, void: true},
 	FuncPrint:  {name: "print", class: classFunc, min: 1, max: 3, void: true},
-	FuncExit:   {name: "exit", class: classFunc, min: 0, max: 0, void: true},
+	FuncExit:   {name: "exit", class: classFunc, min: 0, max: 1, void: true, args: intArgs},
 	FuncClear:  {name: "clear", class: classFunc, min: 1, max: 1, void: true},
 	FuncZero:   {name: "zero", class: classFunc, min: 1, max: 1, void: true},
 	FuncDelete: {name: "delete", class: classFunc, min: 1, max: 1, void: true},

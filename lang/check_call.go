@@ -345,7 +345,8 @@ func isCall(e Expr) bool {
 // printCall checks print(@m[, top[, div]]) and print(value).
 func (c *checker) printCall(e *Call) {
 	m, isMap := e.Args[0].(*MapExpr)
-	if !isMap {
+	// print(@m[k]) prints the element's value, as bpftrace 0.21 does.
+	if !isMap || len(m.Keys) > 0 {
 		t := c.expr(e.Args[0], useValue)
 		if c.tracepointArgs(e.Args[0]) {
 			// bpftrace 0.17 prints no record; later versions print it as a struct.
@@ -360,9 +361,6 @@ func (c *checker) printCall(e *Call) {
 		return
 	}
 	c.mapRef(m)
-	if len(m.Keys) > 0 {
-		c.errorf(e.Loc, "The map passed to print() should not be indexed by a key")
-	}
 	for _, a := range e.Args[1:] {
 		t := c.expr(a, useValue)
 		if _, ok := ConstInt(a); !ok {

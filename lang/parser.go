@@ -737,6 +737,12 @@ func (p *parser) primary() (Expr, bool) {
 		p.next()
 		if p.is("(") {
 			p.next()
+			if p.is(")") && LookupFunc(t.Value) == BuiltinInvalid && LookupVar(t.Value) != BuiltinInvalid {
+				// bpftrace 0.24's call syntax for builtin variables:
+				// comm() is comm.
+				p.next()
+				return &Builtin{ExprBase: ExprBase{Loc: p.span(t)}, Name: t.Value}, false
+			}
 			e := &Call{Name: t.Value, NameLoc: loc}
 			if !p.is(")") {
 				e.Args = p.list(")", expectArgs)

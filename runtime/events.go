@@ -30,6 +30,9 @@ func (t *tracer) handle(raw []byte) error {
 		}
 		return clearMap(m, em, ev.Kind == codegen.EventZero)
 	case codegen.EventExit:
+		if len(ev.Args) == 1 && t.exitStatus == 0 {
+			t.exitStatus = ExitStatus(t.value(ev.Args[0], data[ev.Args[0].Offset:]).Bits)
+		}
 		t.requestExit()
 		return nil
 	case codegen.EventTime:

@@ -41,6 +41,14 @@ const childGrace = time.Second
 // printing the maps. Run then returns ErrQuit.
 var ErrQuit = errors.New("quit")
 
+// ExitStatus is what Run returns when the trace ended normally by
+// exit(code) with a code other than 0: the exit status gotrace ends with,
+// as bpftrace does.
+type ExitStatus uint8
+
+// Error says which status the script asked for.
+func (s ExitStatus) Error() string { return fmt.Sprintf("exit(%d)", uint8(s)) }
+
 // Run traces: it compiles and loads p, attaches its probes, prints what
 // the programs ask for and, when the trace ends (exit(), ctx cancelled by
 // SIGINT/SIGTERM, the -c command or the -p process exiting), runs END,
@@ -257,6 +265,8 @@ type tracer struct {
 	lost uint64
 	// runErr is the first runtime error a reader met.
 	runErr error
+	// exitStatus is the code of the first exit(code) record.
+	exitStatus ExitStatus
 }
 
 // interval is an interval probe's program and period.
@@ -603,6 +613,9 @@ func (t *tracer) finish() error {
 	}
 	t.flushOut()
 	t.reportFull()
+	if t.runErr == nil && t.exitStatus != 0 {
+		return t.exitStatus
+	}
 	return t.runErr
 }
 

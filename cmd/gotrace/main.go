@@ -329,6 +329,9 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if errors.Is(err, runtime.ErrQuit) {
 		return quitCode, nil
 	}
+	if status, ok := errors.AsType[runtime.ExitStatus](err); ok {
+		return int(status), nil
+	}
 	if errors.Is(err, syscall.EPIPE) {
 		// Whoever read the output is gone (| head): the trace ended
 		// cleanly, and there is no one to tell.
