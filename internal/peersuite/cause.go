@@ -27,16 +27,17 @@ var syntaxFeatures = []struct {
 }{
 	{regexp.MustCompile(`\bconfig\s*=`), "config block"},
 	{regexp.MustCompile(`\bmacro\b`), "macro"},
+	{regexp.MustCompile(`\blet\s+@`), "map declaration"},
 	{regexp.MustCompile(`\blet\b`), "let declaration"},
 	{regexp.MustCompile(`\benum\b`), "enum"},
 	{regexp.MustCompile(`\bimport\b`), "import"},
 	{regexp.MustCompile(`\bfor\s*\(\s*\$\w+\s*:\s*[^)]*\.\.`), "for over a range"},
-	{regexp.MustCompile(`\bfor\s*\(`), "for over a map"},
+	{regexp.MustCompile(`\bfor\s*\(\s*\$\w+\s*:\s*@`), "for over a map"},
 	{regexp.MustCompile(`\$\w+\s*:\s*\w`), "typed variable"},
 	{regexp.MustCompile(`\?\s*:`), "ternary without middle"},
 	{regexp.MustCompile(`\d+(?:ns|us|ms|s|m|h|d)\b`), "duration literal"},
 	{regexp.MustCompile(`\b(?:break|continue|return)\b`), "break/continue/return"},
-	{regexp.MustCompile(`[\w)\]]\s*\[\s*\d+\s*\]`), "indexing a string or tuple"},
+	{regexp.MustCompile(`(?:\$\w+|\))\s*\[\s*\d+\s*\]`), "indexing a string or tuple"},
 	{regexp.MustCompile(`\(\s*\w+\s*=[^=]`), "record (named tuple)"},
 	{regexp.MustCompile(`&\s*[$@\w]`), "address-of &"},
 	{regexp.MustCompile(`\(\s*\w+\s*\[\d*\]\s*\)`), "cast to an array"},
@@ -152,10 +153,12 @@ func errorCause(msg, line, prog string) string {
 		f, _, _ := strings.Cut(strings.TrimPrefix(strings.TrimPrefix(msg, "unknown shorthand flag: "), "unknown flag: "), " ")
 		return "flag " + f
 	case strings.HasPrefix(msg, "syntax error"):
-		// First the text up to the token the error is at, then the line.
+		// First the statement up to the token the error is at, then the
+		// line.
 		before, after, _ := strings.Cut(line, "\x00")
 		token, _, _ := strings.Cut(after, " ")
-		for _, text := range []string{before + token, before + after} {
+		stmt := before[strings.LastIndexAny(before, ";{}")+1:]
+		for _, text := range []string{stmt + token, before + after} {
 			for _, f := range syntaxFeatures {
 				if f.re.MatchString(text) {
 					return "syntax: " + f.name

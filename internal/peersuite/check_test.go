@@ -64,6 +64,8 @@ func TestCause(t *testing.T) {
 		{"begin { }", "stdin:1:1-6: ERROR: Invalid probe type: begin\nbegin { }\n~~~~~\n", nil, false, "probe type begin"},
 		{"config = { a = 1 } BEGIN { }", "stdin:1:8-9: ERROR: syntax error, unexpected =, expecting {\nconfig = { a = 1 } BEGIN { }\n       ~\n", nil, false, "syntax: config block"},
 		{"BEGIN { $x: uint8 = 1; }", "stdin:1:9-12: ERROR: syntax error, unexpected :, expecting }\nBEGIN { $x: uint8 = 1; }\n        ~~~\n", nil, false, "syntax: typed variable"},
+		{"BEGIN { for ($i : 0..5) { } }", "stdin:1:17-18: ERROR: syntax error, unexpected :, expecting ) or \",\"\nBEGIN { for ($i : 0..5) { } }\n                ~\n", nil, false, "syntax: for over a range"},
+		{"BEGIN { for ($kv : @m) { } }", "stdin:1:18-19: ERROR: syntax error, unexpected :, expecting ) or \",\"\nBEGIN { for ($kv : @m) { } }\n                 ~\n", nil, false, "syntax: for over a map"},
 		{"BEGIN { @ = pton(1); }", "stdin:1:13-17: ERROR: Unknown function: pton\n", nil, false, "unknown function pton"},
 		{"BEGIN { @ = comm(); }", "stdin:1:13-17: ERROR: Unknown function: comm\n", nil, false, "call syntax for builtin comm"},
 		{"BEGIN { @ = true; }", "stdin:1:13-17: ERROR: Unknown identifier: 'true'\n", nil, false, "unknown identifier true"},
