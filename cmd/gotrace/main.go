@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/signal"
 	"strconv"
+	"strings"
 	"syscall"
 
 	"github.com/spf13/cobra"
@@ -426,13 +427,17 @@ func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, erro
 	if len(args) == 1 {
 		pattern = args[0]
 	}
-	if pattern == "" && pid == 0 {
-		// bpftrace lists its kernel probes here.
-		return 1, errors.New("-l without a pattern lists bpftrace's kernel probes, and gotrace has none: it lists uprobe, uretprobe and usdt probes, of a file ('uprobe:/path/to/binary:*', 'usdt:/path/to/binary:*') or of a process (-p PID)")
+	var err error
+	kernel := false
+	if pid == 0 || strings.Contains(pattern, ":") {
+		// With -p, a pattern of no probe type lists the process's probes.
+		kernel, err = runtime.ListKernel(stdout, pattern, len(args) == 1, f.verbose)
 	}
-	err := asUser(func() error {
-		return usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: pid, Verbose: f.verbose})
-	})
+	if !kernel {
+		err = asUser(func() error {
+			return usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: pid, Verbose: f.verbose})
+		})
+	}
 	var pe *usdt.PatternError
 	if errors.As(err, &pe) {
 		// bpftrace treats the pattern as a one-line script named stdin.

@@ -103,16 +103,23 @@ type Field struct {
 	// DataLoc marks a __data_loc field: a u32 holding the offset (low 16
 	// bits) and length (high 16 bits) of data stored later in the record.
 	DataLoc bool
+	// DataLocArray marks a __data_loc field declared as an array of
+	// Type (__data_loc char[] name) rather than as one Type
+	// (__data_loc cpumask_t cpumask).
+	DataLocArray bool
 	// Common marks the fields every event starts with (common_pid, ...).
 	Common bool
 }
 
 // Decl returns the field as bpftrace -lv prints it: "const char * filename",
-// "char prev_comm[16]", "__data_loc char[] cmd".
+// "char prev_comm[16]", "__data_loc char[] cmd", "__data_loc cpumask_t cpumask".
 func (f Field) Decl() string {
 	typ := f.Type
+	if f.DataLocArray {
+		typ += "[]"
+	}
 	if f.DataLoc {
-		typ = "__data_loc " + typ + "[]"
+		typ = "__data_loc " + typ
 	}
 	decl := typ + " " + f.Name
 	if f.ArrayLen > 0 {
@@ -249,7 +256,8 @@ func (f *Field) parseDecl(decl string) error {
 	f.Type = strings.TrimSpace(decl[:start])
 	if f.DataLoc {
 		// __data_loc char[] NAME: the brackets belong to the type.
-		f.Type = strings.TrimSpace(strings.TrimSuffix(f.Type, "[]"))
+		typ, array := strings.CutSuffix(f.Type, "[]")
+		f.Type, f.DataLocArray = strings.TrimSpace(typ), array
 	}
 	f.Common = strings.HasPrefix(f.Name, "common_")
 	if f.Name == "" || f.Type == "" {

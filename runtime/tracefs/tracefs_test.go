@@ -31,7 +31,7 @@ print fmt: "%s", REC->rwbs
 		{Name: "common_pid", Type: "int", Offset: 4, Size: 4, Signed: true, Common: true},
 		{Name: "filename", Type: "const char *", Offset: 24, Size: 8},
 		{Name: "rwbs", Type: "char", Offset: 34, Size: 10, ArrayLen: 10},
-		{Name: "cmd", Type: "char", Offset: 60, Size: 4, DataLoc: true},
+		{Name: "cmd", Type: "char", Offset: 60, Size: 4, DataLoc: true, DataLocArray: true},
 		{Name: "prev_state", Type: "long", Offset: 64, Size: 8, Signed: true},
 	}
 	if f.ID != 1384 || len(f.Fields) != len(want) {
@@ -157,5 +157,22 @@ func TestEventsAsBpftrace(t *testing.T) {
 		if got != string(want) {
 			t.Errorf("-lv %s:\ngot:\n%swant:\n%s", name, got, want)
 		}
+	}
+}
+
+// TestDataLocWholeType checks a __data_loc field declared as one type
+// rather than an array (ipi_send_cpumask's cpumask), which -lv prints
+// without brackets.
+func TestDataLocWholeType(t *testing.T) {
+	f, err := ParseFormat([]byte("format:\n\tfield:__data_loc cpumask_t cpumask;\toffset:8;\tsize:4;\tsigned:0;\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Field{Name: "cpumask", Type: "cpumask_t", Offset: 8, Size: 4, DataLoc: true}
+	if len(f.Fields) != 1 || f.Fields[0] != want {
+		t.Fatalf("fields %+v, want %+v", f.Fields, want)
+	}
+	if got := f.Fields[0].Decl(); got != "__data_loc cpumask_t cpumask" {
+		t.Errorf("Decl = %q", got)
 	}
 }

@@ -1,0 +1,122 @@
+package runtime
+
+import (
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
+	"github.com/gotrace/gotrace/runtime/tracefs"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// iterProbes are the iterators bpftrace 0.17 lists when the kernel has
+// their BTF function, with the arguments -lv prints for them.
+var iterProbes = []struct {
+	name string
+	args []string
+}{
+	{"task", []string{"struct task_struct * task"}},
+	{"task_file", []string{"struct task_struct * task", "int fd", "struct file * file"}},
+}
+
+// ListKernel prints the kernel probes that pattern (explicit: given on
+// the command line, even empty) names, as bpftrace
+// 0.17's -l does, and reports whether pattern is about kernel probes at
+// all (false: the caller lists user-space probes). An empty pattern or
+// one without a colon searches every kind: hardware and software print
+// the pattern itself in place of events (0.17 does), iterators and
+// tracepoints whose names (not categories) match. An explicit empty
+// pattern matches nothing. verbose (-lv) adds the arguments of
+// iterators and the fields of tracepoints. Patterns are globs.
+func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, error) {
+	if explicit && pattern == "" {
+		return true, nil
+	}
+	fields, err := attachpoint.Split(pattern)
+	if err != nil {
+		return false, nil
+	}
+	if pattern == "" || len(fields) == 1 {
+		search := pattern
+		if search == "" {
+			search = "*"
+		}
+		fmt.Fprintf(w, "hardware:%s:\n", search)
+		listIters(w, search, verbose)
+		fmt.Fprintf(w, "software:%s:\n", search)
+		return true, listTracepoints(w, "*", search, verbose)
+	}
+	typ := fields[0]
+	if kind, ok := attachpoint.LookupKind(typ); ok && kind == attachpoint.Tracepoint {
+		if len(fields) != 3 {
+			return true, &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, "2 arguments").Error()}
+		}
+		return true, listTracepoints(w, fields[1], fields[2], verbose)
+	}
+	switch name, _ := attachpoint.Unattached(typ); name {
+	case "software", "hardware":
+		fmt.Fprintf(w, "%s:%s:\n", name, fields[1])
+		return true, nil
+	case "iter":
+		listIters(w, fields[1], verbose)
+		return true, nil
+	}
+	return false, nil
+}
+
+// listIters prints the iterators whose name matches pattern.
+func listIters(w io.Writer, pattern string, verbose bool) {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return
+	}
+	for _, it := range iterProbes {
+		var fn *btf.Func
+		if spec.TypeByName("bpf_iter_"+it.name, &fn) != nil || !attachpoint.Glob.Match(pattern, it.name) {
+			continue
+		}
+		fmt.Fprintf(w, "iter:%s\n", it.name)
+		if verbose {
+			for _, a := range it.args {
+				fmt.Fprintf(w, "    %s\n", a)
+			}
+		}
+	}
+}
+
+// listTracepoints prints the tracepoints whose category and name match.
+func listTracepoints(w io.Writer, category, name string, verbose bool) error {
+	dir, err := tracefs.Find(os.Geteuid() == 0)
+	if err != nil {
+		return err
+	}
+	events, err := tracefs.Events(dir)
+	if err != nil {
+		return err
+	}
+	for _, ev := range events {
+		if !attachpoint.Glob.Match(category, ev.Category) || !attachpoint.Glob.Match(name, ev.Name) {
+			continue
+		}
+		fmt.Fprintf(w, "tracepoint:%s\n", ev)
+		if !verbose {
+			continue
+		}
+		f, err := tracefs.ReadFormat(dir, ev)
+		if err != nil {
+			continue
+		}
+		var b strings.Builder
+		for _, fl := range f.Fields {
+			if !fl.Common {
+				fmt.Fprintf(&b, "    %s\n", fl.Decl())
+			}
+		}
+		io.WriteString(w, b.String())
+	}
+	return nil
+}
