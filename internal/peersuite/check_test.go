@@ -2,7 +2,10 @@ package peersuite
 
 import (
 	"os"
+	"os/exec"
 	"path/filepath"
+	"strconv"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -82,5 +85,31 @@ func TestCause(t *testing.T) {
 		if got := Cause(res, ""); got != tc.want {
 			t.Errorf("Cause(%q) = %q, want %q", tc.out, got, tc.want)
 		}
+	}
+}
+
+// TestOwnProcesses: an AFTER command signals only the test's own tracer,
+// never another bpftrace of the machine.
+func TestOwnProcesses(t *testing.T) {
+	sleep := exec.Command("sleep", "30")
+	sleep.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	r := &Runner{Binary: "/usr/bin/sleep"}
+	pid := strconv.Itoa(sleep.Process.Pid)
+	for in, want := range map[string]string{
+		"pkill -SIGINT bpftrace":          "kill -s INT " + pid,
+		"./x 2e9; pkill -SIGINT bpftrace": "./x 2e9; kill -s INT " + pid,
+		"kill -s USR1 $(pidof bpftrace)":  "kill -s USR1 " + pid,
+		"echo bpftrace":                   "echo bpftrace",
+	} {
+		if got := r.ownProcesses(in, sleep.Process.Pid); got != want {
+			t.Errorf("ownProcesses(%q) = %q, want %q", in, got, want)
+		}
+	}
+	if got := (&Runner{Binary: "/usr/bin/sleep"}).ownProcesses("pkill -SIGINT bpftrace", 1); got != "false" {
+		t.Errorf("with no process of the group: %q", got)
 	}
 }

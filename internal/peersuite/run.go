@@ -7,7 +7,10 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -303,7 +306,7 @@ wait:
 					// are attached.
 					time.Sleep(attachSettle)
 				}
-				after = exec.Command("/bin/sh", "-c", t.After)
+				after = exec.Command("/bin/sh", "-c", r.ownProcesses(t.After, cmd.Process.Pid))
 				after.Dir, after.Env = r.WorkDir, r.Env
 				after.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 				after.Stdout, after.Stderr = io.Discard, io.Discard
@@ -412,4 +415,52 @@ func afterAttach(out string) string {
 // normalizeNewlines reads output as Python's universal newlines do.
 func normalizeNewlines(s string) string {
 	return strings.ReplaceAll(strings.ReplaceAll(s, "\r\n", "\n"), "\r", "\n")
+}
+
+// bpftraceProcess matches what the engine's AFTER commands use to signal
+// the tracer: pkill -SIG bpftrace, and $(pidof bpftrace).
+var (
+	pkillTracer = regexp.MustCompile(`\bpkill\s+-(?:SIG)?([A-Z0-9]+)\s+bpftrace\b`)
+	pidofTracer = regexp.MustCompile(`\$\(pidof bpftrace\)`)
+)
+
+// ownProcesses rewrites an AFTER command so that it signals this test's
+// tracer, the processes of group pgid running the binary under test, and
+// no other: upstream's engine runs one test at a time, and its pkill
+// bpftrace would here stop the tests running beside it and every other
+// bpftrace on the machine (the differential tests' oracle).
+func (r *Runner) ownProcesses(after string, pgid int) string {
+	pids := strings.Join(groupPIDs(pgid, filepath.Base(r.Binary)), " ")
+	signal := "kill -s $1 " + pids
+	if pids == "" {
+		signal = "false" // no tracer to signal: fail, as pkill does
+	}
+	after = pkillTracer.ReplaceAllString(after, signal)
+	return pidofTracer.ReplaceAllString(after, pids)
+}
+
+// groupPIDs lists the processes of group pgid whose command name is name.
+func groupPIDs(pgid int, name string) []string {
+	entries, _ := os.ReadDir("/proc")
+	var pids []string
+	for _, e := range entries {
+		stat, err := os.ReadFile(filepath.Join("/proc", e.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold blanks and
+		// parentheses, so split after its last ')'.
+		s := string(stat)
+		open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+		if open < 0 || end < open {
+			continue
+		}
+		fields := strings.Fields(s[end+1:])
+		comm := s[open+1 : end]
+		// The kernel keeps 15 bytes of the command's name.
+		if len(fields) > 2 && fields[2] == strconv.Itoa(pgid) && comm == name[:min(len(name), 15)] {
+			pids = append(pids, e.Name())
+		}
+	}
+	return pids
 }
