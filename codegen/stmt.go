@@ -224,6 +224,8 @@ func (f *fn) stmt(s lang.Stmt) error {
 		return nil
 	case *lang.WhileStmt:
 		return f.whileStmt(s)
+	case *lang.ForStmt:
+		return f.forRange(s)
 	case *lang.JumpStmt:
 		return f.jump(s)
 	}
@@ -355,19 +357,10 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 		return err
 	}
 	defer f.popSlot()
-	top, capOK, body, end := f.label("while"), f.label("whilecap"), f.label("whilebody"), f.label("endwhile")
+	top, body, end := f.label("while"), f.label("whilebody"), f.label("endwhile")
 	f.emit(storeImm64(asm.RFP, counter, 0))
 	f.place(top)
-	f.emit(
-		asm.LoadMem(asm.R0, asm.RFP, counter, asm.DWord),
-		asm.JLT.Imm(asm.R0, maxLoopIterations, capOK),
-		asm.LongJump(end),
-	)
-	f.place(capOK)
-	f.emit(
-		asm.Add.Imm(asm.R0, 1),
-		asm.StoreMem(asm.RFP, counter, asm.R0, asm.DWord),
-	)
+	f.countIteration(counter, end)
 	f.mark(s.Cond)
 	if err := f.intExpr(s.Cond); err != nil {
 		return err
@@ -383,6 +376,80 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 	f.emit(asm.LongJump(top))
 	f.place(end)
 	return nil
+}
+
+// forRange lowers `for ($i : start..end)`: like while, it stops after
+// maxLoopIterations so that the verifier sees it end. The index lives in a
+// slot of its own, copied into $i at each iteration, so that the body may
+// change $i without changing the count.
+func (f *fn) forRange(s *lang.ForStmt) error {
+	var slots [3]int16
+	for i := range slots {
+		slot, err := f.pushSlot(s)
+		if err != nil {
+			return err
+		}
+		defer f.popSlot()
+		slots[i] = slot
+	}
+	counter, idx, end := slots[0], slots[1], slots[2]
+	v, ok := f.vars[s.Var.Name]
+	if !ok || !isScalar(v.typ) {
+		return f.c.errorf(s.Var, "loop variable %s is not an integer", s.Var.Name)
+	}
+	for _, x := range []struct {
+		e    lang.Expr
+		slot int16
+	}{{s.Start, idx}, {s.End, end}} {
+		f.mark(x.e)
+		if err := f.intExpr(x.e); err != nil {
+			return err
+		}
+		f.emit(asm.StoreMem(asm.RFP, x.slot, asm.R0, asm.DWord))
+	}
+	top, next, done, inRange := f.label("for"), f.label("fornext"), f.label("endfor"), f.label("forin")
+	f.emit(storeImm64(asm.RFP, counter, 0))
+	f.place(top)
+	f.countIteration(counter, done)
+	f.emit(
+		asm.LoadMem(asm.R0, asm.RFP, idx, asm.DWord),
+		asm.LoadMem(asm.R1, asm.RFP, end, asm.DWord),
+		asm.JSLT.Reg(asm.R0, asm.R1, inRange),
+		asm.LongJump(done),
+	)
+	f.place(inRange)
+	f.emit(asm.StoreMem(asm.RFP, v.slot, asm.R0, asm.DWord))
+	f.loops = append(f.loops, loopLabels{brk: done, cont: next})
+	err := f.block(s.Body)
+	f.loops = f.loops[:len(f.loops)-1]
+	if err != nil {
+		return err
+	}
+	f.place(next)
+	f.emit(
+		asm.LoadMem(asm.R0, asm.RFP, idx, asm.DWord),
+		asm.Add.Imm(asm.R0, 1),
+		asm.StoreMem(asm.RFP, idx, asm.R0, asm.DWord),
+		asm.LongJump(top),
+	)
+	f.place(done)
+	return nil
+}
+
+// countIteration counts one more iteration of a loop in the slot
+// counter, and jumps to end when the loop has run maxLoopIterations times.
+func (f *fn) countIteration(counter int16, end string) {
+	capOK := f.label("loopcap")
+	f.emit(
+		asm.LoadMem(asm.R0, asm.RFP, counter, asm.DWord),
+		asm.JLT.Imm(asm.R0, maxLoopIterations, capOK),
+		asm.LongJump(end),
+	)
+	f.place(capOK)
+	f.emit(
+		asm.Add.Imm(asm.R0, 1),
+		asm.StoreMem(asm.RFP, counter, asm.R0, asm.DWord),
+	)
 }
 
 // jump lowers break, continue and return.

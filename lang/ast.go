@@ -265,6 +265,15 @@ type WhileStmt struct {
 	Body *Block
 }
 
+// ForStmt is `for ($i : Start..End) Body` (bpftrace 0.24): Var takes each
+// integer from Start up to End, End excluded; both are evaluated once.
+type ForStmt struct {
+	Loc        Span
+	Var        *Var
+	Start, End Expr
+	Body       *Block
+}
+
 // JumpStmt is `break`, `continue` or `return`.
 type JumpStmt struct {
 	Loc  Span
@@ -278,6 +287,7 @@ func (s *IfStmt) Span() Span     { return s.Loc }
 func (s *UnrollStmt) Span() Span { return s.Loc }
 func (s *WhileStmt) Span() Span  { return s.Loc }
 func (s *JumpStmt) Span() Span   { return s.Loc }
+func (s *ForStmt) Span() Span    { return s.Loc }
 
 func (*Block) stmtNode()      {}
 func (*ExprStmt) stmtNode()   {}
@@ -286,6 +296,7 @@ func (*IfStmt) stmtNode()     {}
 func (*UnrollStmt) stmtNode() {}
 func (*WhileStmt) stmtNode()  {}
 func (*JumpStmt) stmtNode()   {}
+func (*ForStmt) stmtNode()    {}
 
 // Expr is an expression. The checker sets the type of every expression;
 // TypeOf reads it.

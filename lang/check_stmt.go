@@ -39,6 +39,16 @@ func (c *checker) stmt(s Stmt) {
 		c.loops++
 		c.block(s.Body)
 		c.loops--
+	case *ForStmt:
+		for _, x := range []Expr{s.Start, s.End} {
+			if t := c.expr(x, useValue); t.Kind != KindInt && t.Kind != KindNone {
+				c.errorf(x.Span(), "Loop range requires an integer, got %s", typeName(t))
+			}
+		}
+		c.varAssign(s.Var, Int64, s.Var.Loc)
+		c.loops++
+		c.block(s.Body)
+		c.loops--
 	case *JumpStmt:
 		if (s.Kind == "break" || s.Kind == "continue") && c.loops == 0 {
 			c.errorf(s.Loc, "%s used outside of a loop", s.Kind)

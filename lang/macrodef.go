@@ -310,6 +310,12 @@ func mapStmt(s Stmt, f func(Expr) Expr) Stmt {
 	case *JumpStmt:
 		c := *s
 		return &c
+	case *ForStmt:
+		c := *s
+		c.Var = mapExpr(s.Var, f).(*Var)
+		c.Start, c.End = mapExpr(s.Start, f), mapExpr(s.End, f)
+		c.Body = mapStmt(s.Body, f).(*Block)
+		return &c
 	}
 	panic(fmt.Sprintf("mapStmt: unexpected %T", s))
 }

@@ -381,6 +381,9 @@ func (p *parser) block() *Block {
 		case p.is("unroll"):
 			b.Stmts = append(b.Stmts, p.unroll())
 			continue
+		case p.is("for") && p.peek(1).Value == "(" && p.peek(2).Type == tokVar:
+			b.Stmts = append(b.Stmts, p.forStmt())
+			continue
 		case p.is("break") || p.is("continue") || p.is("return"):
 			s = &JumpStmt{Loc: tokSpan(t), Kind: t.Value}
 			p.next()
@@ -424,6 +427,34 @@ func (p *parser) unroll() *UnrollStmt {
 	}
 	p.expect(")", expectParen)
 	s.Head = p.span(start)
+	s.Body = p.block()
+	s.Loc = p.span(start)
+	return s
+}
+
+// forStmt parses `for ($i : START..END) { ... }`. A loop over a map,
+// `for ($kv : @m)`, parses and is refused: gotrace does not have it yet.
+func (p *parser) forStmt() *ForStmt {
+	start := p.tok()
+	p.next()
+	p.next()
+	v := p.tok()
+	p.next()
+	s := &ForStmt{Var: &Var{ExprBase: ExprBase{Loc: tokSpan(v)}, Name: v.Value}}
+	p.expect(":", ":")
+	if p.tok().Type == tokMap && p.peek(1).Value == ")" {
+		m := p.tok()
+		p.next()
+		p.next()
+		p.errorf(p.span(start), "for loops over maps (for (%s : %s)) are not supported by gotrace yet", v.Value, m.Value)
+		s.Start = &IntLit{ExprBase: ExprBase{Loc: tokSpan(m)}}
+		s.End = s.Start
+	} else {
+		s.Start, _ = p.expr("..")
+		p.expect("..", "..")
+		s.End, _ = p.expr(expectParen)
+		p.expect(")", expectParen)
+	}
 	s.Body = p.block()
 	s.Loc = p.span(start)
 	return s

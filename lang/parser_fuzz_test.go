@@ -125,6 +125,8 @@ func stmtSource(s Stmt) string {
 		return "unroll (" + count + ") " + blockSource(s.Body)
 	case *WhileStmt:
 		return "while (" + exprSource(s.Cond, precTernary) + ") " + blockSource(s.Body)
+	case *ForStmt:
+		return "for (" + s.Var.Name + " : " + exprSource(s.Start, precTernary) + ".." + exprSource(s.End, precTernary) + ") " + blockSource(s.Body)
 	case *JumpStmt:
 		return s.Kind + ";"
 	}

@@ -98,6 +98,11 @@ func (d *dumper) stmt(depth int, s Stmt) {
 		d.expr(depth+1, s.Count)
 		d.line(depth+1, "body")
 		d.stmts(depth+2, s.Body.Stmts)
+	case *ForStmt:
+		d.line(depth, "for")
+		d.exprs(depth+1, s.Var, s.Start, s.End)
+		d.line(depth+1, "body")
+		d.stmts(depth+2, s.Body.Stmts)
 	case *WhileStmt:
 		d.line(depth, "while")
 		d.expr(depth+1, s.Cond)

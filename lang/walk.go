@@ -35,6 +35,11 @@ func Inspect(n Node, visit func(Node)) {
 	case *UnrollStmt:
 		Inspect(n.Count, visit)
 		Inspect(n.Body, visit)
+	case *ForStmt:
+		Inspect(n.Var, visit)
+		Inspect(n.Start, visit)
+		Inspect(n.End, visit)
+		Inspect(n.Body, visit)
 	case *WhileStmt:
 		Inspect(n.Cond, visit)
 		Inspect(n.Body, visit)
