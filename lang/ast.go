@@ -45,6 +45,8 @@ type Program struct {
 	// KernelStructs is filled in by the checker: the kernel's structs and
 	// unions the script uses, from the kernel's BTF.
 	KernelStructs []*StructDef
+	// Config is the script's config block, in order (config.go).
+	Config []*ConfigSetting
 	// Newer says that the script asks for current bpftrace's behaviour
 	// where it differs from 0.17's, by naming a begin or end probe in
 	// lower case (bpftrace 0.24's names; 0.17 knows only BEGIN and END).

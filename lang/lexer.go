@@ -6,6 +6,8 @@ import (
 	"strings"
 
 	"github.com/alecthomas/participle/v2/lexer"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
 // Token types of the bpftrace lexer. Keywords such as if, else and struct
@@ -213,6 +215,13 @@ func (s *scanner) next() *Error {
 		n := numberLen(rest)
 		if _, err := parseInt(rest[:n]); err != nil {
 			return s.errorf(s.run, n, "%v", err)
+		}
+		// A duration literal (bpftrace 0.24): 1ms is 1000000 (ns).
+		if _, u, ok := attachpoint.DurationUnit(rest[n:]); ok && !strings.ContainsAny(rest[:n], "xXeE_") {
+			if _, ok := attachpoint.ParseDuration(rest[:n+u]); !ok {
+				return s.errorf(s.run, n+u, "duration %s is out of range", rest[:n+u])
+			}
+			n += u
 		}
 		s.emit(tokInt, n)
 	case c == '"':

@@ -111,6 +111,10 @@ func (p *parser) parse(prog *Program) (err *Error) {
 			p.macroDef()
 			continue
 		}
+		if p.is("config") && p.peek(1).Value == "=" {
+			p.configBlock(prog)
+			continue
+		}
 		if p.is("enum") && (p.peek(1).Type == tokIdent || p.peek(1).Value == "{") {
 			p.enumDef()
 			continue
@@ -861,6 +865,9 @@ func identClass(name string) string {
 // parseInt reads an integer literal as the lexer cut it (numberLen): hex,
 // octal with a leading 0, decimal with "_" separators, or the 1e6 form.
 func parseInt(s string) (uint64, error) {
+	if ns, ok := attachpoint.ParseDuration(s); ok {
+		return ns, nil
+	}
 	var v uint64
 	var err error
 	switch {

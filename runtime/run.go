@@ -623,6 +623,10 @@ func (t *tracer) finish() error {
 // two newlines; with -o those go to standard output, as in bpftrace 0.17.
 // The caller holds t.mu.
 func (t *tracer) printExitMaps() error {
+	// bpftrace 0.20's config key print_maps_on_exit = 0 prints nothing.
+	if v, ok := t.prog.Setting("print_maps_on_exit"); ok && (v == "0" || v == "false") {
+		return nil
+	}
 	if t.opts.Stdout == nil {
 		maps, err := t.outputMaps()
 		if err != nil {

@@ -249,6 +249,12 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	}
 	var parsed *lang.Program
 	prog, err := lang.Parse(file, src)
+	if err == nil {
+		// A config block's settings yield to the environment's.
+		strSize = setting(prog, "max_strlen", strSize, strLenVars...)
+		keysMax = setting(prog, "max_map_keys", keysMax, "BPFTRACE_MAP_KEYS_MAX")
+		cfg.StrLen, cfg.MapKeysMax = strSize, keysMax
+	}
 	if err == nil && f.debug.level > 0 {
 		// The AST as parsed (Resolve and Check change prog).
 		parsed, _ = lang.Parse(file, src)
@@ -454,12 +460,30 @@ func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, erro
 // strLen is the string size from BPFTRACE_STRLEN (bpftrace 0.17's name) or
 // BPFTRACE_MAX_STRLEN (later bpftrace's), lang.DefaultStrLen by default.
 func strLen() int {
-	for _, name := range []string{"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"} {
+	for _, name := range strLenVars {
 		if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
 			return n
 		}
 	}
 	return lang.DefaultStrLen
+}
+
+// strLenVars are the environment variables that set the string size.
+var strLenVars = []string{"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"}
+
+// setting returns the positive integer the script's config block gives
+// key, unless one of the environment variables env is set; def otherwise.
+func setting(prog *lang.Program, key string, def int, env ...string) int {
+	for _, name := range env {
+		if os.Getenv(name) != "" {
+			return def
+		}
+	}
+	v, ok := prog.Setting(key)
+	if n, err := strconv.Atoi(v); ok && err == nil && n > 0 {
+		return n
+	}
+	return def
 }
 
 // mapKeysMax is BPFTRACE_MAP_KEYS_MAX, lang.DefaultMapKeysMax by default.

@@ -119,6 +119,16 @@ func Parse(raw string) (Point, []error) {
 			p.Func = args[0]
 		}
 	case Interval, Profile:
+		if ns, ok := parseDurationArg(args); kind == Interval && len(args) == 1 && ok {
+			// bpftrace 0.24: interval:10ms, a duration.
+			switch {
+			case ns%1000 != 0 || ns == 0:
+				errs = append(errs, fmt.Errorf("interval %s must be a positive whole number of microseconds", args[0]))
+			default:
+				p.Unit, p.Freq = "us", ns/1000
+			}
+			return p, errs
+		}
 		if !need(2, "2 arguments") {
 			return p, errs
 		}
@@ -139,6 +149,14 @@ func Parse(raw string) (Point, []error) {
 		p.Freq = v
 	}
 	return p, errs
+}
+
+// parseDurationArg parses the one argument of args as a duration.
+func parseDurationArg(args []string) (uint64, bool) {
+	if len(args) != 1 {
+		return 0, false
+	}
+	return ParseDuration(args[0])
 }
 
 // ArgCountError is bpftrace's message for a probe type, as written
