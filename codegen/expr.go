@@ -504,6 +504,11 @@ func (f *fn) fieldInt(e *lang.FieldAccess) error {
 // points to, the array it is, what it points to) is the kernel's: x is a
 // kernel struct, a pointer to one, or read out of one.
 func (f *fn) inKernel(x lang.Expr) bool {
+	if fa, ok := x.(*lang.FieldAccess); ok && f.tracepointField(fa) != nil {
+		// A syscall's pointer arguments point to user memory; other
+		// tracepoints hand over kernel pointers.
+		return f.t.tracepoint.Category != "syscalls"
+	}
 	t := lang.TypeOf(x)
 	if t.Kind == lang.KindPointer && t.Elem != nil {
 		t = *t.Elem

@@ -68,6 +68,9 @@ type scanner struct {
 	// expanding those being expanded.
 	macros    map[string]string
 	expanding map[string]bool
+	// conds counts the #ifdef and #ifndef whose kept lines are being
+	// scanned, waiting for their #else or #endif.
+	conds int
 }
 
 // scan lexes src completely.

@@ -13,7 +13,14 @@ import (
 // reads the structs of #include'd headers. gotrace has no C preprocessor:
 // it expands object-like macros itself, ignores function-like ones as
 // bpftrace does, and skips #include, whose headers it cannot read (the
-// stdint.h types are built in).
+// stdint.h types are built in). #ifdef, #ifndef, #else and #endif keep or
+// drop lines as clang does; BPFTRACE_HAVE_BTF counts as defined, as
+// bpftrace defines it where the kernel has BTF: gotrace takes the kernel's
+// types from there, never from headers.
+
+// haveBTF is the macro bpftrace defines for scripts when the kernel has
+// BTF, which tools test to skip their #include lines.
+const haveBTF = "BPFTRACE_HAVE_BTF"
 
 // directive handles the preprocessor line starting at the scanner's "#".
 func (s *scanner) directive() *Error {
@@ -24,6 +31,28 @@ func (s *scanner) directive() *Error {
 	rest = strings.TrimLeft(rest[len(name):], " \t")
 	switch name {
 	case "include":
+	case "ifdef", "ifndef":
+		macro := identPrefix(rest)
+		if macro == "" {
+			return s.errorf(s.run, n, "#%s needs a macro name", name)
+		}
+		_, defined := s.macros[macro]
+		defined = defined || macro == haveBTF
+		if defined == (name == "ifdef") {
+			s.conds++
+			break
+		}
+		return s.skipConditional(n, true)
+	case "else":
+		if s.conds == 0 {
+			return s.errorf(s.run, n, "#else without #if")
+		}
+		return s.skipConditional(n, false)
+	case "endif":
+		if s.conds == 0 {
+			return s.errorf(s.run, n, "#endif without #if")
+		}
+		s.conds--
 	case "define", "undef":
 		macro := identPrefix(rest)
 		if macro == "" {
@@ -46,6 +75,43 @@ func (s *scanner) directive() *Error {
 	}
 	s.advance(n)
 	return nil
+}
+
+// skipConditional drops the lines after the directive of n bytes at the
+// current offset, up to the #endif that closes it or, when toElse is set
+// (a condition that did not hold), the #else that starts the lines kept.
+func (s *scanner) skipConditional(n int, toElse bool) *Error {
+	start := s.run
+	off, depth := s.off+n, 0
+	for off < len(s.src) {
+		off++ // the newline
+		m := lineLen(s.src[off:])
+		line := strings.TrimLeft(s.src[off:off+m], " \t")
+		off += m
+		if !strings.HasPrefix(line, "#") {
+			continue
+		}
+		switch identPrefix(strings.TrimLeft(line[1:], " \t")) {
+		case "if", "ifdef", "ifndef":
+			depth++
+		case "else":
+			if depth == 0 && toElse {
+				s.conds++
+				s.advance(off - s.off)
+				return nil
+			}
+		case "endif":
+			if depth == 0 {
+				if !toElse {
+					s.conds--
+				}
+				s.advance(off - s.off)
+				return nil
+			}
+			depth--
+		}
+	}
+	return s.errorf(start, n, "unterminated conditional directive")
 }
 
 // identPrefix returns the identifier at the start of s, or "".

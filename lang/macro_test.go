@@ -21,6 +21,11 @@ func TestMacros(t *testing.T) {
 		{"#define EMPTY\n", "1 EMPTY", "1"},
 		{"#include <stdint.h>\n#define W 4\n", "W", "4"},
 		{"#define M @m[1]\n", "M", "(@m[] 1)"},
+		// Conditionals: kept and dropped lines, nesting, #else.
+		{"#ifndef BPFTRACE_HAVE_BTF\n#include <linux/sched.h>\n#define V 1\n#endif\n", "V", "V"},
+		{"#ifdef BPFTRACE_HAVE_BTF\n#define V 1\n#else\n#define V 2\n#endif\n", "V", "1"},
+		{"#ifdef NOPE\n#ifdef X\n#define V 1\n#endif\n#else\n#define V 2\n#endif\n", "V", "2"},
+		{"#define D\n#ifndef D\n#define V 1\n#else\n#ifdef D\n#define V 3\n#endif\n#endif\n", "V", "3"},
 	}
 	for _, tt := range tests {
 		p, err := Parse("stdin", tt.defs+"BEGIN { $x = "+tt.expr+"; }")
@@ -40,7 +45,9 @@ func TestMacroSpans(t *testing.T) {
 	checkFirstErrors(t, []struct{ src, want string }{
 		{"#define BAD (1 +\nBEGIN { $x = BAD; }", "stdin:2:14-18: ERROR: syntax error, unexpected ;"},
 		{"#define Q \"open\nBEGIN { $x = Q; }", "stdin:2:14-15: ERROR: unterminated string (in macro Q)"},
-		{"#ifdef X\n#endif\nBEGIN { }", "stdin:1:1-9: ERROR: preprocessor directives are not supported: #ifdef X"},
+		{"#if X\n#endif\nBEGIN { }", "stdin:1:1-6: ERROR: preprocessor directives are not supported: #if X"},
+		{"#ifdef X\nBEGIN { }", "stdin:1:1-9: ERROR: unterminated conditional directive"},
+		{"#endif\nBEGIN { }", "stdin:1:1-7: ERROR: #endif without #if"},
 		{"#define\nBEGIN { }", "stdin:1:1-8: ERROR: #define needs a macro name"},
 		{bomb(30) + "BEGIN { $x = M0; }", "stdin:31:14-16: ERROR: macro expands to more than 10000 tokens (in macro M16)"},
 	})

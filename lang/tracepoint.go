@@ -103,9 +103,17 @@ func tracepointFieldType(f *TracepointField, host TracepointHost) Type {
 	switch {
 	case f.DataLoc:
 		return Uint64
+	case pointer && strings.Contains(strings.TrimSuffix(decl, "*"), "*"):
+		return Type{Kind: KindPointer, Size: 8}
 	case pointer:
-		if t, ok := cTypes[base]; ok && !strings.Contains(strings.TrimSuffix(decl, "*"), "*") {
+		if t, ok := cTypes[base]; ok {
 			return Type{Kind: KindPointer, Size: 8, Elem: &t}
+		}
+		for _, prefix := range []string{"struct ", "union "} {
+			if name, ok := strings.CutPrefix(base, prefix); ok {
+				// A kernel type: the checker looks it up in the BTF.
+				return Type{Kind: KindPointer, Size: 8, Elem: &Type{Kind: KindStruct, Struct: name}}
+			}
 		}
 		return Type{Kind: KindPointer, Size: 8}
 	case f.ArrayLen > 0 && (base == "char" || base == "unsigned char" || base == "signed char"):
@@ -151,7 +159,7 @@ func (c *checker) argsField(e *FieldAccess) Type {
 			}
 		}
 	}
-	return t
+	return c.resolve(t)
 }
 
 // tracepointArgs reports whether e is the args of a tracepoint probe

@@ -170,6 +170,13 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 			return fmt.Errorf("run BEGIN: %w", err)
 		}
 	}
+	if !t.exitedEarly() {
+		for _, s := range t.afterBegin {
+			if err := t.attachKernel(s); err != nil {
+				return err
+			}
+		}
+	}
 	// A BEGIN that called exit() ends the trace before the command runs
 	// any of its code, as in bpftrace; close kills it.
 	if t.child != nil && !t.exitedEarly() {
@@ -205,6 +212,10 @@ type tracer struct {
 	opts Options
 	spec *codegen.Spec
 	coll *ebpf.Collection
+	// afterBegin are the sites of kernel probes, attached once BEGIN has
+	// run: they fire system-wide at once, and BEGIN's output (a tool's
+	// header) comes first, as in bpftrace.
+	afterBegin []site
 	// extra holds the programs attached later, to the probes of objects
 	// the -c command loaded (loadedObjects); searched the objects whose
 	// probes were looked for.
@@ -329,15 +340,22 @@ func (t *tracer) attach(s site) error {
 		t.links = append(t.links, links...)
 		return err
 	case lang.ProbeTracepoint:
-		tp := s.att.Tracepoint
-		l, err := link.Tracepoint(tp.Category, tp.Name, prog, nil)
-		if err != nil {
-			return fmt.Errorf("attach %s: %w", s.att.ProbeName, err)
-		}
-		t.links = append(t.links, l)
+		t.afterBegin = append(t.afterBegin, s)
 		return nil
 	}
 	return t.attachProbe(s, prog)
+}
+
+// attachKernel attaches a kernel probe's site.
+func (t *tracer) attachKernel(s site) error {
+	prog := t.coll.Programs[s.att.Program]
+	tp := s.att.Tracepoint
+	l, err := link.Tracepoint(tp.Category, tp.Name, prog, nil)
+	if err != nil {
+		return fmt.Errorf("attach %s: %w", s.att.ProbeName, err)
+	}
+	t.links = append(t.links, l)
+	return nil
 }
 
 // attachProbe attaches prog at a USDT or uprobe site.
