@@ -3,6 +3,8 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"reflect"
+	"unsafe"
 
 	"github.com/cilium/ebpf"
 
@@ -51,62 +53,108 @@ type countTotal struct {
 // gather bucket counts under the user's key. Entries come in the kernel's
 // iteration order; printing sorts them.
 func readMap(m *codegen.Map, em *ebpf.Map) ([]*mapEntry, error) {
-	bucketed := m.Kind.Bucketed()
-	keyless := len(m.KeyFields) == 0
-	var entries []*mapEntry
-	byKey := map[string]*mapEntry{}
-	entry := func(key []byte) *mapEntry {
-		if keyless {
-			key = nil
-		}
-		e, ok := byKey[string(key)]
-		if !ok {
-			e = &mapEntry{Key: key}
-			byKey[string(key)] = e
-			entries = append(entries, e)
-		}
-		return e
+	entries, err := readMapBy(m, em, true)
+	if errors.Is(err, ebpf.ErrNotSupported) {
+		entries, err = readMapBy(m, em, false)
 	}
+	if err != nil {
+		return nil, fmt.Errorf("read map %s: %w", m.Name, err)
+	}
+	return entries, nil
+}
+
+// readMapBy is readMap with batch lookups (batch) or one key at a time
+// (for kernels without them).
+func readMapBy(m *codegen.Map, em *ebpf.Map, batch bool) ([]*mapEntry, error) {
+	bucketed := m.Kind.Bucketed()
 	if m.Array && bucketed {
 		return readArrayHist(m, em)
 	}
-	key := make([]byte, m.KeySize)
-	it := em.Iterate()
+	var entries []*mapEntry
+	// Only the entries of hist and lhist, one per bucket in the kernel,
+	// share a user's key; every other key comes once.
+	var byKey map[string]*mapEntry
+	if bucketed || len(m.KeyFields) == 0 {
+		byKey = map[string]*mapEntry{}
+	}
+	var slab []mapEntry
+	entry := func(key []byte) *mapEntry {
+		if len(m.KeyFields) == 0 {
+			key = nil
+		}
+		if byKey != nil {
+			if e, ok := byKey[string(key)]; ok {
+				return e
+			}
+		}
+		if len(slab) == 0 {
+			slab = make([]mapEntry, batchKeys)
+		}
+		e := &slab[0]
+		slab = slab[1:]
+		e.Key = key
+		if byKey != nil {
+			byKey[string(key)] = e
+		}
+		entries = append(entries, e)
+		return e
+	}
+	keys, keyBytes := byteRows(batchKeys, m.KeySize)
+	// A batch's keys are copied into one allocation: a million small
+	// clones are a million objects for the collector.
+	var keyCopies []byte
+	keyOf := func(i, size int) []byte {
+		if len(keyCopies) < size {
+			keyCopies = make([]byte, batchKeys*m.KeySize)
+		}
+		k := keyCopies[:size:size]
+		keyCopies = keyCopies[size:]
+		copy(k, keyBytes[i*m.KeySize:])
+		return k
+	}
+	cpus := ebpfPossibleCPUs()
 	switch {
 	case !m.PerCPU:
-		value := make([]byte, m.ValueSize)
-		for it.Next(&key, &value) {
-			e := entry(clone(key))
-			e.Value = clone(value)
-		}
+		values, valueBytes := byteRows(batchKeys, m.ValueSize)
+		err := readElements(em, batch, keys, keyBytes, values, 1, func(i int) {
+			e := entry(keyOf(i, m.KeySize))
+			e.Value = clone(valueBytes[i*m.ValueSize : (i+1)*m.ValueSize])
+		})
+		return entries, err
 	case m.ValueSize == 8:
-		var values []uint64
-		for it.Next(&key, &values) {
+		values := make([]uint64, batchKeys*cpus)
+		var indexErr error
+		err := readElements(em, batch, keys, keyBytes, values, cpus, func(i int) {
 			var sum uint64
-			for _, v := range values {
+			for _, v := range values[i*cpus : (i+1)*cpus] {
 				sum += v
 			}
 			if !bucketed {
-				e := entry(clone(key))
+				e := entry(keyOf(i, m.KeySize))
 				e.Count, e.Total = sum, int64(sum)
-				continue
+				return
 			}
-			e := entry(clone(key[:m.KeySize-8]))
-			b := u64(key, m.KeySize-8)
+			b := u64(keyBytes[i*m.KeySize:], m.KeySize-8)
 			if b > maxBuckets {
-				return nil, fmt.Errorf("read map %s: bucket index %d out of range", m.Name, b)
+				indexErr = fmt.Errorf("bucket index %d out of range", b)
+				return
 			}
+			e := entry(keyOf(i, m.KeySize-8))
 			for uint64(len(e.Buckets)) <= b {
 				e.Buckets = append(e.Buckets, 0)
 			}
 			e.Buckets[b] += sum
+		})
+		if indexErr != nil {
+			return nil, indexErr
 		}
+		return entries, err
 	case m.Kind == layout.MapMin || m.Kind == layout.MapMax:
-		var values []minMax
-		for it.Next(&key, &values) {
-			e := entry(clone(key))
+		values := make([]minMax, batchKeys*cpus)
+		err := readElements(em, batch, keys, keyBytes, values, cpus, func(i int) {
+			e := entry(keyOf(i, m.KeySize))
 			set := false
-			for _, v := range values {
+			for _, v := range values[i*cpus : (i+1)*cpus] {
 				if v.Set == 0 {
 					continue
 				}
@@ -115,21 +163,64 @@ func readMap(m *codegen.Map, em *ebpf.Map) ([]*mapEntry, error) {
 				}
 				set = true
 			}
-		}
+		})
+		return entries, err
 	default:
-		var values []countTotal
-		for it.Next(&key, &values) {
-			e := entry(clone(key))
-			for _, v := range values {
+		values := make([]countTotal, batchKeys*cpus)
+		err := readElements(em, batch, keys, keyBytes, values, cpus, func(i int) {
+			e := entry(keyOf(i, m.KeySize))
+			for _, v := range values[i*cpus : (i+1)*cpus] {
 				e.Count += v.Count
 				e.Total += v.Total
 			}
+		})
+		return entries, err
+	}
+}
+
+// batchKeys is how many keys one batch lookup reads: few system calls for
+// a big map, and more than any hash bucket holds (a smaller batch than a
+// bucket fails with ENOSPC).
+const batchKeys = 4096
+
+// byteRows makes a slice of n byte arrays of size bytes, which cilium/ebpf
+// fills in place in a batch lookup, and its memory as bytes.
+func byteRows(n, size int) (any, []byte) {
+	rows := reflect.MakeSlice(reflect.SliceOf(reflect.ArrayOf(size, reflect.TypeFor[byte]())), n, n)
+	return rows.Interface(), unsafe.Slice((*byte)(rows.UnsafePointer()), n*size)
+}
+
+// readElements reads every element of em into keys (whose memory is
+// keyBytes) and values (perKey values a key: a per-CPU map's CPUs), and
+// calls fn with the index of each key read. With batch it reads
+// batchKeys keys in a system call; without, it reads key by key into the
+// first slots, as kernels without batch lookups must.
+func readElements(em *ebpf.Map, batch bool, keys any, keyBytes []byte, values any, perKey int, fn func(i int)) error {
+	if !batch {
+		key := keyBytes[:em.KeySize()]
+		first := reflect.ValueOf(values).Slice(0, perKey).Interface()
+		if perKey == 1 {
+			first = unsafe.Slice((*byte)(reflect.ValueOf(values).UnsafePointer()), em.ValueSize())
+		}
+		it := em.Iterate()
+		for it.Next(key, first) {
+			fn(0)
+		}
+		return it.Err()
+	}
+	var cursor ebpf.MapBatchCursor
+	for {
+		n, err := em.BatchLookup(&cursor, keys, values, nil)
+		for i := range n {
+			fn(i)
+		}
+		if errors.Is(err, ebpf.ErrKeyNotExist) {
+			return nil
+		}
+		if err != nil {
+			return err
 		}
 	}
-	if err := it.Err(); err != nil {
-		return nil, fmt.Errorf("read map %s: %w", m.Name, err)
-	}
-	return entries, nil
 }
 
 // readArrayHist reads a key-less hist or lhist kept in a per-CPU array

@@ -1,7 +1,9 @@
 package runtime
 
 import (
+	"bytes"
 	"encoding/binary"
+	"reflect"
 	"slices"
 	"testing"
 
@@ -72,10 +74,7 @@ func TestReadMapMerges(t *testing.T) {
 		{layout.MapCount, perCPU(le(2), le(3), 8), mapEntry{Count: 5, Total: 5}},
 	} {
 		m := &codegen.Map{Name: "@m", Kind: tc.kind, KeySize: 8, PerCPU: true, ValueSize: len(tc.values[0])}
-		entries, err := readMap(m, perCPUMap(t, m, map[string][][]byte{key: tc.values}))
-		if err != nil {
-			t.Fatal(err)
-		}
+		entries := readBothWays(t, m, perCPUMap(t, m, map[string][][]byte{key: tc.values}))
 		if len(entries) != 1 || entries[0].Count != tc.want.Count || entries[0].Total != tc.want.Total || entries[0].Key != nil {
 			t.Errorf("%v: read %+v, want %+v", tc.kind, entries[0], tc.want)
 		}
@@ -84,19 +83,89 @@ func TestReadMapMerges(t *testing.T) {
 	// hist keyed by one int: key, then bucket index.
 	fields, size := codegen.Layout(lang.Int64)
 	m := &codegen.Map{Name: "@h", Kind: layout.MapHist, KeyFields: fields, KeySize: size + 8, PerCPU: true, ValueSize: 8}
-	entries, err := readMap(m, perCPUMap(t, m, map[string][][]byte{
+	entries := readBothWays(t, m, perCPUMap(t, m, map[string][][]byte{
 		string(le(7, 3)): perCPU(le(1), le(2), 8),
 		string(le(7, 5)): perCPU(le(4), le(0), 8),
 		string(le(9, 1)): perCPU(le(0), le(6), 8),
 	}))
-	if err != nil {
-		t.Fatal(err)
-	}
 	got := map[int64][]uint64{}
 	for _, e := range entries {
 		got[int64(u64(e.Key, 0))] = e.Buckets
 	}
 	if len(got) != 2 || !slices.Equal(got[7], []uint64{0, 0, 0, 3, 0, 4}) || !slices.Equal(got[9], []uint64{0, 6}) {
 		t.Errorf("hist buckets %v, want key 7: [0 0 0 3 0 4], key 9: [0 6]", got)
+	}
+}
+
+// readBothWays reads a map with batch lookups and key by key, checks that
+// both read the same entries and returns them.
+func readBothWays(t *testing.T, m *codegen.Map, em *ebpf.Map) []*mapEntry {
+	t.Helper()
+	var read [2][]mapEntry
+	for i, batch := range []bool{true, false} {
+		entries, err := readMapBy(m, em, batch)
+		if err != nil {
+			t.Fatalf("batch %v: %v", batch, err)
+		}
+		for _, e := range entries {
+			read[i] = append(read[i], *e)
+		}
+		slices.SortFunc(read[i], func(a, b mapEntry) int { return bytes.Compare(a.Key, b.Key) })
+	}
+	if !reflect.DeepEqual(read[0], read[1]) {
+		t.Fatalf("batch lookups read %+v, key by key %+v", read[0], read[1])
+	}
+	entries, err := readMap(m, em)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return entries
+}
+
+// TestReadMapBatches reads maps of more keys than one batch holds, a
+// plain hash map of values and a per-CPU count, and finds every key once.
+func TestReadMapBatches(t *testing.T) {
+	testenv.RequireRoot(t)
+	const n = 3*batchKeys + 17
+	fields, size := codegen.Layout(lang.Int64)
+	for _, m := range []*codegen.Map{
+		{Name: "@v", Kind: layout.MapValue, KeyFields: fields, KeySize: size, ValueSize: 8},
+		{Name: "@c", Kind: layout.MapCount, KeyFields: fields, KeySize: size, ValueSize: 8, PerCPU: true},
+	} {
+		typ := ebpf.Hash
+		if m.PerCPU {
+			typ = ebpf.PerCPUHash
+		}
+		em, err := ebpf.NewMap(&ebpf.MapSpec{Type: typ, KeySize: uint32(m.KeySize), ValueSize: uint32(m.ValueSize), MaxEntries: n})
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { em.Close() })
+		for k := range int64(n) {
+			var v any = le(2 * k)
+			if m.PerCPU {
+				v = make([]uint64, ebpfPossibleCPUs())
+				v.([]uint64)[0] = uint64(2 * k)
+			}
+			if err := em.Put(le(k), v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		entries := readBothWays(t, m, em)
+		seen := map[int64]bool{}
+		for _, e := range entries {
+			k := int64(u64(e.Key, 0))
+			v := e.Count
+			if !m.PerCPU {
+				v = u64(e.Value, 0)
+			}
+			if seen[k] || v != uint64(2*k) {
+				t.Fatalf("%s: key %d read twice or with value %d", m.Name, k, v)
+			}
+			seen[k] = true
+		}
+		if len(seen) != n {
+			t.Errorf("%s: read %d keys, want %d", m.Name, len(seen), n)
+		}
 	}
 }

@@ -50,9 +50,13 @@ func (t *tracer) recordArgs(fields []layout.Field, data []byte) []output.Value {
 // keyArgs decodes the fields of a map key. bpftrace prints a pointer in
 // a key in hex (@[0x40b538]: 1), but as a decimal value elsewhere.
 func (t *tracer) keyArgs(fields []layout.Field, data []byte) []output.Value {
-	args := make([]output.Value, len(fields))
-	for i, f := range fields {
-		args[i] = t.keyValue(f, data[f.Offset:])
+	return t.appendKeyArgs(make([]output.Value, 0, len(fields)), fields, data)
+}
+
+// appendKeyArgs is keyArgs appending to args.
+func (t *tracer) appendKeyArgs(args []output.Value, fields []layout.Field, data []byte) []output.Value {
+	for _, f := range fields {
+		args = append(args, t.keyValue(f, data[f.Offset:]))
 	}
 	return args
 }
@@ -165,11 +169,14 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist}
+	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, Entries: make([]output.Entry, 0, len(entries))}
+	// Every key's values come from one allocation.
+	keys := make([]output.Value, len(entries)*len(m.KeyFields))
 	for _, e := range entries {
 		oe := output.Entry{Count: e.Count, Total: e.Total, Buckets: e.Buckets}
 		if e.Key != nil {
-			oe.Key = t.keyArgs(m.KeyFields, e.Key)
+			oe.Key = t.appendKeyArgs(keys[:0:len(m.KeyFields)], m.KeyFields, e.Key)
+			keys = keys[len(m.KeyFields):]
 		}
 		switch m.Kind {
 		case layout.MapCount:

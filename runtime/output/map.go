@@ -68,29 +68,60 @@ func (e *Entry) bucketTotal() uint64 {
 // strings, tuples and bufs by key. Equal values, which bpftrace leaves in
 // hash order, are ordered by key.
 func sortedEntries(m *Map) []*Entry {
-	es := make([]*Entry, len(m.Entries))
+	// The sort compares records that hold what it orders by, side by
+	// side in memory, rather than chasing each entry's pointers: a map of
+	// a million keys sorts in a fraction of the time.
+	rs := make([]sortRecord, len(m.Entries))
+	intKeys := true
 	for i := range m.Entries {
-		es[i] = &m.Entries[i]
-	}
-	slices.SortFunc(es, func(a, b *Entry) int {
-		var c int
+		e := &m.Entries[i]
+		r := &rs[i]
+		r.e = e
 		switch m.Kind {
 		case layout.MapAvg, layout.MapStats:
-			c = cmp.Compare(a.average(), b.average())
+			r.value = orderedInt(e.average())
 		case layout.MapHist, layout.MapLhist:
-			c = cmp.Compare(a.bucketTotal(), b.bucketTotal())
+			r.value = e.bucketTotal()
 		default:
-			if a.Value.Kind == ValueInt && b.Value.Kind == ValueInt {
-				c = compareIntValues(a.Value, b.Value)
+			if e.Value.Kind == ValueInt {
+				r.value = e.Value.Bits
+				if e.Value.Signed {
+					r.value = orderedInt(int64(e.Value.Bits))
+				}
 			}
 		}
-		if c != 0 {
+		if len(e.Key) == 1 && e.Key[0].Kind == ValueInt {
+			r.key = e.Key[0].Bits
+		} else {
+			intKeys = false
+		}
+	}
+	slices.SortFunc(rs, func(a, b sortRecord) int {
+		if c := cmp.Compare(a.value, b.value); c != 0 {
 			return c
 		}
-		return compareKeys(a.Key, b.Key)
+		if intKeys {
+			return cmp.Compare(a.key, b.key)
+		}
+		return compareKeys(a.e.Key, b.e.Key)
 	})
+	es := make([]*Entry, len(rs))
+	for i := range rs {
+		es[i] = rs[i].e
+	}
 	return es
 }
+
+// sortRecord is an entry's place in sortedEntries' order: its value as an
+// unsigned integer of the same order (0 for values that are not integers),
+// and its key when every key is one integer.
+type sortRecord struct {
+	value, key uint64
+	e          *Entry
+}
+
+// orderedInt maps a signed integer to an unsigned one of the same order.
+func orderedInt(v int64) uint64 { return uint64(v) ^ 1<<63 }
 
 // topEntries returns the last top entries of es (all when top is 0).
 func topEntries(es []*Entry, top uint64) []*Entry {
