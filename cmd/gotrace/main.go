@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 	"os/signal"
+	"runtime/pprof"
 	"strconv"
 	"strings"
 	"syscall"
@@ -57,6 +58,7 @@ type flags struct {
 	include    []string
 	info       bool
 	usdtFile   bool
+	cpuProfile string
 }
 
 // debugBare is the value of a -d without a stage (-d, -dd); pflag shows
@@ -139,6 +141,10 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	fs.BoolVar(&f.noWarnings, "no-warnings", false, "do not print warnings")
 	f.metrics.add(fs)
 	fs.BoolVar(&f.noMulti, "no-uprobe-multi", false, "attach a perf-event uprobe at each location, not one uprobe_multi link per program and file (-v says which is used)")
+	// For profiling gotrace itself (its reader, printing the maps), not
+	// a bpftrace option.
+	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of gotrace to `FILE`")
+	fs.MarkHidden("cpuprofile")
 	addToolCommands(cmd)
 
 	ctx, stop := signalContext()
@@ -196,6 +202,13 @@ const quitCode = 128 + int(syscall.SIGQUIT)
 // execute does what the flags ask. A non-nil error is printed as
 // "ERROR: ..."; diagnostics it prints itself come with an exit code only.
 func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Writer) (int, error) {
+	if f.cpuProfile != "" {
+		stop, err := startCPUProfile(f.cpuProfile)
+		if err != nil {
+			return 1, err
+		}
+		defer stop()
+	}
 	if f.version {
 		fmt.Fprintf(stdout, "gotrace %s\n", version)
 		return 0, nil
@@ -501,4 +514,21 @@ func bufferPages() int {
 		return n
 	}
 	return 0
+}
+
+// startCPUProfile writes a CPU profile to file until the returned function
+// is called.
+func startCPUProfile(file string) (func(), error) {
+	out, err := os.Create(file)
+	if err != nil {
+		return nil, fmt.Errorf("create CPU profile: %w", err)
+	}
+	if err := pprof.StartCPUProfile(out); err != nil {
+		out.Close()
+		return nil, fmt.Errorf("start CPU profile: %w", err)
+	}
+	return func() {
+		pprof.StopCPUProfile()
+		out.Close()
+	}, nil
 }
