@@ -76,6 +76,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncKptr:        `uprobe:/bin/sh:main { @ = kptr(arg0); }`,
 		lang.FuncBswap:       `BEGIN { @ = bswap((uint16)1); }`,
 		lang.FuncStrcontains: `BEGIN { @ = strcontains("ab", "b"); }`,
+		lang.FuncHasKey:      `BEGIN { @[1] = 1; @b = has_key(@, 1); @d = delete(@, 1); }`,
 		lang.FuncStrerror:    `BEGIN { @ = strerror(2); }`,
 	}
 	for _, id := range lang.Builtins() {

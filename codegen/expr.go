@@ -1169,6 +1169,10 @@ func (f *fn) intCall(e *lang.Call) error {
 		return f.bswap(e)
 	case lang.FuncStrcontains:
 		return f.strContains(e)
+	case lang.FuncDelete:
+		return f.deleted(e)
+	case lang.FuncHasKey:
+		return f.hasKey(e)
 	case lang.FuncReg:
 		return f.reg(e)
 	case lang.FuncUaddr:

@@ -268,6 +268,16 @@ func (f *fn) deleteElem(call *lang.Call) error {
 	if bucketed && m.Array {
 		return f.c.errorf(call, "delete() on key-less %s map %s: %w (clear() empties it)", m.Info.Value, e.Name, ErrUnsupported)
 	}
+	if m.Array {
+		// A key-less count() is a per-CPU array, whose elements stay:
+		// user space zeroes it on every CPU, and bpftrace 0.17 prints
+		// the deleted count as 0 too.
+		if err := f.event(call, Event{Kind: EventZero, Map: e.Name}, nil, eventsMapName); err != nil {
+			return err
+		}
+		f.emit(asm.Mov.Imm(asm.R0, 0))
+		return nil
+	}
 	key, err := f.mapKey(e, m)
 	if err != nil {
 		return err
@@ -280,6 +290,48 @@ func (f *fn) deleteElem(call *lang.Call) error {
 	f.keyPtr(asm.R2, key)
 	f.emit(asm.FnMapDeleteElem.Call())
 	return nil
+}
+
+// deleted lowers delete(@m[k]) as a value: 1 when the element was there
+// and is gone, 0 when there was none.
+func (f *fn) deleted(call *lang.Call) error {
+	e, ok := call.Args[0].(*lang.MapExpr)
+	assert(ok, call, "delete() of what is not a map")
+	if m, _, err := f.mapOf(e, e.Name); err == nil && m.Kind.Bucketed() {
+		return f.c.errorf(call, "the result of delete() on %s map %s: %w", m.Info.Value, e.Name, ErrUnsupported)
+	}
+	if err := f.deleteElem(call); err != nil {
+		return err
+	}
+	f.isZero(asm.R0)
+	return nil
+}
+
+// hasKey lowers has_key(@m[k]): 1 when the element exists, else 0.
+func (f *fn) hasKey(call *lang.Call) error {
+	e, ok := call.Args[0].(*lang.MapExpr)
+	assert(ok, call, "has_key() of what is not a map")
+	m, _, err := f.mapOf(e, e.Name)
+	if err != nil {
+		return err
+	}
+	key, err := f.mapKey(e, m)
+	if err != nil {
+		return err
+	}
+	f.lookup(e.Name, key)
+	f.isZero(asm.R0)
+	f.emit(asm.Xor.Imm(asm.R0, 1))
+	return nil
+}
+
+// isZero sets r to 1 when it is 0 and to 0 otherwise.
+func (f *fn) isZero(r asm.Register) {
+	yes, end := f.label("zero"), f.label("zeroend")
+	f.emit(asm.JEq.Imm(r, 0, yes), asm.Mov.Imm(r, 0), asm.Ja.Label(end))
+	f.place(yes)
+	f.emit(asm.Mov.Imm(r, 1))
+	f.place(end)
 }
 
 // deleteBuckets deletes one key of a hashed hist or lhist map: an element

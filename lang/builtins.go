@@ -99,6 +99,7 @@ const (
 	FuncCgroupid
 	FuncDebugf
 	FuncUnwatch
+	FuncHasKey
 
 	numBuiltins
 )
@@ -276,7 +277,10 @@ var builtins = [numBuiltins]builtin{
 	FuncExit:   {name: "exit", class: classFunc, min: 0, max: 1, void: true, args: intArgs},
 	FuncClear:  {name: "clear", class: classFunc, min: 1, max: 1, void: true},
 	FuncZero:   {name: "zero", class: classFunc, min: 1, max: 1, void: true},
-	FuncDelete: {name: "delete", class: classFunc, min: 1, max: 1, void: true},
+	// delete is a statement in bpftrace 0.17 and a bool (whether the
+	// element was there) since 0.22; delete(@m, k...) becomes
+	// delete(@m[k...]) before its arity is checked (elementCall).
+	FuncDelete: {name: "delete", class: classFunc, min: 1, max: 1, result: Bool},
 	FuncTime:   {name: "time", class: classFunc, min: 0, max: 1, void: true, args: literalArgs},
 	FuncJoin:   {name: "join", class: classFunc, min: 1, max: 2, void: true},
 	FuncCat:    {name: "cat", class: classFunc, min: 1, max: -1, void: true},
@@ -316,6 +320,8 @@ var builtins = [numBuiltins]builtin{
 	FuncCgroupid:    {name: "cgroupid", class: classFunc, support: notSupported},
 	FuncDebugf:      {name: "debugf", class: classFunc, support: notSupported},
 	FuncUnwatch:     {name: "unwatch", class: classFunc, support: notSupported},
+	// has_key(@m, k...) is whether @m[k...] exists (bpftrace 0.22).
+	FuncHasKey: {name: "has_key", class: classFunc, min: 1, max: 1, result: Bool},
 }
 
 // String returns the builtin's name ("argN" for VarArg).

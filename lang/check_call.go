@@ -33,6 +33,7 @@ func (c *checker) call(e *Call, u use) Type {
 		c.hintf(nameLoc, hint, "Unknown function: %s", e.Name)
 		return Type{}
 	}
+	c.elementCall(e)
 	if sig.void && u != useStmt {
 		c.errorf(e.Loc, "%s() should not be used in an assignment or as a map key", e.Name)
 	}
@@ -129,15 +130,19 @@ func (c *checker) callArgs(e *Call) {
 		if len(m.Keys) > 0 {
 			c.errorf(e.Loc, "The map passed to %s() should not be indexed by a key", name)
 		}
-	case FuncDelete:
+	case FuncDelete, FuncHasKey:
 		m, ok := args[0].(*MapExpr)
 		if !ok {
 			c.expr(args[0], useValue)
-			c.errorf(e.Loc, "delete() expects a map to be provided")
+			c.errorf(e.Loc, "%s() expects a map to be provided", name)
 			return
 		}
 		ms := c.mapAccess(m, m.Loc)
 		c.mapValue(m, ms, true)
+		if e.ID == FuncHasKey && len(m.Keys) == 0 {
+			// bpftrace's message, without its hint to assign a key.
+			c.errorf(e.Loc, "call to has_key() expects a map with explicit keys (non-scalar map)")
+		}
 	case FuncJoin:
 		t := c.expr(args[0], useValue)
 		if !isIntLike(t) && t.Kind != KindNone {
@@ -208,6 +213,37 @@ func (c *checker) callArgs(e *Call) {
 	default:
 		c.tableArgs(e)
 	}
+}
+
+// elementCall rewrites the newer calls on one map element, delete(@m, k)
+// and has_key(@m, k) (bpftrace 0.21 and 0.22; several keys, or a tuple of
+// them, for a map of several keys), into the form of 0.17's delete(@m[k]),
+// which the checker and codegen know.
+func (c *checker) elementCall(e *Call) {
+	if e.ID != FuncDelete && e.ID != FuncHasKey || len(e.Args) < 2 {
+		return
+	}
+	m, ok := e.Args[0].(*MapExpr)
+	if !ok {
+		// Not a map: callArgs says so.
+		e.Args = e.Args[:1]
+		return
+	}
+	if len(m.Keys) > 0 {
+		return
+	}
+	if ms := c.maps[m.Name]; ms != nil && ms.keySet && ms.info.Key.Kind == KindNone {
+		// A map without keys: callArgs says so.
+		e.Args = e.Args[:1]
+		return
+	}
+	keys := e.Args[1:]
+	if t, ok := keys[0].(*Tuple); ok && len(keys) == 1 {
+		keys = t.Elems
+	}
+	elem := &MapExpr{Name: m.Name, Keys: keys}
+	elem.Loc = Span{Start: m.Loc.Start, End: e.Args[len(e.Args)-1].exprBase().Loc.End}
+	e.Args = []Expr{elem}
 }
 
 // tableArgs checks a call's arguments as the builtins table describes
