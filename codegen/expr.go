@@ -58,20 +58,58 @@ func (f *fn) intExpr(e lang.Expr) error {
 	return f.c.errorf(e, "%s is not an integer", lang.TypeOf(e))
 }
 
-// binary lowers a binary operator.
+// binary lowers a binary operator. A left-nested chain of integer
+// operators (1+1+...+1, a && b && c) is lowered in a loop rather than by
+// recursion: down the chain to its innermost left operand, then each
+// operator's right side, innermost first, so that its length is bounded by
+// the script's size and not by the stack.
 func (f *fn) binary(e *lang.Binary) error {
 	xt, yt := lang.TypeOf(e.X), lang.TypeOf(e.Y)
 	switch {
-	case e.Op == "&&" || e.Op == "||":
-		return f.logical(e)
 	case xt.Kind == lang.KindString || yt.Kind == lang.KindString:
 		return f.strCompare(e)
 	case xt.Kind == lang.KindBuf && yt.Kind == lang.KindBuf:
 		return f.bufCompare(e)
 	}
-	if err := f.intExpr(e.X); err != nil {
+	var chain []*lang.Binary
+	var labels []logicalLabels
+	for _, b := range e.LeftSpine() {
+		xt, yt := lang.TypeOf(b.X), lang.TypeOf(b.Y)
+		if xt.Kind == lang.KindString || yt.Kind == lang.KindString || xt.Kind == lang.KindBuf && yt.Kind == lang.KindBuf {
+			// Lowered by intExpr, as the chain's innermost operand.
+			break
+		}
+		if b != e {
+			f.mark(b)
+		}
+		chain = append(chain, b)
+		var l logicalLabels
+		if b.Op == "&&" || b.Op == "||" {
+			l = logicalLabels{short: f.label("short"), end: f.label("logend")}
+		}
+		labels = append(labels, l)
+	}
+	if err := f.intExpr(chain[len(chain)-1].X); err != nil {
 		return err
 	}
+	for i := len(chain) - 1; i >= 0; i-- {
+		var err error
+		if b := chain[i]; b.Op == "&&" || b.Op == "||" {
+			err = f.logical(b, labels[i])
+		} else {
+			err = f.arithmetic(b)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// arithmetic lowers an arithmetic, bitwise or comparison operator whose
+// left operand is in R0.
+func (f *fn) arithmetic(e *lang.Binary) error {
+	xt, yt := lang.TypeOf(e.X), lang.TypeOf(e.Y)
 	if lit, ok := e.Y.(*lang.IntLit); ok {
 		// bpftrace's compiler folds these undefined operations to 0.
 		if (e.Op == "/" || e.Op == "%") && lit.Value == 0 || (e.Op == "<<" || e.Op == ">>") && lit.Value >= 64 {
@@ -179,26 +217,28 @@ func compareJump(op string, signed bool) asm.JumpOp {
 	return asm.JGE
 }
 
-// logical lowers && and || with short-circuit evaluation; the result is
-// 0 or 1.
-func (f *fn) logical(e *lang.Binary) error {
-	short, end := f.label("short"), f.label("logend")
+// logicalLabels are the labels of one && or || operator, made before its
+// left operand is lowered.
+type logicalLabels struct {
+	short, end string
+}
+
+// logical lowers && and || with short-circuit evaluation, its left
+// operand in R0; the result is 0 or 1.
+func (f *fn) logical(e *lang.Binary, l logicalLabels) error {
 	// &&: a false side decides (result 0); ||: a true side (result 1).
 	jump, shortVal, fullVal := asm.JEq, int32(0), int32(1)
 	if e.Op == "||" {
 		jump, shortVal, fullVal = asm.JNE, 1, 0
 	}
-	if err := f.intExpr(e.X); err != nil {
-		return err
-	}
-	f.emit(jump.Imm(asm.R0, 0, short))
+	f.emit(jump.Imm(asm.R0, 0, l.short))
 	if err := f.intExpr(e.Y); err != nil {
 		return err
 	}
-	f.emit(jump.Imm(asm.R0, 0, short), asm.Mov.Imm(asm.R0, fullVal), asm.Ja.Label(end))
-	f.place(short)
+	f.emit(jump.Imm(asm.R0, 0, l.short), asm.Mov.Imm(asm.R0, fullVal), asm.Ja.Label(l.end))
+	f.place(l.short)
 	f.emit(asm.Mov.Imm(asm.R0, shortVal))
-	f.place(end)
+	f.place(l.end)
 	return nil
 }
 

@@ -141,6 +141,23 @@ j=-2
 sizes 1 2 4 8
 strncmp 0 1 0 1
 `},
+	// Long chains, which the passes walk in loops: bpftrace 0.17 takes an
+	// else-if chain of thousands of branches and a few thousand operators.
+	{"else-if chain", `BEGIN { $x = $1; ` + elseIfChain(197) + ` $x = $1 + 46; ` + elseIfChain(197) + ` exit(); }`, []string{"150"}, "branch 150\nbranch 196\n"},
+	{"operator chains", `BEGIN { printf("%ld %ld %ld\n", 1` + strings.Repeat(" + 1", 3000) + `, $1` + strings.Repeat(" && $1", 1000) + `, 0` + strings.Repeat(" || $1 > 5", 1000) + `); exit(); }`, []string{"7"}, "3001 1 1\n"},
+}
+
+// elseIfChain is an if with n branches, each printing its number when $x
+// holds it.
+func elseIfChain(n int) string {
+	var b strings.Builder
+	for i := range n {
+		if i > 0 {
+			b.WriteString(" else ")
+		}
+		fmt.Fprintf(&b, `if ($x == %d) { printf("branch %%ld\n", %d); }`, i, i)
+	}
+	return b.String()
 }
 
 // TestSemantics runs each program in the kernel and compares its printf

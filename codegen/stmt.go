@@ -323,29 +323,41 @@ func (f *fn) applyRHS(s *lang.AssignStmt, lt lang.Type) error {
 	return f.applyOp(s, op, lt, lang.TypeOf(s.RHS))
 }
 
-// ifStmt lowers if/else.
+// ifStmt lowers if/else, and an else-if chain in a loop however long it
+// is.
 func (f *fn) ifStmt(s *lang.IfStmt) error {
-	if err := f.intExpr(s.Cond); err != nil {
-		return err
-	}
-	// Long jumps around the branches: an unrolled body can be longer
-	// than a conditional jump reaches.
-	then, elseL, end := f.label("then"), f.label("else"), f.label("endif")
-	f.emit(asm.JNE.Imm(asm.R0, 0, then), asm.LongJump(elseL))
-	f.place(then)
-	if err := f.block(s.Then); err != nil {
-		return err
-	}
-	if s.Else == nil {
+	var ends []string
+	for i, s := range s.Chain() {
+		if i > 0 {
+			f.mark(s)
+		}
+		if err := f.intExpr(s.Cond); err != nil {
+			return err
+		}
+		// Long jumps around the branches: an unrolled body can be longer
+		// than a conditional jump reaches.
+		then, elseL, end := f.label("then"), f.label("else"), f.label("endif")
+		f.emit(asm.JNE.Imm(asm.R0, 0, then), asm.LongJump(elseL))
+		f.place(then)
+		if err := f.block(s.Then); err != nil {
+			return err
+		}
+		if s.Else == nil {
+			f.place(elseL)
+			break
+		}
+		f.emit(asm.LongJump(end))
 		f.place(elseL)
-		return nil
+		ends = append(ends, end)
+		if _, ok := s.Else.(*lang.IfStmt); !ok {
+			if err := f.stmt(s.Else); err != nil {
+				return err
+			}
+		}
 	}
-	f.emit(asm.LongJump(end))
-	f.place(elseL)
-	if err := f.stmt(s.Else); err != nil {
-		return err
+	for i := len(ends) - 1; i >= 0; i-- {
+		f.place(ends[i])
 	}
-	f.place(end)
 	return nil
 }
 

@@ -249,6 +249,16 @@ type IfStmt struct {
 	Else Stmt
 }
 
+// Chain returns s and the else-if statements that follow it, in source
+// order: the passes walk an else-if chain in a loop, however long it is.
+func (s *IfStmt) Chain() []*IfStmt {
+	chain := []*IfStmt{s}
+	for next, ok := s.Else.(*IfStmt); ok; next, ok = next.Else.(*IfStmt) {
+		chain = append(chain, next)
+	}
+	return chain
+}
+
 // UnrollStmt is `unroll (Count) Body`. The checker sets N to the constant
 // repeat count.
 type UnrollStmt struct {
@@ -401,6 +411,17 @@ type Binary struct {
 	OpLoc Span
 	X     Expr
 	Y     Expr
+}
+
+// LeftSpine returns e and the binary operators nested as the left operand
+// of each, outermost first: the chain the passes walk in a loop where
+// recursion would nest once per operator of `1+1+...+1`.
+func (e *Binary) LeftSpine() []*Binary {
+	spine := []*Binary{e}
+	for x, ok := e.X.(*Binary); ok; x, ok = x.X.(*Binary) {
+		spine = append(spine, x)
+	}
+	return spine
 }
 
 // Unary is a prefix operator: "!", "~", "-" or "*" (dereference).

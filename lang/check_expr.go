@@ -39,13 +39,7 @@ func (c *checker) exprType(e Expr, u use) Type {
 		}
 		return t
 	case *Binary:
-		l := c.expr(e.X, useValue)
-		r := c.expr(e.Y, useValue)
-		t := c.binaryType(e.Op, l, r, e.Loc, e.OpLoc)
-		if isComparison(e.Op) {
-			return c.newerBool(t)
-		}
-		return t
+		return c.binary(e)
 	case *Unary:
 		t := c.unary(e)
 		if e.Op == "!" {
@@ -82,6 +76,30 @@ func (c *checker) exprType(e Expr, u use) Type {
 		return c.expr(e.Value, u)
 	}
 	return Type{}
+}
+
+// binary types a binary operator. A long chain such as `1+1+...+1` nests
+// to the left, so the chain's left spine is typed in a loop, innermost
+// first, rather than by recursion: its length is bounded by the script's
+// size, not by the stack.
+func (c *checker) binary(e *Binary) Type {
+	spine := e.LeftSpine()
+	l := c.expr(spine[len(spine)-1].X, useValue)
+	for i := len(spine) - 1; ; i-- {
+		b := spine[i]
+		r := c.expr(b.Y, useValue)
+		t := c.binaryType(b.Op, l, r, b.Loc, b.OpLoc)
+		if isComparison(b.Op) {
+			t = c.newerBool(t)
+		}
+		if i == 0 {
+			// expr records the outermost one's type.
+			return t
+		}
+		SetType(b, t)
+		b.Const = c.constValue(b)
+		l = t
+	}
 }
 
 // binaryType types `l op r`. whole is the expression's span, opSpan the

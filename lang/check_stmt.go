@@ -19,15 +19,19 @@ func (c *checker) stmt(s Stmt) {
 	case *AssignStmt:
 		c.assign(s)
 	case *IfStmt:
-		t := c.expr(s.Cond, useValue)
-		if t.Kind != KindInt && t.Kind != KindNone {
-			// bpftrace 0.17 reports this at 1:1; gotrace points at the
-			// condition.
-			c.laterf(s.Cond.Span(), "Invalid condition in if(): %s", condName(t))
-		}
-		c.block(s.Then)
-		if s.Else != nil {
-			c.stmt(s.Else)
+		// An else-if chain is checked in a loop: it may be thousands
+		// of branches long.
+		for _, s := range s.Chain() {
+			t := c.expr(s.Cond, useValue)
+			if t.Kind != KindInt && t.Kind != KindNone {
+				// bpftrace 0.17 reports this at 1:1; gotrace points at
+				// the condition.
+				c.laterf(s.Cond.Span(), "Invalid condition in if(): %s", condName(t))
+			}
+			c.block(s.Then)
+			if b, ok := s.Else.(*Block); ok {
+				c.block(b)
+			}
 		}
 	case *UnrollStmt:
 		c.unroll(s)

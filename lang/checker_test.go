@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"runtime/debug"
 	"slices"
 	"strings"
 	"testing"
@@ -454,5 +455,37 @@ func TestCheckAgainstBpftrace(t *testing.T) {
 				t.Errorf("bpftrace says:\n%s\nthe script expects:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
 			}
 		})
+	}
+}
+
+// TestCheckLongChains parses, checks and copies (an enum makes the parser
+// rewrite every expression) 1 MB of 1+1+...+1 and an else-if
+// chain of 20,000 branches with a 64 MB stack: the passes walk such
+// chains in loops, where recursion needed about 1 KB of stack per
+// operator and died with "stack overflow".
+func TestCheckLongChains(t *testing.T) {
+	defer debug.SetMaxStack(debug.SetMaxStack(64 << 20))
+	var chain strings.Builder
+	chain.WriteString("BEGIN { $x = 1; if ($x == 0) { }")
+	for i := 1; i < 20000; i++ {
+		fmt.Fprintf(&chain, " else if ($x == %d) { @b = %d; }", i, i)
+	}
+	chain.WriteString(" else { @b = -1; } }")
+	for name, src := range map[string]string{
+		"sum":      "enum e { A = 1 }; BEGIN { @ = 1" + strings.Repeat("+A", 500_000) + "; }",
+		"logical":  "BEGIN { @ = 1" + strings.Repeat(" && 1", 100_000) + "; }",
+		"else if":  chain.String(),
+		"compares": "BEGIN { @ = 1" + strings.Repeat(" < 1", 100_000) + "; }",
+	} {
+		p, errs := checkSource(t, src, Config{})
+		if errs != nil {
+			t.Fatalf("%s: %v", name, errs)
+		}
+		if name == "sum" {
+			rhs := p.Probes[0].Body.Stmts[0].(*AssignStmt).RHS
+			if got := TypeOf(rhs); !got.Equal(Int64) {
+				t.Errorf("%s: type %v, want int64", name, got)
+			}
+		}
 	}
 }

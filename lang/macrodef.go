@@ -226,9 +226,16 @@ func mapExpr(e Expr, f func(Expr) Expr) Expr {
 		c.Args = ms(e.Args)
 		return f(&c)
 	case *Binary:
-		c := *e
-		c.X, c.Y = m(e.X), m(e.Y)
-		return f(&c)
+		// A left-nested chain (1+1+...+1) is copied in a loop, innermost
+		// first, rather than by recursion.
+		spine := e.LeftSpine()
+		x := m(spine[len(spine)-1].X)
+		for i := len(spine) - 1; i >= 0; i-- {
+			c := *spine[i]
+			c.X, c.Y = x, m(spine[i].Y)
+			x = f(&c)
+		}
+		return x
 	case *Unary:
 		c := *e
 		c.X = m(e.X)
@@ -290,13 +297,23 @@ func mapStmt(s Stmt, f func(Expr) Expr) Stmt {
 		c.LHS, c.RHS = mapExpr(s.LHS, f), mapExpr(s.RHS, f)
 		return &c
 	case *IfStmt:
-		c := *s
-		c.Cond = mapExpr(s.Cond, f)
-		c.Then = mapStmt(s.Then, f).(*Block)
-		if s.Else != nil {
-			c.Else = mapStmt(s.Else, f)
+		// An else-if chain is copied in a loop, however long it is.
+		var first, last *IfStmt
+		for _, s := range s.Chain() {
+			c := *s
+			c.Cond = mapExpr(s.Cond, f)
+			c.Then = mapStmt(s.Then, f).(*Block)
+			if b, ok := s.Else.(*Block); ok {
+				c.Else = mapStmt(b, f)
+			}
+			if last == nil {
+				first = &c
+			} else {
+				last.Else = &c
+			}
+			last = &c
 		}
-		return &c
+		return first
 	case *UnrollStmt:
 		c := *s
 		c.Count = mapExpr(s.Count, f)

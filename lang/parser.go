@@ -464,28 +464,43 @@ func (p *parser) forStmt() *ForStmt {
 	return s
 }
 
+// ifStmt parses an if statement and its else-if chain, which counts as
+// one level of nesting however long it is (bpftrace takes thousands of
+// branches).
 func (p *parser) ifStmt() *IfStmt {
 	p.enter()
-	start := p.tok()
-	p.next()
-	p.expect("(", "(")
-	cond, _ := p.expr(expectParen)
-	p.expect(")", expectParen)
-	s := &IfStmt{Cond: cond, Then: p.block()}
-	if p.is("else") {
+	defer p.leave()
+	var chain []*IfStmt
+	var starts []lexToken
+	for {
+		starts = append(starts, p.tok())
 		p.next()
-		switch {
-		case p.is("if"):
-			s.Else = p.ifStmt()
-		case p.is("{"):
-			s.Else = p.block()
-		default:
+		p.expect("(", "(")
+		cond, _ := p.expr(expectParen)
+		p.expect(")", expectParen)
+		s := &IfStmt{Cond: cond, Then: p.block()}
+		if len(chain) > 0 {
+			chain[len(chain)-1].Else = s
+		}
+		chain = append(chain, s)
+		if !p.is("else") {
+			break
+		}
+		p.next()
+		if p.is("if") {
+			continue
+		}
+		if !p.is("{") {
 			p.fail("{ or if")
 		}
+		s.Else = p.block()
+		break
 	}
-	s.Loc = p.span(start)
-	p.leave()
-	return s
+	// Each if of the chain spans to the chain's end.
+	for i, s := range chain {
+		s.Loc = p.span(starts[i])
+	}
+	return chain[0]
 }
 
 var assignOps = map[string]bool{

@@ -600,7 +600,6 @@ func TestParseBounded(t *testing.T) {
 		{"ternaries", deep("1 ? 2 : ", "", 10000), "nested too deeply: more than 200 levels"},
 		{"map keys", deep("@m[", "]", 10000), "nested too deeply: more than 200 levels"},
 		{"blocks", "BEGIN " + strings.Repeat("{ if (1) ", 10000) + strings.Repeat("}", 10000), "nested too deeply: more than 200 levels"},
-		{"else if", "BEGIN { if (1) { }" + strings.Repeat(" else if (1) { }", 10000) + " }", "nested too deeply: more than 200 levels"},
 	}
 	for _, tt := range tests {
 		start := time.Now()
@@ -620,6 +619,9 @@ func TestParseBounded(t *testing.T) {
 		deep("(", ")", 150),
 		deep("-(uint8)!", "", 60),
 		"BEGIN { if (1) { }" + strings.Repeat(" else if (1) { }", 150) + " }",
+		// An else-if chain is one level however long: bpftrace 0.17 takes
+		// 10,000 branches.
+		"BEGIN { if (1) { }" + strings.Repeat(" else if (1) { }", 10000) + " }",
 	}
 	for _, src := range fine {
 		if _, err := Parse("stdin", src); err != nil {

@@ -77,17 +77,19 @@ func (d *dumper) stmt(depth int, s Stmt) {
 		d.line(depth, "%s", s.Op)
 		d.exprs(depth+1, s.LHS, s.RHS)
 	case *IfStmt:
-		d.line(depth, "if")
-		d.expr(depth+1, s.Cond)
-		d.line(depth+1, "then")
-		d.stmts(depth+2, s.Then.Stmts)
-		if s.Else != nil {
-			d.line(depth+1, "else")
+		// Each else-if is a level deeper, printed in a loop.
+		for _, s := range s.Chain() {
+			d.line(depth, "if")
+			d.expr(depth+1, s.Cond)
+			d.line(depth+1, "then")
+			d.stmts(depth+2, s.Then.Stmts)
+			if s.Else != nil {
+				d.line(depth+1, "else")
+			}
 			if b, ok := s.Else.(*Block); ok {
 				d.stmts(depth+2, b.Stmts)
-			} else {
-				d.stmt(depth+2, s.Else)
 			}
+			depth += 2
 		}
 	case *UnrollStmt:
 		if s.N > 0 {
@@ -121,13 +123,17 @@ func (d *dumper) exprs(depth int, es ...Expr) {
 	}
 }
 
+// typed writes a line for e: text and e's type when it has one.
+func (d *dumper) typed(depth int, e Expr, text string) {
+	if t := TypeOf(e); t.Kind != KindNone {
+		text += " :: " + t.String()
+	}
+	d.line(depth, "%s", text)
+}
+
 func (d *dumper) expr(depth int, e Expr) {
 	typed := func(format string, args ...any) {
-		text := fmt.Sprintf(format, args...)
-		if t := TypeOf(e); t.Kind != KindNone {
-			text += " :: " + t.String()
-		}
-		d.line(depth, "%s", text)
+		d.typed(depth, e, fmt.Sprintf(format, args...))
 	}
 	switch e := e.(type) {
 	case *IntLit:
@@ -155,8 +161,16 @@ func (d *dumper) expr(depth int, e Expr) {
 		typed("call %s", e.Name)
 		d.exprs(depth+1, e.Args...)
 	case *Binary:
-		typed("%s", e.Op)
-		d.exprs(depth+1, e.X, e.Y)
+		// A left-nested chain (1+1+...+1) is printed in loops: the
+		// operators down its left side, then the right operands back up.
+		spine := e.LeftSpine()
+		for i, b := range spine {
+			d.typed(depth+i, b, b.Op)
+		}
+		d.expr(depth+len(spine), spine[len(spine)-1].X)
+		for i := len(spine) - 1; i >= 0; i-- {
+			d.expr(depth+i+1, spine[i].Y)
+		}
 	case *Unary:
 		typed("unary %s", e.Op)
 		d.expr(depth+1, e.X)

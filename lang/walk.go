@@ -10,75 +10,82 @@ func InspectProbe(probe *Probe, visit func(Node)) {
 }
 
 // Inspect calls visit for n and every node below it, in source order: the
-// one walker of the AST, which passes that look at every node use.
+// one walker of the AST, which passes that look at every node use. It
+// keeps the nodes still to visit on a stack of its own rather than
+// recursing, so a chain of 500,000 operators is no deeper than one.
 func Inspect(n Node, visit func(Node)) {
-	if n == nil {
-		return
+	todo := []Node{n}
+	var children []Node
+	for len(todo) > 0 {
+		n := todo[len(todo)-1]
+		todo = todo[:len(todo)-1]
+		if n == nil {
+			continue
+		}
+		visit(n)
+		children = appendChildren(children[:0], n)
+		// Pushed last first, so that the first child is visited next.
+		for i := len(children) - 1; i >= 0; i-- {
+			todo = append(todo, children[i])
+		}
 	}
-	visit(n)
+}
+
+// appendChildren appends n's children to out in source order.
+func appendChildren(out []Node, n Node) []Node {
 	switch n := n.(type) {
 	case *Block:
 		for _, s := range n.Stmts {
-			Inspect(s, visit)
+			out = append(out, s)
 		}
 	case *ExprStmt:
-		Inspect(n.X, visit)
+		out = append(out, n.X)
 	case *AssignStmt:
-		Inspect(n.LHS, visit)
-		Inspect(n.RHS, visit)
+		out = append(out, n.LHS, n.RHS)
 	case *IfStmt:
-		Inspect(n.Cond, visit)
-		Inspect(n.Then, visit)
+		out = append(out, n.Cond, n.Then)
 		if n.Else != nil {
-			Inspect(n.Else, visit)
+			out = append(out, n.Else)
 		}
 	case *UnrollStmt:
-		Inspect(n.Count, visit)
-		Inspect(n.Body, visit)
+		out = append(out, n.Count, n.Body)
 	case *ForStmt:
-		Inspect(n.Var, visit)
-		Inspect(n.Start, visit)
-		Inspect(n.End, visit)
-		Inspect(n.Body, visit)
+		out = append(out, n.Var, n.Start, n.End, n.Body)
 	case *WhileStmt:
-		Inspect(n.Cond, visit)
-		Inspect(n.Body, visit)
+		out = append(out, n.Cond, n.Body)
 	case *MapExpr:
 		for _, k := range n.Keys {
-			Inspect(k, visit)
+			out = append(out, k)
 		}
 	case *Call:
 		for _, a := range n.Args {
-			Inspect(a, visit)
+			out = append(out, a)
 		}
 	case *Binary:
-		Inspect(n.X, visit)
-		Inspect(n.Y, visit)
+		out = append(out, n.X, n.Y)
 	case *Unary:
-		Inspect(n.X, visit)
+		out = append(out, n.X)
 	case *IncDec:
-		Inspect(n.X, visit)
+		out = append(out, n.X)
 	case *Ternary:
-		Inspect(n.Cond, visit)
-		Inspect(n.Then, visit)
-		Inspect(n.Else, visit)
+		out = append(out, n.Cond, n.Then, n.Else)
 	case *Cast:
-		Inspect(n.X, visit)
+		out = append(out, n.X)
 	case *Tuple:
 		for _, e := range n.Elems {
-			Inspect(e, visit)
+			out = append(out, e)
 		}
 	case *FieldAccess:
-		Inspect(n.X, visit)
+		out = append(out, n.X)
 	case *IndexExpr:
-		Inspect(n.X, visit)
-		Inspect(n.Index, visit)
+		out = append(out, n.X, n.Index)
 	case *BlockExpr:
 		for _, s := range n.Stmts {
-			Inspect(s, visit)
+			out = append(out, s)
 		}
 		if n.Value != nil {
-			Inspect(n.Value, visit)
+			out = append(out, n.Value)
 		}
 	}
+	return out
 }
