@@ -204,7 +204,7 @@ func (t *tracer) waiting() []*lang.AttachPoint {
 // loads, about each attach point without a path that names one probe and
 // was found in no object the command had or loaded.
 func (t *tracer) warnUnmatched() {
-	if t.opts.NoWarnings {
+	if t.opts.NoWarnings || t.opts.MissingProbes == MissingIgnore {
 		return
 	}
 	var l lang.ErrorList

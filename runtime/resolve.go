@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
@@ -156,6 +157,45 @@ func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint
 		}
 	}
 	return l
+}
+
+// notMapped returns a diagnostic for every usdt or uprobe attach point
+// whose file process pid (-p) does not map: its probes would never fire
+// there, and the trace would count nothing without saying why. Nothing is
+// said when its maps cannot be read (-p 1 in a container).
+func notMapped(p *lang.Program, pid int) lang.ErrorList {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil
+	}
+	f.Close()
+	mapped := mappedFiles(pid)
+	var l lang.ErrorList
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			userFile := ap.Kind == lang.ProbeUSDT || ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe
+			if !userFile || wildcardPath(ap.Target) {
+				continue
+			}
+			var st syscall.Stat_t
+			if syscall.Stat(ap.Target, &st) != nil || mapped[fileKey{dev: st.Dev, ino: st.Ino}] {
+				continue
+			}
+			l = append(l, &lang.Error{Span: ap.Loc,
+				Msg:  fmt.Sprintf("process %d%s does not map %s: its probes would never fire", pid, processName(pid), ap.Target),
+				Hint: "give -p the process that runs the file, or leave -p out to trace every process that runs it"})
+		}
+	}
+	return l
+}
+
+// processName is " (comm)" for process pid, or nothing once it is gone.
+func processName(pid int) string {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		return ""
+	}
+	return " (" + strings.TrimSpace(string(b)) + ")"
 }
 
 // namesOne reports whether an attach point names one probe or function:

@@ -154,10 +154,41 @@ func TestRunNoProbes(t *testing.T) {
 	if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != "function mian not found in "+bin || l[0].Hint != "did you mean main?" {
 		t.Errorf("error %#v, want a positioned diagnostic with a hint", err)
 	}
-	// Next to a probe that exists, the misspelt one is a warning.
-	_, errOut, err := runScript(t, context.Background(), fmt.Sprintf(`usdt:%s:net:inbound_mesage, BEGIN { exit(); }`, bin), Options{Quiet: true})
+	// Next to a probe that exists, the misspelt one is an error by
+	// default, a warning with MissingWarn and nothing with MissingIgnore.
+	src := fmt.Sprintf(`usdt:%s:net:inbound_mesage, BEGIN { exit(); }`, bin)
+	_, _, err = runScript(t, context.Background(), src, Options{Quiet: true})
+	if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != "usdt probe net:inbound_mesage not found in "+bin {
+		t.Errorf("error %#v, want the missing probe", err)
+	}
+	testenv.RequireRoot(t)
+	_, errOut, err := runScript(t, context.Background(), src, Options{Quiet: true, MissingProbes: MissingWarn})
 	if err != nil || !strings.Contains(errOut, "test.bt:1:1-") || !strings.Contains(errOut, "WARNING: usdt probe net:inbound_mesage not found in "+bin+"\n") {
 		t.Errorf("err %v, stderr %q: want a warning", err, errOut)
+	}
+	_, errOut, err = runScript(t, context.Background(), src, Options{Quiet: true, MissingProbes: MissingIgnore})
+	if err != nil || errOut != "" {
+		t.Errorf("err %v, stderr %q: want neither", err, errOut)
+	}
+}
+
+// TestRunPIDUnmapped checks that -p with a process that does not map a
+// usdt or uprobe attach point's file is an error naming both.
+func TestRunPIDUnmapped(t *testing.T) {
+	bin := fixture.Private(t, "bitcoind")
+	sleep := exec.Command("sleep", "60")
+	if err := sleep.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { sleep.Process.Kill(); sleep.Wait() }()
+	for _, probe := range []string{"usdt:%s:net:inbound_message", "uprobe:%s:main"} {
+		src := fmt.Sprintf(probe+" { @ = count(); }", bin)
+		_, err := Compile(checkScript(t, src, lang.Config{Host: NewHost(sleep.Process.Pid, "")}), Options{PID: sleep.Process.Pid})
+		var l lang.ErrorList
+		want := fmt.Sprintf("process %d (sleep) does not map %s: its probes would never fire", sleep.Process.Pid, bin)
+		if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != want {
+			t.Errorf("%s: error %v, want %q", src, err, want)
+		}
 	}
 }
 

@@ -76,6 +76,10 @@ type Options struct {
 	Verbose bool
 	// NoWarnings drops warnings such as a full map's (--no-warnings).
 	NoWarnings bool
+	// MissingProbes is what an attach point that names one usdt probe or
+	// function the file does not have does to the run (--missing-probes,
+	// bpftrace's missing_probes): by default it is an error.
+	MissingProbes MissingProbes
 	// NoUprobeMulti attaches a perf-event uprobe at each location even
 	// where the kernel has uprobe_multi links (--no-uprobe-multi).
 	NoUprobeMulti bool
@@ -93,6 +97,38 @@ type Options struct {
 	// (BPFTRACE_PERF_RB_PAGES); 0 means 4096 pages (16 MiB).
 	BufferPages int
 }
+
+// MissingProbes says what a probe that does not exist does to a run: an
+// attach point without wildcards in its probe or function name that
+// matches nothing. Attach points with wildcards may match nothing in any
+// mode, as in bpftrace; a script none of whose attach points match is
+// always refused.
+type MissingProbes int
+
+const (
+	// MissingError refuses the script, naming each missing probe.
+	MissingError MissingProbes = iota
+	// MissingWarn warns about each missing probe and traces the rest.
+	MissingWarn
+	// MissingIgnore traces the rest and says nothing.
+	MissingIgnore
+)
+
+// ParseMissingProbes reads a --missing-probes or missing_probes value:
+// error, warn or ignore.
+func ParseMissingProbes(s string) (MissingProbes, error) {
+	for m, name := range missingProbesNames {
+		if s == name {
+			return MissingProbes(m), nil
+		}
+	}
+	return 0, fmt.Errorf("invalid missing_probes value %q: valid values are error, warn and ignore", s)
+}
+
+var missingProbesNames = [...]string{MissingError: "error", MissingWarn: "warn", MissingIgnore: "ignore"}
+
+// String returns the name ParseMissingProbes reads.
+func (m MissingProbes) String() string { return missingProbesNames[m] }
 
 // Compile finds what the attach points of p match and compiles it. It never loads
 // anything into the kernel; with Command set it does not start the command
@@ -192,12 +228,17 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 	// later: those are looked for again then (see loader.go).
 	watch := opts.Command != "" && hasWildcardUSDT(p)
 	missing := notFound(p, uprobes, objs, watch, files)
+	if opts.PID != 0 {
+		missing = append(missing, notMapped(p, opts.PID)...)
+	}
 	switch {
 	case len(matched.Probes) == 0 && len(missing) > 0:
 		return nil, missing
 	case len(matched.Probes) == 0 && !watch:
 		return nil, errNoProbes
-	case len(missing) > 0 && !opts.NoWarnings && opts.Err != nil:
+	case len(missing) > 0 && opts.MissingProbes == MissingError:
+		return nil, missing
+	case len(missing) > 0 && opts.MissingProbes == MissingWarn && !opts.NoWarnings && opts.Err != nil:
 		missing.WriteWarnings(opts.Err, p.File, p.Source)
 	}
 	copts := codegenOptions(opts, probes, childPID)

@@ -271,7 +271,7 @@ func diffScriptRun(t *testing.T, s *diffScript, bpftrace, gotrace string) {
 	if err := s.CheckExpect(want.Stdout); err != nil {
 		t.Errorf("bpftrace does not meet the script's expect lines (fix the script): %v", err)
 	}
-	got := runScript(t, s, gotrace)
+	got := runScript(t, s, gotrace, s.Gotrace...)
 	if got.Err != nil {
 		t.Fatalf("gotrace: %v\nstdout:\n%s\nstderr:\n%s", got.Err, got.Stdout, got.Stderr)
 	}
@@ -283,9 +283,10 @@ func diffScriptRun(t *testing.T, s *diffScript, bpftrace, gotrace string) {
 	}
 }
 
-// runScript runs s under tool in a fresh directory holding the script and,
-// for a traced script, a private copy of the fixture as ./bitcoind.
-func runScript(t *testing.T, s *diffScript, tool string) diffRun {
+// runScript runs s under tool, with toolArgs before the script, in a fresh
+// directory holding the script and, for a traced script, a private copy of
+// the fixture as ./bitcoind.
+func runScript(t *testing.T, s *diffScript, tool string, toolArgs ...string) diffRun {
 	t.Helper()
 	dir := t.TempDir()
 	if err := os.WriteFile(filepath.Join(dir, s.Name), []byte(s.Source), 0o644); err != nil {
@@ -305,6 +306,7 @@ func runScript(t *testing.T, s *diffScript, tool string) diffRun {
 		}
 		args = append(args, "-c", s.Command("--output", summary))
 	}
+	args = append(args, toolArgs...)
 	args = append(args, s.Name)
 	args = append(args, s.Args...)
 	r := diffRun{toolResult: runTool(tool, dir, args)}

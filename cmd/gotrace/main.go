@@ -50,6 +50,7 @@ type flags struct {
 	version    bool
 	unsafe     bool
 	noWarnings bool
+	missing    string
 	noMulti    bool
 	metrics    metricFlags
 	buffering  string
@@ -139,6 +140,7 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	fs.BoolVarP(&f.version, "version", "V", false, "print the version")
 	fs.BoolVar(&f.unsafe, "unsafe", false, "allow unsafe builtins (system, cat)")
 	fs.BoolVar(&f.noWarnings, "no-warnings", false, "do not print warnings")
+	fs.StringVar(&f.missing, "missing-probes", "error", "what a usdt probe or function that does not exist does (bpftrace's missing_probes): `MODE` error, warn (and trace the rest) or ignore; a wildcard that matches nothing never counts")
 	f.metrics.add(fs)
 	fs.BoolVar(&f.noMulti, "no-uprobe-multi", false, "attach a perf-event uprobe at each location, not one uprobe_multi link per program and file (-v says which is used)")
 	// For profiling gotrace itself (its reader, printing the maps), not
@@ -221,6 +223,10 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if f.format != "text" && f.format != "json" {
 		return 1, fmt.Errorf("invalid output format %q: valid formats are 'text' and 'json'", f.format)
 	}
+	missing, err := runtime.ParseMissingProbes(f.missing)
+	if err != nil {
+		return 1, err
+	}
 	if f.buffering != "full" && f.buffering != "line" && f.buffering != "none" {
 		return 1, errors.New("USAGE: -B must be either 'line', 'full', or 'none'.")
 	}
@@ -298,7 +304,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		PID: pid, Command: f.command, User: f.user, AsRoot: f.asRoot,
 		Params: params, Unsafe: f.unsafe,
 		StrLen: strSize, MapKeysMax: keysMax, Verbose: f.verbose,
-		NoWarnings: f.noWarnings, NoUprobeMulti: f.noMulti, BufferPages: bufferPages(),
+		NoWarnings: f.noWarnings, MissingProbes: missing, NoUprobeMulti: f.noMulti, BufferPages: bufferPages(),
 		LineBuffered: f.buffering != "full",
 	}
 	if f.outFile != "" {
