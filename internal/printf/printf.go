@@ -29,7 +29,8 @@ type Part struct {
 //
 // where conversion is d, u, x, X, o or p with an optional length (h, hh, l,
 // ll, z, j, t), or one of c, s, r, rx and rh. Anything else after a % is
-// literal text (and takes no argument).
+// literal text (and takes no argument). gotrace adds %rH (see Verb.Buf),
+// which 0.17 reads as %r followed by an H.
 type Verb struct {
 	// Text is the specifier as written, e.g. "%-8d".
 	Text string
@@ -45,7 +46,9 @@ type Verb struct {
 	// 's' or 'r'.
 	Conv byte
 	// Buf is the modifier of a %r conversion: 'x' for %rx (every byte as
-	// \xNN), 'h' for %rh (hex bytes separated by spaces), 0 for plain %r.
+	// \xNN), 'h' for %rh (hex bytes separated by spaces), 'H' for %rH
+	// (gotrace's: the bytes in reverse order as one hex number, as
+	// bitcoin-cli shows a hash stored little-endian), 0 for plain %r.
 	Buf byte
 	// Escaped is set when the C printf that bpftrace 0.17 hands the format
 	// to reads the verb's % as the second half of "%%": the verb still
@@ -239,7 +242,7 @@ func matchConv(s string, v *Verb) int {
 		return 1
 	case 'r':
 		v.Conv = 'r'
-		if len(s) > 1 && (s[1] == 'x' || s[1] == 'h') {
+		if len(s) > 1 && (s[1] == 'x' || s[1] == 'h' || s[1] == 'H') {
 			v.Buf = s[1]
 			return 2
 		}

@@ -45,6 +45,7 @@ func TestParse(t *testing.T) {
 			verb("%r", "", -1, -1, "", 'r', 0), lit(" "), verb("%rx", "", -1, -1, "", 'r', 'x'), lit(" "),
 			verb("%rh", "", -1, -1, "", 'r', 'h'), verb("%rh", "", -1, -1, "", 'r', 'h'), lit("x"),
 		}},
+		{"%rH%rHx", []Part{verb("%rH", "", -1, -1, "", 'r', 'H'), verb("%rH", "", -1, -1, "", 'r', 'H'), lit("x")}},
 		{"%-05d", []Part{verb("%-05d", "-0", 5, -1, "", 'd', 0)}},
 		{"%0.0d", []Part{verb("%0.0d", "0", -1, 0, "", 'd', 0)}},
 		// Not verbs in bpftrace 0.17: they stay literal and take no argument.

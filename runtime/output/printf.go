@@ -111,6 +111,11 @@ func appendVerb(b []byte, v *printf.Verb, arg Value) ([]byte, error) {
 				b = append(b, hexDigits[c>>4], hexDigits[c&15])
 			}
 			return b, nil
+		case 'H':
+			for i := len(arg.Bytes) - 1; i >= 0; i-- {
+				b = append(b, hexDigits[arg.Bytes[i]>>4], hexDigits[arg.Bytes[i]&15])
+			}
+			return b, nil
 		}
 		return appendBufEscaped(b, arg.Bytes), nil
 	case 'c':

@@ -95,3 +95,30 @@ func FuzzPrintf(f *testing.F) {
 		}
 	})
 }
+
+// TestPrintfHash checks gotrace's %rH: a buffer's bytes in reverse order
+// as one lower-case hex number, the way bitcoin-cli shows a hash that is
+// stored little-endian; %rh and %rx keep bpftrace's order.
+func TestPrintfHash(t *testing.T) {
+	hash := []byte{0x61, 0x7a, 0x64, 0x05, 0xdd, 0x1a, 0xd2, 0xe2}
+	for _, tc := range []struct {
+		format string
+		arg    []byte
+		want   string
+	}{
+		{"%rH", hash, "e2d21add05647a61"},
+		{"%rH|", nil, "|"},
+		{"%rHx", []byte{0xab, 0x01}, "01abx"},
+		{"%rh", []byte{0xab, 0x01}, "ab 01"},
+		{"%rx", []byte{0xab, 0x01}, `\xab\x01`},
+	} {
+		parts, err := printf.Parse(tc.format)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := AppendPrintf(nil, parts, []Value{Buf(tc.arg)})
+		if err != nil || string(got) != tc.want {
+			t.Errorf("%s of % x: %q, %v; want %q", tc.format, tc.arg, got, err, tc.want)
+		}
+	}
+}
