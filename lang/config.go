@@ -20,7 +20,8 @@ type ConfigSetting struct {
 }
 
 // configKeys are bpftrace's configuration options. gotrace acts on
-// max_strlen, max_map_keys and print_maps_on_exit; the others are
+// max_strlen, max_map_keys, print_maps_on_exit and missing_probes (read by
+// cmd/gotrace); the others are
 // accepted so that scripts written for bpftrace run, and change nothing
 // (gotrace has no LLVM, no BTF and attaches only what it can).
 var configKeys = []string{

@@ -140,7 +140,7 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	fs.BoolVarP(&f.version, "version", "V", false, "print the version")
 	fs.BoolVar(&f.unsafe, "unsafe", false, "allow unsafe builtins (system, cat)")
 	fs.BoolVar(&f.noWarnings, "no-warnings", false, "do not print warnings")
-	fs.StringVar(&f.missing, "missing-probes", "error", "what a usdt probe or function that does not exist does (bpftrace's missing_probes): `MODE` error, warn (and trace the rest) or ignore; a wildcard that matches nothing never counts")
+	fs.StringVar(&f.missing, "missing-probes", "", "what a usdt probe or function that does not exist does: `MODE` error (the default), warn (and trace the rest) or ignore; a wildcard that matches nothing never counts. It overrides BPFTRACE_MISSING_PROBES, which overrides the script's missing_probes config key")
 	f.metrics.add(fs)
 	fs.BoolVar(&f.noMulti, "no-uprobe-multi", false, "attach a perf-event uprobe at each location, not one uprobe_multi link per program and file (-v says which is used)")
 	// For profiling gotrace itself (its reader, printing the maps), not
@@ -223,9 +223,10 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if f.format != "text" && f.format != "json" {
 		return 1, fmt.Errorf("invalid output format %q: valid formats are 'text' and 'json'", f.format)
 	}
-	missing, err := runtime.ParseMissingProbes(f.missing)
-	if err != nil {
-		return 1, err
+	if f.missing != "" {
+		if _, err := runtime.ParseMissingProbes(f.missing); err != nil {
+			return 1, err
+		}
 	}
 	if f.buffering != "full" && f.buffering != "line" && f.buffering != "none" {
 		return 1, errors.New("USAGE: -B must be either 'line', 'full', or 'none'.")
@@ -273,6 +274,10 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		strSize = setting(prog, "max_strlen", strSize, strLenVars...)
 		keysMax = setting(prog, "max_map_keys", keysMax, "BPFTRACE_MAP_KEYS_MAX")
 		cfg.StrLen, cfg.MapKeysMax = strSize, keysMax
+	}
+	var missing runtime.MissingProbes
+	if err == nil {
+		missing, err = missingProbes(f.missing, prog)
 	}
 	if err == nil && f.debug.level > 0 {
 		// The AST as parsed (Resolve and Check change prog).
@@ -489,6 +494,29 @@ func strLen() int {
 
 // strLenVars are the environment variables that set the string size.
 var strLenVars = []string{"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"}
+
+// missingProbes is what a missing probe does to the run: flag's mode when
+// --missing-probes is given, else BPFTRACE_MISSING_PROBES's, else the
+// script's missing_probes config key's, else an error. A bad value of the
+// key is a positioned error.
+func missingProbes(flag string, prog *lang.Program) (runtime.MissingProbes, error) {
+	if flag == "" {
+		flag = os.Getenv("BPFTRACE_MISSING_PROBES")
+	}
+	if flag != "" {
+		return runtime.ParseMissingProbes(flag)
+	}
+	for i := len(prog.Config) - 1; i >= 0; i-- {
+		if c := prog.Config[i]; c.Key == "missing_probes" {
+			m, err := runtime.ParseMissingProbes(c.Value)
+			if err != nil {
+				return 0, lang.ErrorList{{Span: c.Loc, Msg: err.Error()}}
+			}
+			return m, nil
+		}
+	}
+	return runtime.MissingError, nil
+}
 
 // setting returns the positive integer the script's config block gives
 // key, unless one of the environment variables env is set; def otherwise.
