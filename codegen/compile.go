@@ -208,6 +208,15 @@ func (c *compiler) layoutMaps() error {
 		if m.PerCPU {
 			typ = ebpf.PerCPUHash
 		}
+		if d := lang.MapDeclOf(c.prog, name); d != nil && len(keyTypes) > 0 {
+			maxEntries = d.Entries
+			switch {
+			case d.LRU() && m.PerCPU:
+				typ = ebpf.LRUCPUHash
+			case d.LRU():
+				typ = ebpf.LRUHash
+			}
+		}
 		if len(keyTypes) == 0 && info.Value.Kind == lang.KindCount {
 			// A key-less count() is one per-CPU array element, as in
 			// bpftrace: the verifier inlines an array lookup, so a hit

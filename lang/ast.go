@@ -47,6 +47,8 @@ type Program struct {
 	KernelStructs []*StructDef
 	// Config is the script's config block, in order (config.go).
 	Config []*ConfigSetting
+	// MapDecls are the script's map declarations (letdecl.go).
+	MapDecls []*MapDecl
 	// Newer says that the script asks for current bpftrace's behaviour
 	// where it differs from 0.17's, by naming a begin or end probe in
 	// lower case (bpftrace 0.24's names; 0.17 knows only BEGIN and END).

@@ -55,11 +55,7 @@ func (p *parser) configBlock(prog *Program) {
 			p.next()
 			continue
 		}
-		start := p.tok()
-		if start.Type != tokIdent {
-			p.fail("identifier")
-		}
-		p.next()
+		start := p.take(tokIdent, "identifier")
 		p.expect("=", "=")
 		v := p.tok()
 		value := v.Value

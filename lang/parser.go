@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/alecthomas/participle/v2/lexer"
+
 	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
@@ -111,6 +113,10 @@ func (p *parser) parse(prog *Program) (err *Error) {
 			p.macroDef()
 			continue
 		}
+		if p.is("let") && p.peek(1).Type == tokMap {
+			p.mapDecl(prog)
+			continue
+		}
 		if p.is("config") && p.peek(1).Value == "=" {
 			p.configBlock(prog)
 			continue
@@ -184,6 +190,16 @@ func (p *parser) expect(val, expect string) Span {
 	s := tokSpan(p.tok())
 	p.next()
 	return s
+}
+
+// take consumes a token of type typ and returns it, or fails.
+func (p *parser) take(typ lexer.TokenType, expect string) lexToken {
+	t := p.tok()
+	if t.Type != typ {
+		p.fail(expect)
+	}
+	p.next()
+	return t
 }
 
 // span is the range from the start of token start to the end of the last
@@ -385,6 +401,8 @@ func (p *parser) block() *Block {
 		case p.is("unroll"):
 			b.Stmts = append(b.Stmts, p.unroll())
 			continue
+		case p.is("let") && p.peek(1).Type == tokVar:
+			s = p.letStmt()
 		case p.is("for") && p.peek(1).Value == "(" && p.peek(2).Type == tokVar:
 			b.Stmts = append(b.Stmts, p.forStmt())
 			continue

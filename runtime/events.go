@@ -99,8 +99,13 @@ func (t *tracer) reportFull() {
 		return
 	}
 	for i, total := range c.Full {
-		if total > 0 {
-			fmt.Fprintf(t.opts.Err, "WARNING: map %s was full: %d updates were dropped (BPFTRACE_MAP_KEYS_MAX is %d)\n", t.spec.Maps[i].Name, total, t.mapKeysMax())
+		name := t.spec.Maps[i].Name
+		switch {
+		case total == 0:
+		case lang.MapDeclOf(t.prog, name) != nil:
+			fmt.Fprintf(t.opts.Err, "WARNING: map %s was full: %d updates were dropped (it is declared with %d keys)\n", name, total, lang.MapDeclOf(t.prog, name).Entries)
+		default:
+			fmt.Fprintf(t.opts.Err, "WARNING: map %s was full: %d updates were dropped (BPFTRACE_MAP_KEYS_MAX is %d)\n", name, total, t.mapKeysMax())
 		}
 	}
 }
