@@ -431,9 +431,13 @@ func (f *fn) load(n lang.Node, t lang.Type, kernel bool) error {
 
 // incDec lowers ++ and -- on a variable or a map element.
 func (f *fn) incDec(e *lang.IncDec) error {
+	// A pointer steps by the size of what it points to, as in 0.17.
 	delta := int32(1)
+	if t := lang.TypeOf(e.X); t.Kind == lang.KindPointer {
+		delta = int32(f.elemSize(t))
+	}
 	if e.Op == "--" {
-		delta = -1
+		delta = -delta
 	}
 	switch x := e.X.(type) {
 	case *lang.Var:
@@ -462,17 +466,22 @@ func (f *fn) incDec(e *lang.IncDec) error {
 
 // ternaryInt lowers an integer `c ? a : b`.
 func (f *fn) ternaryInt(e *lang.Ternary) error {
+	return f.ternary(e, f.intExpr)
+}
+
+// ternary lowers `c ? a : b` with branch lowering a and b.
+func (f *fn) ternary(e *lang.Ternary, branch func(lang.Expr) error) error {
 	if err := f.intExpr(e.Cond); err != nil {
 		return err
 	}
 	elseL, end := f.label("telse"), f.label("tend")
 	f.emit(asm.JEq.Imm(asm.R0, 0, elseL))
-	if err := f.intExpr(e.Then); err != nil {
+	if err := branch(e.Then); err != nil {
 		return err
 	}
 	f.emit(asm.Ja.Label(end))
 	f.place(elseL)
-	if err := f.intExpr(e.Else); err != nil {
+	if err := branch(e.Else); err != nil {
 		return err
 	}
 	f.place(end)
@@ -684,21 +693,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 			return f.strftime(e, off)
 		}
 	case *lang.Ternary:
-		if err := f.intExpr(e.Cond); err != nil {
-			return err
-		}
-		elseL, end := f.label("telse"), f.label("tend")
-		f.emit(asm.JEq.Imm(asm.R0, 0, elseL))
-		if err := f.valueAs(e.Then, off, t); err != nil {
-			return err
-		}
-		f.emit(asm.Ja.Label(end))
-		f.place(elseL)
-		if err := f.valueAs(e.Else, off, t); err != nil {
-			return err
-		}
-		f.place(end)
-		return nil
+		return f.ternary(e, func(x lang.Expr) error { return f.valueAs(x, off, t) })
 	case *lang.BlockExpr:
 		if err := f.stmts(e.Stmts); err != nil {
 			return err

@@ -245,6 +245,10 @@ func (f *fn) exprStmt(e lang.Expr) error {
 			return nil
 		}
 		return f.exprStmt(e.Value)
+	case *lang.Ternary:
+		if lang.TypeOf(e).Kind == lang.KindVoid {
+			return f.ternary(e, f.exprStmt)
+		}
 	}
 	t := lang.TypeOf(e)
 	if isScalar(t) {

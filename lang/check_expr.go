@@ -49,7 +49,7 @@ func (c *checker) exprType(e Expr, u use) Type {
 	case *IncDec:
 		return c.incDec(e)
 	case *Ternary:
-		return c.ternary(e)
+		return c.ternary(e, u)
 	case *Cast:
 		return c.cast(e)
 	case *Tuple:
@@ -193,7 +193,7 @@ func (c *checker) incDec(e *IncDec) Type {
 	switch x := e.X.(type) {
 	case *Var:
 		t := c.varRead(x)
-		if t.Kind != KindInt && t.Kind != KindNone {
+		if !isIntLike(t) && t.Kind != KindNone {
 			c.laterf(e.Loc, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
 		}
 		return t
@@ -203,7 +203,7 @@ func (c *checker) incDec(e *IncDec) Type {
 			c.mapStore(x, m, Int64, x.Loc)
 		}
 		t := c.mapValue(x, m, false)
-		if t.Kind != KindInt && t.Kind != KindNone {
+		if !isIntLike(t) && t.Kind != KindNone {
 			c.laterf(e.Loc, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
 		}
 		return t
@@ -213,10 +213,16 @@ func (c *checker) incDec(e *IncDec) Type {
 	return Type{}
 }
 
-func (c *checker) ternary(e *Ternary) Type {
+// ternary types `cond ? a : b`. As a statement, its branches may be
+// statements too (`nsecs ? printf("y") : printf("n")`), as in 0.17.
+func (c *checker) ternary(e *Ternary, u use) Type {
+	branches := useValue
+	if u == useStmt {
+		branches = useStmt
+	}
 	cond := c.expr(e.Cond, useValue)
-	a := c.expr(e.Then, useValue)
-	b := c.expr(e.Else, useValue)
+	a := c.expr(e.Then, branches)
+	b := c.expr(e.Else, branches)
 	if cond.Kind != KindInt && cond.Kind != KindNone {
 		c.laterf(e.Loc, "Invalid condition in ternary: %s", condName(cond))
 	}
@@ -224,6 +230,8 @@ func (c *checker) ternary(e *Ternary) Type {
 	case a.Kind == KindNone:
 		return b
 	case b.Kind == KindNone:
+		return a
+	case a.Kind == KindVoid && b.Kind == KindVoid:
 		return a
 	case a.Boolean && b.Boolean:
 		return Bool

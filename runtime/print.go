@@ -109,6 +109,9 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		return output.Str(t.stackText(u64(b, 0), f, valueStackIndent))
 	case layout.Bool:
 		return output.Boolean(u64(b, 0) != 0)
+	case layout.Pointer:
+		// Current bpftrace prints pointers in hex; 0.17 in decimal.
+		return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Hex: t.prog.Newer}
 	}
 	return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: f.Signed}
 }

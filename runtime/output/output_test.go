@@ -191,6 +191,8 @@ func TestMessages(t *testing.T) {
 		{JSON, func(w *Writer) error { return w.Value(Tuple(Uint(1<<63), Buf([]byte{1}))) }, `{"type": "value", "data": [9223372036854775808,"\\x01"]}` + "\n"},
 		{Text, func(w *Writer) error { return w.Value(Tuple(Boolean(true), Boolean(false))) }, "(true, false)\n"},
 		{JSON, func(w *Writer) error { return w.Value(Tuple(Boolean(true), Boolean(false))) }, `{"type": "value", "data": [true,false]}` + "\n"},
+		{Text, func(w *Writer) error { return w.Value(Value{Kind: ValueInt, Bits: 46, Hex: true}) }, "0x2e\n"},
+		{JSON, func(w *Writer) error { return w.Value(Value{Kind: ValueInt, Bits: 46, Hex: true}) }, `{"type": "value", "data": 46}` + "\n"},
 	} {
 		if got := render(t, tt.f, tt.do); got != tt.want {
 			t.Errorf("got %q, want %q", got, tt.want)

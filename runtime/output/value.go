@@ -43,6 +43,9 @@ type Value struct {
 	// Bool says the integer is a bool: print() and maps write it as
 	// true or false (in JSON too), printf's %d as 1 or 0.
 	Bool bool
+	// Hex says the integer is a pointer that print() and maps write in
+	// hex (0x2e), as bpftrace 0.26 does; printf formats it as it asks.
+	Hex bool
 	// Str is a string value; Bytes a buf value.
 	Str   string
 	Bytes []byte
@@ -86,6 +89,9 @@ func cstr(s string) string {
 func appendInt(b []byte, v Value) []byte {
 	if v.Bool {
 		return strconv.AppendBool(b, v.Bits != 0)
+	}
+	if v.Hex {
+		return strconv.AppendUint(append(b, "0x"...), v.Bits, 16)
 	}
 	if v.Signed {
 		return strconv.AppendInt(b, int64(v.Bits), 10)
@@ -141,6 +147,7 @@ func appendText(b []byte, v Value) []byte {
 func appendJSON(b []byte, v Value) []byte {
 	switch v.Kind {
 	case ValueInt:
+		v.Hex = false // JSON has no hex numbers
 		return appendInt(b, v)
 	case ValueString:
 		return appendJSONString(b, cstr(v.Str))
