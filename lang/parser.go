@@ -581,7 +581,12 @@ func (p *parser) expr(expect string) (Expr, bool) {
 	}
 	t := &Ternary{Cond: x, QuestionLoc: tokSpan(p.tok())}
 	p.next()
-	t.Then, _ = p.expr(expectColon)
+	if p.is(":") {
+		// bpftrace 0.26: `a ?: b` is `a ? a : b`.
+		t.Then = mapExpr(x, keep)
+	} else {
+		t.Then, _ = p.expr(expectColon)
+	}
 	t.ColonLoc = p.expect(":", expectColon)
 	t.Else, _ = p.expr(expect)
 	t.Loc = Span{Start: x.Span().Start, End: t.Else.Span().End}
