@@ -16,8 +16,8 @@ import (
 // the measured population and in all, than when they were last raised.
 // Raise them as the language grows.
 const (
-	floorCore = 209
-	floorAll  = 303
+	floorCore = 232
+	floorAll  = 326
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).
