@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/cilium/ebpf/btf"
+
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
@@ -12,8 +14,8 @@ import (
 
 // TestEveryBuiltinLowers compiles a script using each builtin the checker
 // accepts: a builtin added to lang's registry without a lowering fails
-// here. kaddr() and override() are checked as bpftrace checks them but
-// need the kernel's symbols and kprobes, which gotrace does without.
+// here. override() is checked as bpftrace checks it but needs kprobes'
+// error injection, which gotrace does without.
 func TestEveryBuiltinLowers(t *testing.T) {
 	const python = "/usr/bin/python3.11"
 	testenv.RequireFile(t, python)
@@ -66,7 +68,10 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncUsym:        `uprobe:/bin/sh:main { @ = usym(arg0); }`,
 		lang.FuncUaddr:       `uprobe:` + python + `:main { @ = *uaddr("Py_DebugFlag"); }`,
 		lang.FuncNtop:        `BEGIN { @ = ntop(0x0100007f); }`,
-		lang.FuncKaddr:       `BEGIN { @ = kaddr("jiffies"); }`,
+		lang.FuncKaddr:       `BEGIN { @ = kaddr("vfs_read"); }`,
+		lang.FuncKsym:        `BEGIN { @ = ksym(kaddr("vfs_read")); }`,
+		lang.VarKstack:       `profile:hz:99 { @[kstack] = count(); }`,
+		lang.FuncKstack:      `profile:hz:99 { @[kstack(perf, 3)] = count(); }`,
 		lang.FuncOverride:    `kprobe:f { override(1); }`,
 		lang.FuncReg:         `uprobe:/bin/sh:main { @ = reg("ip"); }`,
 		lang.FuncSizeof:      `BEGIN { @ = sizeof(uint32); }`,
@@ -93,7 +98,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parse %s: %v", src, err)
 		}
-		cfg := lang.Config{Unsafe: true, Child: true, Host: tracepointHost{&usdt.Host{}}}
+		cfg := lang.Config{Unsafe: true, Child: true, Host: tracepointHost{&usdt.Host{}}, Kernel: symbolKernel{}}
 		if err := lang.Resolve(p, cfg); err != nil {
 			t.Fatalf("resolve %s: %v", src, err)
 		}
@@ -103,7 +108,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		}
 		_, err = Compile(p, Options{})
 		switch id {
-		case lang.FuncKaddr, lang.FuncOverride:
+		case lang.FuncOverride:
 			if !errors.Is(err, ErrUnsupported) {
 				t.Errorf("compile %s: %v, want ErrUnsupported", src, err)
 			}
@@ -145,6 +150,13 @@ func TestUncheckedProgramPanics(t *testing.T) {
 		}()
 	}
 }
+
+// symbolKernel is a lang.Kernel that knows every symbol's address and no
+// types.
+type symbolKernel struct{}
+
+func (symbolKernel) Types() (*btf.Spec, error)     { return nil, errors.New("no BTF") }
+func (symbolKernel) Symbol(string) (uint64, error) { return 0xffffffff81000000, nil }
 
 // tracepointHost is a lang.Host that knows one tracepoint,
 // syscalls:sys_enter_openat, as this kernel's format file describes it.

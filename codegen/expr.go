@@ -1047,7 +1047,7 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		f.emit(asm.FnGetCurrentTask.Call())
 	case lang.VarNumaid:
 		f.emit(asm.FnGetNumaNodeId.Call())
-	case lang.VarUstack:
+	case lang.VarUstack, lang.VarKstack:
 		return f.ustack(e, lang.TypeOf(e))
 	case lang.VarProbe:
 		f.emit(asm.Mov.Imm(asm.R0, int32(f.t.index)))
@@ -1186,8 +1186,13 @@ func (f *fn) strContains(e *lang.Call) error {
 // intCall lowers a call with an integer value.
 func (f *fn) intCall(e *lang.Call) error {
 	switch e.ID {
-	case lang.FuncUptr, lang.FuncKptr, lang.FuncUsym, lang.FuncStrerror:
+	case lang.FuncUptr, lang.FuncKptr, lang.FuncUsym, lang.FuncKsym, lang.FuncStrerror:
 		return f.intExpr(e.Args[0])
+	case lang.FuncKaddr:
+		addr, ok := lang.ConstInt(e)
+		assert(ok, e, "kaddr() without the address the checker resolved")
+		f.emit(movImm(asm.R0, addr))
+		return nil
 	case lang.FuncSizeof:
 		size, err := f.sizeofType(e, lang.TypeOf(e.Args[0]))
 		if err != nil {
@@ -1212,7 +1217,7 @@ func (f *fn) intCall(e *lang.Call) error {
 		return f.reg(e)
 	case lang.FuncUaddr:
 		return f.uaddr(e)
-	case lang.FuncUstack:
+	case lang.FuncUstack, lang.FuncKstack:
 		return f.ustack(e, lang.TypeOf(e))
 	}
 	return f.c.errorf(e, "%s() as an integer value: %w", e.Name, ErrUnsupported)

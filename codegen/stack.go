@@ -13,7 +13,7 @@ import (
 const bpfFUserStack = 1 << 8
 
 // StackMap is the key in Spec.Collection.Maps of the stack trace map
-// (BPF_MAP_TYPE_STACK_TRACE) that holds the user stacks of a ustack with
+// (BPF_MAP_TYPE_STACK_TRACE) that holds the stacks of a ustack or kstack with
 // frames frames: its values are frames u64 code addresses, the unused
 // ones 0.
 func StackMap(frames int) string { return fmt.Sprintf("stack_%d", frames) }
@@ -22,7 +22,9 @@ func StackMap(frames int) string { return fmt.Sprintf("stack_%d", frames) }
 // bpftrace packs it: the thread id in the high 32 bits (user stacks are
 // per process because of ASLR, and the runtime symbolizes them with that
 // process's memory map) and the id of the stack in StackMap(frames) in
-// the low 32. The kernel walks the user stack by frame pointers.
+// the low 32. The kernel walks the user stack by frame pointers. A kstack
+// is the id alone, which is negative where the probe interrupted user
+// code (no kernel stack).
 func (f *fn) ustack(n lang.Node, t lang.Type) error {
 	frames := t.StackFrames
 	if frames <= 0 {
@@ -35,6 +37,16 @@ func (f *fn) ustack(n lang.Node, t lang.Type) error {
 		KeySize:    4,
 		ValueSize:  uint32(8 * frames),
 		MaxEntries: uint32(f.c.opts.MapKeysMax),
+	}
+	if t.StackKernel {
+		f.emit(
+			asm.Mov.Reg(asm.R1, regCtx),
+			asm.LoadMapPtr(asm.R2, 0).WithReference(name),
+			asm.Mov.Imm(asm.R3, 0),
+			asm.FnGetStackid.Call(),
+			asm.Mov.Reg32(asm.R0, asm.R0),
+		)
+		return nil
 	}
 	f.emit(
 		asm.Mov.Reg(asm.R1, regCtx),

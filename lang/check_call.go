@@ -67,7 +67,7 @@ func (c *checker) callResult(e *Call, sig *builtin) Type {
 		return String(c.cfg.StrLen)
 	case FuncBuf:
 		return c.bufType(e)
-	case FuncUstack:
+	case FuncUstack, FuncKstack:
 		return c.stackType(e)
 	case FuncUaddr:
 		return c.uaddrType(e)
@@ -165,7 +165,7 @@ func (c *checker) callArgs(e *Call) {
 		} else if t.Kind != KindArray && t.Kind != KindNone {
 			c.laterf(e.Loc, "buf() expects a length argument for non-array type %s", formatTypeName(t))
 		}
-	case FuncUstack:
+	case FuncUstack, FuncKstack:
 		c.ustackArgs(e)
 	case FuncUsym:
 		if t := c.expr(args[0], useValue); !isIntLike(t) && t.Kind != KindNone {
@@ -446,7 +446,7 @@ func stackMode(a Expr) BuiltinID {
 	return BuiltinInvalid
 }
 
-// ustackArgs checks ustack([mode][, limit]).
+// ustackArgs checks ustack([mode][, limit]) and kstack's.
 func (c *checker) ustackArgs(e *Call) {
 	args := e.Args
 	if len(args) == 2 {
@@ -454,7 +454,7 @@ func (c *checker) ustackArgs(e *Call) {
 			SetType(b, Type{})
 		} else {
 			t := c.expr(args[0], useValue)
-			c.errorf(e.Loc, "ustack() expects a stack mode literal (%s provided)", formatTypeName(t))
+			c.errorf(e.Loc, "%s() expects a stack mode literal (%s provided)", e.Name, formatTypeName(t))
 		}
 		c.stackLimit(e, args[1])
 		return
@@ -468,10 +468,10 @@ func (c *checker) ustackArgs(e *Call) {
 	}
 }
 
-// stackType is ustack([mode][, limit])'s type, with its frame limit and
-// mode.
+// stackType is ustack([mode][, limit])'s type, or kstack's, with its
+// frame limit and mode.
 func (c *checker) stackType(e *Call) Type {
-	t := Type{Kind: KindStack, StackFrames: DefaultStackFrames}
+	t := Type{Kind: KindStack, StackFrames: DefaultStackFrames, StackKernel: e.ID == FuncKstack}
 	for _, a := range e.Args {
 		if mode := stackMode(a); mode != BuiltinInvalid {
 			t.StackPerf = mode == ModePerf
@@ -482,11 +482,12 @@ func (c *checker) stackType(e *Call) Type {
 	return t
 }
 
-// stackLimit checks ustack()'s frame count: a constant integer.
+// stackLimit checks ustack()'s or kstack()'s frame count: a constant
+// integer.
 func (c *checker) stackLimit(e *Call, a Expr) {
 	if b, ok := a.(*Builtin); ok && stackMode(b) != BuiltinInvalid {
 		SetType(b, Type{})
-		c.errorf(e.Loc, "ustack() expects a integer literal (stack mode provided)")
+		c.errorf(e.Loc, "%s() expects a integer literal (stack mode provided)", e.Name)
 		return
 	}
 	c.constArg(e, a)

@@ -50,6 +50,10 @@ func (c *checker) constValue(e Expr) constant.Value {
 		if v, ok := ConstInt(e.X); ok && e.Op == "-" {
 			return constant.MakeInt64(-v)
 		}
+	case *Call:
+		if e.ID == FuncKaddr {
+			return c.kernelAddr(e)
+		}
 	case *PositionalParam:
 		if e.Count {
 			return constant.MakeInt64(int64(len(c.cfg.Params)))

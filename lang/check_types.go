@@ -40,6 +40,8 @@ func mergeTypes(a, b Type) (Type, bool) {
 		return a, true
 	case KindPointer, KindStruct, KindArray:
 		return a, a.Equal(b)
+	case KindStack:
+		return a, a.StackKernel == b.StackKernel
 	}
 	return a, true
 }

@@ -8,6 +8,7 @@ package lang
 import (
 	"errors"
 	"fmt"
+	"go/constant"
 
 	"github.com/cilium/ebpf/btf"
 )
@@ -17,6 +18,9 @@ import (
 type Kernel interface {
 	// Types returns the kernel's BTF (/sys/kernel/btf/vmlinux).
 	Types() (*btf.Spec, error)
+	// Symbol returns the address of the kernel symbol name
+	// (/proc/kallsyms), which kaddr() reads.
+	Symbol(name string) (uint64, error)
 }
 
 // StructDef returns the struct called name: the script's own, else one of
@@ -176,4 +180,28 @@ func kernelType(t btf.Type) Type {
 		return Int(size, false)
 	}
 	return Type{Kind: KindPointer, Size: 8}
+}
+
+// kernelAddr resolves kaddr("name") through the Kernel: the symbol's
+// address, or nil with a positioned error where the kernel has no such
+// symbol (bpftrace 0.17 fails to compile without saying where).
+func (c *checker) kernelAddr(e *Call) constant.Value {
+	if len(e.Args) != 1 {
+		return nil
+	}
+	lit, ok := e.Args[0].(*StrLit)
+	if !ok {
+		return nil
+	}
+	if c.cfg.Kernel == nil {
+		c.errorf(e.Loc, "Failed to resolve kernel symbol: %s", lit.Value)
+		return nil
+	}
+	addr, err := c.cfg.Kernel.Symbol(lit.Value)
+	if err != nil {
+		c.hintf(e.Loc, err.Error(), "Failed to resolve kernel symbol: %s", lit.Value)
+		return nil
+	}
+	// The address's bits, as codegen's 64-bit immediates take them.
+	return constant.MakeInt64(int64(addr))
 }

@@ -1,6 +1,7 @@
 package lang
 
 import (
+	"errors"
 	"reflect"
 	"testing"
 
@@ -11,6 +12,13 @@ import (
 type fakeKernel struct{ spec *btf.Spec }
 
 func (k fakeKernel) Types() (*btf.Spec, error) { return k.spec, nil }
+
+func (k fakeKernel) Symbol(name string) (uint64, error) {
+	if name == "do_sys_openat2" {
+		return 0xffffffff816d4d70, nil
+	}
+	return 0, errors.New("not in /proc/kallsyms")
+}
 
 // testKernel builds the BTF of a small kernel: struct task with integers,
 // a char array, an array of ints, a bitfield, a pointer to itself, an
@@ -81,6 +89,10 @@ func TestCheckKernelTypes(t *testing.T) {
 		{`struct task { int z; } BEGIN { $t = (struct task *)0; @ = $t->pid; }`, "1:59-66: Struct/union of type 'struct task' does not contain a field named 'pid'"},
 		{`BEGIN { $t = (struct task *)0; @ = $t->nosuch; }`, "1:36-46: Struct/union of type 'struct task' does not contain a field named 'nosuch'"},
 		{`BEGIN { $t = (struct nosuch *)0; }`, "1:14-31: Unknown struct/union: 'struct nosuch'"},
+		{`BEGIN { @ = kaddr("do_sys_openat2") + 1; }`, ""},
+		{`BEGIN { @ = kaddr("jiffies"); }`, "1:13-29: Failed to resolve kernel symbol: jiffies"},
+		{`BEGIN { @ = ksym(1); @k[kstack(perf, 3)] = count(); @u[ustack(2)] = count(); }`, ""},
+		{`BEGIN { @ = kstack; @ = ustack; }`, "1:21-22: Type mismatch for @: trying to assign value of type 'ustack' when map already contains a value of type 'kstack"},
 	}
 	for _, tt := range tests {
 		p, err := Parse("t.bt", tt.src)

@@ -39,6 +39,9 @@ const (
 	KindTimestamp
 	// KindUsym is usym()'s result.
 	KindUsym
+	// KindKsym is ksym()'s result: a kernel address that prints as the
+	// name of the kernel function that holds it.
+	KindKsym
 	// KindErrno is strerror()'s result: a u64 errno that prints as the C
 	// library's message for it.
 	KindErrno
@@ -47,7 +50,7 @@ const (
 	KindUsername
 	// KindInet is ntop()'s result.
 	KindInet
-	// KindStack is ustack()'s result.
+	// KindStack is ustack()'s result, and kstack's (StackKernel).
 	KindStack
 	// KindVoid is the type of calls that produce no value (printf, exit).
 	KindVoid
@@ -76,6 +79,8 @@ type Type struct {
 	// (ustack(perf)). Equal ignores both, as bpftrace's type check does.
 	StackFrames int
 	StackPerf   bool
+	// StackKernel says a KindStack is the kernel's stack (kstack).
+	StackKernel bool
 	// Boolean marks the bool type (Bool): a one-byte unsigned integer,
 	// 0 or 1, that prints as false or true.
 	Boolean bool
@@ -108,7 +113,7 @@ func (t Type) IsInt() bool { return t.Kind == KindInt }
 
 // Equal reports whether t and u are the same type.
 func (t Type) Equal(u Type) bool {
-	if t.Kind != u.Kind || t.Size != u.Size || t.Signed != u.Signed || t.Struct != u.Struct || t.Len != u.Len || len(t.Elems) != len(u.Elems) {
+	if t.Kind != u.Kind || t.Size != u.Size || t.Signed != u.Signed || t.Struct != u.Struct || t.Len != u.Len || len(t.Elems) != len(u.Elems) || t.StackKernel != u.StackKernel {
 		return false
 	}
 	for i := range t.Elems {
@@ -173,6 +178,8 @@ func (t Type) String() string {
 		return "timestamp"
 	case KindUsym:
 		return "usym"
+	case KindKsym:
+		return "ksym"
 	case KindUsername:
 		return "username"
 	case KindErrno:
@@ -180,6 +187,9 @@ func (t Type) String() string {
 	case KindInet:
 		return "inet"
 	case KindStack:
+		if t.StackKernel {
+			return "kstack"
+		}
 		return "ustack"
 	case KindVoid:
 		return "none"

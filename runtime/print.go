@@ -105,6 +105,8 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		return output.Str(t.userName(u64(b, 0)))
 	case layout.Usym:
 		return output.Str(t.syms.name(u64(b, 0)))
+	case layout.Ksym:
+		return output.Str(ksymText(u64(b, 0)))
 	case layout.Stack:
 		return output.Str(t.stackText(u64(b, 0), f, valueStackIndent))
 	case layout.Bool:

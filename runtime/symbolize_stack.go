@@ -18,7 +18,9 @@ const (
 
 // stackText formats the ustack value v (thread id << 32 | stack id, see
 // codegen's ustack) of type typ with formatStack. Frames are named only
-// while their process lives, as bpftrace names them.
+// while their process lives, as bpftrace names them. A kstack value is a
+// stack id, and a kstack the kernel did not record (the probe interrupted
+// user code) prints as nothing, as in bpftrace.
 func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
 	var addrs []uint64
 	if m := t.coll.Maps[codegen.StackMap(f.StackFrames)]; m != nil {
@@ -28,6 +30,12 @@ func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
 				addrs = append(addrs, binary.NativeEndian.Uint64(raw[i:]))
 			}
 		}
+	}
+	if f.StackKernel {
+		if len(addrs) == 0 {
+			return ""
+		}
+		return formatStack(addrs, kernelFrame, f.StackPerf, indent)
 	}
 	procMaps := processMappings(int(v >> 32))
 	return formatStack(addrs, func(addr uint64) (string, string, bool) {
@@ -39,7 +47,7 @@ func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
 // prints a ustack: a newline, then a line per frame, indent and
 // "sym+off" (the address in hex when name does not know it), or in perf
 // mode a tab, the address in hex and "sym+off (file)" ("0xADDR
-// ([unknown])").
+// ([unknown])"; a kernel frame has no file).
 func formatStack(addrs []uint64, name func(uint64) (sym, file string, ok bool), perf bool, indent string) string {
 	var b strings.Builder
 	b.WriteByte('\n')
@@ -49,7 +57,9 @@ func formatStack(addrs []uint64, name func(uint64) (sym, file string, ok bool), 
 		}
 		sym, file, ok := name(addr)
 		if perf {
-			if ok {
+			if ok && file == "" {
+				fmt.Fprintf(&b, "\t%x %s\n", addr, sym)
+			} else if ok {
 				fmt.Fprintf(&b, "\t%x %s (%s)\n", addr, sym, file)
 			} else {
 				fmt.Fprintf(&b, "\t%x %#x ([unknown])\n", addr, addr)

@@ -33,6 +33,8 @@ const (
 	Timestamp
 	// Usym is usym()'s and func's value: a u64 code address.
 	Usym
+	// Ksym is ksym()'s value: a u64 kernel address.
+	Ksym
 	// Errno is strerror()'s value: a u64 errno, printed as the C
 	// library's message for it.
 	Errno
@@ -41,7 +43,8 @@ const (
 	Username
 	// Stack is ustack()'s value: a u64 holding the thread id in its high
 	// 32 bits and, in its low 32, an id in the stack map of
-	// Field.StackFrames frames.
+	// Field.StackFrames frames. A kernel stack (StackKernel) is the id
+	// alone.
 	Stack
 	// Probe is the probe builtin: a u64 index into the Spec's
 	// Attachments, printed as the name of the attach point that fired.
@@ -66,9 +69,11 @@ type Field struct {
 	// Elems are a Tuple's elements.
 	Elems []Field
 	// StackFrames is a Stack's frame limit, which names its stack map;
-	// StackPerf says it prints in perf's format (ustack(perf)).
+	// StackPerf says it prints in perf's format (ustack(perf));
+	// StackKernel says it is the kernel's stack (kstack).
 	StackFrames int
 	StackPerf   bool
+	StackKernel bool
 }
 
 // MapKind says what a map's values are: the values the script assigns, or
