@@ -249,7 +249,7 @@ type tracer struct {
 	// exit is closed by the first exit() record.
 	exit     chan struct{}
 	exitOnce sync.Once
-	// stop ends interval tickers and the lost-event poller.
+	// stop ends interval tickers.
 	stop     chan struct{}
 	tickers  sync.WaitGroup
 	stopOnce sync.Once
@@ -413,8 +413,8 @@ func (t *tracer) openReaders() error {
 	return nil
 }
 
-// startReaders starts one goroutine per ring buffer and the lost-event
-// poller.
+// startReaders starts one goroutine per ring buffer; the events reader
+// also reports lost records.
 func (t *tracer) startReaders() {
 	t.flushed = make(chan struct{})
 	t.eventsDone = make(chan struct{})
@@ -422,18 +422,10 @@ func (t *tracer) startReaders() {
 	t.readers.Add(2)
 	go func() {
 		defer close(t.eventsDone)
-		t.read(t.events, t.flushed)
+		favourThread()
+		t.read(t.events, t.flushed, lostPoll)
 	}()
-	go t.read(t.control, nil)
-	t.every(lostPoll, func() bool {
-		t.mu.Lock()
-		defer t.mu.Unlock()
-		t.reportLost()
-		// Also bounds how long a line can stay held should a reader's
-		// emptiness check ever miss it.
-		t.flushOut()
-		return true
-	})
+	go t.read(t.control, nil, 0)
 }
 
 // every calls f every period, on a goroutine of its own, until the trace
@@ -458,13 +450,35 @@ func (t *tracer) every(period time.Duration, f func() bool) {
 }
 
 // read handles the records of one ring buffer until the reader is closed.
-// After a Flush it signals flushed (when not nil).
-func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}) {
+// After a Flush it signals flushed (when not nil). With a poll period, it
+// also reports lost records and writes held output that often, busy or
+// idle: the events reader does it itself rather than a goroutine of its
+// own, which would hold t.mu on an unfavoured thread and stall the
+// reader whenever the scheduler left that thread waiting.
+func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}, poll time.Duration) {
 	defer t.readers.Done()
 	var rec ringbuf.Record
+	var next time.Time
+	if poll > 0 {
+		next = time.Now().Add(poll)
+		rd.SetDeadline(next)
+	}
 	for {
 		err := rd.ReadInto(&rec)
+		if poll > 0 && (err == nil || errors.Is(err, os.ErrDeadlineExceeded)) {
+			if now := time.Now(); now.After(next) {
+				t.mu.Lock()
+				t.reportLost()
+				// Also bounds how long a line can stay held should the
+				// emptiness check below ever miss it.
+				t.flushOut()
+				t.mu.Unlock()
+				next = now.Add(poll)
+				rd.SetDeadline(next)
+			}
+		}
 		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
 		case err == nil:
 			t.mu.Lock()
 			err = t.handle(rec.RawSample)
@@ -743,4 +757,21 @@ func (t *tracer) keepErr(err error) {
 	if err != nil && t.runErr == nil {
 		t.runErr = err
 	}
+}
+
+// readerNice is the nice value of the thread that reads the printf ring
+// buffer. The probes write records at their own rate, whatever else runs:
+// a reader that gets only its fair share of a busy machine's CPUs falls
+// behind a burst and the ring fills, while with a higher weight it takes
+// the fraction of a CPU that it needs (about 0.5 µs a 155-byte line) as
+// soon as records wait.
+const readerNice = -10
+
+// favourThread locks the calling goroutine to its thread and raises that
+// thread's scheduling weight to readerNice. Without the right to (no
+// CAP_SYS_NICE) the thread keeps its weight. The Go runtime starts no
+// thread from a locked one, so no other thread inherits the weight.
+func favourThread() {
+	goruntime.LockOSThread()
+	unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), readerNice)
 }
