@@ -11,6 +11,7 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	_ "embed"
 	"encoding/json"
@@ -51,7 +52,13 @@ const (
 	// mapKeys is the number of keys of the map printed at exit, which is
 	// bpftrace's default BPFTRACE_MAP_KEYS_MAX.
 	mapKeys = 4096
+	// bigMapKeys is the number of keys of the big map printed at exit.
+	bigMapKeys = 1000000
 )
+
+// burst is the printf of the burst cases: a 155-byte line of two strings,
+// two integers and a 32-byte buffer printed as \xNN, written to a file.
+const burst = `usdt:LOOP:bench:burst { printf("%s %d %s %d %r\n", str(arg0), arg1, str(arg2), arg3, buf(arg4, 32)); }`
 
 // Kind says what a case measures besides wall time and peak RSS.
 type Kind string
@@ -72,8 +79,14 @@ const (
 type Case struct {
 	Name string
 	Kind Kind
-	// Args are the tool's arguments; "LOOP" stands for the loop binary.
+	// Args are the tool's arguments; "LOOP" stands for the loop binary,
+	// "OUT" for a file the tool writes its output to (-o), whose printf
+	// lines KindPrintf counts.
 	Args []string
+	// Env is added to the tools' environment.
+	Env []string
+	// Keys is the number of map entries a KindPrintMap case prints.
+	Keys int
 	// TimeTarget and RSSTarget are the ratios gotrace/bpftrace the project
 	// aims at (0: none).
 	TimeTarget, RSSTarget float64
@@ -108,10 +121,27 @@ func cases() []Case {
 			"-c", fmt.Sprintf("LOOP %d 16 2", printfEvents/2),
 			"-e", `usdt:LOOP:bench:hit { printf("%d %s\n", arg0, str(arg2)); }`,
 		}},
-		{Name: "print-map-4096", Kind: KindPrintMap, Args: []string{
+		// The 155-byte burst into a file: 500,000 and 2,000,000 events,
+		// and 500,000 from two threads at once.
+		{Name: "burst-500k", Kind: KindPrintf, Args: []string{
+			"-o", "OUT", "-c", fmt.Sprintf("LOOP %d", printfEvents), "-e", burst,
+		}},
+		{Name: "burst-2m", Kind: KindPrintf, Args: []string{
+			"-o", "OUT", "-c", fmt.Sprintf("LOOP %d", 4*printfEvents), "-e", burst,
+		}},
+		{Name: "burst-2-threads", Kind: KindPrintf, Args: []string{
+			"-o", "OUT", "-c", fmt.Sprintf("LOOP %d 16 2", printfEvents/2), "-e", burst,
+		}},
+		{Name: "print-map-4096", Kind: KindPrintMap, Keys: mapKeys, Args: []string{
 			"-c", fmt.Sprintf("LOOP %d %d", mapKeys, mapKeys),
 			"-e", "usdt:LOOP:bench:hit { @[arg1] = count(); }",
 		}},
+		{Name: "print-map-1m", Kind: KindPrintMap, Keys: bigMapKeys,
+			Env: []string{fmt.Sprintf("BPFTRACE_MAP_KEYS_MAX=%d", bigMapKeys)},
+			Args: []string{
+				"-c", fmt.Sprintf("LOOP %d %d", bigMapKeys, bigMapKeys),
+				"-e", "usdt:LOOP:bench:hit { @[arg1] = count(); }",
+			}},
 	}
 }
 
@@ -139,6 +169,9 @@ type Stats struct {
 	Lost   int64   `json:"lost_events"`
 	// ProgNS is the median of the runs' ProgNS (KindHit).
 	ProgNS float64 `json:"bpf_ns_per_run,omitempty"`
+	// Min and Max are the smallest and largest Value of the runs.
+	Min float64 `json:"min_value"`
+	Max float64 `json:"max_value"`
 	// Err is why the tool could not run the case ("" when it could).
 	Err string `json:"error,omitempty"`
 }
@@ -306,6 +339,7 @@ var (
 	doneNS         = regexp.MustCompile(`(?m)^done ns=(\d+)$`)
 	lostEvents     = regexp.MustCompile(`(?m)^Lost (\d+) events$`)
 	printfLine     = regexp.MustCompile(`^\d+ [a-z0-9]+\n$`)
+	burstLine      = regexp.MustCompile(`^[a-z0-9]+ \d+ [a-z0-9]+ \d+ (\\x[0-9a-f]{2}){32}$`)
 )
 
 // untraced returns the median ns per iteration of the loop run n times on
@@ -329,12 +363,18 @@ func untraced(loop string, n int) (float64, error) {
 
 // measure runs tool on c once in dir and takes its measures.
 func measure(tool, loop string, c Case, dir string) (Run, error) {
+	out := filepath.Join(dir, "out.txt")
+	defer os.Remove(out)
 	args := make([]string, len(c.Args))
 	for i, a := range c.Args {
 		args[i] = strings.ReplaceAll(a, "LOOP", loop)
+		if a == "OUT" {
+			args[i] = out
+		}
 	}
 	cmd := exec.Command(tool, args...)
 	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), c.Env...)
 	var stdout lineFilter
 	var stderr bytes.Buffer
 	cmd.Stdout = &stdout
@@ -374,6 +414,14 @@ func measure(tool, loop string, c Case, dir string) (Run, error) {
 		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		r.Lost += n
 	}
+	if slices.Contains(c.Args, "OUT") {
+		lines, lost, err := countFile(out)
+		if err != nil {
+			return Run{}, err
+		}
+		stdout.printfLines += lines
+		r.Lost += lost
+	}
 	switch c.Kind {
 	case KindHit:
 		m := nsPerIteration.FindSubmatch(stdout.kept.Bytes())
@@ -390,8 +438,8 @@ func measure(tool, loop string, c Case, dir string) (Run, error) {
 		}
 		ns, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		r.Value = end.Sub(time.Unix(0, ns)).Seconds()
-		if keys := stdout.mapLines; keys != mapKeys {
-			return Run{}, fmt.Errorf("printed %d map keys, want %d", keys, mapKeys)
+		if keys := stdout.mapLines; keys != c.Keys {
+			return Run{}, fmt.Errorf("printed %d map keys, want %d", keys, c.Keys)
 		}
 	case KindWall:
 		r.Value = r.Wall.Seconds()
@@ -433,6 +481,29 @@ func (f *lineFilter) Write(p []byte) (int, error) {
 	return n, nil
 }
 
+// countFile counts the burst's printf lines in a tool's -o file and the
+// events its "Lost N events" lines report.
+func countFile(name string) (lines int, lost int64, err error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return 0, 0, fmt.Errorf("read output: %w", err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		if burstLine.Match(sc.Bytes()) {
+			lines++
+		} else if m := lostEvents.FindSubmatch(sc.Bytes()); m != nil {
+			n, _ := strconv.ParseInt(string(m[1]), 10, 64)
+			lost += n
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return 0, 0, fmt.Errorf("read output: %w", err)
+	}
+	return lines, lost, nil
+}
+
 // firstLine returns the first line of s that is not bpftrace's RLIMIT
 // warning, for error messages.
 func firstLine(s string) string {
@@ -459,7 +530,8 @@ func summarize(runs []Run, err error, k Kind, untraced float64) Stats {
 		rss = append(rss, r.MaxRSS)
 		lost = append(lost, r.Lost)
 	}
-	s := Stats{Runs: len(runs), Wall: median(wall), Value: median(value), MaxRSS: medianInt(rss), Lost: medianInt(lost), ProgNS: median(progNS)}
+	s := Stats{Runs: len(runs), Wall: median(wall), Value: median(value), MaxRSS: medianInt(rss), Lost: medianInt(lost), ProgNS: median(progNS),
+		Min: slices.Min(value), Max: slices.Max(value)}
 	if k == KindHit {
 		s.Value -= untraced
 	}
@@ -515,13 +587,22 @@ func brief(s Stats, k Kind) string {
 	return formatMeasure(s.measureOf(k), k) + " " + mib(s.MaxRSS)
 }
 
+// measureCell is a table's cell for a tool's measure: for printf, the
+// median lines with the fewest and most of the runs.
+func measureCell(s Stats, k Kind) string {
+	if k == KindPrintf {
+		return fmt.Sprintf("%.0f (%.0f-%.0f) lines", s.Value, s.Min, s.Max)
+	}
+	return formatMeasure(s.measureOf(k), k)
+}
+
 // formatMeasure prints a case's measure in its unit.
 func formatMeasure(v float64, k Kind) string {
 	switch k {
 	case KindHit:
 		return fmt.Sprintf("%.0f ns/hit", v)
 	case KindPrintf:
-		return fmt.Sprintf("%.0f/%d lines", v, printfEvents)
+		return fmt.Sprintf("%.0f lines", v)
 	}
 	return fmt.Sprintf("%.3f s", v)
 }
@@ -538,7 +619,7 @@ func printTable(w io.Writer, results []Result) {
 			if s.Err != "" {
 				return "n/a", "n/a"
 			}
-			return formatMeasure(s.measureOf(r.Kind), r.Kind), mib(s.MaxRSS)
+			return measureCell(s, r.Kind), mib(s.MaxRSS)
 		}
 		bm, brss := cell(r.Bpftrace)
 		gm, grss := cell(r.Gotrace)

@@ -25,6 +25,13 @@
 
 #define SLICES 10
 
+// payload is what bench:burst's arg4 points to, for buf(arg4, 32): bytes
+// that %r prints as \xNN, as a hash would be.
+static const unsigned char payload[33] = {
+	0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c, 0x8d, 0x8e, 0x8f,
+	0x90, 0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97, 0x98, 0x99, 0x9a, 0x9b, 0x9c, 0x9d, 0x9e, 0x9f,
+};
+
 static const char *names[8] = {
 	"inv", "tx", "getdata", "headers", "block", "ping", "pong", "addrv2",
 };
@@ -37,7 +44,9 @@ static int64_t now(clockid_t clock)
 }
 
 // fire fires bench:hit for the iterations lo to hi-1. It is never
-// inlined, so that every thread fires the probe from its one site.
+// inlined, so that every thread fires the probe from its one site. Each
+// iteration also fires bench:burst(name, i, other name, k, payload), the
+// printf burst's five arguments; untraced, either probe is one nop.
 static __attribute__((noinline)) void fire(int64_t lo, int64_t hi, int64_t keys)
 {
 	for (int64_t i = lo; i < hi; i++) {
@@ -47,6 +56,10 @@ static __attribute__((noinline)) void fire(int64_t lo, int64_t hi, int64_t keys)
 		// scaled-index operand gcc would otherwise emit.
 		__asm__ volatile("" : "+r"(name));
 		DTRACE_PROBE3(bench, hit, i, k, name);
+		const char *other = names[(i + 3) & 7];
+		const unsigned char *bytes = payload;
+		__asm__ volatile("" : "+r"(other), "+r"(bytes));
+		DTRACE_PROBE5(bench, burst, name, i, other, k, bytes);
 	}
 }
 
@@ -79,6 +92,7 @@ int main(int argc, char **argv)
 	size_t total = 0;
 	for (int j = 0; j < 8; j++)
 		total += strlen(names[j]);
+	total += strlen((const char *)payload);
 	struct span sp = {n, keys};
 	pthread_t others[64];
 	for (int64_t t = 1; t < threads; t++) {
