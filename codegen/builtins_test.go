@@ -81,6 +81,10 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncKptr:        `uprobe:/bin/sh:main { @ = kptr(arg0); }`,
 		lang.FuncBswap:       `BEGIN { @ = bswap((uint16)1); }`,
 		lang.FuncStrcontains: `BEGIN { @ = strcontains("ab", "b"); }`,
+		lang.FuncSignalName:  `BEGIN { @ = signal_name(2); }`,
+		lang.VarJiffies:      `BEGIN { @ = jiffies; }`,
+		lang.VarNcpus:        `BEGIN { @ = ncpus; }`,
+		lang.VarUsermode:     `BEGIN { @ = usermode; } profile:hz:99 { @u = usermode; }`,
 		lang.FuncHasKey:      `BEGIN { @[1] = 1; @b = has_key(@, 1); @d = delete(@, 1); }`,
 		lang.FuncStrerror:    `BEGIN { @ = strerror(2); }`,
 	}

@@ -37,6 +37,8 @@ type Options struct {
 	Params []string
 	// ChildPID is the PID of the -c command, the value of cpid; 0 without one.
 	ChildPID uint32
+	// CPUs is the number of possible CPUs, the value of ncpus.
+	CPUs int
 	// WatchLoader adds Spec.LoaderProgram, for a -c command that may load
 	// libraries with the probes of the script later.
 	WatchLoader bool

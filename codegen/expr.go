@@ -1039,6 +1039,12 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		f.emit(asm.FnGetCurrentUidGid.Call(), asm.RSh.Imm(asm.R0, 32))
 	case lang.VarCPU:
 		f.emit(asm.FnGetSmpProcessorId.Call())
+	case lang.VarJiffies:
+		f.emit(asm.FnJiffies64.Call())
+	case lang.VarNcpus:
+		f.emit(movImm(asm.R0, int64(f.c.opts.CPUs)))
+	case lang.VarUsermode:
+		return f.usermode()
 	case lang.VarRand:
 		f.emit(asm.FnGetPrandomU32.Call())
 	case lang.VarCgroup:
@@ -1186,7 +1192,7 @@ func (f *fn) strContains(e *lang.Call) error {
 // intCall lowers a call with an integer value.
 func (f *fn) intCall(e *lang.Call) error {
 	switch e.ID {
-	case lang.FuncUptr, lang.FuncKptr, lang.FuncUsym, lang.FuncKsym, lang.FuncStrerror:
+	case lang.FuncUptr, lang.FuncKptr, lang.FuncUsym, lang.FuncKsym, lang.FuncStrerror, lang.FuncSignalName:
 		return f.intExpr(e.Args[0])
 	case lang.FuncKaddr:
 		addr, ok := lang.ConstInt(e)
@@ -1285,6 +1291,28 @@ func (f *fn) reg(e *lang.Call) error {
 	r, ok := ptregs.ByMember(lit.Value)
 	assert(ok, e, "reg() of an unknown register")
 	f.emit(asm.LoadMem(asm.R0, regCtx, int16(r.Offset), asm.DWord))
+	return nil
+}
+
+// usermode lowers usermode: whether the probe interrupted user-space
+// code. A uprobe always does, and so do BEGIN, END and interval, which
+// gotrace's own process runs (bpftrace's BEGIN is a uprobe too); profile
+// reads the privilege level of the interrupted code segment.
+func (f *fn) usermode() error {
+	switch f.t.kind {
+	case lang.ProbeProfile:
+		cs, ok := ptregs.ByMember("cs")
+		assert(ok, nil, "pt_regs without cs")
+		f.emit(
+			asm.LoadMem(asm.R0, regCtx, int16(cs.Offset), asm.DWord),
+			asm.And.Imm(asm.R0, 3),
+			asm.RSh.Imm(asm.R0, 1),
+		)
+	case lang.ProbeTracepoint, lang.ProbeKprobe, lang.ProbeKretprobe:
+		f.emit(asm.Mov.Imm(asm.R0, 0))
+	default:
+		f.emit(asm.Mov.Imm(asm.R0, 1))
+	}
 	return nil
 }
 

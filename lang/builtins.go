@@ -48,6 +48,9 @@ const (
 	VarCtx
 	VarArgs
 	VarSarg
+	VarJiffies
+	VarNcpus
+	VarUsermode
 
 	// ustack()'s stack modes.
 	ModePerf
@@ -100,6 +103,7 @@ const (
 	FuncDebugf
 	FuncUnwatch
 	FuncHasKey
+	FuncSignalName
 
 	numBuiltins
 )
@@ -260,6 +264,14 @@ var builtins = [numBuiltins]builtin{
 	VarSarg: {name: "sarg", numbered: true, oneDigit: true, class: classVar, typ: Uint64,
 		probes:   probeSet(ProbeUprobe, ProbeKprobe),
 		probeMsg: "The %[1]s builtin can only be used with 'kprobes' and 'uprobes' probes"},
+	// jiffies is the kernel's jiffies counter (bpftrace 0.20).
+	VarJiffies: {name: "jiffies", class: classVar, typ: Uint64},
+	// ncpus is the number of possible CPUs, a constant of the run
+	// (bpftrace 0.24).
+	VarNcpus: {name: "ncpus", class: classVar, typ: Uint64},
+	// usermode is 1 when the probe interrupted user-space code, else 0
+	// (bpftrace 0.24).
+	VarUsermode: {name: "usermode", class: classVar, typ: Int(1, false)},
 
 	ModePerf:     {name: "perf", class: classStackMode},
 	ModeBpftrace: {name: "bpftrace", class: classStackMode},
@@ -322,6 +334,9 @@ var builtins = [numBuiltins]builtin{
 	FuncUnwatch:     {name: "unwatch", class: classFunc, support: notSupported},
 	// has_key(@m, k...) is whether @m[k...] exists (bpftrace 0.22).
 	FuncHasKey: {name: "has_key", class: classFunc, min: 1, max: 1, result: Bool},
+	// signal_name(n) is the C library's description of signal n
+	// (bpftrace 0.26).
+	FuncSignalName: {name: "signal_name", class: classFunc, min: 1, max: 1, result: Type{Kind: KindSignal}, args: intArgs},
 }
 
 // String returns the builtin's name ("argN" for VarArg).

@@ -423,13 +423,14 @@ func (c *checker) signalCall(e *Call) {
 		c.errorf(e.Loc, "signal only accepts string literals or integers")
 		return
 	}
-	if n, ok := ConstInt(a); ok && (n < 1 || n > maxSignal) {
-		c.errorf(e.Loc, "%d is not a valid signal, allowed range: [1,%d]", n, maxSignal)
+	if n, ok := ConstInt(a); ok && (n < 1 || n > MaxSignal) {
+		c.errorf(e.Loc, "%d is not a valid signal, allowed range: [1,%d]", n, MaxSignal)
 	}
 }
 
-// maxSignal is the largest signal number signal() sends (SIGRTMAX).
-const maxSignal = 64
+// MaxSignal is the largest signal number (SIGRTMAX): the last signal()
+// sends and signal_name() describes.
+const MaxSignal = 64
 
 // stackMode resolves a stack mode argument of ustack(): it records and
 // returns its id, or returns BuiltinInvalid for an expression that is no

@@ -45,6 +45,9 @@ const (
 	// KindErrno is strerror()'s result: a u64 errno that prints as the C
 	// library's message for it.
 	KindErrno
+	// KindSignal is signal_name()'s result: a u64 signal number that
+	// prints as the C library's description of it.
+	KindSignal
 	// KindUsername is the username builtin: a u64 uid that prints as the
 	// user's name.
 	KindUsername
@@ -184,6 +187,8 @@ func (t Type) String() string {
 		return "username"
 	case KindErrno:
 		return "strerror"
+	case KindSignal:
+		return "signal_name"
 	case KindInet:
 		return "inet"
 	case KindStack:

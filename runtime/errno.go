@@ -4,6 +4,8 @@ import (
 	"strconv"
 	"syscall"
 	"unicode"
+
+	"github.com/gotrace/gotrace/lang"
 )
 
 // errnoText is the C library's message for errno n, which strerror()
@@ -24,6 +26,32 @@ func errnoText(n int64) string {
 	if text == "errno "+strconv.FormatInt(n, 10) {
 		return unknown
 	}
+	return capitalized(text)
+}
+
+// signalText is signal_name()'s text for signal n: the C library's
+// description (strsignal), as Go's table holds it in lower case, and
+// bpftrace's "N/A" past the real-time signals.
+func signalText(n int64) string {
+	switch {
+	case n < 0 || n > lang.MaxSignal:
+		return "N/A"
+	case n >= sigRTMin:
+		return "Real-time signal " + strconv.FormatInt(n-sigRTMin, 10)
+	}
+	text := syscall.Signal(n).String()
+	if text == "signal "+strconv.FormatInt(n, 10) {
+		return "Unknown signal " + strconv.FormatInt(n, 10)
+	}
+	return capitalized(text)
+}
+
+// sigRTMin is the C library's first real-time signal (glibc keeps 32
+// and 33 for itself).
+const sigRTMin = 34
+
+// capitalized is text with its first letter in upper case.
+func capitalized(text string) string {
 	r := []rune(text)
 	r[0] = unicode.ToUpper(r[0])
 	return string(r)

@@ -279,6 +279,7 @@ func codegenOptions(opts Options, probes map[*lang.AttachPoint][]*usdt.Probe, ch
 		Params:     opts.Params,
 		EventsSize: ringSize(opts.BufferPages),
 		ChildPID:   uint32(childPID),
+		CPUs:       ebpfPossibleCPUs(),
 	}
 }
 

@@ -38,6 +38,9 @@ const (
 	// Errno is strerror()'s value: a u64 errno, printed as the C
 	// library's message for it.
 	Errno
+	// Signal is signal_name()'s value: a u64 signal number, printed as
+	// the C library's description of it.
+	Signal
 	// Username is the username builtin: a u64 uid, printed as the user's
 	// name.
 	Username
