@@ -82,6 +82,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncBswap:       `BEGIN { @ = bswap((uint16)1); }`,
 		lang.FuncStrcontains: `BEGIN { @ = strcontains("ab", "b"); }`,
 		lang.FuncSignalName:  `BEGIN { @ = signal_name(2); }`,
+		lang.VarProbetype:    `BEGIN { @ = probetype; }`,
 		lang.VarJiffies:      `BEGIN { @ = jiffies; }`,
 		lang.VarNcpus:        `BEGIN { @ = ncpus; }`,
 		lang.VarUsermode:     `BEGIN { @ = usermode; } profile:hz:99 { @u = usermode; }`,

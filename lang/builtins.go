@@ -51,6 +51,7 @@ const (
 	VarJiffies
 	VarNcpus
 	VarUsermode
+	VarProbetype
 
 	// ustack()'s stack modes.
 	ModePerf
@@ -272,6 +273,9 @@ var builtins = [numBuiltins]builtin{
 	// usermode is 1 when the probe interrupted user-space code, else 0
 	// (bpftrace 0.24).
 	VarUsermode: {name: "usermode", class: classVar, typ: Int(1, false)},
+	// probetype is the kind of the attach point that fired, by name:
+	// "special" for BEGIN and END (bpftrace 0.24).
+	VarProbetype: {name: "probetype", class: classVar, typ: String(16)},
 
 	ModePerf:     {name: "perf", class: classStackMode},
 	ModeBpftrace: {name: "bpftrace", class: classStackMode},
@@ -391,8 +395,15 @@ func lookupBuiltin(class builtinClass, name string) BuiltinID {
 }
 
 // LookupVar returns the builtin variable called name (VarArg for any
-// argN), or BuiltinInvalid.
-func LookupVar(name string) BuiltinID { return lookupBuiltin(classVar, name) }
+// argN), or BuiltinInvalid. __builtin_NAME is NAME, as bpftrace 0.24's
+// standard library names its builtins.
+func LookupVar(name string) BuiltinID {
+	return lookupBuiltin(classVar, strings.TrimPrefix(name, builtinPrefix))
+}
+
+// builtinPrefix starts the standard library's names of the builtin
+// variables.
+const builtinPrefix = "__builtin_"
 
 // LookupFunc returns the function called name, or BuiltinInvalid.
 func LookupFunc(name string) BuiltinID { return lookupBuiltin(classFunc, name) }
@@ -480,7 +491,7 @@ func (e *Builtin) ArgIndex() int {
 	if e.ID <= BuiltinInvalid || e.ID >= numBuiltins || !builtins[e.ID].numbered {
 		return -1
 	}
-	return numberAfter(e.Name, builtins[e.ID].name)
+	return numberAfter(strings.TrimPrefix(e.Name, builtinPrefix), builtins[e.ID].name)
 }
 
 // arityError returns bpftrace's message for a call of name with n
