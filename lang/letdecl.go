@@ -74,11 +74,12 @@ func (p *parser) mapDecl(prog *Program) {
 func (p *parser) letStmt() Stmt {
 	start := p.tok()
 	p.next()
-	v := p.tok()
-	if v.Type != tokVar {
-		p.fail("variable")
-	}
-	p.next()
+	return p.declaration(start, p.take(tokVar, "variable"))
+}
+
+// declaration parses the rest of `[let] $x [: TYPE] [= VALUE]` after the
+// variable v; start is the statement's first token.
+func (p *parser) declaration(start, v lexToken) Stmt {
 	x := &Var{ExprBase: ExprBase{Loc: tokSpan(v)}, Name: v.Value}
 	var typ lexToken
 	typed := false

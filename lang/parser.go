@@ -403,6 +403,9 @@ func (p *parser) block() *Block {
 			continue
 		case p.is("let") && p.peek(1).Type == tokVar:
 			s = p.letStmt()
+		case t.Type == tokVar && (p.peek(1).Value == ":" || p.peek(1).Type == tokAttach && strings.HasPrefix(p.peek(1).Value, ":")):
+			// A typed variable (bpftrace 0.22): $x: uint8 = 1.
+			s = p.declaration(t, p.take(tokVar, "variable"))
 		case p.is("for") && p.peek(1).Value == "(" && p.peek(2).Type == tokVar:
 			b.Stmts = append(b.Stmts, p.forStmt())
 			continue
