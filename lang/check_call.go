@@ -199,6 +199,12 @@ func (c *checker) callArgs(e *Call) {
 				SetType(b, t)
 				return
 			}
+			if _, name, ok := strings.Cut(b.Name, " "); ok {
+				if def := c.structDef(name); def != nil {
+					SetType(b, Type{Kind: KindStruct, Struct: name, Size: def.Size})
+					return
+				}
+			}
 		}
 		c.expr(args[0], useValue)
 	case FuncStrncmp:

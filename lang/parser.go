@@ -820,6 +820,23 @@ func (p *parser) primary() (Expr, bool) {
 				return &Builtin{ExprBase: ExprBase{Loc: p.span(t)}, Name: t.Value}, false
 			}
 			e := &Call{Name: t.Value, NameLoc: loc}
+			if t.Value == "sizeof" && (p.is("struct") || p.is("union")) {
+				// sizeof(struct X): the type's name is a Builtin, as
+				// sizeof(uint32)'s is, which the checker types.
+				start := p.tok()
+				p.next()
+				arg := &Builtin{Name: start.Value + " "}
+				if !p.is(")") {
+					arg.Name += p.tok().Value
+					p.next()
+				}
+				e.Args = []Expr{arg}
+				p.expect(")", expectArgs)
+				// bpftrace underlines the closing parenthesis too.
+				arg.Loc = p.span(start)
+				e.Loc = p.span(t)
+				return e, false
+			}
 			if !p.is(")") {
 				e.Args = p.list(")", expectArgs)
 			} else {
