@@ -148,14 +148,7 @@ func TestFullAndLost(t *testing.T) {
 	}
 	l := load(t, spec)
 	l.runKind(t, lang.ProbeBegin)
-	var value []byte
-	if err := l.coll.Maps[spec.CountersMap].Lookup(uint32(0), &value); err != nil {
-		t.Fatal(err)
-	}
-	counters, err := spec.DecodeCounters(value)
-	if err != nil {
-		t.Fatal(err)
-	}
+	counters := readCounters(t, l)
 	for i, m := range spec.Maps {
 		if counters.Full[i] != 3 {
 			t.Errorf("%s: %d failed updates counted, want 3", m.Name, counters.Full[i])
@@ -166,4 +159,31 @@ func TestFullAndLost(t *testing.T) {
 	if lost == 0 || got+int(lost) != 200 {
 		t.Errorf("%d records read and %d lost, want 200 in all with some lost", got, lost)
 	}
+}
+
+// TestLoopCapCounted checks that while and for loops stopped at
+// MaxLoopIterations are counted, for the runtime's warning, and those that
+// end are not.
+func TestLoopCapCounted(t *testing.T) {
+	spec := compileSource(t, `BEGIN { $i = 0; while ($i < 5) { $i++; } $j = 0; while ($j < 5000) { $j++; } for ($k : 0..5) { } for ($k : 0..5000) { } }`)
+	l := load(t, spec)
+	l.runKind(t, lang.ProbeBegin)
+	counters := readCounters(t, l)
+	if counters.LoopCapped != 2 {
+		t.Errorf("%d loops counted as stopped at the cap, want 2", counters.LoopCapped)
+	}
+}
+
+// readCounters reads and decodes the loaded programs' CountersMap.
+func readCounters(t *testing.T, l *loaded) Counters {
+	t.Helper()
+	var value []byte
+	if err := l.coll.Maps[l.spec.CountersMap].Lookup(uint32(0), &value); err != nil {
+		t.Fatal(err)
+	}
+	counters, err := l.spec.DecodeCounters(value)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return counters
 }

@@ -72,9 +72,9 @@ const (
 	ZerosMapName   = "zeros"
 )
 
-// maxLoopIterations caps every while loop so that the verifier can prove
-// it terminates.
-const maxLoopIterations = 1024
+// MaxLoopIterations caps every while and for loop so that the verifier can prove
+// it terminates; a loop stopped there is counted (Counters.LoopCapped).
+const MaxLoopIterations = 1024
 
 // maxScratch is the largest per-CPU array value the kernel allocates
 // (PCPU_MIN_UNIT_SIZE).
@@ -117,6 +117,7 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 		return nil, err
 	}
 	c.callsExit = callsExit(p)
+	c.spec.Loops = hasLoop(p)
 	if e := opts.Extends; e != nil {
 		c.callsExit = e.ExitedMap != ""
 		c.events = slices.Clone(e.Events)
@@ -161,14 +162,33 @@ type compiler struct {
 	callsExit bool
 }
 
+// hasLoop reports whether p has a while or for loop, whichever probes a
+// spec extending another compiles: the counters map they share has its
+// size.
+func hasLoop(p *lang.Program) bool {
+	return anyNode(p, func(n lang.Node) bool {
+		switch n.(type) {
+		case *lang.WhileStmt, *lang.ForStmt:
+			return true
+		}
+		return false
+	})
+}
+
 // callsExit reports whether any probe of p calls exit().
 func callsExit(p *lang.Program) bool {
+	return anyNode(p, func(n lang.Node) bool {
+		call, ok := n.(*lang.Call)
+		return ok && call.ID == lang.FuncExit
+	})
+}
+
+// anyNode reports whether a node of p's probes matches.
+func anyNode(p *lang.Program, match func(lang.Node) bool) bool {
 	found := false
 	for _, probe := range p.Probes {
 		lang.InspectProbe(probe, func(n lang.Node) {
-			if call, ok := n.(*lang.Call); ok && call.ID == lang.FuncExit {
-				found = true
-			}
+			found = found || match(n)
 		})
 	}
 	return found
@@ -286,7 +306,7 @@ func (c *compiler) internalMaps() {
 	}
 	ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(eventsSize)}
 	ms[controlMapName] = &ebpf.MapSpec{Name: "gt_control", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.ControlSize)}
-	ms[countersMapName] = &ebpf.MapSpec{Name: "gt_counters", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(fullCounter(len(c.spec.Maps))), MaxEntries: 1}
+	ms[countersMapName] = &ebpf.MapSpec{Name: "gt_counters", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.spec.countersSize()), MaxEntries: 1}
 	ms[startMapName] = &ebpf.MapSpec{Name: "gt_start", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	if c.callsExit {
 		ms[exitedMapName] = &ebpf.MapSpec{Name: "gt_exited", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}

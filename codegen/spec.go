@@ -45,6 +45,9 @@ type Spec struct {
 	// and, for each element of Maps, the updates that failed, usually
 	// because the map held MapKeysMax entries: DecodeCounters reads it.
 	CountersMap string
+	// Loops says the script has a while or for loop, whose stops at
+	// MaxLoopIterations CountersMap counts too.
+	Loops bool
 	// StartMap is a one-entry u64 array: the runtime stores the start time
 	// (bpf_ktime_get_ns clock, CLOCK_MONOTONIC) in it before running BEGIN;
 	// the elapsed builtin subtracts it from nsecs.
@@ -193,8 +196,22 @@ type Map struct {
 const lostCounter = 0
 
 // fullCounter is the offset of the failed-update counter of Spec.Maps[i];
-// fullCounter(len(Maps)) is the size of the whole value.
+// fullCounter(len(Maps)) is where the loop counter follows them.
 func fullCounter(i int) int { return 8 * (1 + i) }
+
+// loopCounter is the offset of the count of loops stopped at
+// MaxLoopIterations, after the per-map counters; the value holds it only
+// when the script has a loop (Spec.Loops), so that the others
+// keep their layout.
+func (s *Spec) loopCounter() int { return fullCounter(len(s.Maps)) }
+
+// countersSize is the size of CountersMap's value.
+func (s *Spec) countersSize() int {
+	if s.Loops {
+		return s.loopCounter() + 8
+	}
+	return fullCounter(len(s.Maps))
+}
 
 // Counters are the counts CountersMap holds.
 type Counters struct {
@@ -202,16 +219,21 @@ type Counters struct {
 	Lost uint64
 	// Full counts, for each element of Spec.Maps, the updates that failed.
 	Full []uint64
+	// LoopCapped counts the while and for loops stopped at MaxLoopIterations.
+	LoopCapped uint64
 }
 
 // DecodeCounters decodes CountersMap's value, read as bytes.
 func (s *Spec) DecodeCounters(value []byte) (Counters, error) {
-	if len(value) != fullCounter(len(s.Maps)) {
-		return Counters{}, fmt.Errorf("decode counters: %d bytes, want %d", len(value), fullCounter(len(s.Maps)))
+	if len(value) != s.countersSize() {
+		return Counters{}, fmt.Errorf("decode counters: %d bytes, want %d", len(value), s.countersSize())
 	}
 	c := Counters{Lost: binary.NativeEndian.Uint64(value[lostCounter:]), Full: make([]uint64, len(s.Maps))}
 	for i := range c.Full {
 		c.Full[i] = binary.NativeEndian.Uint64(value[fullCounter(i):])
+	}
+	if s.Loops {
+		c.LoopCapped = binary.NativeEndian.Uint64(value[s.loopCounter():])
 	}
 	return c, nil
 }

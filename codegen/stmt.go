@@ -395,7 +395,7 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 }
 
 // forRange lowers `for ($i : start..end)`: like while, it stops after
-// maxLoopIterations so that the verifier sees it end. The index lives in a
+// MaxLoopIterations so that the verifier sees it end. The index lives in a
 // slot of its own, copied into $i at each iteration, so that the body may
 // change $i without changing the count.
 func (f *fn) forRange(s *lang.ForStmt) error {
@@ -453,14 +453,16 @@ func (f *fn) forRange(s *lang.ForStmt) error {
 }
 
 // countIteration counts one more iteration of a loop in the slot
-// counter, and jumps to end when the loop has run maxLoopIterations times.
+// counter, and jumps to end when the loop has run MaxLoopIterations times,
+// counting that stop in CountersMap so that the runtime warns.
 func (f *fn) countIteration(counter int16, end string) {
 	capOK := f.label("loopcap")
 	f.emit(
 		asm.LoadMem(asm.R0, asm.RFP, counter, asm.DWord),
-		asm.JLT.Imm(asm.R0, maxLoopIterations, capOK),
-		asm.LongJump(end),
+		asm.JLT.Imm(asm.R0, MaxLoopIterations, capOK),
 	)
+	f.incrementCounter(f.c.spec.loopCounter())
+	f.emit(asm.LongJump(end))
 	f.place(capOK)
 	f.emit(
 		asm.Add.Imm(asm.R0, 1),

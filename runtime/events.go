@@ -89,7 +89,8 @@ func (t *tracer) reportLost() {
 }
 
 // reportFull warns about maps that refused updates because they were
-// full. The caller holds t.mu.
+// full, and about loops stopped at their iteration limit. The
+// caller holds t.mu.
 func (t *tracer) reportFull() {
 	if t.opts.NoWarnings {
 		return
@@ -107,6 +108,9 @@ func (t *tracer) reportFull() {
 		default:
 			fmt.Fprintf(t.opts.Err, "WARNING: map %s was full: %d updates were dropped (BPFTRACE_MAP_KEYS_MAX is %d)\n", name, total, t.mapKeysMax())
 		}
+	}
+	if c.LoopCapped > 0 {
+		fmt.Fprintf(t.opts.Err, "WARNING: loops were stopped at their limit of %d iterations %d times\n", codegen.MaxLoopIterations, c.LoopCapped)
 	}
 }
 
