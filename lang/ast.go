@@ -64,6 +64,10 @@ type Program struct {
 	// in the target of each attach point of its probe, as the Host found
 	// it, so that the code generator reads no file.
 	Symbols map[SymbolRef]DataSymbol
+	// Warnings is filled in by the checker: what the script asks for that
+	// gotrace cuts, such as a buf() longer than BPFTRACE_STRLEN, for the
+	// caller to print as bpftrace prints its warnings.
+	Warnings ErrorList
 
 	// runs are the runs of characters without blanks that hold several
 	// tokens, in source order; runStart looks them up.

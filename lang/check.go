@@ -252,6 +252,21 @@ func (c *checker) report(s Span, hint string, late bool, format string, args ...
 	}
 }
 
+// warnf records a warning in the final pass, once per position and
+// message.
+func (c *checker) warnf(s Span, format string, args ...any) {
+	if !c.final {
+		return
+	}
+	w := &Error{Span: Span{Start: c.prog.runStart(s.Start), End: s.End}, Msg: fmt.Sprintf(format, args...)}
+	for _, e := range c.prog.Warnings {
+		if *e == *w {
+			return
+		}
+	}
+	c.prog.Warnings = append(c.prog.Warnings, w)
+}
+
 func (c *checker) run() {
 	c.numParams = 0
 	for _, pr := range c.prog.Probes {

@@ -64,8 +64,10 @@ func (c *checker) callResult(e *Call, sig *builtin) Type {
 	}
 	switch e.ID {
 	case FuncStr:
+		c.warnTooLong(e)
 		return String(c.cfg.StrLen)
 	case FuncBuf:
+		c.warnTooLong(e)
 		return c.bufType(e)
 	case FuncUstack, FuncKstack:
 		return c.stackType(e)
@@ -84,6 +86,18 @@ func (c *checker) callResult(e *Call, sig *builtin) Type {
 		return Uint64
 	}
 	return sig.result
+}
+
+// warnTooLong warns that str(p, n) or buf(p, n) reads at most StrLen
+// bytes when the constant n asks for more, in bpftrace 0.17's words for
+// buf() (it says nothing of str()).
+func (c *checker) warnTooLong(e *Call) {
+	if len(e.Args) != 2 {
+		return
+	}
+	if n, ok := ConstInt(e.Args[1]); ok && n > int64(c.cfg.StrLen) {
+		c.warnf(e.Loc, "%s() length is too long and will be shortened to %d bytes (see BPFTRACE_STRLEN)", e.Name, c.cfg.StrLen)
+	}
 }
 
 // bufType is buf(p[, n])'s type: n data bytes, at most StrLen.

@@ -110,7 +110,7 @@ func (t *tracer) reportFull() {
 		}
 	}
 	if c.LoopCapped > 0 {
-		fmt.Fprintf(t.opts.Err, "WARNING: loops were stopped at their limit of %d iterations %d times\n", codegen.MaxLoopIterations, c.LoopCapped)
+		fmt.Fprintf(t.opts.Err, "WARNING: a loop reached its limit of %d iterations and was stopped (%d times)\n", codegen.MaxLoopIterations, c.LoopCapped)
 	}
 }
 

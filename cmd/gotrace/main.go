@@ -291,6 +291,9 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return diagnose(err)
 	}
+	if !f.noWarnings {
+		prog.Warnings.WriteWarnings(stderr, prog.File, prog.Source)
+	}
 	if err := checkProgram(f, prog, params, pid); err != nil {
 		return 1, err
 	}
