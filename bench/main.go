@@ -81,8 +81,12 @@ type Case struct {
 	Kind Kind
 	// Args are the tool's arguments; "LOOP" stands for the loop binary,
 	// "OUT" for a file the tool writes its output to (-o), whose printf
-	// lines KindPrintf counts.
+	// lines KindPrintf counts, "SCRIPT" for a file holding Script, and
+	// "DRYRUN" for the tool's flags that check and compile without
+	// loading (gotrace --dry-run, bpftrace --emit-elf).
 	Args []string
+	// Script is the text of the script a check case checks.
+	Script string
 	// Env is added to the tools' environment.
 	Env []string
 	// Keys is the number of map entries a KindPrintMap case prints.
@@ -142,7 +146,42 @@ func cases() []Case {
 				"-c", fmt.Sprintf("LOOP %d %d", bigMapKeys, bigMapKeys),
 				"-e", "usdt:LOOP:bench:hit { @[arg1] = count(); }",
 			}},
+		check("check-expr-400k", "BEGIN { @ = 1"+strings.Repeat("+1", 200_000)+"; }"),
+		check("check-probes-10", probes(10)),
+		check("check-probes-100", probes(100)),
+		check("check-probes-1000", probes(1000)),
+		check("check-probes-10000", probes(10000)),
+		check("check-printf-2000", printfs(2000)),
 	}
+}
+
+// check is a case that checks and compiles script without loading it.
+func check(name, script string) Case {
+	return Case{Name: name, Kind: KindWall, Args: []string{"DRYRUN", "SCRIPT"}, Script: script,
+		// bpftrace refuses more than 512 probes or programs by default.
+		Env: []string{"BPFTRACE_MAX_PROBES=100000", "BPFTRACE_MAX_BPF_PROGS=100000"}}
+}
+
+// probes is a script of n probes on the loop's probe, each with a filter
+// and a map of its own.
+func probes(n int) string {
+	var b strings.Builder
+	for i := range n {
+		fmt.Fprintf(&b, "usdt:LOOP:bench:hit /arg1 == %d/ { @m%d[str(arg2)] = count(); }\n", i, i)
+	}
+	return b.String()
+}
+
+// printfs is a script of one probe with n printf statements, each under
+// an if.
+func printfs(n int) string {
+	var b strings.Builder
+	b.WriteString("usdt:LOOP:bench:hit {\n")
+	for i := range n {
+		fmt.Fprintf(&b, "\tif (arg1 == %d) { printf(\"%%d %%s %d\\n\", arg0, str(arg2)); }\n", i, i)
+	}
+	b.WriteString("}\n")
+	return b.String()
 }
 
 // Run is one run of one tool on one case.
@@ -365,11 +404,26 @@ func untraced(loop string, n int) (float64, error) {
 func measure(tool, loop string, c Case, dir string) (Run, error) {
 	out := filepath.Join(dir, "out.txt")
 	defer os.Remove(out)
-	args := make([]string, len(c.Args))
-	for i, a := range c.Args {
-		args[i] = strings.ReplaceAll(a, "LOOP", loop)
-		if a == "OUT" {
-			args[i] = out
+	bpftrace := filepath.Base(tool) == "bpftrace"
+	var args []string
+	for _, a := range c.Args {
+		switch a {
+		case "OUT":
+			args = append(args, out)
+		case "DRYRUN":
+			if bpftrace {
+				args = append(args, "--emit-elf", filepath.Join(dir, "out.elf"))
+			} else {
+				args = append(args, "--dry-run")
+			}
+		case "SCRIPT":
+			script := filepath.Join(dir, c.Name+".bt")
+			if err := os.WriteFile(script, []byte(strings.ReplaceAll(c.Script, "LOOP", loop)), 0o644); err != nil {
+				return Run{}, fmt.Errorf("write script: %w", err)
+			}
+			args = append(args, script)
+		default:
+			args = append(args, strings.ReplaceAll(a, "LOOP", loop))
 		}
 	}
 	cmd := exec.Command(tool, args...)

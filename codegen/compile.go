@@ -147,6 +147,9 @@ type compiler struct {
 	prog *lang.Program
 	opts Options
 	spec *Spec
+	// lines are the script's lines, split once for snippet: splitting at
+	// every statement made compiling 10,000 probes quadratic.
+	lines []string
 	// mapIndex is the index of each user map in spec.Maps.
 	mapIndex map[string]int
 	events   []Event
@@ -558,7 +561,10 @@ func assert(cond bool, n lang.Node, what string) {
 // snippet returns the first line of n's source text, shortened, for
 // instruction comments.
 func (c *compiler) snippet(n lang.Node) string {
-	lines := strings.Split(c.prog.Source, "\n")
+	if c.lines == nil {
+		c.lines = strings.Split(c.prog.Source, "\n")
+	}
+	lines := c.lines
 	s := n.Span()
 	if s.Start.Line < 1 || s.Start.Line > len(lines) {
 		return ""
