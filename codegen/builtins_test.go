@@ -63,6 +63,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncSignal:      `uprobe:/bin/sh:main { signal("USR1"); }`,
 		lang.FuncStr:         `uprobe:/bin/sh:main { @ = str(arg0); str(arg1, 4); }`,
 		lang.FuncBuf:         `uprobe:/bin/sh:main { @ = buf(arg0, 8); }`,
+		lang.FuncHash256:     `uprobe:/bin/sh:main { @[hash256(arg0)] = count(); }`,
 		lang.FuncStrftime:    `BEGIN { @ = strftime("%H", nsecs); }`,
 		lang.FuncUstack:      `uprobe:/bin/sh:main { @ = ustack(); }`,
 		lang.FuncUsym:        `uprobe:/bin/sh:main { @ = usym(arg0); }`,

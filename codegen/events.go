@@ -61,7 +61,7 @@ func (f *fn) callStmt(call *lang.Call) error {
 		return f.signal(call)
 	case lang.FuncDelete:
 		return f.deleteElem(call)
-	case lang.FuncStr, lang.FuncBuf:
+	case lang.FuncStr, lang.FuncBuf, lang.FuncHash256:
 		return f.valueInto(call, f.alloc(sizeOf(lang.TypeOf(call))))
 	}
 	assert(call.ID.Aggregation() == lang.KindNone, call, "an aggregation as a statement")

@@ -692,7 +692,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		switch e.ID {
 		case lang.FuncStr:
 			return f.str(e, off)
-		case lang.FuncBuf:
+		case lang.FuncBuf, lang.FuncHash256:
 			return f.buf(e, off)
 		case lang.FuncNtop:
 			return f.ntop(e, off)
@@ -969,12 +969,17 @@ func (f *fn) str(e *lang.Call, off int) error {
 // many bytes read from user space at p, the rest zeroed.
 func (f *fn) buf(e *lang.Call, off int) error {
 	t := lang.TypeOf(e)
-	if len(e.Args) != 2 {
-		return f.c.errorf(e, "buf() takes 2 arguments")
-	}
 	f.zero(regScratch, off, sizeOf(t))
-	if err := f.intExpr(e.Args[1]); err != nil {
-		return err
+	switch {
+	case e.ID == lang.FuncHash256:
+		// hash256(p) is buf(p, 32).
+		f.emit(asm.Mov.Imm(asm.R0, int32(t.Size)))
+	case len(e.Args) != 2:
+		return f.c.errorf(e, "buf() takes 2 arguments")
+	default:
+		if err := f.intExpr(e.Args[1]); err != nil {
+			return err
+		}
 	}
 	ok := f.label("buflen")
 	f.emit(

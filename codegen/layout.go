@@ -40,6 +40,9 @@ func field(t lang.Type) layout.Field {
 	if t.Boolean {
 		f.Kind = layout.Bool
 	}
+	if t.Hash {
+		f.Kind = layout.Hash
+	}
 	return f
 }
 

@@ -80,6 +80,7 @@ const (
 	FuncOverride
 	FuncStr
 	FuncBuf
+	FuncHash256
 	FuncStrftime
 	FuncUstack
 	FuncUsym
@@ -309,6 +310,8 @@ var builtins = [numBuiltins]builtin{
 		probeMsg: "%[1]s can only be used with kprobes."},
 	FuncStr: {name: "str", class: classFunc, min: 1, max: 2},
 	FuncBuf: {name: "buf", class: classFunc, min: 1, max: 2},
+	// hash256(p) is gotrace's: the 32 bytes at p as a Bitcoin hash.
+	FuncHash256: {name: "hash256", class: classFunc, min: 1, max: 1, args: intArgs, result: Hash256},
 	FuncStrftime: {name: "strftime", class: classFunc, min: 2, max: 2, varargs: true, result: Type{Kind: KindTimestamp},
 		args: []argKind{argLiteral, argInt}},
 	FuncUstack: {name: "ustack", class: classFunc, min: 0, max: 2},

@@ -87,6 +87,10 @@ type Type struct {
 	// Boolean marks the bool type (Bool): a one-byte unsigned integer,
 	// 0 or 1, that prints as false or true.
 	Boolean bool
+	// Hash marks hash256()'s buffer (a gotrace extension): 32 bytes that
+	// print in reverse order as one hex number, as bitcoin-cli shows a
+	// hash stored little-endian.
+	Hash bool
 }
 
 // DefaultStackFrames is how many frames ustack keeps without a limit.
@@ -102,6 +106,10 @@ var Int64 = Int(8, true)
 // an integer to every operator, printed as true or false.
 var Bool = Type{Kind: KindInt, Size: 1, Boolean: true}
 
+// Hash256 is hash256()'s type: a buf of 32 bytes that prints reversed in
+// hex.
+var Hash256 = Type{Kind: KindBuf, Size: 32, Hash: true}
+
 // Uint64 is the type of unsigned 64-bit builtins such as nsecs.
 var Uint64 = Int(8, false)
 
@@ -116,7 +124,7 @@ func (t Type) IsInt() bool { return t.Kind == KindInt }
 
 // Equal reports whether t and u are the same type.
 func (t Type) Equal(u Type) bool {
-	if t.Kind != u.Kind || t.Size != u.Size || t.Signed != u.Signed || t.Struct != u.Struct || t.Len != u.Len || len(t.Elems) != len(u.Elems) || t.StackKernel != u.StackKernel {
+	if t.Kind != u.Kind || t.Size != u.Size || t.Signed != u.Signed || t.Hash != u.Hash || t.Struct != u.Struct || t.Len != u.Len || len(t.Elems) != len(u.Elems) || t.StackKernel != u.StackKernel {
 		return false
 	}
 	for i := range t.Elems {

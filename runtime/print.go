@@ -85,6 +85,10 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		return output.Str(inetText(b))
 	case layout.Buf:
 		return output.Buf(clone(bufBytes(b, f.Size-8)))
+	case layout.Hash:
+		v := output.Buf(clone(bufBytes(b, f.Size-8)))
+		v.Hash = true
+		return v
 	case layout.Tuple:
 		elems := make([]output.Value, len(f.Elems))
 		for i, ef := range f.Elems {

@@ -54,6 +54,9 @@ const (
 	Probe
 	// Bool is a u64 that prints as false (0) or true (any other value).
 	Bool
+	// Hash is a Buf whose data print in reverse order as one hex number
+	// (hash256()).
+	Hash
 )
 
 // Field is one value inside a record, a map key, a map value or a tuple.

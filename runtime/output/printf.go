@@ -112,10 +112,7 @@ func appendVerb(b []byte, v *printf.Verb, arg Value) ([]byte, error) {
 			}
 			return b, nil
 		case 'H':
-			for i := len(arg.Bytes) - 1; i >= 0; i-- {
-				b = append(b, hexDigits[arg.Bytes[i]>>4], hexDigits[arg.Bytes[i]&15])
-			}
-			return b, nil
+			return appendReversedHex(b, arg.Bytes), nil
 		}
 		return appendBufEscaped(b, arg.Bytes), nil
 	case 'c':

@@ -46,6 +46,9 @@ type Value struct {
 	// Hex says the integer is a pointer that print() and maps write in
 	// hex (0x2e), as bpftrace 0.26 does; printf formats it as it asks.
 	Hex bool
+	// Hash says the buf is a hash (hash256()): text, map keys and JSON
+	// show its bytes reversed in hex, as %rH does.
+	Hash bool
 	// Str is a string value; Bytes a buf value.
 	Str   string
 	Bytes []byte
@@ -99,6 +102,24 @@ func appendInt(b []byte, v Value) []byte {
 	return strconv.AppendUint(b, v.Bits, 10)
 }
 
+// appendBuf appends a buf value: a hash reversed in hex, other bufs
+// escaped.
+func appendBuf(b []byte, v Value) []byte {
+	if v.Hash {
+		return appendReversedHex(b, v.Bytes)
+	}
+	return appendBufEscaped(b, v.Bytes)
+}
+
+// appendReversedHex appends data's bytes from the last to the first as
+// lower-case hex digits: how %rH and hash256() show a little-endian hash.
+func appendReversedHex(b []byte, data []byte) []byte {
+	for i := len(data) - 1; i >= 0; i-- {
+		b = append(b, hexDigits[data[i]>>4], hexDigits[data[i]&15])
+	}
+	return b
+}
+
 // appendBufEscaped appends buf bytes the way %r prints them: printable
 // ASCII as is, every other byte as \xNN in lowercase hex.
 func appendBufEscaped(b []byte, data []byte) []byte {
@@ -127,7 +148,7 @@ func appendText(b []byte, v Value) []byte {
 	case ValueString:
 		return append(b, cstr(v.Str)...)
 	case ValueBuf:
-		return appendBufEscaped(b, v.Bytes)
+		return appendBuf(b, v)
 	case ValueTuple:
 		b = append(b, '(')
 		for i, e := range v.Elems {
@@ -152,7 +173,7 @@ func appendJSON(b []byte, v Value) []byte {
 	case ValueString:
 		return appendJSONString(b, cstr(v.Str))
 	case ValueBuf:
-		return appendJSONString(b, appendBufEscaped(nil, v.Bytes))
+		return appendJSONString(b, appendBuf(nil, v))
 	case ValueTuple:
 		b = append(b, '[')
 		for i, e := range v.Elems {
