@@ -241,33 +241,9 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 	case len(missing) > 0 && opts.MissingProbes == MissingWarn && !opts.NoWarnings && opts.Err != nil:
 		missing.WriteWarnings(opts.Err, p.File, p.Source)
 	}
-	if w := shortenedBufs(p); len(w) > 0 && !opts.NoWarnings && opts.Err != nil {
-		w.WriteWarnings(opts.Err, p.File, p.Source)
-	}
 	copts := codegenOptions(opts, probes, childPID)
 	copts.WatchLoader = watch
 	return codegen.Compile(matched, copts)
-}
-
-// shortenedBufs warns, as bpftrace 0.17 does, about each buf(p, n) whose
-// constant n the checker cut to the string size (BPFTRACE_STRLEN), which
-// would otherwise lose the rest of the bytes silently. (The checker has no
-// warnings of its own; it only types the call.)
-func shortenedBufs(p *lang.Program) lang.ErrorList {
-	var l lang.ErrorList
-	for _, pr := range p.Probes {
-		lang.InspectProbe(pr, func(n lang.Node) {
-			call, ok := n.(*lang.Call)
-			if !ok || call.ID != lang.FuncBuf || len(call.Args) != 2 {
-				return
-			}
-			size := lang.TypeOf(call).Size
-			if want, ok := lang.ConstInt(call.Args[1]); ok && want > int64(size) {
-				l = append(l, &lang.Error{Span: call.Loc, Msg: fmt.Sprintf("buf() length is too long and will be shortened to %d bytes (see BPFTRACE_STRLEN)", size)})
-			}
-		})
-	}
-	return l
 }
 
 // codegenOptions are the code generator's options for a run with opts.
