@@ -21,6 +21,10 @@ func (f *fn) callStmt(call *lang.Call) error {
 		return f.formatted(call, EventSystem)
 	case lang.FuncCat:
 		return f.formatted(call, EventCat)
+	case lang.FuncErrorf:
+		return f.formatted(call, EventErrorf)
+	case lang.FuncWarnf:
+		return f.formatted(call, EventWarnf)
 	case lang.FuncPrint:
 		return f.print(call)
 	case lang.FuncClear, lang.FuncZero:

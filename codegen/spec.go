@@ -134,6 +134,10 @@ const (
 	EventSystem
 	// EventCat: print the file named by Format formatted with Args.
 	EventCat
+	// EventErrorf and EventWarnf: print Parts formatted with Args as a
+	// run-time error or warning at Pos (errorf(), warnf()).
+	EventErrorf
+	EventWarnf
 	// EventJoin: print the argv strings in Args joined by Format.
 	EventJoin
 	// EventLoad: the dynamic loader of the -c command has changed its list

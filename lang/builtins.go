@@ -106,6 +106,8 @@ const (
 	FuncUnwatch
 	FuncHasKey
 	FuncSignalName
+	FuncErrorf
+	FuncWarnf
 
 	numBuiltins
 )
@@ -343,6 +345,10 @@ var builtins = [numBuiltins]builtin{
 	FuncHasKey: {name: "has_key", class: classFunc, min: 1, max: 1, result: Bool},
 	// signal_name(n) is the C library's description of signal n
 	// (bpftrace 0.26).
+	// errorf and warnf print a formatted message as a run-time error or
+	// warning at the call's position (bpftrace 0.24, 0.25).
+	FuncErrorf:     {name: "errorf", class: classFunc, min: 1, max: -1, void: true},
+	FuncWarnf:      {name: "warnf", class: classFunc, min: 1, max: -1, void: true},
 	FuncSignalName: {name: "signal_name", class: classFunc, min: 1, max: 1, result: Type{Kind: KindSignal}, args: intArgs},
 }
 

@@ -129,7 +129,7 @@ func (c *checker) callArgs(e *Call) {
 	case FuncLhist:
 		c.intArg(e, args[0], "only supports integer arguments")
 		c.lhistArgs(e)
-	case FuncPrintf, FuncCat, FuncSystem:
+	case FuncPrintf, FuncCat, FuncSystem, FuncErrorf, FuncWarnf:
 		c.formatCall(e)
 	case FuncPrint:
 		c.printCall(e)

@@ -41,6 +41,8 @@ func (t *tracer) handle(raw []byte) error {
 		return t.system(ev, data)
 	case codegen.EventCat:
 		return t.cat(ev, data)
+	case codegen.EventErrorf, codegen.EventWarnf:
+		return t.diagnostic(ev, data)
 	case codegen.EventJoin:
 		return t.join(ev, data)
 	case codegen.EventLoad:

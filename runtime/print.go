@@ -16,6 +16,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/output"
 )
 
@@ -160,6 +161,27 @@ func (t *tracer) wallTime(mono uint64) time.Time {
 // printf prints a printf record.
 func (t *tracer) printf(ev *codegen.Event, data []byte) error {
 	return t.out.Printf(ev.Parts, t.recordArgs(ev.Args, data))
+}
+
+// diagnostic prints errorf()'s and warnf()'s message as bpftrace does: a
+// diagnostic at the call, on standard error (warnings not with
+// --no-warnings).
+func (t *tracer) diagnostic(ev *codegen.Event, data []byte) error {
+	warn := ev.Kind == codegen.EventWarnf
+	if warn && t.opts.NoWarnings {
+		return nil
+	}
+	text, err := output.AppendPrintf(nil, ev.Parts, t.recordArgs(ev.Args, data))
+	if err != nil {
+		return err
+	}
+	msg := lang.ErrorList{{Span: ev.Pos, Msg: strings.TrimSuffix(string(text), "\n")}}
+	if warn {
+		msg.WriteWarnings(t.opts.Err, t.prog.File, t.prog.Source)
+	} else {
+		msg.Write(t.opts.Err, t.prog.File, t.prog.Source)
+	}
+	return nil
 }
 
 // printValue prints print(value) for a non-map value.
