@@ -397,8 +397,8 @@ func (f *fn) elemSize(t lang.Type) int {
 func (f *fn) structDef(name string) *lang.StructDef { return f.c.prog.StructDef(name) }
 
 // load replaces the address in R0 with the value of type t stored there:
-// integers and pointers are read with probe_read_user (probe_read_kernel
-// for kernel memory) into a zeroed slot and extended; a struct or an
+// integers and pointers are read with probe_read_user (see readHelper for
+// memory of kernel types) into a zeroed slot and extended; a struct or an
 // array stays an address.
 func (f *fn) load(n lang.Node, t lang.Type, kernel bool) error {
 	size, signed := 8, false
@@ -576,10 +576,14 @@ func (f *fn) inKernel(x lang.Expr) bool {
 	return false
 }
 
-// readHelper is the helper that reads kernel or user memory.
+// readHelper is the helper that reads memory a kernel type describes
+// (kernel) or user memory. A kernel type may describe user memory too (a
+// syscall's pointer argument cast to struct __kernel_timespec *), so its
+// reads use bpf_probe_read, which reads either by the address, as
+// bpftrace 0.17's do on x86-64.
 func readHelper(kernel bool) asm.BuiltinFunc {
 	if kernel {
-		return asm.FnProbeReadKernel
+		return asm.FnProbeRead
 	}
 	return asm.FnProbeReadUser
 }

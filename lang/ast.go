@@ -150,7 +150,7 @@ type StructDef struct {
 	// Size is the struct's size in bytes, computed with C's x86-64 layout.
 	Size int
 	// Kernel says the struct is one of the kernel's, from its BTF: its
-	// members live in kernel memory.
+	// members are read as kernel memory is (codegen's readHelper).
 	Kernel bool
 }
 
