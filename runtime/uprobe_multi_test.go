@@ -97,21 +97,19 @@ func TestUprobeModesPID(t *testing.T) {
 			other, oout := startFixture(t, bin, "--wait-file", start, "--wait-timeout-ms", "90000", "--linger-ms", "0")
 			ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 			defer cancel()
-			go func() {
-				// Release both once the traced one has its breakpoint.
-				for ctx.Err() == nil {
-					if b, err := readMem(traced.Process.Pid, bin, site, 1, true); err == nil && b[0] == 0xcc {
-						if b, err := readMem(other.Process.Pid, bin, site, 1, true); err != nil || b[0] == 0xcc {
-							t.Errorf("the untraced process has a breakpoint too (%v)", err)
-						}
-						os.WriteFile(start, nil, 0o644)
-						return
-					}
-					time.Sleep(5 * time.Millisecond)
+			// Release both once every probe is attached (a breakpoint in
+			// the text comes before a perf-event uprobe's program does).
+			attached := func() {
+				if b, err := readMem(traced.Process.Pid, bin, site, 1, true); err != nil || b[0] != 0xcc {
+					t.Errorf("the traced process has no breakpoint (%v)", err)
 				}
-			}()
+				if b, err := readMem(other.Process.Pid, bin, site, 1, true); err != nil || b[0] == 0xcc {
+					t.Errorf("the untraced process has a breakpoint too (%v)", err)
+				}
+				os.WriteFile(start, nil, 0o644)
+			}
 			src := fmt.Sprintf(`usdt:%s:net:outbound_message { @out = count(); }`, bin)
-			out, stderr, err := runScript(t, ctx, src, Options{PID: traced.Process.Pid, NoUprobeMulti: mode.disable})
+			out, stderr, err := runScript(t, ctx, src, Options{PID: traced.Process.Pid, NoUprobeMulti: mode.disable, Attached: attached})
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
 			}
