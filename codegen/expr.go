@@ -289,6 +289,27 @@ func (f *fn) bufCompare(e *lang.Binary) error {
 	return nil
 }
 
+// strlen lowers strlen(s): R0 counts the string's bytes up to its first
+// NUL or the end of its buffer.
+func (f *fn) strlen(e *lang.Call) error {
+	t := lang.TypeOf(e.Args[0])
+	off := f.alloc(sizeOf(t))
+	if err := f.valueInto(e.Args[0], off); err != nil {
+		return err
+	}
+	end := f.label("strlen")
+	f.emit(asm.Mov.Imm(asm.R0, 0))
+	for i := 0; i < t.Size; i++ {
+		f.emit(
+			asm.LoadMem(asm.R1, regScratch, int16(off+i), asm.Byte),
+			asm.JEq.Imm(asm.R1, 0, end),
+			asm.Add.Imm(asm.R0, 1),
+		)
+	}
+	f.place(end)
+	return nil
+}
+
 // strEqual sets R0 to eqVal when strings x and y are equal in their first
 // limit bytes (limit < 0: all of them), up to the first NUL or the end of
 // a buffer, and to neVal when they differ.
@@ -1233,6 +1254,8 @@ func (f *fn) intCall(e *lang.Call) error {
 		return f.strContains(e)
 	case lang.FuncDelete:
 		return f.deleted(e)
+	case lang.FuncStrlen:
+		return f.strlen(e)
 	case lang.FuncHasKey:
 		return f.hasKey(e)
 	case lang.FuncReg:

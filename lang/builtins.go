@@ -108,6 +108,7 @@ const (
 	FuncSignalName
 	FuncErrorf
 	FuncWarnf
+	FuncStrlen
 
 	numBuiltins
 )
@@ -347,8 +348,11 @@ var builtins = [numBuiltins]builtin{
 	// (bpftrace 0.26).
 	// errorf and warnf print a formatted message as a run-time error or
 	// warning at the call's position (bpftrace 0.24, 0.25).
-	FuncErrorf:     {name: "errorf", class: classFunc, min: 1, max: -1, void: true},
-	FuncWarnf:      {name: "warnf", class: classFunc, min: 1, max: -1, void: true},
+	FuncErrorf: {name: "errorf", class: classFunc, min: 1, max: -1, void: true},
+	FuncWarnf:  {name: "warnf", class: classFunc, min: 1, max: -1, void: true},
+	// strlen(s) is the number of bytes before the string's NUL (bpftrace
+	// 0.24's standard library).
+	FuncStrlen:     {name: "strlen", class: classFunc, min: 1, max: 1, result: Uint64, args: []argKind{argString}},
 	FuncSignalName: {name: "signal_name", class: classFunc, min: 1, max: 1, result: Type{Kind: KindSignal}, args: intArgs},
 }
 
