@@ -164,7 +164,6 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if err := t.storeStart(); err != nil {
 		return err
 	}
-	t.startReaders()
 	for _, prog := range t.begin {
 		if err := runProgram(prog); err != nil {
 			return fmt.Errorf("run BEGIN: %w", err)
@@ -177,6 +176,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 			}
 		}
 	}
+	// BEGIN's output waits in the ring buffer until every probe is
+	// attached, as bpftrace prints it: a tool's header says it is tracing.
+	t.startReaders()
 	// A BEGIN that called exit() ends the trace before the command runs
 	// any of its code, as in bpftrace; close kills it.
 	if t.child != nil && !t.exitedEarly() {
