@@ -109,12 +109,21 @@ func cases() []Case {
 			TimeTarget: 0.5, RSSTarget: 0.5},
 		{Name: "startup", Kind: KindWall, Args: []string{"-e", "BEGIN { exit(); }"},
 			TimeTarget: 0.1, RSSTarget: 0.25},
+		// A tracepoint script: tracefs, the format file and BTF are read
+		// before anything is loaded; it exits at the first system call.
+		{Name: "startup-tracepoint", Kind: KindWall, Args: []string{"-e", "tracepoint:raw_syscalls:sys_enter { exit(); }"}},
 		hit("empty", ""),
 		hit("count", "@ = count();"),
 		hit("count-str-key", "@[str(arg2)] = count();"),
 		hit("hist-tuple-key", "@h[arg1, str(arg2)] = hist(arg0);"),
 		hit("hist", "@ = hist(arg0);"),
 		hit("lhist", "@ = lhist(arg1, 0, 16, 1);"),
+		// Every process's system calls hit it; the loop makes one per
+		// iteration (LOOP_SYSCALL), traced and untraced.
+		{Name: "hit-tracepoint-count", Kind: KindHit, Env: []string{"LOOP_SYSCALL=1"}, Args: []string{
+			"-c", fmt.Sprintf("LOOP %d", hitIterations),
+			"-e", "tracepoint:raw_syscalls:sys_enter { @[comm] = count(); }",
+		}},
 		{Name: "printf", Kind: KindPrintf, Args: []string{
 			"-c", fmt.Sprintf("LOOP %d", printfEvents),
 			"-e", `usdt:LOOP:bench:hit { printf("%d %s\n", arg0, str(arg2)); }`,
@@ -284,7 +293,7 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 	for _, c := range selected {
 		r := Result{Case: c.Name, Kind: c.Kind, Unit: unit(c.Kind), TimeTarget: c.TimeTarget, RSSTarget: c.RSSTarget}
 		if c.Kind == KindHit {
-			r.Untraced, err = untraced(loop, n)
+			r.Untraced, err = untraced(loop, n, c.Env)
 			if err != nil {
 				return err
 			}
@@ -382,11 +391,13 @@ var (
 )
 
 // untraced returns the median ns per iteration of the loop run n times on
-// its own.
-func untraced(loop string, n int) (float64, error) {
+// its own, with the case's environment env (LOOP_SYSCALL).
+func untraced(loop string, n int, env []string) (float64, error) {
 	var v []float64
 	for i := 0; i < n; i++ {
-		out, err := exec.Command(loop, strconv.Itoa(hitIterations)).Output()
+		cmd := exec.Command(loop, strconv.Itoa(hitIterations))
+		cmd.Env = append(os.Environ(), env...)
+		out, err := cmd.Output()
 		if err != nil {
 			return 0, fmt.Errorf("run loop untraced: %w", err)
 		}

@@ -21,7 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/sdt.h>
+#include <sys/syscall.h>
 #include <time.h>
+#include <unistd.h>
 
 #define SLICES 10
 
@@ -31,6 +33,10 @@ static const unsigned char payload[33] = {
 	0x80, 0x81, 0x82, 0x83, 0x84, 0x85, 0x86, 0x87, 0x88, 0x89, 0x8a, 0x8b, 0x8c, 0x8d, 0x8e, 0x8f,
 	0x90, 0x91, 0x92, 0x93, 0x94, 0x95, 0x96, 0x97, 0x98, 0x99, 0x9a, 0x9b, 0x9c, 0x9d, 0x9e, 0x9f,
 };
+
+// syscalls: LOOP_SYSCALL is set, and each iteration also makes a system
+// call (getppid), for the kernel probes' cases.
+static int syscalls;
 
 static const char *names[8] = {
 	"inv", "tx", "getdata", "headers", "block", "ping", "pong", "addrv2",
@@ -60,6 +66,8 @@ static __attribute__((noinline)) void fire(int64_t lo, int64_t hi, int64_t keys)
 		const unsigned char *bytes = payload;
 		__asm__ volatile("" : "+r"(other), "+r"(bytes));
 		DTRACE_PROBE5(bench, burst, name, i, other, k, bytes);
+		if (syscalls)
+			syscall(SYS_getppid);
 	}
 }
 
@@ -81,6 +89,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	int64_t n = strtoll(argv[1], NULL, 10);
+	syscalls = getenv("LOOP_SYSCALL") != NULL;
 	int64_t keys = argc >= 3 ? strtoll(argv[2], NULL, 10) : 16;
 	int64_t threads = argc == 4 ? strtoll(argv[3], NULL, 10) : 1;
 	if (n <= 0 || keys <= 0 || threads <= 0 || threads > 64) {
