@@ -182,6 +182,7 @@ const (
 	ProbeTracepoint = attachpoint.Tracepoint
 	ProbeKprobe     = attachpoint.Kprobe
 	ProbeKretprobe  = attachpoint.Kretprobe
+	ProbeSoftware   = attachpoint.Software
 )
 
 // Probe is one probe block: attach points, an optional predicate and a body.

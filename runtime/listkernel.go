@@ -51,13 +51,18 @@ func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, erro
 		return true, listTracepoints(w, "*", search, verbose)
 	}
 	typ := fields[0]
-	if kind, ok := attachpoint.LookupKind(typ); ok && kind == attachpoint.Tracepoint {
+	kind, _ := attachpoint.LookupKind(typ)
+	if kind == attachpoint.Tracepoint {
 		if len(fields) != 3 {
 			return true, &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, "2 arguments").Error()}
 		}
 		return true, listTracepoints(w, fields[1], fields[2], verbose)
 	}
-	switch name, _ := attachpoint.Unattached(typ); name {
+	name, _ := attachpoint.Unattached(typ)
+	if kind == attachpoint.Software {
+		name = kind.String()
+	}
+	switch name {
 	case "software", "hardware":
 		fmt.Fprintf(w, "%s:%s:\n", name, fields[1])
 		return true, nil

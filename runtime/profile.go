@@ -14,8 +14,8 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 )
 
-// profileLink is a profile program attached to one CPU's clock event: the
-// link and the perf event it holds, closed together.
+// profileLink is a profile or software program attached to one CPU's
+// perf event: the link and the perf event it holds, closed together.
 type profileLink struct {
 	link.Link
 	fd int
@@ -31,19 +31,38 @@ func (l *profileLink) Close() error {
 // online CPU, sampling every process, as bpftrace does: Frequency times a
 // second, or every Period.
 func attachProfile(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, error) {
-	cpus, err := onlineCPUs()
-	if err != nil {
-		return nil, err
-	}
-	attr := unix.PerfEventAttr{
-		Type:   unix.PERF_TYPE_SOFTWARE,
-		Config: unix.PERF_COUNT_SW_CPU_CLOCK,
-		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
-		Sample: uint64(a.Period.Nanoseconds()),
-	}
+	attr := softwareEvent(unix.PERF_COUNT_SW_CPU_CLOCK, uint64(a.Period.Nanoseconds()))
 	if a.Frequency > 0 {
 		attr.Bits |= unix.PerfBitFreq
 		attr.Sample = a.Frequency
+	}
+	return attachPerfEvents(a, prog, &attr)
+}
+
+// attachSoftware attaches a software program to its perf software event
+// on every online CPU, every Count events of every process.
+func attachSoftware(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, error) {
+	attr := softwareEvent(a.SoftwareEvent, a.Count)
+	return attachPerfEvents(a, prog, &attr)
+}
+
+// softwareEvent describes the perf software event config, sampled every
+// period events (or nanoseconds, for the clocks).
+func softwareEvent(config, period uint64) unix.PerfEventAttr {
+	return unix.PerfEventAttr{
+		Type:   unix.PERF_TYPE_SOFTWARE,
+		Config: config,
+		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample: period,
+	}
+}
+
+// attachPerfEvents opens the perf event attr describes on every online
+// CPU and attaches prog to each.
+func attachPerfEvents(a *codegen.Attachment, prog *ebpf.Program, attr *unix.PerfEventAttr) ([]link.Link, error) {
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return nil, err
 	}
 	var links []link.Link
 	fail := func(err error) ([]link.Link, error) {
@@ -53,9 +72,9 @@ func attachProfile(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, erro
 		return nil, fmt.Errorf("attach %s: %w", a.Probe, err)
 	}
 	for _, cpu := range cpus {
-		fd, err := unix.PerfEventOpen(&attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		fd, err := unix.PerfEventOpen(attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
 		if err != nil {
-			return fail(fmt.Errorf("open the CPU clock of CPU %d: %w", cpu, err))
+			return fail(fmt.Errorf("open the perf event of CPU %d: %w", cpu, err))
 		}
 		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
 		if err != nil {

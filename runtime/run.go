@@ -341,7 +341,7 @@ func (t *tracer) attach(s site) error {
 		links, err := attachProfile(s.att, prog)
 		t.links = append(t.links, links...)
 		return err
-	case lang.ProbeTracepoint:
+	case lang.ProbeTracepoint, lang.ProbeSoftware:
 		t.afterBegin = append(t.afterBegin, s)
 		return nil
 	}
@@ -351,6 +351,11 @@ func (t *tracer) attach(s site) error {
 // attachKernel attaches a kernel probe's site.
 func (t *tracer) attachKernel(s site) error {
 	prog := t.coll.Programs[s.att.Program]
+	if s.att.Kind == lang.ProbeSoftware {
+		links, err := attachSoftware(s.att, prog)
+		t.links = append(t.links, links...)
+		return err
+	}
 	tp := s.att.Tracepoint
 	l, err := link.Tracepoint(tp.Category, tp.Name, prog, nil)
 	if err != nil {

@@ -22,6 +22,7 @@ const (
 	Tracepoint
 	Kprobe
 	Kretprobe
+	Software
 )
 
 // kindNames are each kind's name, as bpftrace writes it in its messages,
@@ -39,6 +40,7 @@ var kindNames = [...]struct{ name, alias string }{
 	Tracepoint: {"tracepoint", "t"},
 	Kprobe:     {"kprobe", "k"},
 	Kretprobe:  {"kretprobe", "kr"},
+	Software:   {"software", "s"},
 }
 
 // String returns bpftrace's name of k.
@@ -64,7 +66,6 @@ func LookupKind(name string) (Kind, bool) {
 // rawtracepoint of later versions) that gotrace does not attach, by name
 // and alias.
 var unattached = []struct{ name, alias string }{
-	{"software", "s"},
 	{"hardware", "h"},
 	{"watchpoint", "w"},
 	{"asyncwatchpoint", "aw"},
@@ -85,4 +86,41 @@ func Unattached(name string) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// SoftwareEvent is a perf software event a software probe names.
+type SoftwareEvent struct {
+	// Name is bpftrace's name of it, Alias its short name ("" for none).
+	Name, Alias string
+	// Config is the kernel's PERF_COUNT_SW_* number of the event.
+	Config uint64
+	// DefaultCount is how many events make one hit when the probe gives
+	// no count.
+	DefaultCount uint64
+}
+
+// SoftwareEvents are bpftrace 0.17's software events, in the kernel's
+// order.
+var SoftwareEvents = []SoftwareEvent{
+	{"cpu-clock", "cpu", 0, 1000000},
+	{"task-clock", "", 1, 1000000},
+	{"page-faults", "faults", 2, 100},
+	{"context-switches", "cs", 3, 1000},
+	{"cpu-migrations", "", 4, 1},
+	{"minor-faults", "", 5, 100},
+	{"major-faults", "", 6, 1},
+	{"alignment-faults", "", 7, 1},
+	{"emulation-faults", "", 8, 1},
+	{"dummy", "", 9, 1},
+	{"bpf-output", "", 10, 1},
+}
+
+// LookupSoftwareEvent returns the software event name or alias names.
+func LookupSoftwareEvent(name string) (SoftwareEvent, bool) {
+	for _, e := range SoftwareEvents {
+		if name == e.Name || name == e.Alias && e.Alias != "" {
+			return e, true
+		}
+	}
+	return SoftwareEvent{}, false
 }

@@ -118,6 +118,26 @@ func Parse(raw string) (Point, []error) {
 		if need(1, "1 argument") {
 			p.Func = args[0]
 		}
+	case Software:
+		if len(args) != 1 && len(args) != 2 {
+			errs = append(errs, ArgCountError(parts[0], "1 or 2 arguments"))
+			break
+		}
+		p.Func = args[0]
+		if _, ok := LookupSoftwareEvent(p.Func); !ok {
+			errs = append(errs, fmt.Errorf("%s is not a software probe", p.Func))
+		}
+		if len(args) == 2 {
+			if IsPositional(args[1]) {
+				p.FreqParam = args[1]
+				break
+			}
+			v, err := ParseFreq(kind, args[1])
+			if err != nil {
+				errs = append(errs, err)
+			}
+			p.Freq = v
+		}
 	case Interval, Profile:
 		if ns, ok := parseDurationArg(args); kind == Interval && len(args) == 1 && ok {
 			// bpftrace 0.24: interval:10ms, a duration.
