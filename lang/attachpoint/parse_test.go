@@ -32,7 +32,11 @@ func TestParse(t *testing.T) {
 		{"BEGIN:x", Point{Kind: Begin}, []string{"BEGIN probe type requires 0 arguments"}},
 		{"usdt:a", Point{Kind: USDT}, []string{"usdt probe type requires 2 or 3 arguments"}},
 		{"u:a:b:c", Point{Kind: Uprobe}, []string{"u probe type requires 2 arguments"}},
-		{"software:cpu-clock:1", Point{}, []string{"probe type software is not supported by gotrace"}},
+		{"software:cpu-clock:1", Point{Kind: Software, Func: "cpu-clock", Freq: 1}, nil},
+		{"s:faults", Point{Kind: Software, Func: "faults"}, nil},
+		{"s:nosuch:1", Point{Kind: Software, Func: "nosuch", Freq: 1}, []string{"nosuch is not a software probe"}},
+		{"software", Point{Kind: Software}, []string{"software probe type requires 1 or 2 arguments"}},
+		{"h:cache-misses:1", Point{}, []string{"probe type hardware is not supported by gotrace"}},
 		{"fr:x", Point{}, []string{"probe type kretfunc is not supported by gotrace"}},
 		{"usdtx:/bin/true:a:b", Point{}, []string{"Invalid probe type: usdtx"}},
 	} {
