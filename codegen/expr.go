@@ -1256,6 +1256,18 @@ func (f *fn) intCall(e *lang.Call) error {
 		return f.deleted(e)
 	case lang.FuncStrlen:
 		return f.strlen(e)
+	case lang.FuncNsecs:
+		clock := asm.FnKtimeGetNs
+		if len(e.Args) == 1 {
+			switch b, _ := e.Args[0].(*lang.Builtin); b.Name {
+			case "boot":
+				clock = asm.FnKtimeGetBootNs
+			case "tai":
+				clock = asm.FnKtimeGetTaiNs
+			}
+		}
+		f.emit(clock.Call())
+		return nil
 	case lang.FuncHasKey:
 		return f.hasKey(e)
 	case lang.FuncReg:

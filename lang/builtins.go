@@ -109,6 +109,7 @@ const (
 	FuncErrorf
 	FuncWarnf
 	FuncStrlen
+	FuncNsecs
 
 	numBuiltins
 )
@@ -352,6 +353,9 @@ var builtins = [numBuiltins]builtin{
 	FuncWarnf:  {name: "warnf", class: classFunc, min: 1, max: -1, void: true},
 	// strlen(s) is the number of bytes before the string's NUL (bpftrace
 	// 0.24's standard library).
+	// nsecs(clock) reads the clock named monotonic, boot or tai
+	// (bpftrace 0.19); 0.17's lexer knows only the variable nsecs.
+	FuncNsecs:      {name: "nsecs", class: classFunc, min: 0, max: 1, result: Uint64, unlexed: true},
 	FuncStrlen:     {name: "strlen", class: classFunc, min: 1, max: 1, result: Uint64, args: []argKind{argString}},
 	FuncSignalName: {name: "signal_name", class: classFunc, min: 1, max: 1, result: Type{Kind: KindSignal}, args: intArgs},
 }

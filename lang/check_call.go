@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"go/constant"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -221,6 +222,12 @@ func (c *checker) callArgs(e *Call) {
 			}
 		}
 		c.expr(args[0], useValue)
+	case FuncNsecs:
+		if len(args) == 1 {
+			if b, ok := args[0].(*Builtin); !ok || !slices.Contains(nsecsClocks, b.Name) {
+				c.errorf(args[0].exprBase().Loc, "Invalid timestamp mode: expected one of %s", strings.Join(nsecsClocks, ", "))
+			}
+		}
 	case FuncStrncmp:
 		c.tableArgs(e)
 		if n, ok := ConstInt(args[2]); ok && n < 0 {
@@ -265,6 +272,9 @@ func (c *checker) elementCall(e *Call) {
 	elem.Loc = Span{Start: m.Loc.Start, End: e.Args[len(e.Args)-1].exprBase().Loc.End}
 	e.Args = []Expr{elem}
 }
+
+// nsecsClocks are the clocks nsecs() reads.
+var nsecsClocks = []string{"monotonic", "boot", "tai"}
 
 // tableArgs checks a call's arguments as the builtins table describes
 // them (builtin.args); those it does not describe may be any value.

@@ -16,8 +16,8 @@ import (
 // the measured population and in all, than when they were last raised.
 // Raise them as the language grows.
 const (
-	floorCore = 252
-	floorAll  = 351
+	floorCore = 254
+	floorAll  = 352
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).
