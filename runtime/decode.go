@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/binary"
 	"fmt"
+	"unsafe"
 
 	"github.com/gotrace/gotrace/codegen"
 )
@@ -41,6 +42,15 @@ func cString(b []byte) string {
 		b = b[:i]
 	}
 	return string(b)
+}
+
+// borrowedCString is cString without the copy: the string shares b's
+// memory and is valid only while b is.
+func borrowedCString(b []byte) string {
+	if i := bytes.IndexByte(b, 0); i >= 0 {
+		b = b[:i]
+	}
+	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // bufBytes returns the data of a buf field: a u64 length followed by up to

@@ -38,12 +38,24 @@ func (t *tracer) printLost(n uint64) {
 }
 
 // recordArgs decodes the fields of a record. The next call reuses the
-// slice it returns (one allocation less per printf record), so a caller
-// is done with it before it decodes another record.
+// slice it returns, and its strings and bufs are the record's own bytes,
+// not copies (no allocation per printf record for them): a caller is done
+// with the values before it decodes another record or the ring buffer
+// reader reads the next one.
 func (t *tracer) recordArgs(fields []layout.Field, data []byte) []output.Value {
 	t.args = t.args[:0]
 	for _, f := range fields {
-		t.args = append(t.args, t.value(f, data[f.Offset:]))
+		b := data[f.Offset:]
+		var v output.Value
+		switch f.Kind {
+		case layout.String:
+			v = output.Str(borrowedCString(b[:f.Size]))
+		case layout.Buf:
+			v = output.Buf(bufBytes(b, f.Size-8))
+		default:
+			v = t.value(f, b)
+		}
+		t.args = append(t.args, v)
 	}
 	return t.args
 }
