@@ -40,6 +40,9 @@ func field(t lang.Type) layout.Field {
 	if t.Boolean {
 		f.Kind = layout.Bool
 	}
+	if t.Enum != nil {
+		f.EnumNames = t.Enum.Names
+	}
 	if t.Hash {
 		f.Kind = layout.Hash
 	}

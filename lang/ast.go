@@ -357,6 +357,8 @@ type IntLit struct {
 	// Bool says the literal is true (Value 1) or false (0), of the bool
 	// type (bpftrace 0.24).
 	Bool bool
+	// Enum is the enum of an enumerator the literal replaced.
+	Enum *Enum
 }
 
 // StrLit is a string literal with C escapes already decoded.

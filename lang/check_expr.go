@@ -20,6 +20,9 @@ func (c *checker) exprType(e Expr, u use) Type {
 		if e.Bool {
 			return Bool
 		}
+		if e.Enum != nil && c.prog.Newer {
+			return enumType(e.Enum)
+		}
 		return Int64
 	case *StrLit:
 		return String(len(e.Value) + 1)
@@ -252,6 +255,9 @@ func (c *checker) ternary(e *Ternary, u use) Type {
 func (c *checker) cast(e *Cast) Type {
 	x := c.expr(e.X, useValue)
 	to := c.resolve(e.To)
+	if !c.prog.Newer {
+		to.Enum = nil // 0.17 prints enum values as numbers
+	}
 	// bpftrace underlines the parenthesized type only.
 	span := e.TypeLoc
 	base := to

@@ -76,10 +76,10 @@ func (c *checker) keyType(k Expr, e *MapExpr) Type {
 }
 
 // stored is integer type t as a map key or value holds it: 8 bytes, and
-// a bool still a bool.
+// a bool still a bool, an enum's value still the enum's.
 func stored(t Type) Type {
 	w := Int(8, t.Signed)
-	w.Boolean = t.Boolean
+	w.Boolean, w.Enum = t.Boolean, t.Enum
 	return w
 }
 

@@ -7,6 +7,30 @@ import "math"
 // clang parser): each enumerator becomes an integer constant, and
 // `(enum NAME)x` casts to the enum's integer type. Like C, an enumerator
 // without a value is one more than the one before it, the first 0.
+// Current bpftrace prints a value of an enum type (an enumerator, or a
+// cast to the enum) by its enumerator's name; the type carries the Enum
+// for that.
+
+// Enum is an enum the script defines.
+type Enum struct {
+	// Names are its enumerators' names by value; of enumerators with the
+	// same value, the first defined.
+	Names map[int64]string
+}
+
+// enumerator is one enumerator of an enum: its value and its enum.
+type enumerator struct {
+	value int64
+	enum  *Enum
+}
+
+// enumType is the type of the enum def's values: a C int, which bpftrace
+// widens to 64 bits.
+func enumType(def *Enum) Type {
+	t := Int64
+	t.Enum = def
+	return t
+}
 
 // enumDef parses an enum definition and records its enumerators.
 func (p *parser) enumDef() {
@@ -18,10 +42,11 @@ func (p *parser) enumDef() {
 	}
 	p.expect("{", "{")
 	if p.enumValues == nil {
-		p.enumValues, p.enums = map[string]int64{}, map[string]bool{}
+		p.enumValues, p.enums = map[string]enumerator{}, map[string]*Enum{}
 	}
+	def := &Enum{Names: map[int64]string{}}
 	if name != "" {
-		p.enums[name] = true
+		p.enums[name] = def
 	}
 	next := int64(0)
 	for !p.is("}") {
@@ -55,7 +80,10 @@ func (p *parser) enumDef() {
 		if _, dup := p.enumValues[t.Value]; dup {
 			p.errorf(tokSpan(t), "redefinition of enumerator '%s'", t.Value)
 		}
-		p.enumValues[t.Value] = next
+		p.enumValues[t.Value] = enumerator{next, def}
+		if _, named := def.Names[next]; !named {
+			def.Names[next] = t.Value
+		}
 		next++
 		if !p.is("}") {
 			p.expect(",", `} or ","`)
@@ -68,7 +96,7 @@ func (p *parser) enumDef() {
 }
 
 // replaceEnumValues makes every identifier that names an enumerator an
-// integer literal of its value.
+// integer literal of its value and enum.
 func (p *parser) replaceEnumValues(prog *Program) {
 	if len(p.enumValues) == 0 {
 		return
@@ -78,16 +106,16 @@ func (p *parser) replaceEnumValues(prog *Program) {
 		if !ok {
 			return e
 		}
-		v, ok := p.enumValues[b.Name]
+		en, ok := p.enumValues[b.Name]
 		if !ok {
 			return e
 		}
-		if v < 0 {
+		if v := en.value; v < 0 {
 			u := &Unary{Op: "-", OpLoc: b.Loc, X: &IntLit{ExprBase: ExprBase{Loc: b.Loc}, Value: uint64(-v)}}
 			u.Loc = b.Loc
 			return u
 		}
-		return &IntLit{ExprBase: ExprBase{Loc: b.Loc}, Value: uint64(v)}
+		return &IntLit{ExprBase: ExprBase{Loc: b.Loc}, Value: uint64(en.value), Enum: en.enum}
 	}
 	for _, pr := range prog.Probes {
 		if pr.Pred != nil {

@@ -12,13 +12,14 @@ import (
 // formatAccepts reports whether a value of type t can be formatted by v.
 // Integers and pointers go to the integer conversions; strings and the
 // values that print as strings (usym, ntop, ustack, strftime, probe) go to
-// %s; buf() goes to %r.
+// %s, as do enum values (only newer scripts type them so); buf() goes to
+// %r.
 func formatAccepts(v *printf.Verb, t Type) bool {
 	switch v.Arg() {
 	case printf.ArgInt:
 		return t.Kind == KindInt || t.Kind == KindPointer
 	case printf.ArgString:
-		return printsAsString(t)
+		return printsAsString(t) || t.Enum != nil
 	}
 	return t.Kind == KindBuf
 }

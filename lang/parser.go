@@ -87,9 +87,9 @@ type parser struct {
 	// macros are the macro definitions, by macroKey.
 	macros map[string]*macroDef
 	// enumValues are the enumerators of the script's enums, and enums
-	// the names of its named enums (enumdef.go).
-	enumValues map[string]int64
-	enums      map[string]bool
+	// its named enums (enumdef.go).
+	enumValues map[string]enumerator
+	enums      map[string]*Enum
 }
 
 // parse fills prog with the script's items and returns the first syntax
@@ -691,10 +691,11 @@ func (p *parser) cast() *Cast {
 	} else if p.is("enum") {
 		// An enum's values are C ints, which bpftrace widens to 64 bits.
 		p.next()
-		if !p.enums[p.tok().Value] {
+		def := p.enums[p.tok().Value]
+		if def == nil {
 			p.errorf(tokSpan(p.tok()), "Unknown enum: %s", p.tok().Value)
 		}
-		e.TypeName, e.To = "enum "+p.tok().Value, Int64
+		e.TypeName, e.To = "enum "+p.tok().Value, enumType(def)
 	} else if it, ok := castIntTypes[p.tok().Value]; ok {
 		e.TypeName, e.To = p.tok().Value, it
 	} else {

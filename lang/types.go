@@ -91,6 +91,10 @@ type Type struct {
 	// print in reverse order as one hex number, as bitcoin-cli shows a
 	// hash stored little-endian.
 	Hash bool
+	// Enum marks the values of an enum (an enumerator, or a cast to the
+	// enum): integers that current bpftrace prints by their enumerator's
+	// name. Equal ignores it: they are integers to every operator.
+	Enum *Enum
 }
 
 // DefaultStackFrames is how many frames ustack keeps without a limit.

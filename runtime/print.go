@@ -134,7 +134,11 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		// Current bpftrace prints pointers in hex; 0.17 in decimal.
 		return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Hex: t.prog.Newer}
 	}
-	return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: f.Signed}
+	v := output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: f.Signed}
+	if f.EnumNames != nil {
+		v.Enum, v.Name = true, f.EnumNames[int64(v.Bits)]
+	}
+	return v
 }
 
 // timestampText formats a strftime() value: a u64 index into the spec's

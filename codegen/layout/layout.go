@@ -80,6 +80,9 @@ type Field struct {
 	StackFrames int
 	StackPerf   bool
 	StackKernel bool
+	// EnumNames are an Int's enumerator names by value: the field holds
+	// a value of an enum, which current bpftrace prints by name.
+	EnumNames map[int64]string
 }
 
 // MapKind says what a map's values are: the values the script assigns, or

@@ -73,6 +73,9 @@ func appendVerb(b []byte, v *printf.Verb, arg Value) ([]byte, error) {
 	case printf.ArgBuf:
 		want = ValueBuf
 	}
+	if want == ValueString && arg.Enum {
+		arg = Str(string(appendText(nil, arg)))
+	}
 	if arg.Kind != want {
 		return b, fmt.Errorf("format %s with a value of kind %d: %w", v.Text, arg.Kind, ErrArgs)
 	}

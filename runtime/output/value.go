@@ -49,6 +49,11 @@ type Value struct {
 	// Hash says the buf is a hash (hash256()): text, map keys and JSON
 	// show its bytes reversed in hex, as %rH does.
 	Hash bool
+	// Enum says the integer is a value of an enum: text output and
+	// printf's %s show Name, its enumerator's name, or the number when it
+	// has none; JSON values keep the number, as bpftrace does.
+	Enum bool
+	Name string
 	// Str is a string value; Bytes a buf value.
 	Str   string
 	Bytes []byte
@@ -144,6 +149,9 @@ func (v Value) String() string { return string(appendText(nil, v)) }
 func appendText(b []byte, v Value) []byte {
 	switch v.Kind {
 	case ValueInt:
+		if v.Name != "" {
+			return append(b, v.Name...)
+		}
 		return appendInt(b, v)
 	case ValueString:
 		return append(b, cstr(v.Str)...)
