@@ -16,8 +16,8 @@ import (
 // the measured population and in all, than when they were last raised.
 // Raise them as the language grows.
 const (
-	floorCore = 254
-	floorAll  = 352
+	floorCore = 259
+	floorAll  = 366
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).
