@@ -83,6 +83,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncBswap:       `BEGIN { @ = bswap((uint16)1); }`,
 		lang.FuncStrcontains: `BEGIN { @ = strcontains("ab", "b"); }`,
 		lang.FuncSignalName:  `BEGIN { @ = signal_name(2); }`,
+		lang.FuncSyscallName: `BEGIN { @ = syscall_name(0); }`,
 		lang.FuncNsecs:       `BEGIN { @ = nsecs(boot); @t = nsecs(tai); @m = nsecs(); }`,
 		lang.FuncStrlen:      `BEGIN { @ = strlen("abc"); }`,
 		lang.FuncErrorf:      `BEGIN { errorf("bad %d", 1); }`,

@@ -1229,7 +1229,7 @@ func (f *fn) strContains(e *lang.Call) error {
 // intCall lowers a call with an integer value.
 func (f *fn) intCall(e *lang.Call) error {
 	switch e.ID {
-	case lang.FuncUptr, lang.FuncKptr, lang.FuncUsym, lang.FuncKsym, lang.FuncStrerror, lang.FuncSignalName:
+	case lang.FuncUptr, lang.FuncKptr, lang.FuncUsym, lang.FuncKsym, lang.FuncStrerror, lang.FuncSignalName, lang.FuncSyscallName:
 		return f.intExpr(e.Args[0])
 	case lang.FuncKaddr:
 		addr, ok := lang.ConstInt(e)

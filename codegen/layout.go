@@ -62,7 +62,7 @@ func fieldKind(k lang.Kind) layout.Kind {
 var fieldKinds = map[lang.Kind]layout.Kind{
 	lang.KindPointer: layout.Pointer, lang.KindString: layout.String, lang.KindBuf: layout.Buf,
 	lang.KindTuple: layout.Tuple, lang.KindInet: layout.Inet, lang.KindTimestamp: layout.Timestamp,
-	lang.KindUsym: layout.Usym, lang.KindKsym: layout.Ksym, lang.KindErrno: layout.Errno, lang.KindSignal: layout.Signal, lang.KindUsername: layout.Username,
+	lang.KindUsym: layout.Usym, lang.KindKsym: layout.Ksym, lang.KindErrno: layout.Errno, lang.KindSignal: layout.Signal, lang.KindSyscall: layout.Syscall, lang.KindUsername: layout.Username,
 	lang.KindStack: layout.Stack, lang.KindProbe: layout.Probe,
 }
 

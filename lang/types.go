@@ -48,6 +48,9 @@ const (
 	// KindSignal is signal_name()'s result: a u64 signal number that
 	// prints as the C library's description of it.
 	KindSignal
+	// KindSyscall is syscall_name()'s result: a u64 system call number
+	// that prints as the call's name.
+	KindSyscall
 	// KindUsername is the username builtin: a u64 uid that prints as the
 	// user's name.
 	KindUsername
@@ -201,6 +204,8 @@ func (t Type) String() string {
 		return "strerror"
 	case KindSignal:
 		return "signal_name"
+	case KindSyscall:
+		return "syscall_name"
 	case KindInet:
 		return "inet"
 	case KindStack:

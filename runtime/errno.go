@@ -5,6 +5,7 @@ import (
 	"syscall"
 	"unicode"
 
+	"github.com/gotrace/gotrace/internal/syscalls"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -55,4 +56,13 @@ func capitalized(text string) string {
 	r := []rune(text)
 	r[0] = unicode.ToUpper(r[0])
 	return string(r)
+}
+
+// syscallText is syscall_name()'s text for system call n: its name, or
+// "unknown" for a number the x86-64 table does not have.
+func syscallText(n int64) string {
+	if name, ok := syscalls.Name(n); ok {
+		return name
+	}
+	return "unknown"
 }

@@ -120,6 +120,8 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		return output.Str(errnoText(int64(u64(b, 0))))
 	case layout.Signal:
 		return output.Str(signalText(int64(u64(b, 0))))
+	case layout.Syscall:
+		return output.Str(syscallText(int64(u64(b, 0))))
 	case layout.Username:
 		return output.Str(t.userName(u64(b, 0)))
 	case layout.Usym:

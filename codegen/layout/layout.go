@@ -41,6 +41,9 @@ const (
 	// Signal is signal_name()'s value: a u64 signal number, printed as
 	// the C library's description of it.
 	Signal
+	// Syscall is syscall_name()'s value: a u64 system call number,
+	// printed as the call's name.
+	Syscall
 	// Username is the username builtin: a u64 uid, printed as the user's
 	// name.
 	Username
