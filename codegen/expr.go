@@ -531,7 +531,7 @@ func (f *fn) cast(e *lang.Cast) error {
 func (f *fn) fieldInt(e *lang.FieldAccess) error {
 	xt := lang.TypeOf(e.X)
 	if xt.Kind == lang.KindTuple {
-		off, err := f.tupleField(e)
+		off, err := f.tupleField(e.X, e.Index)
 		if err != nil {
 			return err
 		}
@@ -628,31 +628,73 @@ func (f *fn) structField(e *lang.FieldAccess) lang.StructField {
 	return lang.StructField{}
 }
 
-// tupleField evaluates the tuple of `t.N` and returns the scratch offset
-// of element N.
-func (f *fn) tupleField(e *lang.FieldAccess) (int, error) {
-	xt := lang.TypeOf(e.X)
+// tupleField evaluates tuple x (of `x.N` or `x[N]`) and returns the
+// scratch offset of element n.
+func (f *fn) tupleField(x lang.Expr, n int) (int, error) {
+	xt := lang.TypeOf(x)
 	fields, _ := Layout(xt.Elems...)
-	assert(e.Index >= 0 && e.Index < len(fields), e, "a tuple index out of range")
-	if v, ok := e.X.(*lang.Var); ok {
+	assert(n >= 0 && n < len(fields), x, "a tuple index out of range")
+	if v, ok := x.(*lang.Var); ok {
 		if vv, ok := f.vars[v.Name]; ok && vv.typ.Kind == lang.KindTuple {
 			vf, _ := Layout(vv.typ.Elems...)
-			if vv.typ.Elems[e.Index].Equal(xt.Elems[e.Index]) {
-				return vv.off + vf[e.Index].Offset, nil
+			if vv.typ.Elems[n].Equal(xt.Elems[n]) {
+				return vv.off + vf[n].Offset, nil
 			}
 		}
 	}
 	tmp := f.alloc(sizeOf(xt))
-	if err := f.valueInto(e.X, tmp); err != nil {
+	if err := f.valueInto(x, tmp); err != nil {
 		return 0, err
 	}
-	return tmp + fields[e.Index].Offset, nil
+	return tmp + fields[n].Offset, nil
+}
+
+// stringByte lowers s[i] on a string: its byte i, or 0 for an index
+// outside the buffer.
+func (f *fn) stringByte(e *lang.IndexExpr) error {
+	xt := lang.TypeOf(e.X)
+	tmp := f.alloc(sizeOf(xt))
+	if err := f.valueInto(e.X, tmp); err != nil {
+		return err
+	}
+	if err := f.intExpr(e.Index); err != nil {
+		return err
+	}
+	inside, done := f.label("strindex"), f.label("strindex_end")
+	f.emit(
+		asm.JLT.Imm(asm.R0, int32(xt.Size), inside),
+		asm.Mov.Imm(asm.R0, 0),
+		asm.Ja.Label(done),
+	)
+	f.place(inside)
+	f.emit(
+		asm.Mov.Reg(asm.R1, regScratch),
+		asm.Add.Imm(asm.R1, int32(tmp)),
+		asm.Add.Reg(asm.R1, asm.R0),
+		asm.LoadMem(asm.R0, asm.R1, 0, asm.Byte),
+		// A char is signed.
+		asm.LSh.Imm(asm.R0, 56),
+		asm.ArSh.Imm(asm.R0, 56),
+	)
+	f.place(done)
+	return nil
 }
 
 // index lowers p[i] on a pointer or an array: the element at
 // p + i*size.
 func (f *fn) index(e *lang.IndexExpr) error {
 	xt := lang.TypeOf(e.X)
+	switch xt.Kind {
+	case lang.KindTuple:
+		off, err := f.tupleField(e.X, e.TupleIndex)
+		if err != nil {
+			return err
+		}
+		f.emit(asm.LoadMem(asm.R0, regScratch, int16(off), asm.DWord))
+		return nil
+	case lang.KindString:
+		return f.stringByte(e)
+	}
 	assert(xt.Kind == lang.KindPointer || xt.Kind == lang.KindArray, e, "indexing what is neither a pointer nor an array")
 	if err := f.intExpr(e.X); err != nil {
 		return err
@@ -741,7 +783,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		return nil
 	case *lang.FieldAccess:
 		if lang.TypeOf(e.X).Kind == lang.KindTuple {
-			src, err := f.tupleField(e)
+			src, err := f.tupleField(e.X, e.Index)
 			if err != nil {
 				return err
 			}
@@ -753,6 +795,15 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		}
 		if t.Kind == lang.KindString {
 			return f.structString(e, off)
+		}
+	case *lang.IndexExpr:
+		if lang.TypeOf(e.X).Kind == lang.KindTuple {
+			src, err := f.tupleField(e.X, e.TupleIndex)
+			if err != nil {
+				return err
+			}
+			f.copyMem(regScratch, off, regScratch, src, sizeOf(t))
+			return nil
 		}
 	}
 	return f.c.errorf(e, "%T of type %s as a value: %w", e, t, ErrUnsupported)

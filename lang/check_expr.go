@@ -280,6 +280,32 @@ func (c *checker) cast(e *Cast) Type {
 	return to
 }
 
+// foldInt evaluates a checked integer expression of constants and +, -
+// and *.
+func foldInt(e Expr) (int64, bool) {
+	if v, ok := ConstInt(e); ok {
+		return v, true
+	}
+	b, ok := e.(*Binary)
+	if !ok {
+		return 0, false
+	}
+	l, lok := foldInt(b.X)
+	r, rok := foldInt(b.Y)
+	if !lok || !rok {
+		return 0, false
+	}
+	switch b.Op {
+	case "+":
+		return l + r, true
+	case "-":
+		return l - r, true
+	case "*":
+		return l * r, true
+	}
+	return 0, false
+}
+
 func (c *checker) field(e *FieldAccess) Type {
 	x := c.expr(e.X, useValue)
 	if x.Kind == KindNone {
@@ -338,6 +364,23 @@ func (c *checker) index(e *IndexExpr) Type {
 		return c.resolve(*x.Elem)
 	case x.Kind == KindPointer:
 		return Int(1, false)
+	case x.Kind == KindString:
+		// A string's byte, a C char (bpftrace 0.21).
+		return Int(1, true)
+	case x.Kind == KindTuple:
+		// bpftrace 0.21: the index picks the element's type, so it is a
+		// constant.
+		n, ok := foldInt(e.Index)
+		if !ok {
+			c.laterf(e.Index.Span(), "The index of a tuple must be a constant integer")
+			return Type{}
+		}
+		if n < 0 || n >= int64(len(x.Elems)) {
+			c.laterf(e.Loc, "Invalid tuple index: %d. Found %d elements in tuple.", n, len(x.Elems))
+			return Type{}
+		}
+		e.TupleIndex = int(n)
+		return x.Elems[n]
 	}
 	c.laterf(e.Loc, "The array index operator [] can only be used on arrays and pointers, found %s.", formatTypeName(x))
 	return Type{}
