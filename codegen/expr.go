@@ -649,6 +649,17 @@ func (f *fn) tupleField(x lang.Expr, n int) (int, error) {
 	return tmp + fields[n].Offset, nil
 }
 
+// tupleElemInto copies element n of tuple x, size bytes, into the
+// scratch area at off.
+func (f *fn) tupleElemInto(x lang.Expr, n, off, size int) error {
+	src, err := f.tupleField(x, n)
+	if err != nil {
+		return err
+	}
+	f.copyMem(regScratch, off, regScratch, src, size)
+	return nil
+}
+
 // stringByte lowers s[i] on a string: its byte i, or 0 for an index
 // outside the buffer.
 func (f *fn) stringByte(e *lang.IndexExpr) error {
@@ -783,12 +794,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		return nil
 	case *lang.FieldAccess:
 		if lang.TypeOf(e.X).Kind == lang.KindTuple {
-			src, err := f.tupleField(e.X, e.Index)
-			if err != nil {
-				return err
-			}
-			f.copyMem(regScratch, off, regScratch, src, sizeOf(t))
-			return nil
+			return f.tupleElemInto(e.X, e.Index, off, sizeOf(t))
 		}
 		if fld := f.tracepointField(e); fld != nil && t.Kind == lang.KindString {
 			return f.tracepointString(e, fld, off)
@@ -798,12 +804,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		}
 	case *lang.IndexExpr:
 		if lang.TypeOf(e.X).Kind == lang.KindTuple {
-			src, err := f.tupleField(e.X, e.TupleIndex)
-			if err != nil {
-				return err
-			}
-			f.copyMem(regScratch, off, regScratch, src, sizeOf(t))
-			return nil
+			return f.tupleElemInto(e.X, e.TupleIndex, off, sizeOf(t))
 		}
 	}
 	return f.c.errorf(e, "%T of type %s as a value: %w", e, t, ErrUnsupported)
