@@ -16,8 +16,8 @@ import (
 // the measured population and in all, than when they were last raised.
 // Raise them as the language grows.
 const (
-	floorCore = 259
-	floorAll  = 366
+	floorCore = 262
+	floorAll  = 368
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).
