@@ -375,17 +375,17 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 		}
 		t := &target{kind: ap.Kind, probeName: ap.Kind.String() + ":" + ap.Target + ":" + fn, path: ap.Target}
 		return c.addProgram(probe, ap, t, Attachment{Kind: ap.Kind, Path: ap.Target, Symbol: ap.Func, Address: ap.Address})
-	case lang.ProbeSoftware:
-		ev, ok := attachpoint.LookupSoftwareEvent(ap.Func)
+	case lang.ProbeSoftware, lang.ProbeHardware:
+		ev, ok := attachpoint.LookupPerfEvent(ap.Kind, ap.Func)
 		if !ok {
-			return c.errorAt(ap.Loc, "compile %s: %s is not a software probe", ap.Raw, ap.Func)
+			return c.errorAt(ap.Loc, "compile %s: %s is not a %s probe", ap.Raw, ap.Func, ap.Kind)
 		}
 		count := ap.Freq
 		if count == 0 {
 			count = ev.DefaultCount
 		}
-		name := fmt.Sprintf("software:%s:%d", ap.Func, count)
-		att := Attachment{Kind: ap.Kind, SoftwareEvent: ev.Config, Count: count}
+		name := fmt.Sprintf("%s:%s:%d", ap.Kind, ap.Func, count)
+		att := Attachment{Kind: ap.Kind, PerfConfig: ev.Config, Count: count}
 		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, att)
 	case lang.ProbeTracepoint:
 		if len(ap.Tracepoints) == 0 {
@@ -501,7 +501,7 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 		typ = ebpf.Kprobe
 	case lang.ProbeTracepoint:
 		typ = ebpf.TracePoint
-	case lang.ProbeProfile, lang.ProbeSoftware:
+	case lang.ProbeProfile, lang.ProbeSoftware, lang.ProbeHardware:
 		// Its context, struct bpf_perf_event_data, starts with the
 		// interrupted task's pt_regs, as a uprobe's is pt_regs.
 		typ = ebpf.PerfEvent

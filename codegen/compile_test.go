@@ -63,6 +63,7 @@ func TestProgramsLoad(t *testing.T) {
 		`BEGIN { @x = 1; exit(); @x = 2; } END { if (@x > 1) { exit(); } else { printf("no\n"); return; } }`,
 		`struct addrs { unsigned char v4[4]; unsigned char v6[16]; } uprobe:/bin/sh:main { $a = (struct addrs *)arg0; printf("%s %s %s\n", ntop($a->v4), ntop(10, $a->v6), ntop(2, arg1)); @[ntop($a->v6)] = count(); }`,
 		`profile:hz:99 { @[ustack, ntop(cpu)] = count(); }`,
+		`s:faults:10 { @[probe] = count(); } hardware:cycles { @h[probe, kstack] = count(); }`,
 	} {
 		p, err := lang.Parse("t.bt", src)
 		if err != nil {

@@ -96,9 +96,9 @@ type Attachment struct {
 	// Profile: samples per second on each CPU (profile:hz:N) instead of a
 	// period.
 	Frequency uint64
-	// Software: the perf software event (PERF_COUNT_SW_*) and how many
-	// of its events make one hit.
-	SoftwareEvent, Count uint64
+	// Software and hardware: the perf event (PERF_COUNT_SW_* or
+	// PERF_COUNT_HW_*) and how many of its events make one hit.
+	PerfConfig, Count uint64
 	// ProbeName is the text of the probe builtin in this program
 	// (usdt:PATH:PROVIDER:NAME, uprobe:PATH:SYMBOL, BEGIN, interval:s:1).
 	ProbeName string

@@ -183,6 +183,7 @@ const (
 	ProbeKprobe     = attachpoint.Kprobe
 	ProbeKretprobe  = attachpoint.Kretprobe
 	ProbeSoftware   = attachpoint.Software
+	ProbeHardware   = attachpoint.Hardware
 )
 
 // Probe is one probe block: attach points, an optional predicate and a body.

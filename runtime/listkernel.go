@@ -59,7 +59,7 @@ func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, erro
 		return true, listTracepoints(w, fields[1], fields[2], verbose)
 	}
 	name, _ := attachpoint.Unattached(typ)
-	if kind == attachpoint.Software {
+	if kind == attachpoint.Software || kind == attachpoint.Hardware {
 		name = kind.String()
 	}
 	switch name {

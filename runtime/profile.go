@@ -12,9 +12,10 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/lang"
 )
 
-// profileLink is a profile or software program attached to one CPU's
+// profileLink is a profile, software or hardware program attached to one CPU's
 // perf event: the link and the perf event it holds, closed together.
 type profileLink struct {
 	link.Link
@@ -31,7 +32,7 @@ func (l *profileLink) Close() error {
 // online CPU, sampling every process, as bpftrace does: Frequency times a
 // second, or every Period.
 func attachProfile(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, error) {
-	attr := softwareEvent(unix.PERF_COUNT_SW_CPU_CLOCK, uint64(a.Period.Nanoseconds()))
+	attr := perfEvent(unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK, uint64(a.Period.Nanoseconds()))
 	if a.Frequency > 0 {
 		attr.Bits |= unix.PerfBitFreq
 		attr.Sample = a.Frequency
@@ -39,18 +40,22 @@ func attachProfile(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, erro
 	return attachPerfEvents(a, prog, &attr)
 }
 
-// attachSoftware attaches a software program to its perf software event
-// on every online CPU, every Count events of every process.
-func attachSoftware(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, error) {
-	attr := softwareEvent(a.SoftwareEvent, a.Count)
+// attachPerfCounter attaches a software or hardware program to its perf
+// event on every online CPU, every Count events of every process.
+func attachPerfCounter(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, error) {
+	typ := uint32(unix.PERF_TYPE_SOFTWARE)
+	if a.Kind == lang.ProbeHardware {
+		typ = unix.PERF_TYPE_HARDWARE
+	}
+	attr := perfEvent(typ, a.PerfConfig, a.Count)
 	return attachPerfEvents(a, prog, &attr)
 }
 
-// softwareEvent describes the perf software event config, sampled every
+// perfEvent describes the perf event config of type typ, sampled every
 // period events (or nanoseconds, for the clocks).
-func softwareEvent(config, period uint64) unix.PerfEventAttr {
+func perfEvent(typ uint32, config, period uint64) unix.PerfEventAttr {
 	return unix.PerfEventAttr{
-		Type:   unix.PERF_TYPE_SOFTWARE,
+		Type:   typ,
 		Config: config,
 		Size:   uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
 		Sample: period,

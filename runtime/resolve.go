@@ -11,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
@@ -27,6 +29,9 @@ type kernelProbes struct {
 	kprobes bool
 	// tracefs: tracefs is mounted at /sys/kernel/tracing.
 	tracefs bool
+	// pmu: the CPU's performance monitoring unit counts hardware events
+	// (virtual machines often have none).
+	pmu bool
 }
 
 // hostKernelProbes looks at this host.
@@ -38,7 +43,22 @@ func hostKernelProbes() kernelProbes {
 	return kernelProbes{
 		kprobes: exists("/sys/bus/event_source/devices/kprobe"),
 		tracefs: exists("/sys/kernel/tracing/events"),
+		pmu:     HasHardwarePMU(),
 	}
+}
+
+// HasHardwarePMU reports whether the kernel counts CPU cycles for this
+// process: without a PMU, perf_event_open refuses every hardware event
+// (ENOENT or EOPNOTSUPP).
+func HasHardwarePMU() bool {
+	attr := perfEvent(unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES, 0)
+	attr.Bits |= unix.PerfBitDisabled
+	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return false
+	}
+	unix.Close(fd)
+	return true
 }
 
 // checkKernelSupport refuses attach points that a host offering host
@@ -53,6 +73,10 @@ func checkKernelSupport(p *lang.Program, host kernelProbes) error {
 					return attachError(ap, "kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no /sys/bus/event_source/devices/kprobe")
 				}
 				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END, interval, profile and tracepoint probes")
+			case lang.ProbeHardware:
+				if !host.pmu {
+					return attachError(ap, "hardware probes are not available: this machine has no hardware PMU (perf_event_open refuses hardware events, as in most virtual machines)")
+				}
 			case lang.ProbeUnknown:
 				return attachError(ap, "unknown probe type")
 			}

@@ -341,7 +341,7 @@ func (t *tracer) attach(s site) error {
 		links, err := attachProfile(s.att, prog)
 		t.links = append(t.links, links...)
 		return err
-	case lang.ProbeTracepoint, lang.ProbeSoftware:
+	case lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware:
 		t.afterBegin = append(t.afterBegin, s)
 		return nil
 	}
@@ -351,8 +351,8 @@ func (t *tracer) attach(s site) error {
 // attachKernel attaches a kernel probe's site.
 func (t *tracer) attachKernel(s site) error {
 	prog := t.coll.Programs[s.att.Program]
-	if s.att.Kind == lang.ProbeSoftware {
-		links, err := attachSoftware(s.att, prog)
+	if s.att.Kind == lang.ProbeSoftware || s.att.Kind == lang.ProbeHardware {
+		links, err := attachPerfCounter(s.att, prog)
 		t.links = append(t.links, links...)
 		return err
 	}

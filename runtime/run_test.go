@@ -225,6 +225,22 @@ func TestRunUnsupportedKinds(t *testing.T) {
 	}
 }
 
+// TestCheckHardwareProbes checks that hardware probes are refused, with a
+// positioned error naming the missing PMU, exactly on hosts without one.
+func TestCheckHardwareProbes(t *testing.T) {
+	p, err := lang.Parse("test.bt", "BEGIN { exit(); }\nh:cycles { @ = count(); }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = checkKernelSupport(p, kernelProbes{tracefs: true})
+	if err == nil || !strings.Contains(err.Error(), "hardware probes are not available: this machine has no hardware PMU") {
+		t.Errorf("no PMU: error %v, want a positioned one naming the missing PMU", err)
+	}
+	if err := checkKernelSupport(p, kernelProbes{pmu: true}); err != nil {
+		t.Errorf("with a PMU: %v", err)
+	}
+}
+
 // TestRunCommand traces the fixture started with -c: the probes are
 // attached before it runs, so every semaphore-guarded event fires, and
 // the trace ends when it exits.

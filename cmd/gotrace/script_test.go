@@ -19,6 +19,7 @@ import (
 
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/runtime"
 )
 
 // TestScript runs testdata/script/*.txtar. Each script's work directory
@@ -56,6 +57,8 @@ func TestScript(t *testing.T) {
 				return os.Geteuid() == 0, nil
 			case "fixture":
 				return fixtureBin != "", nil
+			case "pmu":
+				return runtime.HasHardwarePMU(), nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -23,6 +23,7 @@ const (
 	Kprobe
 	Kretprobe
 	Software
+	Hardware
 )
 
 // kindNames are each kind's name, as bpftrace writes it in its messages,
@@ -41,6 +42,7 @@ var kindNames = [...]struct{ name, alias string }{
 	Kprobe:     {"kprobe", "k"},
 	Kretprobe:  {"kretprobe", "kr"},
 	Software:   {"software", "s"},
+	Hardware:   {"hardware", "h"},
 }
 
 // String returns bpftrace's name of k.
@@ -66,7 +68,6 @@ func LookupKind(name string) (Kind, bool) {
 // rawtracepoint of later versions) that gotrace does not attach, by name
 // and alias.
 var unattached = []struct{ name, alias string }{
-	{"hardware", "h"},
 	{"watchpoint", "w"},
 	{"asyncwatchpoint", "aw"},
 	{"kfunc", "f"},
@@ -88,11 +89,12 @@ func Unattached(name string) (string, bool) {
 	return "", false
 }
 
-// SoftwareEvent is a perf software event a software probe names.
-type SoftwareEvent struct {
+// PerfEvent is a perf event a software or hardware probe names.
+type PerfEvent struct {
 	// Name is bpftrace's name of it, Alias its short name ("" for none).
 	Name, Alias string
-	// Config is the kernel's PERF_COUNT_SW_* number of the event.
+	// Config is the kernel's PERF_COUNT_SW_* or PERF_COUNT_HW_* number of
+	// the event.
 	Config uint64
 	// DefaultCount is how many events make one hit when the probe gives
 	// no count.
@@ -101,7 +103,7 @@ type SoftwareEvent struct {
 
 // SoftwareEvents are bpftrace 0.17's software events, in the kernel's
 // order.
-var SoftwareEvents = []SoftwareEvent{
+var SoftwareEvents = []PerfEvent{
 	{"cpu-clock", "cpu", 0, 1000000},
 	{"task-clock", "", 1, 1000000},
 	{"page-faults", "faults", 2, 100},
@@ -115,12 +117,32 @@ var SoftwareEvents = []SoftwareEvent{
 	{"bpf-output", "", 10, 1},
 }
 
-// LookupSoftwareEvent returns the software event name or alias names.
-func LookupSoftwareEvent(name string) (SoftwareEvent, bool) {
-	for _, e := range SoftwareEvents {
+// HardwareEvents are bpftrace 0.17's hardware events, in the kernel's
+// order.
+var HardwareEvents = []PerfEvent{
+	{"cpu-cycles", "cycles", 0, 1000000},
+	{"instructions", "", 1, 1000000},
+	{"cache-references", "", 2, 1000000},
+	{"cache-misses", "", 3, 1000000},
+	{"branch-instructions", "branches", 4, 100000},
+	{"branch-misses", "", 5, 100000},
+	{"bus-cycles", "", 6, 100000},
+	{"frontend-stalls", "", 7, 1000000},
+	{"backend-stalls", "", 8, 1000000},
+	{"ref-cycles", "", 9, 1000000},
+}
+
+// LookupPerfEvent returns the event of a software or hardware probe (kind)
+// that name or alias names.
+func LookupPerfEvent(kind Kind, name string) (PerfEvent, bool) {
+	events := SoftwareEvents
+	if kind == Hardware {
+		events = HardwareEvents
+	}
+	for _, e := range events {
 		if name == e.Name || name == e.Alias && e.Alias != "" {
 			return e, true
 		}
 	}
-	return SoftwareEvent{}, false
+	return PerfEvent{}, false
 }

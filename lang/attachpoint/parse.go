@@ -118,14 +118,14 @@ func Parse(raw string) (Point, []error) {
 		if need(1, "1 argument") {
 			p.Func = args[0]
 		}
-	case Software:
+	case Software, Hardware:
 		if len(args) != 1 && len(args) != 2 {
 			errs = append(errs, ArgCountError(parts[0], "1 or 2 arguments"))
 			break
 		}
 		p.Func = args[0]
-		if _, ok := LookupSoftwareEvent(p.Func); !ok {
-			errs = append(errs, fmt.Errorf("%s is not a software probe", p.Func))
+		if _, ok := LookupPerfEvent(kind, p.Func); !ok {
+			errs = append(errs, fmt.Errorf("%s is not a %s probe", p.Func, kind))
 		}
 		if len(args) == 2 {
 			if IsPositional(args[1]) {

@@ -36,7 +36,9 @@ func TestParse(t *testing.T) {
 		{"s:faults", Point{Kind: Software, Func: "faults"}, nil},
 		{"s:nosuch:1", Point{Kind: Software, Func: "nosuch", Freq: 1}, []string{"nosuch is not a software probe"}},
 		{"software", Point{Kind: Software}, []string{"software probe type requires 1 or 2 arguments"}},
-		{"h:cache-misses:1", Point{}, []string{"probe type hardware is not supported by gotrace"}},
+		{"h:cache-misses:1", Point{Kind: Hardware, Func: "cache-misses", Freq: 1}, nil},
+		{"hardware:cycles", Point{Kind: Hardware, Func: "cycles"}, nil},
+		{"hardware:faults", Point{Kind: Hardware, Func: "faults"}, []string{"faults is not a hardware probe"}},
 		{"fr:x", Point{}, []string{"probe type kretfunc is not supported by gotrace"}},
 		{"usdtx:/bin/true:a:b", Point{}, []string{"Invalid probe type: usdtx"}},
 	} {
