@@ -135,6 +135,7 @@ func (p *parser) parse(prog *Program) (err *Error) {
 	}
 	p.expandMacros(prog)
 	p.replaceEnumValues(prog)
+	p.replaceTaskBuiltins(prog)
 	return nil
 }
 

@@ -1,0 +1,50 @@
+package lang
+
+// taskFields are the builtins of bpftrace's standard library that read a
+// field of the current task's parent (bpftrace 0.24: pcomm and ppid, and
+// ppid(task) of a given task since 0.25): the member of real_parent each
+// one reads.
+var taskFields = map[string]string{"ppid": "tgid", "pcomm": "comm"}
+
+// replaceTaskBuiltins replaces ppid, pcomm, ppid() and ppid(task) by the
+// field accesses they stand for, task->real_parent->tgid with curtask as
+// the default task, so that the checker's errors for a kernel without BTF
+// are those of curtask's fields. Macros and enum values of the same name
+// were replaced before.
+func (p *parser) replaceTaskBuiltins(prog *Program) {
+	parent := func(e Expr) Expr {
+		var name string
+		var task Expr
+		switch c := e.(type) {
+		case *Builtin:
+			name = c.Name
+		case *Call:
+			name = c.Name
+			switch len(c.Args) {
+			case 0:
+			case 1:
+				task = c.Args[0]
+			default:
+				return e
+			}
+		default:
+			return e
+		}
+		field, ok := taskFields[name]
+		if !ok {
+			return e
+		}
+		loc := e.Span()
+		if task == nil {
+			task = &Builtin{ExprBase: ExprBase{Loc: loc}, Name: "curtask"}
+		}
+		up := &FieldAccess{ExprBase: ExprBase{Loc: loc}, X: task, Field: "real_parent", Arrow: true}
+		return &FieldAccess{ExprBase: ExprBase{Loc: loc}, X: up, Field: field, Arrow: true}
+	}
+	for _, pr := range prog.Probes {
+		if pr.Pred != nil {
+			pr.Pred = mapExpr(pr.Pred, parent)
+		}
+		pr.Body = mapStmt(pr.Body, parent).(*Block)
+	}
+}
