@@ -117,10 +117,5 @@ func (p *parser) replaceEnumValues(prog *Program) {
 		}
 		return &IntLit{ExprBase: ExprBase{Loc: b.Loc}, Value: uint64(en.value), Enum: en.enum}
 	}
-	for _, pr := range prog.Probes {
-		if pr.Pred != nil {
-			pr.Pred = mapExpr(pr.Pred, lit)
-		}
-		pr.Body = mapStmt(pr.Body, lit).(*Block)
-	}
+	mapProbes(prog, lit)
 }

@@ -136,6 +136,7 @@ func (p *parser) parse(prog *Program) (err *Error) {
 	p.expandMacros(prog)
 	p.replaceEnumValues(prog)
 	p.replaceTaskBuiltins(prog)
+	p.replaceAsserts(prog)
 	return nil
 }
 

@@ -41,10 +41,36 @@ func (p *parser) replaceTaskBuiltins(prog *Program) {
 		up := &FieldAccess{ExprBase: ExprBase{Loc: loc}, X: task, Field: "real_parent", Arrow: true}
 		return &FieldAccess{ExprBase: ExprBase{Loc: loc}, X: up, Field: field, Arrow: true}
 	}
+	mapProbes(prog, parent)
+}
+
+// replaceAsserts replaces assert(cond, msg) (bpftrace 0.24's standard
+// library) by what it stands for: when cond is false, a run-time error
+// "assert failed: msg" at the call, and exit with status 1.
+func (p *parser) replaceAsserts(prog *Program) {
+	mapProbes(prog, func(e Expr) Expr {
+		c, ok := e.(*Call)
+		if !ok || c.Name != "assert" || len(c.Args) != 2 {
+			return e
+		}
+		loc := c.Loc
+		not := &Unary{ExprBase: ExprBase{Loc: loc}, Op: "!", OpLoc: loc, X: c.Args[0]}
+		report := &Call{ExprBase: ExprBase{Loc: loc}, Name: "errorf", NameLoc: c.NameLoc,
+			Args: []Expr{&StrLit{ExprBase: ExprBase{Loc: loc}, Value: "assert failed: %s"}, c.Args[1]}}
+		exit := &Call{ExprBase: ExprBase{Loc: loc}, Name: "exit", NameLoc: c.NameLoc,
+			Args: []Expr{&IntLit{ExprBase: ExprBase{Loc: loc}, Value: 1}}}
+		then := &Block{Loc: loc, Stmts: []Stmt{&ExprStmt{Loc: loc, X: report}, &ExprStmt{Loc: loc, X: exit}}}
+		return &BlockExpr{ExprBase: ExprBase{Loc: loc}, Stmts: []Stmt{&IfStmt{Loc: loc, Cond: not, Then: then}}}
+	})
+}
+
+// mapProbes replaces every expression of every probe's predicate and
+// body by what f makes of it, children first.
+func mapProbes(prog *Program, f func(Expr) Expr) {
 	for _, pr := range prog.Probes {
 		if pr.Pred != nil {
-			pr.Pred = mapExpr(pr.Pred, parent)
+			pr.Pred = mapExpr(pr.Pred, f)
 		}
-		pr.Body = mapStmt(pr.Body, parent).(*Block)
+		pr.Body = mapStmt(pr.Body, f).(*Block)
 	}
 }
