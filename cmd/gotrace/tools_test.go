@@ -90,7 +90,10 @@ var shippedTools = []shippedTool{
 		return `^\d\d:\d\d:\d\d \d+\s+\S+\s+\d+\s+\S+\s+\d+\.\d{3}$`
 	}},
 	{"cpuwalk", 1, func(t *testing.T, marker string) string {
-		time.Sleep(200 * time.Millisecond)
+		// cpuwalk samples only CPUs that run a process: keep one busy
+		// (sleeping, on an idle machine it got no sample at all).
+		for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); {
+		}
 		return `(?m)^@cpu: ?$`
 	}},
 }
