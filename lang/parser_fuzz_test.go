@@ -309,7 +309,12 @@ func checkSpans(t *testing.T, p *Program) {
 			expr(e.Cond, loc)
 			expr(e.Then, loc)
 			expr(e.Else, loc)
-			ordered("ternary", e.Cond.Span(), e.QuestionLoc, e.Then.Span(), e.ColonLoc, e.Else.Span())
+			if e.Then.Span() == e.Cond.Span() {
+				// a ?: b: Then is a copy of the condition, at its place.
+				ordered("ternary", e.Cond.Span(), e.QuestionLoc, e.ColonLoc, e.Else.Span())
+			} else {
+				ordered("ternary", e.Cond.Span(), e.QuestionLoc, e.Then.Span(), e.ColonLoc, e.Else.Span())
+			}
 		case *Cast:
 			within("cast type", e.TypeLoc, loc)
 			expr(e.X, loc)
