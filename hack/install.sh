@@ -25,6 +25,7 @@ BASHCOMPDIR=${BASHCOMPDIR:-$PREFIX/share/bash-completion/completions}
 ZSHCOMPDIR=${ZSHCOMPDIR:-$PREFIX/share/zsh/site-functions}
 FISHCOMPDIR=${FISHCOMPDIR:-$PREFIX/share/fish/vendor_completions.d}
 DOCDIR=${DOCDIR:-$PREFIX/share/doc/gotrace}
+UNITDIR=${UNITDIR:-$PREFIX/lib/systemd/system}
 
 uninstall=false
 if [[ ${1:-} == --uninstall ]]; then
@@ -77,3 +78,7 @@ put 0644 "$tmp/_gotrace" "$ZSHCOMPDIR/_gotrace"
 put 0644 "$tmp/gotrace.fish" "$FISHCOMPDIR/gotrace.fish"
 put 0644 README.md "$DOCDIR/README.md"
 put 0644 docs/compat.md "$DOCDIR/compat.md"
+put 0644 docs/metrics.md "$DOCDIR/metrics.md"
+# An example unit running a script as a metrics service (docs/metrics.md);
+# not enabled: it wants /etc/gotrace/metrics.bt first.
+put 0644 docs/systemd/gotrace-metrics.service "$UNITDIR/gotrace-metrics.service"
