@@ -257,8 +257,16 @@ func (t *tracer) printMap(name string, top, div int64) error {
 
 // outputMaps reads every map for printing. The caller holds t.mu.
 func (t *tracer) outputMaps() ([]*output.Map, error) {
+	return t.outputMapsWhere(func(*codegen.Map) bool { return true })
+}
+
+// outputMapsWhere reads the maps that keep accepts. The caller holds t.mu.
+func (t *tracer) outputMapsWhere(keep func(*codegen.Map) bool) ([]*output.Map, error) {
 	maps := make([]*output.Map, 0, len(t.spec.Maps))
 	for i := range t.spec.Maps {
+		if !keep(&t.spec.Maps[i]) {
+			continue
+		}
 		om, err := t.outputMap(&t.spec.Maps[i])
 		if err != nil {
 			return nil, err

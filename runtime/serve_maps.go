@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 
+	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/runtime/metrics"
 	"github.com/gotrace/gotrace/runtime/output"
 )
@@ -50,17 +51,5 @@ func (t *tracer) metricMaps() ([]*output.Map, error) {
 	if t.coll == nil {
 		return nil, fmt.Errorf("read maps: the trace has ended")
 	}
-	var maps []*output.Map
-	for i := range t.spec.Maps {
-		m := &t.spec.Maps[i]
-		if !metrics.Exportable(m.Kind, m.Value) {
-			continue
-		}
-		om, err := t.outputMap(m)
-		if err != nil {
-			return nil, err
-		}
-		maps = append(maps, om)
-	}
-	return maps, nil
+	return t.outputMapsWhere(func(m *codegen.Map) bool { return metrics.Exportable(m.Kind, m.Value) })
 }
