@@ -2,7 +2,6 @@ package lang
 
 import (
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/alecthomas/participle/v2/lexer"
@@ -45,9 +44,11 @@ type lexToken struct {
 	Run lexer.Position
 }
 
-// scanner turns a script into tokens. It tracks just enough context to
-// tell attach points (only at the top level) and the predicate's closing
-// slash (a "/" followed by "{") from expressions.
+// scanner turns a script into tokens as the parser asks for them, so that
+// only the few tokens of its lookahead are held at a time, however long
+// the script. It tracks just enough context to tell attach points (only
+// at the top level) and the predicate's closing slash (a "/" followed by
+// "{") from expressions.
 type scanner struct {
 	file string
 	src  string
@@ -55,7 +56,18 @@ type scanner struct {
 	line int
 	col  int
 
+	// toks[head:] are the tokens scanned and not yet taken.
 	toks []lexToken
+	head int
+	// done says the end of the script has been queued (a tokEOF token),
+	// and err is the first lexical error, after which nothing is scanned.
+	done bool
+	err  *Error
+	// runs are the runs found so far (tokenRun); runTok is the first
+	// token of the current run and runLast its last one so far.
+	runs            []tokenRun
+	runTok, runLast lexToken
+	runTokens       int
 
 	braces int            // depth of {}
 	parens int            // depth of () and []
@@ -73,10 +85,9 @@ type scanner struct {
 	conds int
 }
 
-// scan lexes src completely.
-func scan(file, src string) ([]lexToken, *Error) {
-	// Scripts average a token per four or five bytes.
-	s := &scanner{file: file, src: src, line: 1, col: 1, toks: make([]lexToken, 0, len(src)/4+1)}
+// newScanner returns a scanner at the start of src, past a "#!" line.
+func newScanner(file, src string) *scanner {
+	s := &scanner{file: file, src: src, line: 1, col: 1}
 	if strings.HasPrefix(src, "#!") {
 		n := strings.IndexByte(src, '\n')
 		if n < 0 {
@@ -84,18 +95,69 @@ func scan(file, src string) ([]lexToken, *Error) {
 		}
 		s.advance(n)
 	}
-	for {
-		if err := s.skipSpace(); err != nil {
-			return nil, err
-		}
-		if s.off >= len(s.src) {
-			s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: tokEOF, Pos: s.pos()}, End: s.pos(), Run: s.run})
-			return s.toks, nil
-		}
-		if err := s.next(); err != nil {
-			return nil, err
-		}
+	return s
+}
+
+// fill scans until n tokens are waiting to be taken, the end of the
+// script is queued or a lexical error is found.
+func (s *scanner) fill(n int) {
+	for len(s.toks)-s.head < n && !s.done && s.err == nil {
+		s.err = s.step()
 	}
+}
+
+// drain scans the rest of the script, dropping its tokens, to find a
+// lexical error after the point where the parser stopped.
+func (s *scanner) drain() {
+	for !s.done && s.err == nil {
+		s.toks, s.head = s.toks[:0], 0
+		s.err = s.step()
+	}
+}
+
+// take drops the first waiting token.
+func (s *scanner) take() {
+	s.head++
+	if s.head == len(s.toks) {
+		s.toks, s.head = s.toks[:0], 0
+	}
+}
+
+// step scans the next token (all of a macro's), or queues the end.
+func (s *scanner) step() *Error {
+	if err := s.skipSpace(); err != nil {
+		return err
+	}
+	if s.off < len(s.src) {
+		return s.next()
+	}
+	s.push(lexToken{Token: lexer.Token{Type: tokEOF, Pos: s.pos()}, End: s.pos(), Run: s.run})
+	s.endRun()
+	s.done = true
+	return nil
+}
+
+// push queues t and notes the run it belongs to.
+func (s *scanner) push(t lexToken) {
+	if s.runTokens == 0 || t.Run.Offset != s.runTok.Run.Offset {
+		s.endRun()
+		s.runTok, s.runTokens = t, 0
+	}
+	s.runLast = t
+	s.runTokens++
+	s.toks = append(s.toks, t)
+}
+
+// endRun records the current run if its tokens do not all start where it
+// starts.
+func (s *scanner) endRun() {
+	if s.runTokens > 0 && s.runLast.Pos.Offset != s.runTok.Run.Offset {
+		s.runs = append(s.runs, tokenRun{
+			start: Pos{Line: s.runTok.Run.Line, Col: s.runTok.Run.Column},
+			last:  Pos{Line: s.runLast.Pos.Line, Col: s.runLast.Pos.Column},
+		})
+	}
+	s.runTokens = 0
 }
 
 func (s *scanner) pos() lexer.Position {
@@ -187,17 +249,12 @@ func isIdentStart(c byte) bool {
 
 func isIdentChar(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
 
-// emit appends a token of n bytes starting at the current offset.
+// emit queues a token of n bytes starting at the current offset.
 func (s *scanner) emit(typ lexer.TokenType, n int) {
 	start := s.pos()
 	val := s.src[s.off : s.off+n]
 	s.advance(n)
-	if len(s.toks) == cap(s.toks) {
-		// Double, where append would grow large slices by a quarter and
-		// copy a dense script's tokens many times.
-		s.toks = slices.Grow(s.toks, len(s.toks))
-	}
-	s.toks = append(s.toks, lexToken{Token: lexer.Token{Type: typ, Value: val, Pos: start}, End: s.pos(), Run: s.run})
+	s.push(lexToken{Token: lexer.Token{Type: typ, Value: val, Pos: start}, End: s.pos(), Run: s.run})
 }
 
 func (s *scanner) next() *Error {
@@ -395,23 +452,3 @@ func printableByte(c byte) string {
 // one token, or one token after a comment: from the run's start to the
 // start of its last token.
 type tokenRun struct{ start, last Pos }
-
-// tokenRuns lists, in source order, the runs whose tokens do not all start
-// where the run starts.
-func tokenRuns(toks []lexToken) []tokenRun {
-	var runs []tokenRun
-	for i := 0; i < len(toks); {
-		j := i
-		for j+1 < len(toks) && toks[j+1].Run.Offset == toks[i].Run.Offset {
-			j++
-		}
-		if toks[j].Pos.Offset != toks[i].Run.Offset {
-			runs = append(runs, tokenRun{
-				start: Pos{Line: toks[i].Run.Line, Col: toks[i].Run.Column},
-				last:  Pos{Line: toks[j].Pos.Line, Col: toks[j].Pos.Column},
-			})
-		}
-		i = j + 1
-	}
-	return runs
-}

@@ -183,7 +183,7 @@ func (s *scanner) expand(name string, n int) *Error {
 		if i == 0 {
 			t.Pos = start
 		}
-		s.toks = append(s.toks, t)
+		s.push(t)
 	}
 	s.braces, s.parens, s.inPred, s.ternaries = sub.braces, sub.parens, sub.inPred, sub.ternaries
 	return nil

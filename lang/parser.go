@@ -30,13 +30,17 @@ import (
 // Parse parses a bpftrace script. file is the name diagnostics use ("stdin"
 // for -e). On bad input the error is an ErrorList.
 func Parse(file, src string) (*Program, error) {
-	toks, lerr := scan(file, src)
-	if lerr != nil {
-		return nil, ErrorList{lerr}
-	}
-	p := &parser{toks: toks}
+	s := newScanner(file, src)
+	p := &parser{s: s}
 	prog := &Program{File: file, Source: src}
-	if serr := p.parse(prog); serr != nil {
+	serr := p.parse(prog)
+	// A lexical error anywhere in the script is reported rather than a
+	// syntax error before it.
+	s.drain()
+	if s.err != nil {
+		return nil, ErrorList{s.err}
+	}
+	if serr != nil {
 		return nil, ErrorList{serr}
 	}
 	if p.noAttach {
@@ -46,7 +50,7 @@ func Parse(file, src string) (*Program, error) {
 	if len(p.errs) > 0 {
 		return nil, p.errs
 	}
-	prog.runs = tokenRuns(toks)
+	prog.runs = s.runs
 	return prog, nil
 }
 
@@ -73,9 +77,12 @@ const maxNesting = 200
 // parser walks the tokens by recursive descent; it panics with a
 // syntaxBail at the first syntax error.
 type parser struct {
-	toks  []lexToken
-	i     int
-	depth int
+	s *scanner
+	// taken counts the tokens consumed, and prevEnd is where the last of
+	// them ends.
+	taken   int
+	prevEnd lexer.Position
+	depth   int
 	// noAttach is set by a probe without attach points.
 	noAttach bool
 	// errs are the problems found in well-formed syntax.
@@ -154,13 +161,21 @@ func (p *parser) enter() {
 
 func (p *parser) leave() { p.depth-- }
 
-func (p *parser) tok() lexToken { return p.toks[p.i] }
+func (p *parser) tok() lexToken { return p.peek(0) }
 
+// peek returns the token n places after the current one, or the end of
+// the script's; it stops the parse at a lexical error, which Parse then
+// reports.
 func (p *parser) peek(n int) lexToken {
-	if p.i+n < len(p.toks) {
-		return p.toks[p.i+n]
+	p.s.fill(n + 1)
+	waiting := p.s.toks[p.s.head:]
+	if n < len(waiting) {
+		return waiting[n]
 	}
-	return p.toks[len(p.toks)-1]
+	if p.s.err != nil {
+		panic(syntaxBail{p.s.err})
+	}
+	return waiting[len(waiting)-1]
 }
 
 func (p *parser) is(val string) bool {
@@ -169,8 +184,10 @@ func (p *parser) is(val string) bool {
 }
 
 func (p *parser) next() {
-	if p.tok().Type != tokEOF {
-		p.i++
+	if t := p.tok(); t.Type != tokEOF {
+		p.prevEnd = t.End
+		p.taken++
+		p.s.take()
 	}
 }
 
@@ -207,7 +224,7 @@ func (p *parser) take(typ lexer.TokenType, expect string) lexToken {
 // span is the range from the start of token start to the end of the last
 // token consumed.
 func (p *parser) span(start lexToken) Span {
-	end := p.toks[p.i-1].End
+	end := p.prevEnd
 	return Span{Start: Pos{Line: start.Pos.Line, Col: start.Pos.Column}, End: Pos{Line: end.Line, Col: end.Column}}
 }
 
@@ -339,9 +356,8 @@ func (p *parser) probe() *Probe {
 		// it ends, or at 1:1.
 		loc := tokSpan(t)
 		loc.Start = Pos{Line: 1, Col: 1}
-		if p.i > 0 {
-			prev := p.toks[p.i-1].End
-			loc.Start = Pos{Line: prev.Line, Col: prev.Column}
+		if p.taken > 0 {
+			loc.Start = Pos{Line: p.prevEnd.Line, Col: p.prevEnd.Column}
 		}
 		pr.Attach = append(pr.Attach, p.attach(t.Value, loc))
 		p.next()
