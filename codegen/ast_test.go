@@ -10,7 +10,11 @@ import (
 
 // Typed AST builders for tests that do not go through the checker.
 
-func base(t lang.Type) lang.ExprBase { return lang.ExprBase{Type: t} }
+func base(t lang.Type) lang.ExprBase {
+	var b lang.ExprBase
+	lang.SetType(&b, t)
+	return b
+}
 
 func intLit(v int64) *lang.IntLit {
 	lit := &lang.IntLit{ExprBase: base(lang.Int64), Value: uint64(v)}

@@ -332,9 +332,12 @@ type ExprBase struct {
 	// bpftrace's diagnostics leave out too.
 	Loc Span
 	// ParenLoc is the expression with its outermost parentheses, if it is
-	// parenthesized; the zero Span otherwise.
-	ParenLoc Span
-	Type     Type
+	// parenthesized; nil otherwise.
+	ParenLoc *Span
+	// typ is the checked type. Expressions of the common scalar types
+	// share one copy of it (internType), so that each expression costs a
+	// pointer for its type rather than a whole Type.
+	typ *Type
 	// Const is the value of a constant expression, set by the checker
 	// (see ConstInt); nil for the others.
 	Const constant.Value
@@ -345,10 +348,15 @@ func (e *ExprBase) Span() Span          { return e.Loc }
 func (e *ExprBase) exprBase() *ExprBase { return e }
 
 // TypeOf returns the type the checker gave e.
-func TypeOf(e Expr) Type { return e.exprBase().Type }
+func TypeOf(e Expr) Type {
+	if t := e.exprBase().typ; t != nil {
+		return *t
+	}
+	return Type{}
+}
 
 // SetType records e's type; the checker calls it.
-func SetType(e Expr, t Type) { e.exprBase().Type = t }
+func SetType(e Expr, t Type) { e.exprBase().typ = internType(t) }
 
 // IntLit is an integer literal (decimal, hex, octal, with _ separators, or
 // the 1e6 form).

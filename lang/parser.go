@@ -889,7 +889,8 @@ func (p *parser) primary() (Expr, bool) {
 			if len(xs) == 1 {
 				// Parentheses only group; the inner expression keeps
 				// its own span and notes the outermost parentheses.
-				xs[0].exprBase().ParenLoc = p.span(t)
+				paren := p.span(t)
+				xs[0].exprBase().ParenLoc = &paren
 				return xs[0], false
 			}
 			e := &Tuple{Elems: xs}

@@ -274,8 +274,8 @@ func checkSpans(t *testing.T, p *Program) {
 	expr = func(e Expr, outer Span) {
 		loc := e.Span()
 		within(fmt.Sprintf("%T", e), loc, outer)
-		if pl := e.exprBase().ParenLoc; pl != (Span{}) {
-			within("parentheses", loc, pl)
+		if pl := e.exprBase().ParenLoc; pl != nil {
+			within("parentheses", loc, *pl)
 		}
 		switch e := e.(type) {
 		case *MapExpr:

@@ -222,3 +222,32 @@ func (t Type) String() string {
 	}
 	return fmt.Sprintf("kind(%d)", int(t.Kind))
 }
+
+// commonTypes are the types most expressions have, which internType
+// shares rather than copies.
+var commonTypes = []Type{
+	Int64, Uint64, Int(4, true), Int(4, false), Int(2, true), Int(2, false), Int(1, true), Int(1, false),
+	Bool, String(64), {Kind: KindVoid}, {},
+}
+
+// internType returns a pointer to a type identical to t: one of
+// commonTypes where t is one of them, else a copy of t.
+func internType(t Type) *Type {
+	for i := range commonTypes {
+		if identicalScalar(&commonTypes[i], &t) {
+			return &commonTypes[i]
+		}
+	}
+	c := t
+	return &c
+}
+
+// identicalScalar reports whether a and b are the same type without
+// element types, field for field (Equal ignores some fields: the stack
+// frame limit, the enum).
+func identicalScalar(a, b *Type) bool {
+	return a.Elems == nil && b.Elems == nil && a.Elem == nil && b.Elem == nil &&
+		a.Kind == b.Kind && a.Size == b.Size && a.Signed == b.Signed && a.Struct == b.Struct &&
+		a.Len == b.Len && a.StackFrames == b.StackFrames && a.StackPerf == b.StackPerf &&
+		a.StackKernel == b.StackKernel && a.Boolean == b.Boolean && a.Hash == b.Hash && a.Enum == b.Enum
+}
