@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -298,14 +299,19 @@ func (t *tracer) system(ev *codegen.Event, data []byte) error {
 		return err
 	}
 	c := exec.Command("/bin/sh", "-c", string(cmd))
+	var out bytes.Buffer
+	c.Stdout = &out
 	c.Stderr = t.opts.Err
 	t.flushOut() // before the command's own errors
-	out, err := c.Output()
+	err = startWithNice(c, t.nice)
+	if err == nil {
+		err = c.Wait()
+	}
 	var exitErr *exec.ExitError
 	if err != nil && !errors.As(err, &exitErr) {
 		return fmt.Errorf("run system command %q: %w", cmd, err)
 	}
-	return t.out.Message(output.MessageSyscall, string(out))
+	return t.out.Message(output.MessageSyscall, out.String())
 }
 
 // cat prints the start of the file cat() names.

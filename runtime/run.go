@@ -29,6 +29,10 @@ import (
 // happened.
 const lostPoll = 100 * time.Millisecond
 
+// pollRecords is how many records the events reader handles in a burst
+// between two looks at the clock for lostPoll.
+const pollRecords = 256
+
 // outHold is how much output the tracer holds before it writes it.
 const outHold = 64 << 10
 
@@ -280,6 +284,9 @@ type tracer struct {
 	runErr error
 	// exitStatus is the code of the first exit(code) record.
 	exitStatus ExitStatus
+	// nice is the process's nice value before the readers started (see
+	// favour); commands that system() runs get it.
+	nice int
 }
 
 // interval is an interval probe's program and period.
@@ -427,9 +434,9 @@ func (t *tracer) startReaders() {
 	t.eventsDone = make(chan struct{})
 	t.stop = make(chan struct{})
 	t.readers.Add(2)
+	t.nice = favour()
 	go func() {
 		defer close(t.eventsDone)
-		favourThread()
 		t.read(t.events, t.flushed, lostPoll)
 	}()
 	go t.read(t.control, nil, 0)
@@ -470,9 +477,12 @@ func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}, poll time.Dur
 		next = time.Now().Add(poll)
 		rd.SetDeadline(next)
 	}
-	for {
+	for n := 0; ; n++ {
 		err := rd.ReadInto(&rec)
-		if poll > 0 && (err == nil || errors.Is(err, os.ErrDeadlineExceeded)) {
+		// The clock is read when the ring is empty or every
+		// pollRecords records, not for each record of a burst.
+		due := errors.Is(err, os.ErrDeadlineExceeded) || err == nil && (rec.Remaining == 0 || n%pollRecords == 0)
+		if poll > 0 && due {
 			if now := time.Now(); now.After(next) {
 				t.mu.Lock()
 				t.reportLost()
@@ -490,7 +500,10 @@ func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}, poll time.Dur
 			t.mu.Lock()
 			err = t.handle(rec.RawSample)
 			t.keepErr(err)
-			if rd.AvailableBytes() == 0 {
+			// Remaining is what the ring held when the record was
+			// read: no second look at the producer's position, a
+			// cache line the kernel keeps writing.
+			if rec.Remaining == 0 {
 				t.flushOut()
 			}
 			t.mu.Unlock()
@@ -731,6 +744,9 @@ func (t *tracer) close() {
 		t.control.Close()
 	}
 	t.readers.Wait()
+	if t.stop != nil {
+		unfavour(t.nice)
+	}
 	t.files.Close()
 	for _, c := range t.extra {
 		c.Close()
@@ -764,21 +780,4 @@ func (t *tracer) keepErr(err error) {
 	if err != nil && t.runErr == nil {
 		t.runErr = err
 	}
-}
-
-// readerNice is the nice value of the thread that reads the printf ring
-// buffer. The probes write records at their own rate, whatever else runs:
-// a reader that gets only its fair share of a busy machine's CPUs falls
-// behind a burst and the ring fills, while with a higher weight it takes
-// the fraction of a CPU that it needs (about 0.5 µs a 155-byte line) as
-// soon as records wait.
-const readerNice = -10
-
-// favourThread locks the calling goroutine to its thread and raises that
-// thread's scheduling weight to readerNice. Without the right to (no
-// CAP_SYS_NICE) the thread keeps its weight. The Go runtime starts no
-// thread from a locked one, so no other thread inherits the weight.
-func favourThread() {
-	goruntime.LockOSThread()
-	unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), readerNice)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"strconv"
+	"strings"
 
 	"github.com/gotrace/gotrace/internal/printf"
 )
@@ -33,27 +34,36 @@ var ErrArgs = errors.New("printf arguments do not match the format")
 func AppendPrintf(b []byte, parts []printf.Part, args []Value) ([]byte, error) {
 	n := 0
 	frag := len(b) // where the text that C's printf formats with the next verb starts
+	// nul says the literal since frag holds a NUL. Only such a literal
+	// and %c can put a NUL in the text: strings end at their first NUL
+	// and the other conversions print digits and escapes, so the text is
+	// scanned only then.
+	nul := false
 	for _, p := range parts {
 		v := p.Verb
 		if v == nil {
 			frag = len(b)
+			nul = strings.IndexByte(p.Literal, 0) >= 0
 			b = append(b, p.Literal...)
 			continue
 		}
 		if n >= len(args) {
 			return b, fmt.Errorf("format %s: %d arguments: %w", v.Text, len(args), ErrArgs)
 		}
-		arg := args[n]
+		arg := &args[n]
 		n++
 		var err error
 		b, err = appendVerb(b, v, arg)
 		if err != nil {
 			return b, err
 		}
-		if i := bytes.IndexByte(b[frag:], 0); i >= 0 {
-			b = b[:frag+i]
+		if nul || v.Conv == 'c' {
+			if i := bytes.IndexByte(b[frag:], 0); i >= 0 {
+				b = b[:frag+i]
+			}
 		}
 		frag = len(b)
+		nul = false
 	}
 	if n != len(args) {
 		return b, fmt.Errorf("format takes %d arguments, got %d: %w", n, len(args), ErrArgs)
@@ -62,7 +72,7 @@ func AppendPrintf(b []byte, parts []printf.Part, args []Value) ([]byte, error) {
 }
 
 // appendVerb appends one verb formatted with arg.
-func appendVerb(b []byte, v *printf.Verb, arg Value) ([]byte, error) {
+func appendVerb(b []byte, v *printf.Verb, arg *Value) ([]byte, error) {
 	if v.Escaped {
 		return append(b, v.Text[1:]...), nil
 	}
@@ -74,7 +84,8 @@ func appendVerb(b []byte, v *printf.Verb, arg Value) ([]byte, error) {
 		want = ValueBuf
 	}
 	if want == ValueString && arg.Enum {
-		arg = Str(string(appendText(nil, arg)))
+		name := Str(string(appendText(nil, *arg)))
+		arg = &name
 	}
 	if arg.Kind != want {
 		return b, fmt.Errorf("format %s with a value of kind %d: %w", v.Text, arg.Kind, ErrArgs)
