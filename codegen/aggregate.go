@@ -45,13 +45,13 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 	case lang.KindHist:
 		f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
 		f.histBucket()
-		f.emit(asm.StoreMem(koff.base, int16(koff.off+m.KeySize-8), asm.R0, asm.DWord))
+		f.emit(memAt(asm.StoreMem(koff.base, 0, asm.R0, asm.DWord), koff.off+m.KeySize-8))
 	case lang.KindLhist:
 		p := m.Info.Lhist
 		assert(p.Step > 0 && p.Max > p.Min, call, "lhist() with bounds the checker refuses")
 		f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
 		f.lhistBucket(p)
-		f.emit(asm.StoreMem(koff.base, int16(koff.off+m.KeySize-8), asm.R0, asm.DWord))
+		f.emit(memAt(asm.StoreMem(koff.base, 0, asm.R0, asm.DWord), koff.off+m.KeySize-8))
 	}
 
 	found, done := f.label("aggfound"), f.label("aggdone")
@@ -67,18 +67,18 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 	}
 	switch kind {
 	case lang.KindCount, lang.KindHist, lang.KindLhist:
-		f.emit(storeImm64(regScratch, int16(voff), 1))
+		f.emit(storeImm64(regScratch, voff, 1))
 	case lang.KindSum:
-		f.emit(asm.StoreMem(regScratch, int16(voff), asm.R1, asm.DWord))
+		f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R1, asm.DWord), voff))
 	case lang.KindMin, lang.KindMax:
 		f.emit(
-			asm.StoreMem(regScratch, int16(voff), asm.R1, asm.DWord),
-			storeImm64(regScratch, int16(voff+8), 1),
+			memAt(asm.StoreMem(regScratch, 0, asm.R1, asm.DWord), voff),
+			storeImm64(regScratch, voff+8, 1),
 		)
 	case lang.KindAvg, lang.KindStats:
 		f.emit(
-			storeImm64(regScratch, int16(voff), 1),
-			asm.StoreMem(regScratch, int16(voff+8), asm.R1, asm.DWord),
+			storeImm64(regScratch, voff, 1),
+			memAt(asm.StoreMem(regScratch, 0, asm.R1, asm.DWord), voff+8),
 		)
 	}
 	f.update(e.Name, index, koff, voff)
@@ -152,7 +152,7 @@ func (f *fn) arrayHist(e *lang.MapExpr, m userMap, call *lang.Call, slot int16) 
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-		storeImm64(asm.RFP, slot, int32(bucketCount(m.Info))),
+		storeImm64(asm.RFP, int(slot), int32(bucketCount(m.Info))),
 	)
 	f.lookup(e.Name, key)
 	f.emit(

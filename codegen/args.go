@@ -19,7 +19,7 @@ func (f *fn) arg(e *lang.Builtin, n int) error {
 		if !ok {
 			return f.c.errorf(e, "%s: uprobes read arg0 to arg%d", e.Name, len(ptregs.Args)-1)
 		}
-		f.emit(asm.LoadMem(asm.R0, regCtx, int16(off), asm.DWord))
+		f.emit(memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), off))
 		return nil
 	case lang.ProbeUSDT:
 	default:
@@ -83,11 +83,11 @@ func (f *fn) stackArg(e *lang.Builtin, n int) error {
 	}
 	defer f.popSlot()
 	f.emit(
-		storeImm64(asm.RFP, slot, 0),
+		storeImm64(asm.RFP, int(slot), 0),
 		asm.Mov.Reg(asm.R1, asm.RFP),
 		asm.Add.Imm(asm.R1, int32(slot)),
 		asm.Mov.Imm(asm.R2, 8),
-		asm.LoadMem(asm.R3, regCtx, int16(sp.Offset), asm.DWord),
+		memAt(asm.LoadMem(asm.R3, regCtx, 0, asm.DWord), sp.Offset),
 		asm.Add.Imm(asm.R3, int32(8*(n+1))),
 		asm.FnProbeReadUser.Call(),
 		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
@@ -141,11 +141,11 @@ func loadUSDTArg(regs asm.Register, a usdt.Arg, pc uint64, slot int16) (asm.Inst
 				return nil, fmt.Errorf("argument %s: address of symbol %q unknown", a.Operand, a.Symbol)
 			}
 			// At the probe, regs->ip is the runtime address of pc.
-			insns = append(insns, asm.LoadMem(asm.R3, regs, int16(ptregs.IP), asm.DWord))
+			insns = append(insns, memAt(asm.LoadMem(asm.R3, regs, 0, asm.DWord), ptregs.IP))
 			insns = append(insns, addConst(asm.R3, int64(a.SymbolAddr)+a.Disp-int64(pc))...)
 		}
 		insns = append(insns,
-			storeImm64(asm.RFP, slot, 0),
+			storeImm64(asm.RFP, int(slot), 0),
 			asm.Mov.Reg(asm.R1, asm.RFP),
 			asm.Add.Imm(asm.R1, int32(slot)),
 			asm.Mov.Imm(asm.R2, int32(a.Size)),
@@ -165,7 +165,7 @@ func loadReg(dst, regs asm.Register, r usdt.Register) (asm.Instructions, error) 
 	if r.PtRegsOffset < 0 || r.PtRegsOffset >= ptregs.Size {
 		return nil, fmt.Errorf("register %%%s: offset %d outside pt_regs", r.Name, r.PtRegsOffset)
 	}
-	insns := asm.Instructions{asm.LoadMem(dst, regs, int16(r.PtRegsOffset&^7), asm.DWord)}
+	insns := asm.Instructions{memAt(asm.LoadMem(dst, regs, 0, asm.DWord), r.PtRegsOffset&^7)}
 	if shift := r.PtRegsOffset & 7; shift != 0 {
 		insns = append(insns, asm.RSh.Imm(dst, int32(8*shift)))
 	}

@@ -64,22 +64,36 @@ const (
 	exitedMapName   = "exited"
 )
 
-// ScratchMapName and ZerosMapName name the per-CPU scratch map and the
-// zero source in Spec.Collection.Maps. Unlike the other internal maps they
-// hold no state between program runs, so programs loaded later need not
-// share them.
+// ScratchMapName, BigScratchMapName and ZerosMapName name the per-CPU
+// scratch map, the scratch map of programs whose area is larger than a
+// per-CPU value (an entry per CPU) and the zero source in
+// Spec.Collection.Maps. Unlike the other internal maps they hold no state
+// between program runs, so programs loaded later need not share them
+// (PrivateMap).
 const (
-	ScratchMapName = "scratch"
-	ZerosMapName   = "zeros"
+	ScratchMapName    = "scratch"
+	BigScratchMapName = "bigscratch"
+	ZerosMapName      = "zeros"
 )
+
+// PrivateMap reports whether the internal map name holds nothing between
+// program runs, so that programs loaded later may have their own.
+func PrivateMap(name string) bool {
+	return name == ScratchMapName || name == BigScratchMapName || name == ZerosMapName
+}
 
 // MaxLoopIterations caps every while and for loop so that the verifier can prove
 // it terminates; a loop stopped there is counted (Counters.LoopCapped).
 const MaxLoopIterations = 1024
 
 // maxScratch is the largest per-CPU array value the kernel allocates
-// (PCPU_MIN_UNIT_SIZE).
-const maxScratch = 32 << 10
+// (PCPU_MIN_UNIT_SIZE); a larger scratch area is an entry per CPU of the
+// big scratch map, at most maxBigScratch, the largest value the kernel
+// allocates in one piece (KMALLOC_MAX_SIZE on x86-64).
+const (
+	maxScratch    = 32 << 10
+	maxBigScratch = 4 << 20
+)
 
 // minRingSize is the smallest ring buffer the kernel accepts: one page.
 const minRingSize = 4096
@@ -138,7 +152,9 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 			}
 		}
 	}
-	c.internalMaps()
+	if err := c.internalMaps(); err != nil {
+		return nil, err
+	}
 	c.spec.Events = c.events
 	return c.spec, nil
 }
@@ -154,10 +170,11 @@ type compiler struct {
 	// mapIndex is the index of each user map in spec.Maps.
 	mapIndex map[string]int
 	events   []Event
-	// scratchSize and zerosSize are the largest per-CPU scratch area and
-	// zero source any program needs.
-	scratchSize int
-	zerosSize   int
+	// scratchSize, bigScratchSize and zerosSize are the largest per-CPU
+	// scratch area, big scratch area and zero source any program needs.
+	scratchSize    int
+	bigScratchSize int
+	zerosSize      int
 	// writesEvents is set when some program writes to the events ring.
 	writesEvents bool
 	// callsExit is set when the script calls exit() somewhere: only then
@@ -300,7 +317,7 @@ func bucketCount(info *lang.MapInfo) int64 {
 }
 
 // internalMaps adds the ring buffers, counters and scratch maps.
-func (c *compiler) internalMaps() {
+func (c *compiler) internalMaps() error {
 	ms := c.spec.Collection.Maps
 	// A ring buffer's pages are all resident once user space maps it, so a
 	// program that writes no printf-like record gets the smallest one.
@@ -318,9 +335,17 @@ func (c *compiler) internalMaps() {
 	if c.scratchSize > 0 {
 		ms[ScratchMapName] = &ebpf.MapSpec{Name: "gt_scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(c.scratchSize), MaxEntries: 1}
 	}
+	if c.bigScratchSize > 0 {
+		cpus, err := ebpf.PossibleCPU()
+		if err != nil {
+			return fmt.Errorf("size big scratch map: %w", err)
+		}
+		ms[BigScratchMapName] = &ebpf.MapSpec{Name: "gt_bigscratch", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.bigScratchSize), MaxEntries: uint32(cpus)}
+	}
 	if c.zerosSize > 0 {
 		ms[ZerosMapName] = &ebpf.MapSpec{Name: "gt_zeros", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.zerosSize), MaxEntries: 1}
 	}
+	return nil
 }
 
 // kernelName turns s into a name the kernel accepts for a map or program:
@@ -516,10 +541,12 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 	att.Probe, att.ProbePos = ap.Raw, ap.Loc
 	att.ProbeName = t.probeName
 	c.spec.Attachments = append(c.spec.Attachments, att)
-	if f.scratchMax > maxScratch {
-		return c.errorAt(probe.Loc, "compile %s: its strings, tuples and records need %d bytes of scratch space, more than the %d a per-CPU map value holds", t.probeName, f.scratchMax, maxScratch)
-	}
-	if !f.scratchOnStack() {
+	switch {
+	case f.scratchMax > maxBigScratch:
+		return c.errorAt(probe.Loc, "compile %s: its strings, tuples and records need %d bytes of scratch space, more than the %d a map value holds", t.probeName, f.scratchMax, maxBigScratch)
+	case f.bigScratch():
+		c.bigScratchSize = max(c.bigScratchSize, f.scratchMax)
+	case !f.scratchOnStack():
 		c.scratchSize = max(c.scratchSize, f.scratchMax)
 	}
 	c.zerosSize = max(c.zerosSize, f.zerosMax)

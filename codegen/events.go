@@ -127,7 +127,7 @@ func (f *fn) event(call *lang.Call, ev Event, args []lang.Expr, ring string) err
 			return err
 		}
 	}
-	f.emit(storeImm64(regScratch, int16(rec), int32(id)))
+	f.emit(storeImm64(regScratch, rec, int32(id)))
 	f.output(ring, rec, 8+size)
 	return nil
 }
@@ -180,15 +180,15 @@ func (f *fn) join(call *lang.Call) error {
 	}
 	defer f.popSlot()
 	argv := f.alloc(8)
-	f.emit(asm.StoreMem(regScratch, int16(argv), asm.R0, asm.DWord))
+	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), argv))
 	done := f.label("joindone")
 	for i := range fields {
 		f.emit(
-			storeImm64(asm.RFP, slot, 0),
+			storeImm64(asm.RFP, int(slot), 0),
 			asm.Mov.Reg(asm.R1, asm.RFP),
 			asm.Add.Imm(asm.R1, int32(slot)),
 			asm.Mov.Imm(asm.R2, 8),
-			asm.LoadMem(asm.R3, regScratch, int16(argv), asm.DWord),
+			memAt(asm.LoadMem(asm.R3, regScratch, 0, asm.DWord), argv),
 			asm.Add.Imm(asm.R3, int32(8*i)),
 			asm.FnProbeReadUser.Call(),
 			asm.LoadMem(asm.R3, asm.RFP, slot, asm.DWord),
@@ -199,7 +199,7 @@ func (f *fn) join(call *lang.Call) error {
 		f.emit(asm.FnProbeReadUserStr.Call())
 	}
 	f.place(done)
-	f.emit(storeImm64(regScratch, int16(rec), int32(id)))
+	f.emit(storeImm64(regScratch, rec, int32(id)))
 	f.output(eventsMapName, rec, 8+size)
 	return nil
 }

@@ -263,6 +263,9 @@ func (f *fn) bufCompare(e *lang.Binary) error {
 		return f.c.errorf(e, "operator %s on buffers: %w", e.Op, ErrUnsupported)
 	}
 	xt, yt := lang.TypeOf(e.X), lang.TypeOf(e.Y)
+	if err := f.unrolled(e, "comparing buffers", min(sizeOf(xt), sizeOf(yt))); err != nil {
+		return err
+	}
 	xo, yo := f.alloc(sizeOf(xt)), f.alloc(sizeOf(yt))
 	if err := f.valueInto(e.X, xo); err != nil {
 		return err
@@ -273,8 +276,8 @@ func (f *fn) bufCompare(e *lang.Binary) error {
 	ne, end := f.label("bufne"), f.label("bufend")
 	for i := 0; i < min(sizeOf(xt), sizeOf(yt)); i += 8 {
 		f.emit(
-			asm.LoadMem(asm.R1, regScratch, int16(xo+i), asm.DWord),
-			asm.LoadMem(asm.R2, regScratch, int16(yo+i), asm.DWord),
+			memAt(asm.LoadMem(asm.R1, regScratch, 0, asm.DWord), xo+i),
+			memAt(asm.LoadMem(asm.R2, regScratch, 0, asm.DWord), yo+i),
 			asm.JNE.Reg(asm.R1, asm.R2, ne),
 		)
 	}
@@ -293,6 +296,9 @@ func (f *fn) bufCompare(e *lang.Binary) error {
 // NUL or the end of its buffer.
 func (f *fn) strlen(e *lang.Call) error {
 	t := lang.TypeOf(e.Args[0])
+	if err := f.unrolled(e, "strlen()", t.Size); err != nil {
+		return err
+	}
 	off := f.alloc(sizeOf(t))
 	if err := f.valueInto(e.Args[0], off); err != nil {
 		return err
@@ -301,12 +307,27 @@ func (f *fn) strlen(e *lang.Call) error {
 	f.emit(asm.Mov.Imm(asm.R0, 0))
 	for i := 0; i < t.Size; i++ {
 		f.emit(
-			asm.LoadMem(asm.R1, regScratch, int16(off+i), asm.Byte),
+			memAt(asm.LoadMem(asm.R1, regScratch, 0, asm.Byte), off+i),
 			asm.JEq.Imm(asm.R1, 0, end),
 			asm.Add.Imm(asm.R0, 1),
 		)
 	}
 	f.place(end)
+	return nil
+}
+
+// maxUnrolled bounds the bytes of a string that strlen(), strcontains()
+// and comparisons go through: their code has a step per byte, and the
+// verifier follows jumps of at most 32,767 instructions and a million
+// steps in all.
+const maxUnrolled = 4096
+
+// unrolled refuses what would go through size bytes one instruction
+// step at a time when size is more than maxUnrolled.
+func (f *fn) unrolled(n lang.Node, what string, size int) error {
+	if size > maxUnrolled {
+		return f.c.errorf(n, "%s of %d bytes, more than %d (set a smaller max_strlen): %w", what, size, maxUnrolled, ErrUnsupported)
+	}
 	return nil
 }
 
@@ -318,6 +339,13 @@ func (f *fn) strEqual(n lang.Node, x, y lang.Expr, limit int, eqVal, neVal int32
 	if xt.Kind != lang.KindString || yt.Kind != lang.KindString {
 		return f.c.errorf(n, "comparing %s with %s", xt, yt)
 	}
+	common := min(xt.Size, yt.Size)
+	if limit >= 0 {
+		common = min(common, limit)
+	}
+	if err := f.unrolled(n, "comparing strings", common); err != nil {
+		return err
+	}
 	xo, yo := f.alloc(sizeOf(xt)), f.alloc(sizeOf(yt))
 	if err := f.valueInto(x, xo); err != nil {
 		return err
@@ -326,14 +354,10 @@ func (f *fn) strEqual(n lang.Node, x, y lang.Expr, limit int, eqVal, neVal int32
 		return err
 	}
 	eq, ne, end := f.label("streq"), f.label("strne"), f.label("strend")
-	common := min(xt.Size, yt.Size)
-	if limit >= 0 {
-		common = min(common, limit)
-	}
 	for i := 0; i < common; i++ {
 		f.emit(
-			asm.LoadMem(asm.R1, regScratch, int16(xo+i), asm.Byte),
-			asm.LoadMem(asm.R2, regScratch, int16(yo+i), asm.Byte),
+			memAt(asm.LoadMem(asm.R1, regScratch, 0, asm.Byte), xo+i),
+			memAt(asm.LoadMem(asm.R2, regScratch, 0, asm.Byte), yo+i),
 			asm.JNE.Reg(asm.R1, asm.R2, ne),
 			asm.JEq.Imm(asm.R1, 0, eq),
 		)
@@ -342,9 +366,9 @@ func (f *fn) strEqual(n lang.Node, x, y lang.Expr, limit int, eqVal, neVal int32
 	// end there too.
 	if limit < 0 || limit > common {
 		if xt.Size > common {
-			f.emit(asm.LoadMem(asm.R1, regScratch, int16(xo+common), asm.Byte), asm.JNE.Imm(asm.R1, 0, ne))
+			f.emit(memAt(asm.LoadMem(asm.R1, regScratch, 0, asm.Byte), xo+common), asm.JNE.Imm(asm.R1, 0, ne))
 		} else if yt.Size > common {
-			f.emit(asm.LoadMem(asm.R1, regScratch, int16(yo+common), asm.Byte), asm.JNE.Imm(asm.R1, 0, ne))
+			f.emit(memAt(asm.LoadMem(asm.R1, regScratch, 0, asm.Byte), yo+common), asm.JNE.Imm(asm.R1, 0, ne))
 		}
 	}
 	f.place(eq)
@@ -439,7 +463,7 @@ func (f *fn) load(n lang.Node, t lang.Type, kernel bool) error {
 	defer f.popSlot()
 	f.emit(
 		asm.Mov.Reg(asm.R3, asm.R0),
-		storeImm64(asm.RFP, slot, 0),
+		storeImm64(asm.RFP, int(slot), 0),
 		asm.Mov.Reg(asm.R1, asm.RFP),
 		asm.Add.Imm(asm.R1, int32(slot)),
 		asm.Mov.Imm(asm.R2, int32(size)),
@@ -535,7 +559,7 @@ func (f *fn) fieldInt(e *lang.FieldAccess) error {
 		if err != nil {
 			return err
 		}
-		f.emit(asm.LoadMem(asm.R0, regScratch, int16(off), asm.DWord))
+		f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), off))
 		return nil
 	}
 	if fld := f.tracepointField(e); fld != nil {
@@ -701,7 +725,7 @@ func (f *fn) index(e *lang.IndexExpr) error {
 		if err != nil {
 			return err
 		}
-		f.emit(asm.LoadMem(asm.R0, regScratch, int16(off), asm.DWord))
+		f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), off))
 		return nil
 	case lang.KindString:
 		return f.stringByte(e)
@@ -820,11 +844,11 @@ func (f *fn) strftime(e *lang.Call, off int) error {
 		index = len(f.c.spec.TimeFormats)
 		f.c.spec.TimeFormats = append(f.c.spec.TimeFormats, lit.Value)
 	}
-	f.emit(storeImm64(regScratch, int16(off), int32(index)))
+	f.emit(storeImm64(regScratch, off, int32(index)))
 	if err := f.intExpr(e.Args[1]); err != nil {
 		return err
 	}
-	f.emit(asm.StoreMem(regScratch, int16(off+8), asm.R0, asm.DWord))
+	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off+8))
 	return nil
 }
 
@@ -845,13 +869,13 @@ func (f *fn) ntop(e *lang.Call, off int) error {
 		if err := f.intExpr(e.Args[0]); err != nil {
 			return err
 		}
-		f.emit(asm.StoreMem(regScratch, int16(off), asm.R0, asm.DWord))
+		f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off))
 	} else {
 		af := int32(afInet)
 		if at.Size == 16 {
 			af = afInet6
 		}
-		f.emit(storeImm64(regScratch, int16(off), af))
+		f.emit(storeImm64(regScratch, off, af))
 	}
 	switch at.Kind {
 	case lang.KindArray:
@@ -879,7 +903,7 @@ func (f *fn) ntop(e *lang.Call, off int) error {
 	if err := f.intExpr(addr); err != nil {
 		return err
 	}
-	f.emit(asm.StoreMem(regScratch, int16(off+8), asm.R0, asm.DWord))
+	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off+8))
 	return nil
 }
 
@@ -891,7 +915,7 @@ func (f *fn) valueAs(e lang.Expr, off int, want lang.Type) error {
 		if err := f.intExpr(e); err != nil {
 			return err
 		}
-		f.emit(asm.StoreMem(regScratch, int16(off), asm.R0, asm.DWord))
+		f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off))
 		return nil
 	}
 	switch {
@@ -937,7 +961,7 @@ func (f *fn) convert(dst asm.Register, dstOff int, dt lang.Type, src asm.Registe
 		}
 		f.copyMem(dst, dstOff, src, srcOff, dt.Size)
 		for i := dt.Size - 1; i < sizeOf(dt); i++ {
-			f.emit(asm.StoreImm(dst, int16(dstOff+i), 0, asm.Byte))
+			f.emit(memAt(asm.StoreImm(dst, 0, 0, asm.Byte), dstOff+i))
 		}
 	case dt.Kind == lang.KindTuple && st.Kind == lang.KindTuple && len(dt.Elems) == len(st.Elems):
 		df, _ := Layout(dt.Elems...)
@@ -965,12 +989,12 @@ func (f *fn) writeString(off int, s string, size int) {
 		lo := int32(binary.LittleEndian.Uint32(buf[i:]))
 		hi := int32(binary.LittleEndian.Uint32(buf[i+4:]))
 		if lo == 0 && hi == 0 {
-			f.emit(storeImm64(regScratch, int16(off+i), 0))
+			f.emit(storeImm64(regScratch, off+i, 0))
 			continue
 		}
 		f.emit(
-			asm.StoreImm(regScratch, int16(off+i), int64(lo), asm.Word),
-			asm.StoreImm(regScratch, int16(off+i+4), int64(hi), asm.Word),
+			memAt(asm.StoreImm(regScratch, 0, int64(lo), asm.Word), off+i),
+			memAt(asm.StoreImm(regScratch, 0, int64(hi), asm.Word), off+i+4),
 		)
 	}
 }
@@ -1064,7 +1088,7 @@ func (f *fn) buf(e *lang.Call, off int) error {
 		asm.Mov.Imm(asm.R0, int32(t.Size)),
 	)
 	f.place(ok)
-	f.emit(asm.StoreMem(regScratch, int16(off), asm.R0, asm.DWord))
+	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off))
 	read := asm.FnProbeReadUser
 	if st := lang.TypeOf(e.Args[0]); st.Kind == lang.KindString {
 		// A string's bytes are copied from the scratch area, as 0.17
@@ -1086,7 +1110,7 @@ func (f *fn) buf(e *lang.Call, off int) error {
 	}
 	ok2 := f.label("buflen")
 	f.emit(
-		asm.LoadMem(asm.R2, regScratch, int16(off), asm.DWord),
+		memAt(asm.LoadMem(asm.R2, regScratch, 0, asm.DWord), off),
 		asm.JLE.Imm(asm.R2, int32(t.Size), ok2),
 		asm.Mov.Imm(asm.R2, int32(t.Size)),
 	)
@@ -1154,7 +1178,7 @@ func (f *fn) builtin(e *lang.Builtin) error {
 	case lang.VarFunc:
 		switch f.t.kind {
 		case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
-			f.emit(asm.LoadMem(asm.R0, regCtx, int16(ptregs.IP), asm.DWord))
+			f.emit(memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), ptregs.IP))
 		default:
 			return f.c.errorf(e, "func is not available in %s", f.t.probeName)
 		}
@@ -1162,7 +1186,7 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		if f.t.kind != lang.ProbeUretprobe {
 			return f.c.errorf(e, "retval is only available in uretprobes")
 		}
-		f.emit(asm.LoadMem(asm.R0, regCtx, int16(ptregs.AX), asm.DWord))
+		f.emit(memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), ptregs.AX))
 	case lang.VarArg:
 		return f.arg(e, e.ArgIndex())
 	case lang.VarSarg:
@@ -1221,6 +1245,9 @@ func (f *fn) bswap(e *lang.Call) error {
 func (f *fn) strContains(e *lang.Call) error {
 	ht, nt := lang.TypeOf(e.Args[0]), lang.TypeOf(e.Args[1])
 	assert(ht.Kind == lang.KindString && nt.Kind == lang.KindString, e, "strcontains() of what is not a string")
+	if err := f.unrolled(e, "strcontains()", max(ht.Size, nt.Size)); err != nil {
+		return err
+	}
 	f.unalignedScratch = true
 	width := sizeOf(nt)
 	hay, needle, mask := f.alloc(sizeOf(ht)+width), f.alloc(width), f.alloc(width)
@@ -1235,14 +1262,14 @@ func (f *fn) strContains(e *lang.Call) error {
 	f.emit(asm.Mov.Imm(asm.R1, 0xff))
 	for j := 0; j < width; j++ {
 		f.emit(
-			asm.LoadMem(asm.R2, regScratch, int16(needle+j), asm.Byte),
+			memAt(asm.LoadMem(asm.R2, regScratch, 0, asm.Byte), needle+j),
 			// (c | -c) >> 63 is 1 when c is not NUL.
 			asm.Mov.Reg(asm.R3, asm.R2),
 			asm.Neg.Imm(asm.R3, 0),
 			asm.Or.Reg(asm.R3, asm.R2),
 			asm.RSh.Imm(asm.R3, 63),
 			asm.Mul.Reg(asm.R1, asm.R3),
-			asm.StoreMem(regScratch, int16(mask+j), asm.R1, asm.Byte),
+			memAt(asm.StoreMem(regScratch, 0, asm.R1, asm.Byte), mask+j),
 		)
 	}
 	start, found, missing, end := f.label("scstart"), f.label("scfound"), f.label("scmissing"), f.label("scend")
@@ -1255,17 +1282,17 @@ func (f *fn) strContains(e *lang.Call) error {
 	)
 	for k := 0; k < width; k += 8 {
 		f.emit(
-			asm.LoadMem(asm.R3, asm.R5, int16(hay+k), asm.DWord),
-			asm.LoadMem(asm.R4, regScratch, int16(needle+k), asm.DWord),
+			memAt(asm.LoadMem(asm.R3, asm.R5, 0, asm.DWord), hay+k),
+			memAt(asm.LoadMem(asm.R4, regScratch, 0, asm.DWord), needle+k),
 			asm.Xor.Reg(asm.R3, asm.R4),
-			asm.LoadMem(asm.R4, regScratch, int16(mask+k), asm.DWord),
+			memAt(asm.LoadMem(asm.R4, regScratch, 0, asm.DWord), mask+k),
 			asm.And.Reg(asm.R3, asm.R4),
 			asm.Or.Reg(asm.R0, asm.R3),
 		)
 	}
 	f.emit(
 		asm.JEq.Imm(asm.R0, 0, found),
-		asm.LoadMem(asm.R3, asm.R5, int16(hay), asm.Byte),
+		memAt(asm.LoadMem(asm.R3, asm.R5, 0, asm.Byte), hay),
 		asm.JEq.Imm(asm.R3, 0, missing),
 		asm.Add.Imm(asm.R1, 1),
 		asm.JLT.Imm(asm.R1, int32(ht.Size), start),
@@ -1393,7 +1420,7 @@ func (f *fn) reg(e *lang.Call) error {
 	}
 	r, ok := ptregs.ByMember(lit.Value)
 	assert(ok, e, "reg() of an unknown register")
-	f.emit(asm.LoadMem(asm.R0, regCtx, int16(r.Offset), asm.DWord))
+	f.emit(memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), r.Offset))
 	return nil
 }
 
@@ -1407,7 +1434,7 @@ func (f *fn) usermode() error {
 		cs, ok := ptregs.ByMember("cs")
 		assert(ok, nil, "pt_regs without cs")
 		f.emit(
-			asm.LoadMem(asm.R0, regCtx, int16(cs.Offset), asm.DWord),
+			memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), cs.Offset),
 			asm.And.Imm(asm.R0, 3),
 			asm.RSh.Imm(asm.R0, 1),
 		)

@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"math"
 
 	"github.com/cilium/ebpf/asm"
 
@@ -96,6 +97,15 @@ func newFn(c *compiler, t *target) *fn {
 // refuses unreachable instructions (code after exit(), say).
 func (f *fn) emit(insns ...asm.Instruction) {
 	for _, ins := range insns {
+		if off, ok := ins.Metadata.Get(farOffset{}).(int); ok {
+			ins.Metadata.Set(farOffset{}, nil)
+			base := ins.Dst
+			if ins.OpCode.Class() == asm.LdXClass {
+				base = ins.Src
+			}
+			f.emit(asm.Add.Imm(base, int32(off)), ins, asm.Add.Imm(base, -int32(off)))
+			continue
+		}
 		if f.pending != "" {
 			ins = ins.WithSymbol(f.pending)
 			f.pending = ""
@@ -193,10 +203,28 @@ func (f *fn) alloc(size int) int {
 
 func align8(n int) int { return (n + 7) &^ 7 }
 
+// farOffset is the metadata key of a load or store whose offset from its
+// base register is beyond the reach of an instruction's 16-bit field (a
+// field after a string of more than 32 KiB): emit moves the base register
+// there for that one instruction and back.
+type farOffset struct{}
+
+// memAt returns ins, a load or store, at offset off from its base register:
+// in the instruction's field when it fits, else noted for emit.
+func memAt(ins asm.Instruction, off int) asm.Instruction {
+	if off >= math.MinInt16 && off <= math.MaxInt16 {
+		ins.Offset = int16(off)
+		return ins
+	}
+	ins.Offset = 0
+	ins.Metadata.Set(farOffset{}, off)
+	return ins
+}
+
 // storeImm64 stores a 64-bit zero-or-small constant to *(dst+off): the
 // ST|DW|IMM instruction that asm.StoreImm refuses to build.
-func storeImm64(dst asm.Register, off int16, v int32) asm.Instruction {
-	return asm.Instruction{OpCode: asm.StoreImmOp(asm.DWord), Dst: dst, Offset: off, Constant: int64(v)}
+func storeImm64(dst asm.Register, off int, v int32) asm.Instruction {
+	return memAt(asm.Instruction{OpCode: asm.StoreImmOp(asm.DWord), Dst: dst, Constant: int64(v)}, off)
 }
 
 // movImm loads a 64-bit constant into r.
@@ -233,7 +261,7 @@ func (f *fn) zero(base asm.Register, off, size int) {
 	size = align8(size)
 	if size <= 256 {
 		for i := 0; i < size; i += 8 {
-			f.emit(storeImm64(base, int16(off+i), 0))
+			f.emit(storeImm64(base, off+i, 0))
 		}
 		return
 	}
@@ -265,8 +293,8 @@ func (f *fn) copyMem(dst asm.Register, dstOff int, src asm.Register, srcOff int,
 	if size <= 256 {
 		for i := 0; i < size; i += 8 {
 			f.emit(
-				asm.LoadMem(asm.R0, src, int16(srcOff+i), asm.DWord),
-				asm.StoreMem(dst, int16(dstOff+i), asm.R0, asm.DWord),
+				memAt(asm.LoadMem(asm.R0, src, 0, asm.DWord), srcOff+i),
+				memAt(asm.StoreMem(dst, 0, asm.R0, asm.DWord), dstOff+i),
 			)
 		}
 		return

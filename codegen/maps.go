@@ -201,7 +201,7 @@ func (f *fn) assignMap(s *lang.AssignStmt, e *lang.MapExpr) error {
 	if err := f.applyRHS(s, vt); err != nil {
 		return err
 	}
-	f.emit(asm.StoreMem(regScratch, int16(voff), asm.R0, asm.DWord))
+	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), voff))
 	f.update(e.Name, index, koff, voff)
 	return nil
 }
@@ -219,7 +219,7 @@ func (f *fn) mapValueAs(e lang.Expr, off int, vt lang.Type) error {
 		return err
 	}
 	f.emit(extend(asm.R0, t.Size, vt.Signed)...)
-	f.emit(asm.StoreMem(regScratch, int16(off), asm.R0, asm.DWord))
+	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off))
 	return nil
 }
 
@@ -241,10 +241,10 @@ func (f *fn) mapIncDec(e *lang.IncDec, x *lang.MapExpr, delta int32) error {
 	f.lookupInt(x.Name, koff)
 	f.emit(
 		asm.Add.Imm(asm.R0, delta),
-		asm.StoreMem(regScratch, int16(voff), asm.R0, asm.DWord),
+		memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), voff),
 	)
 	f.update(x.Name, index, koff, voff)
-	f.emit(asm.LoadMem(asm.R0, regScratch, int16(voff), asm.DWord))
+	f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), voff))
 	if e.Post {
 		f.emit(asm.Add.Imm(asm.R0, -delta))
 	}
@@ -339,7 +339,7 @@ func (f *fn) isZero(r asm.Register) {
 // bounded by the bucket count (at most 66 for hist; lhist's count is
 // checked when it is declared).
 func (f *fn) deleteBuckets(name string, key keyAt, m userMap) {
-	bucket := int16(key.off + m.KeySize - 8)
+	bucket := key.off + m.KeySize - 8
 	loop := f.label("delbucket")
 	f.emit(storeImm64(key.base, bucket, 0))
 	f.place(loop)
@@ -347,9 +347,9 @@ func (f *fn) deleteBuckets(name string, key keyAt, m userMap) {
 	f.keyPtr(asm.R2, key)
 	f.emit(
 		asm.FnMapDeleteElem.Call(),
-		asm.LoadMem(asm.R1, key.base, bucket, asm.DWord),
+		memAt(asm.LoadMem(asm.R1, key.base, 0, asm.DWord), bucket),
 		asm.Add.Imm(asm.R1, 1),
-		asm.StoreMem(key.base, bucket, asm.R1, asm.DWord),
+		memAt(asm.StoreMem(key.base, 0, asm.R1, asm.DWord), bucket),
 		asm.JLT.Imm(asm.R1, int32(bucketCount(m.Info)), loop),
 	)
 }

@@ -3,6 +3,7 @@ package codegen
 import (
 	"fmt"
 	"github.com/gotrace/gotrace/lang/attachpoint"
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -102,15 +103,29 @@ func TestUSDTProgramLoads(t *testing.T) {
 }
 
 // TestScratchLimit checks that a program whose records need more scratch
-// space than a per-CPU map value holds fails to compile with a clear error.
+// space than a per-CPU map value holds gets an entry per CPU of the big
+// scratch map, and that one needing more than a map value holds fails to
+// compile with a clear error.
 func TestScratchLimit(t *testing.T) {
-	args := []lang.Expr{strLit(strings.Repeat("%s", 170))}
-	for range 170 {
-		args = append(args, call("str", lang.String(200), intLit(0)))
+	printStrs := func(n, size int) *lang.Program {
+		args := []lang.Expr{strLit(strings.Repeat("%s", n))}
+		for range n {
+			args = append(args, call("str", lang.String(size), intLit(0)))
+		}
+		return &lang.Program{File: "t.bt", Probes: []*lang.Probe{probeBlock(beginAP(), nil, void("printf", args...))}}
 	}
-	p := &lang.Program{File: "t.bt", Probes: []*lang.Probe{probeBlock(beginAP(), nil, void("printf", args...))}}
-	_, err := Compile(p, Options{})
-	if err == nil || !strings.Contains(err.Error(), "bytes of scratch space, more than the 32768") {
+	spec, err := Compile(printStrs(170, 200), Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	big := spec.Collection.Maps[BigScratchMapName]
+	if big == nil || big.ValueSize < 170*200 || spec.Collection.Maps[ScratchMapName] != nil {
+		t.Errorf("34 KiB of strings: big scratch %+v, maps %v", big, slices.Collect(maps.Keys(spec.Collection.Maps)))
+	}
+	// The fields past 32 KiB are written through a moved base register.
+	load(t, spec)
+	_, err = Compile(printStrs(110, 40000), Options{})
+	if err == nil || !strings.Contains(err.Error(), "bytes of scratch space, more than the 4194304") {
 		t.Errorf("err = %v", err)
 	}
 }

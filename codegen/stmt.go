@@ -33,6 +33,7 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 	}
 	scratchLookup := len(f.insns)
 	f.lookupZeroKey(ScratchMapName)
+	scratchLookupCall := len(f.insns)
 	f.returnUnless(asm.JNE, 0)
 	f.emit(asm.Mov.Reg(regScratch, asm.R0))
 	scratchLookupEnd := len(f.insns)
@@ -60,12 +61,28 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 	}
 	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 	f.resolveAliases()
-	if f.scratchOnStack() {
+	switch {
+	case f.bigScratch():
+		// The lookup's key becomes this CPU's index.
+		f.insns = slices.Replace(f.insns, scratchLookup, scratchLookupCall,
+			inheritMetadata(asm.FnGetSmpProcessorId.Call(), f.insns[scratchLookup]),
+			asm.StoreMem(asm.RFP, slotIndex, asm.R0, asm.Word),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(BigScratchMapName),
+			asm.Mov.Reg(asm.R2, asm.RFP),
+			asm.Add.Imm(asm.R2, slotIndex),
+			asm.FnMapLookupElem.Call())
+	case f.scratchOnStack():
 		f.insns = slices.Replace(f.insns, scratchLookup, scratchLookupEnd,
 			inheritMetadata(asm.Mov.Reg(regScratch, asm.RFP), f.insns[scratchLookup]),
 			asm.Add.Imm(regScratch, -stackSize))
 	}
 	return f.insns, nil
+}
+
+// bigScratch reports whether the program's scratch area is larger than a
+// per-CPU map value: it is then this CPU's entry of the big scratch map.
+func (f *fn) bigScratch() bool {
+	return f.scratchMax > maxScratch
 }
 
 // scratchOnStack reports whether the program's scratch area fits below
@@ -161,7 +178,7 @@ func (f *fn) zeroVars() {
 	for _, name := range f.varNames {
 		v := f.vars[name]
 		if isScalar(v.typ) {
-			f.emit(storeImm64(asm.RFP, v.slot, 0))
+			f.emit(storeImm64(asm.RFP, int(v.slot), 0))
 		} else {
 			f.zero(regScratch, v.off, sizeOf(v.typ))
 		}
@@ -374,7 +391,7 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 	}
 	defer f.popSlot()
 	top, body, end := f.label("while"), f.label("whilebody"), f.label("endwhile")
-	f.emit(storeImm64(asm.RFP, counter, 0))
+	f.emit(storeImm64(asm.RFP, int(counter), 0))
 	f.place(top)
 	f.countIteration(counter, end)
 	f.mark(s.Cond)
@@ -424,7 +441,7 @@ func (f *fn) forRange(s *lang.ForStmt) error {
 		f.emit(asm.StoreMem(asm.RFP, x.slot, asm.R0, asm.DWord))
 	}
 	top, next, done, inRange := f.label("for"), f.label("fornext"), f.label("endfor"), f.label("forin")
-	f.emit(storeImm64(asm.RFP, counter, 0))
+	f.emit(storeImm64(asm.RFP, int(counter), 0))
 	f.place(top)
 	f.countIteration(counter, done)
 	f.emit(

@@ -28,7 +28,7 @@ func (f *fn) tracepointInt(e *lang.FieldAccess, fld *lang.TracepointField) error
 	t := lang.TypeOf(e)
 	if fld.DataLoc {
 		f.emit(
-			asm.LoadMem(asm.R0, regCtx, int16(fld.Offset), asm.Word),
+			memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.Word), fld.Offset),
 			asm.And.Imm(asm.R0, 0xffff),
 			asm.Add.Reg(asm.R0, regCtx),
 		)

@@ -105,11 +105,13 @@ const (
 	DefaultMapKeysMax = 4096
 )
 
-// MaxStrLen bounds Config.StrLen. bpftrace 0.17 stops at 200 because its
+// MaxStrLen bounds Config.StrLen: 4,000,000 bytes, Bitcoin Core's
+// largest P2P message (MAX_PROTOCOL_MESSAGE_LENGTH), so that str() and
+// buf() hold whole messages. bpftrace 0.17 stops at 200 because its
 // strings live on the 512-byte BPF stack; gotrace keeps values in scratch
-// maps and allows the 1024 later bpftrace versions default to, enough for
-// Bitcoin Core's longest strings (128-byte messages, 68-byte Tor peers).
-const MaxStrLen = 1024
+// maps (an entry per CPU above 32 KiB), and a record of one such value
+// still fits the 4 MiB a map value holds.
+const MaxStrLen = 4_000_000
 
 // maxPasses bounds the silent passes. Each one can only settle more
 // types, and a chain of maps each read before it is assigned needs one

@@ -171,7 +171,7 @@ func loadSharing(spec *ebpf.CollectionSpec, maps map[string]*ebpf.Map) (*ebpf.Co
 			replace[name] = m
 			continue
 		}
-		if name != codegen.ScratchMapName && name != codegen.ZerosMapName {
+		if !codegen.PrivateMap(name) {
 			return nil, fmt.Errorf("map %s differs from the one loaded", name)
 		}
 	}

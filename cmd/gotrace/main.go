@@ -261,7 +261,11 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	}
 	src = pre.text + src
 	diagnose := func(err error) (int, error) { return pre.diagnose(err, file, src, stderr) }
-	strSize, keysMax := strLen(), mapKeysMax()
+	strSize, err := strLen()
+	if err != nil {
+		return 1, err
+	}
+	keysMax := mapKeysMax()
 	// Parse -> Resolve -> Check, then runtime.Compile or runtime.Run.
 	cfg := lang.Config{
 		StrLen: strSize, Params: params, Unsafe: f.unsafe, MapKeysMax: keysMax,
@@ -274,6 +278,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		strSize = setting(prog, "max_strlen", strSize, strLenVars...)
 		keysMax = setting(prog, "max_map_keys", keysMax, "BPFTRACE_MAP_KEYS_MAX")
 		cfg.StrLen, cfg.MapKeysMax = strSize, keysMax
+		err = strLenSetting(prog, strSize)
 	}
 	var missing runtime.MissingProbes
 	if err == nil {
@@ -486,13 +491,32 @@ func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, erro
 
 // strLen is the string size from BPFTRACE_STRLEN (bpftrace 0.17's name) or
 // BPFTRACE_MAX_STRLEN (later bpftrace's), lang.DefaultStrLen by default.
-func strLen() int {
+// A size above lang.MaxStrLen is an error naming the variable: strings are
+// never cut silently to a smaller size than asked.
+func strLen() (int, error) {
 	for _, name := range strLenVars {
 		if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-			return n
+			if n > lang.MaxStrLen {
+				return 0, fmt.Errorf("read %s: %d exceeds the maximum string size of %d bytes", name, n, lang.MaxStrLen)
+			}
+			return n, nil
 		}
 	}
-	return lang.DefaultStrLen
+	return lang.DefaultStrLen, nil
+}
+
+// strLenSetting refuses a string size n above lang.MaxStrLen that the
+// script's max_strlen config key set, at that key.
+func strLenSetting(prog *lang.Program, n int) error {
+	if n <= lang.MaxStrLen {
+		return nil
+	}
+	for i := len(prog.Config) - 1; i >= 0; i-- {
+		if c := prog.Config[i]; c.Key == "max_strlen" {
+			return lang.ErrorList{{Span: c.Loc, Msg: fmt.Sprintf("max_strlen %d exceeds the maximum string size of %d bytes", n, lang.MaxStrLen)}}
+		}
+	}
+	return nil
 }
 
 // strLenVars are the environment variables that set the string size.
