@@ -412,6 +412,10 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 		name := fmt.Sprintf("%s:%s:%d", ap.Kind, ap.Func, count)
 		att := Attachment{Kind: ap.Kind, PerfConfig: ev.Config, Count: count}
 		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, att)
+	case lang.ProbeWatchpoint:
+		name := fmt.Sprintf("watchpoint:%#x:%d:%s", ap.Address, ap.Len, ap.Mode)
+		att := Attachment{Kind: ap.Kind, Address: ap.Address, WatchLen: ap.Len, WatchAccess: attachpoint.WatchAccess(ap.Mode)}
+		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, att)
 	case lang.ProbeTracepoint:
 		if len(ap.Tracepoints) == 0 {
 			return c.errorAt(ap.Loc, "compile %s: no tracepoint matched", ap.Raw)
@@ -526,7 +530,7 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 		typ = ebpf.Kprobe
 	case lang.ProbeTracepoint:
 		typ = ebpf.TracePoint
-	case lang.ProbeProfile, lang.ProbeSoftware, lang.ProbeHardware:
+	case lang.ProbeProfile, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint:
 		// Its context, struct bpf_perf_event_data, starts with the
 		// interrupted task's pt_regs, as a uprobe's is pt_regs.
 		typ = ebpf.PerfEvent

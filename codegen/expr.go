@@ -1427,10 +1427,11 @@ func (f *fn) reg(e *lang.Call) error {
 // usermode lowers usermode: whether the probe interrupted user-space
 // code. A uprobe always does, and so do BEGIN, END and interval, which
 // gotrace's own process runs (bpftrace's BEGIN is a uprobe too); profile
-// reads the privilege level of the interrupted code segment.
+// and watchpoint (which the kernel's own accesses to user memory fire)
+// read the privilege level of the interrupted code segment.
 func (f *fn) usermode() error {
 	switch f.t.kind {
-	case lang.ProbeProfile:
+	case lang.ProbeProfile, lang.ProbeWatchpoint:
 		cs, ok := ptregs.ByMember("cs")
 		assert(ok, nil, "pt_regs without cs")
 		f.emit(

@@ -86,9 +86,14 @@ type Attachment struct {
 	Sites []Site
 	// Tracepoint: the tracepoint and its record's fields.
 	Tracepoint *lang.Tracepoint
-	// Uprobe: the symbol, or an address when Symbol is empty.
+	// Uprobe: the symbol, or an address when Symbol is empty. Watchpoint:
+	// the address watched.
 	Symbol  string
 	Address uint64
+	// Watchpoint: how many bytes it watches and the accesses it fires on
+	// (the kernel's HW_BREAKPOINT_R, _W and _X bits).
+	WatchLen    uint64
+	WatchAccess uint32
 	// Interval and profile: the period (interval:s:1 is one second). BEGIN,
 	// END and interval programs are run by the runtime with
 	// BPF_PROG_TEST_RUN; profile programs on a CPU clock event per CPU.

@@ -184,6 +184,7 @@ const (
 	ProbeKretprobe  = attachpoint.Kretprobe
 	ProbeSoftware   = attachpoint.Software
 	ProbeHardware   = attachpoint.Hardware
+	ProbeWatchpoint = attachpoint.Watchpoint
 )
 
 // Probe is one probe block: attach points, an optional predicate and a body.

@@ -40,7 +40,7 @@ func planSites(spec *codegen.Spec, files *usdt.Files) ([]site, error) {
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
 		switch a.Kind {
-		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval, lang.ProbeProfile, lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware:
+		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval, lang.ProbeProfile, lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint:
 			sites = append(sites, site{att: a})
 		case lang.ProbeUSDT:
 			path, err := absPath(a.Path)

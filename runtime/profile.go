@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"strconv"
@@ -51,6 +52,58 @@ func attachPerfCounter(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, 
 	return attachPerfEvents(a, prog, &attr)
 }
 
+// attachWatchpoint attaches a watchpoint program to a hardware breakpoint
+// on its address, every hit: on every online CPU for every process when
+// pid is 0, else on the traced process's threads. A -c command (child) is
+// one thread until it execs, and its event follows it through exec;
+// bpftrace 0.17 watches only the main thread of a -p process too, where
+// gotrace watches each thread it has when the trace starts.
+func attachWatchpoint(a *codegen.Attachment, prog *ebpf.Program, pid int, child bool) ([]link.Link, error) {
+	attr := perfEvent(unix.PERF_TYPE_BREAKPOINT, 0, 1)
+	attr.Bp_type = a.WatchAccess
+	attr.Ext1, attr.Ext2 = a.Address, a.WatchLen // bp_addr, bp_len
+	if pid == 0 {
+		return attachPerfEvents(a, prog, &attr)
+	}
+	tids := []int{pid}
+	if !child {
+		var err error
+		if tids, err = processThreads(pid); err != nil {
+			return nil, fmt.Errorf("attach %s: %w", a.Probe, err)
+		}
+	}
+	var links []link.Link
+	for _, tid := range tids {
+		l, err := attachPerfEvent(prog, &attr, tid, -1)
+		if err != nil {
+			for _, l := range links {
+				l.Close()
+			}
+			if errors.Is(err, unix.ENOSPC) {
+				err = fmt.Errorf("%w: every hardware breakpoint register of thread %d is taken (x86-64 has 4)", err, tid)
+			}
+			return nil, fmt.Errorf("attach %s: %w", a.Probe, err)
+		}
+		links = append(links, l)
+	}
+	return links, nil
+}
+
+// processThreads lists the threads of process pid.
+func processThreads(pid int) ([]int, error) {
+	entries, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return nil, fmt.Errorf("list the threads of process %d: %w", pid, err)
+	}
+	var tids []int
+	for _, e := range entries {
+		if tid, err := strconv.Atoi(e.Name()); err == nil {
+			tids = append(tids, tid)
+		}
+	}
+	return tids, nil
+}
+
 // perfEvent describes the perf event config of type typ, sampled every
 // period events (or nanoseconds, for the clocks).
 func perfEvent(typ uint32, config, period uint64) unix.PerfEventAttr {
@@ -77,18 +130,28 @@ func attachPerfEvents(a *codegen.Attachment, prog *ebpf.Program, attr *unix.Perf
 		return nil, fmt.Errorf("attach %s: %w", a.Probe, err)
 	}
 	for _, cpu := range cpus {
-		fd, err := unix.PerfEventOpen(attr, -1, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+		l, err := attachPerfEvent(prog, attr, -1, cpu)
 		if err != nil {
-			return fail(fmt.Errorf("open the perf event of CPU %d: %w", cpu, err))
-		}
-		l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
-		if err != nil {
-			unix.Close(fd)
 			return fail(fmt.Errorf("CPU %d: %w", cpu, err))
 		}
-		links = append(links, &profileLink{Link: l, fd: fd})
+		links = append(links, l)
 	}
 	return links, nil
+}
+
+// attachPerfEvent opens the perf event attr describes for thread tid (-1:
+// every thread) on cpu (-1: every CPU) and attaches prog to it.
+func attachPerfEvent(prog *ebpf.Program, attr *unix.PerfEventAttr, tid, cpu int) (link.Link, error) {
+	fd, err := unix.PerfEventOpen(attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return nil, fmt.Errorf("open the perf event: %w", err)
+	}
+	l, err := link.AttachRawLink(link.RawLinkOptions{Target: fd, Program: prog, Attach: ebpf.AttachPerfEvent})
+	if err != nil {
+		unix.Close(fd)
+		return nil, err
+	}
+	return &profileLink{Link: l, fd: fd}, nil
 }
 
 // onlineCPUs lists the CPUs /sys/devices/system/cpu/online names

@@ -85,6 +85,49 @@ func checkKernelSupport(p *lang.Program, host kernelProbes) error {
 	return nil
 }
 
+// kernelSpace is where x86-64's kernel half of the address space starts.
+const kernelSpace = 0xffff800000000000
+
+// checkWatchpoints refuses a watchpoint on a user address that the traced
+// process does not map: with -p, one missing from its mappings; with -c,
+// one outside the segments of a fixed-address (non-PIE) executable, the
+// only memory of the command whose address is known before it runs.
+// bpftrace 0.17 attaches there and the watchpoint never fires. Without -p
+// or -c a watchpoint watches every process, and kernel addresses are not
+// checked.
+func checkWatchpoints(p *lang.Program, opts Options, objs []string, files *usdt.Files) error {
+	var errs lang.ErrorList
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if ap.Kind != lang.ProbeWatchpoint || ap.Address >= kernelSpace {
+				continue
+			}
+			switch {
+			case opts.PID != 0:
+				mapped, err := usdt.AddressMapped(opts.PID, ap.Address)
+				if err != nil {
+					return attachError(ap, "%v", err)
+				}
+				if !mapped {
+					errs = append(errs, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("address %#x is not mapped in process %d", ap.Address, opts.PID)})
+				}
+			case opts.Command != "" && len(objs) > 0:
+				f, err := files.Open(objs[0])
+				if err != nil {
+					return attachError(ap, "%v", err)
+				}
+				if _, ok := f.Offset(ap.Address, false); f.Type() == elf.ET_EXEC && !ok {
+					errs = append(errs, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("address %#x is not in a segment of %s, which the command maps at fixed addresses", ap.Address, objs[0])})
+				}
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
 // wildcardPath reports whether a usdt or uprobe target means "every object
 // of the traced process" (empty or *).
 func wildcardPath(target string) bool { return target == "" || target == "*" }

@@ -348,7 +348,7 @@ func (t *tracer) attach(s site) error {
 		links, err := attachProfile(s.att, prog)
 		t.links = append(t.links, links...)
 		return err
-	case lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware:
+	case lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint:
 		t.afterBegin = append(t.afterBegin, s)
 		return nil
 	}
@@ -358,8 +358,13 @@ func (t *tracer) attach(s site) error {
 // attachKernel attaches a kernel probe's site.
 func (t *tracer) attachKernel(s site) error {
 	prog := t.coll.Programs[s.att.Program]
-	if s.att.Kind == lang.ProbeSoftware || s.att.Kind == lang.ProbeHardware {
+	switch s.att.Kind {
+	case lang.ProbeSoftware, lang.ProbeHardware:
 		links, err := attachPerfCounter(s.att, prog)
+		t.links = append(t.links, links...)
+		return err
+	case lang.ProbeWatchpoint:
+		links, err := attachWatchpoint(s.att, prog, t.pid, t.child != nil)
 		t.links = append(t.links, links...)
 		return err
 	}

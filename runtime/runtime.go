@@ -205,6 +205,9 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 	if err := checkKernelSupport(p, hostKernelProbes()); err != nil {
 		return nil, err
 	}
+	if err := checkWatchpoints(p, opts, objs, files); err != nil {
+		return nil, err
+	}
 	probes, err := resolveUSDT(p, objs, files)
 	if err != nil {
 		return nil, err

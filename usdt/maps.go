@@ -78,3 +78,25 @@ func parseMaps(data []byte, pid int) ([]MappedObject, error) {
 	}
 	return objs, nil
 }
+
+// AddressMapped reports whether virtual address addr is in a mapping of
+// process pid, read from /proc/PID/maps.
+func AddressMapped(pid int, addr uint64) (bool, error) {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return false, fmt.Errorf("read the mappings of process %d: %w", pid, err)
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		span, _, _ := strings.Cut(line, " ")
+		lo, hi, ok := strings.Cut(span, "-")
+		if !ok {
+			continue
+		}
+		start, err1 := strconv.ParseUint(lo, 16, 64)
+		end, err2 := strconv.ParseUint(hi, 16, 64)
+		if err1 == nil && err2 == nil && addr >= start && addr < end {
+			return true, nil
+		}
+	}
+	return false, nil
+}

@@ -24,6 +24,7 @@ const (
 	Kretprobe
 	Software
 	Hardware
+	Watchpoint
 )
 
 // kindNames are each kind's name, as bpftrace writes it in its messages,
@@ -43,6 +44,7 @@ var kindNames = [...]struct{ name, alias string }{
 	Kretprobe:  {"kretprobe", "kr"},
 	Software:   {"software", "s"},
 	Hardware:   {"hardware", "h"},
+	Watchpoint: {"watchpoint", "w"},
 }
 
 // String returns bpftrace's name of k.
@@ -68,7 +70,6 @@ func LookupKind(name string) (Kind, bool) {
 // rawtracepoint of later versions) that gotrace does not attach, by name
 // and alias.
 var unattached = []struct{ name, alias string }{
-	{"watchpoint", "w"},
 	{"asyncwatchpoint", "aw"},
 	{"kfunc", "f"},
 	{"kretfunc", "fr"},

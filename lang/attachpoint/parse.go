@@ -16,6 +16,7 @@ import (
 //	interval:s:1              Unit="s" Freq=1
 //	tracepoint:CAT:NAME       Target=CAT Func=NAME
 //	kprobe:FUNC               Func=FUNC
+//	watchpoint:0x1000:8:w     Address=0x1000 Len=8 Mode="w"
 //
 // A positional parameter (usdt:$1:net:inbound_message) is kept as written,
 // here Target="$1", and a rate given as one (interval:s:$1) is FreqParam.
@@ -29,8 +30,12 @@ type Point struct {
 	// FreqParam is a positional parameter given as the rate, with Freq 0.
 	FreqParam string
 	// Address is set for uprobe:PATH:0x1234 (an address in PATH); Func is
-	// then empty.
+	// then empty. It is also the address a watchpoint watches.
 	Address uint64
+	// Len and Mode are a watchpoint's length in bytes (1, 2, 4 or 8) and
+	// the accesses it fires on: "w", "rw" (or "wr") or "x".
+	Len  uint64
+	Mode string
 }
 
 // errUnterminated is Split's error for a quote that is not closed.
@@ -138,6 +143,10 @@ func Parse(raw string) (Point, []error) {
 			}
 			p.Freq = v
 		}
+	case Watchpoint:
+		if need(3, "3 arguments") {
+			errs = parseWatchpoint(&p, args)
+		}
 	case Interval, Profile:
 		if ns, ok := parseDurationArg(args); kind == Interval && len(args) == 1 && ok {
 			// bpftrace 0.24: interval:10ms, a duration.
@@ -169,6 +178,64 @@ func Parse(raw string) (Point, []error) {
 		p.Freq = v
 	}
 	return p, errs
+}
+
+// parseWatchpoint reads the ADDR:LEN:MODE fields of a watchpoint into p,
+// with bpftrace 0.17's messages for a bad length and mode (both are
+// reported), and its checks that the kernel would otherwise refuse at
+// attach time with EINVAL: the address aligned to the length, and an
+// execute watchpoint as long as an instruction address (8 bytes).
+func parseWatchpoint(p *Point, args []string) []error {
+	if strings.Contains(args[0], "+") {
+		// bpftrace's FUNC+argN form sets the watchpoint from a uprobe on
+		// FUNC at the address its argument holds.
+		return []error{fmt.Errorf("watchpoints on a function's argument (%s) are not supported by gotrace: give the address to watch", args[0])}
+	}
+	addr, ok := ParseNumber(args[0])
+	if !ok {
+		return []error{fmt.Errorf("invalid address %s", args[0])}
+	}
+	length, ok := ParseNumber(args[1])
+	if !ok {
+		return []error{fmt.Errorf("invalid watchpoint length %s", args[1])}
+	}
+	p.Address, p.Len, p.Mode = addr, length, args[2]
+	var errs []error
+	lengthOK := length == 1 || length == 2 || length == 4 || length == 8
+	if !lengthOK {
+		errs = append(errs, errors.New("watchpoint length must be one of (1,2,4,8)"))
+	}
+	switch {
+	case strings.Trim(p.Mode, "rwx") != "" || p.Mode == "":
+		errs = append(errs, errors.New("watchpoint mode must be combination of (r,w,x)"))
+	case strings.Count(p.Mode, "r") > 1 || strings.Count(p.Mode, "w") > 1 || strings.Count(p.Mode, "x") > 1:
+		errs = append(errs, errors.New("watchpoint modes may not be duplicated"))
+	case p.Mode != "w" && p.Mode != "rw" && p.Mode != "wr" && p.Mode != "x":
+		// The hardware watches writes, reads and writes, or execution.
+		errs = append(errs, fmt.Errorf("invalid watchpoint mode: %s", p.Mode))
+	case lengthOK && p.Mode == "x" && length != 8:
+		errs = append(errs, fmt.Errorf("an execute watchpoint (x) watches 8 bytes, not %d", length))
+	case lengthOK && addr%length != 0:
+		errs = append(errs, fmt.Errorf("watchpoint address %#x is not a multiple of its length %d", addr, length))
+	}
+	return errs
+}
+
+// WatchAccess returns the kernel's HW_BREAKPOINT_* bits of a watchpoint
+// mode that Parse accepted: r is 1, w 2 and x 4.
+func WatchAccess(mode string) uint32 {
+	var bits uint32
+	for _, c := range mode {
+		switch c {
+		case 'r':
+			bits |= 1
+		case 'w':
+			bits |= 2
+		case 'x':
+			bits |= 4
+		}
+	}
+	return bits
 }
 
 // parseDurationArg parses the one argument of args as a duration.

@@ -1,0 +1,120 @@
+package main
+
+import (
+	"fmt"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// buildWatchTarget builds testdata/watchpoint/watch.c without PIE into a
+// temporary directory and returns its path and the addresses of its
+// counter variable and bump function.
+func buildWatchTarget(t *testing.T) (bin string, counter, bump uint64) {
+	t.Helper()
+	gcc := testenv.RequireTool(t, "gcc")
+	bin = filepath.Join(t.TempDir(), "watch")
+	if out, err := exec.Command(gcc, "-O2", "-no-pie", "-o", bin, "testdata/watchpoint/watch.c", "-lpthread").CombinedOutput(); err != nil {
+		t.Fatalf("gcc: %v\n%s", err, out)
+	}
+	f, err := usdt.OpenFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sym, ok := f.ObjectSymbol("counter")
+	fns, err := f.FunctionSymbols()
+	if !ok || err != nil {
+		t.Fatalf("%s: no counter symbol, or functions: %v", bin, err)
+	}
+	for _, fn := range fns {
+		if fn.Name == "bump" {
+			bump = fn.Value
+		}
+	}
+	if bump == 0 {
+		t.Fatalf("%s has no bump function", bin)
+	}
+	return bin, sym.Value, bump
+}
+
+// TestWatchpointCommand runs write and execute watchpoints on a -c
+// command under bpftrace 0.17 and gotrace: the same lines, hit for hit.
+// The command's counter is written three times by bump; before that, the
+// kernel's zeroing of the rest of the counter's page during exec fires the
+// write watchpoint eight times (the first reads see what the page held), as
+// the event is attached before the command execs.
+func TestWatchpointCommand(t *testing.T) {
+	testenv.RequireRoot(t)
+	bpftrace := testenv.RequireBpftrace(t)
+	gotrace := buildGotrace(t)
+	bin, counter, bump := buildWatchTarget(t)
+	script := fmt.Sprintf(`watchpoint:%#[1]x:8:w { printf("w %%d\n", *(int64*)%#[1]x); }
+w:%#[2]x:8:x { printf("x\n"); }
+END { printf("end\n"); }`, counter, bump)
+	args := []string{"-c", bin, "-e", script}
+	want := runTool(bpftrace, t.TempDir(), args)
+	got := runTool(gotrace, t.TempDir(), args)
+	for _, r := range []toolResult{want, got} {
+		if r.Err != nil || r.Code != 0 {
+			t.Fatalf("run: %v, exit %d\nstdout:\n%s\nstderr:\n%s", r.Err, r.Code, r.Stdout, r.Stderr)
+		}
+	}
+	var s fixture.Script
+	if msg := lineDiff("stdout", normalize(&s, want.Stdout), normalize(&s, got.Stdout)); msg != "" {
+		t.Errorf("gotrace differs from bpftrace:\n%s", msg)
+	}
+	tail := "x\nw 1\nx\nw 2\nx\nw 3\nend\n"
+	if !strings.HasPrefix(got.Stdout, "Attaching 3 probes...\n") || !strings.Contains(got.Stdout, tail) {
+		t.Errorf("gotrace printed\n%s\nwant the header and then, after exec's writes,\n%s", got.Stdout, tail)
+	}
+}
+
+// TestWatchpointProcessThreads watches a -p process whose writes come from
+// a second thread: gotrace watches every thread the process has, where
+// bpftrace 0.17 watches only the main thread and never fires here.
+func TestWatchpointProcessThreads(t *testing.T) {
+	testenv.RequireRoot(t)
+	gotrace := buildGotrace(t)
+	bin, counter, _ := buildWatchTarget(t)
+	target := exec.Command(bin, "thread")
+	if err := target.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		target.Process.Kill()
+		target.Wait()
+	})
+	script := fmt.Sprintf(`watchpoint:%#x:8:w { printf("write by %%s\n", comm); exit(); }`, counter)
+	r := runTool(gotrace, t.TempDir(), []string{"-p", fmt.Sprint(target.Process.Pid), "-e", script})
+	if r.Err != nil || r.Code != 0 {
+		t.Fatalf("run: %v, exit %d\nstdout:\n%s\nstderr:\n%s", r.Err, r.Code, r.Stdout, r.Stderr)
+	}
+	if want := "Attaching 1 probe...\nwrite by watch\n\n\n"; r.Stdout != want {
+		t.Errorf("stdout %q, want %q", r.Stdout, want)
+	}
+	// An address the process does not map is refused before anything is
+	// loaded; bpftrace 0.17 attaches a watchpoint that never fires.
+	r = runTool(gotrace, t.TempDir(), []string{"-p", fmt.Sprint(target.Process.Pid), "-e", "w:0x1000:8:w { }"})
+	want := fmt.Sprintf("stdin:1:1-13: ERROR: address 0x1000 is not mapped in process %d\n", target.Process.Pid)
+	if r.Code != 1 || r.Stdout != "" || !strings.HasPrefix(r.Stderr, want) {
+		t.Errorf("unmapped address: exit %d, stdout %q, stderr %q; want exit 1 and %q", r.Code, r.Stdout, r.Stderr, want)
+	}
+}
+
+// TestWatchpointUnmappedCommand refuses a watchpoint outside the segments
+// of a non-PIE -c command before the command runs.
+func TestWatchpointUnmappedCommand(t *testing.T) {
+	gotrace := buildGotrace(t)
+	bin, _, _ := buildWatchTarget(t)
+	r := runTool(gotrace, t.TempDir(), []string{"-c", bin, "-e", "w:0x1000:8:w { }"})
+	want := fmt.Sprintf("stdin:1:1-13: ERROR: address 0x1000 is not in a segment of %s, which the command maps at fixed addresses\n", bin)
+	if r.Code != 1 || r.Stdout != "" || !strings.HasPrefix(r.Stderr, want) {
+		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and %q", r.Code, r.Stdout, r.Stderr, want)
+	}
+}
