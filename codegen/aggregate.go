@@ -5,6 +5,7 @@ import (
 
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -32,6 +33,9 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 	}
 	if m.Array && (kind == lang.KindHist || kind == lang.KindLhist) {
 		return f.arrayHist(e, m, call, slot)
+	}
+	if kind == lang.KindTseries {
+		return f.tseries(e, m, index, slot)
 	}
 	var koff keyAt
 	if (kind == lang.KindHist || kind == lang.KindLhist) && len(e.Keys) == 0 && m.KeySize == 8 {
@@ -103,22 +107,11 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 			asm.StoreMem(asm.R0, 0, asm.R2, asm.DWord),
 		)
 	case lang.KindMin, lang.KindMax:
-		set := f.label("aggset")
 		keep := asm.JSGE // min: keep the current value when v >= it
 		if kind == lang.KindMax {
 			keep = asm.JSLE
 		}
-		f.emit(
-			asm.LoadMem(asm.R2, asm.R0, 8, asm.DWord),
-			asm.JEq.Imm(asm.R2, 0, set),
-			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
-			keep.Reg(asm.R1, asm.R2, done),
-		)
-		f.place(set)
-		f.emit(
-			asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-			storeImm64(asm.R0, 8, 1),
-		)
+		f.updateExtreme(asm.R0, keep, done)
 	case lang.KindAvg, lang.KindStats:
 		f.emit(
 			asm.LoadMem(asm.R2, asm.R0, 0, asm.DWord),
@@ -130,6 +123,162 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 		)
 	}
 	f.place(done)
+	return nil
+}
+
+// updateExtreme stores R1 as the value of a min() or max() element at ptr
+// and sets the "set" flag after it, unless the flag is set and keep,
+// comparing R1 with the value, jumps to done. It clobbers R2.
+func (f *fn) updateExtreme(ptr asm.Register, keep asm.JumpOp, done string) {
+	set := f.label("aggset")
+	f.emit(
+		asm.LoadMem(asm.R2, ptr, 8, asm.DWord),
+		asm.JEq.Imm(asm.R2, 0, set),
+		asm.LoadMem(asm.R2, ptr, 0, asm.DWord),
+		keep.Reg(asm.R1, asm.R2, done),
+	)
+	f.place(set)
+	f.emit(
+		asm.StoreMem(ptr, 0, asm.R1, asm.DWord),
+		storeImm64(ptr, 8, 1),
+	)
+}
+
+// tseriesValueSize is the size of one CPU's value of a tseries map: the
+// value, the aggregation's u64 beside it and the epoch (layout.MapTseries).
+const tseriesValueSize = 24
+
+// tseries lowers `@m[k] = tseries(v, interval, n[, agg])` with v in the
+// stack slot: the interval the time falls in (its epoch, the time divided
+// by the interval) picks the element of the key's epoch modulo n, which
+// starts again from nothing when it held an older epoch and the values
+// combine (avg, max, min, sum); without agg the last value wins, and the
+// time it was set is kept to pick the latest across CPUs. The time is
+// bpf_ktime_get_tai_ns's, which user space prints as wall-clock time, or
+// the value of Options.TimeMap.
+func (f *fn) tseries(e *lang.MapExpr, m userMap, index int, slot int16) error {
+	p := m.Info.Tseries
+	assert(p.Interval > 0 && p.Intervals > 0, e, "tseries() with arguments the checker refuses")
+	koff, err := f.mapKey(e, m)
+	if err != nil {
+		return err
+	}
+	now, err := f.pushSlot(e)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	epoch, err := f.pushSlot(e)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	if err := f.tseriesNow(e); err != nil {
+		return err
+	}
+	f.emit(
+		asm.StoreMem(asm.RFP, now, asm.R0, asm.DWord),
+		movImm(asm.R1, p.Interval),
+		asm.Div.Reg(asm.R0, asm.R1),
+		asm.StoreMem(asm.RFP, epoch, asm.R0, asm.DWord),
+		movImm(asm.R1, p.Intervals),
+		asm.Mod.Reg(asm.R0, asm.R1),
+		asm.StoreMem(koff.base, int16(koff.off+m.KeySize-8), asm.R0, asm.DWord),
+	)
+	// R7 points to the element, in the map or, for a new one, in scratch
+	// (R8 set), zeroed and of this epoch.
+	voff := f.alloc(m.ValueSize)
+	found, update := f.label("tsfound"), f.label("tsupdate")
+	f.lookup(e.Name, koff)
+	f.emit(
+		asm.Mov.Reg(asm.R7, asm.R0),
+		asm.Mov.Imm(asm.R8, 0),
+		asm.JNE.Imm(asm.R0, 0, found),
+		asm.Mov.Imm(asm.R8, 1),
+	)
+	f.scratchPtr(asm.R7, voff)
+	f.zero(asm.R7, 0, m.ValueSize)
+	f.emit(
+		asm.LoadMem(asm.R1, asm.RFP, epoch, asm.DWord),
+		asm.StoreMem(asm.R7, 16, asm.R1, asm.DWord),
+	)
+	f.place(found)
+	if p.Agg != "" {
+		same := f.label("tssame")
+		f.emit(
+			asm.LoadMem(asm.R1, asm.R7, 16, asm.DWord),
+			asm.LoadMem(asm.R2, asm.RFP, epoch, asm.DWord),
+			asm.JEq.Reg(asm.R1, asm.R2, same),
+			storeImm64(asm.R7, 0, 0),
+			storeImm64(asm.R7, 8, 0),
+		)
+		f.place(same)
+	}
+	f.emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord))
+	switch p.Agg {
+	case "":
+		f.emit(
+			asm.StoreMem(asm.R7, 0, asm.R1, asm.DWord),
+			asm.LoadMem(asm.R2, asm.RFP, now, asm.DWord),
+			asm.StoreMem(asm.R7, 8, asm.R2, asm.DWord),
+		)
+	case "avg", "sum":
+		f.emit(
+			asm.LoadMem(asm.R2, asm.R7, 0, asm.DWord),
+			asm.Add.Reg(asm.R2, asm.R1),
+			asm.StoreMem(asm.R7, 0, asm.R2, asm.DWord),
+		)
+		if p.Agg == "avg" {
+			f.emit(
+				asm.LoadMem(asm.R2, asm.R7, 8, asm.DWord),
+				asm.Add.Imm(asm.R2, 1),
+				asm.StoreMem(asm.R7, 8, asm.R2, asm.DWord),
+			)
+		}
+	case "min", "max":
+		keep := f.label("tskeep")
+		// Keep the current value when v is not below it (min) or not
+		// above it (max), compared with the values' sign.
+		op := map[[2]bool]asm.JumpOp{
+			{false, false}: asm.JGE, {false, true}: asm.JSGE,
+			{true, false}: asm.JLE, {true, true}: asm.JSLE,
+		}[[2]bool{p.Agg == "max", p.Signed}]
+		f.updateExtreme(asm.R7, op, keep)
+		f.place(keep)
+	default:
+		assert(false, e, "tseries() with an aggregation the checker refuses")
+	}
+	done := f.label("tsdone")
+	f.emit(
+		asm.LoadMem(asm.R1, asm.RFP, epoch, asm.DWord),
+		asm.StoreMem(asm.R7, 16, asm.R1, asm.DWord),
+		asm.JNE.Imm(asm.R8, 0, update),
+		asm.Ja.Label(done),
+	)
+	f.place(update)
+	f.update(e.Name, index, koff, voff)
+	f.place(done)
+	return nil
+}
+
+// tseriesNow sets R0 to the time tseries() files values under: TAI
+// nanoseconds, or the u64 in the key-less map Options.TimeMap names (as
+// bpftrace's BPFTRACE_DUMMY_TS_MAP, which its tests set to make the
+// intervals known in advance).
+func (f *fn) tseriesNow(n lang.Node) error {
+	name := f.c.opts.TimeMap
+	if name == "" {
+		f.emit(asm.FnKtimeGetTaiNs.Call())
+		return nil
+	}
+	m, _, err := f.mapOf(n, name)
+	if err != nil {
+		return err
+	}
+	if m.Kind != layout.MapValue || len(m.KeyFields) != 0 || m.Info.Value.Kind != lang.KindInt || m.Info.Value.Signed {
+		return f.c.errorf(n, "time map %s: want a map without keys of unsigned integers, not of %s", name, m.Info.Value)
+	}
+	f.lookupInt(name, keyAt{asm.RFP, slotZero})
 	return nil
 }
 

@@ -50,6 +50,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncStats:       `BEGIN { @ = stats(1); }`,
 		lang.FuncHist:        `BEGIN { @ = hist(1); }`,
 		lang.FuncLhist:       `BEGIN { @ = lhist(1, 0, 10, 1); }`,
+		lang.FuncTseries:     `BEGIN { @ = tseries(1, 1s, 5); @k[1] = tseries(2, 100ms, 3, "avg"); @n = tseries(-1, 1ms, 2, "min"); }`,
 		lang.FuncPrintf:      `BEGIN { printf("%d\n", 1); }`,
 		lang.FuncPrint:       `BEGIN { @ = 1; print(@); print(2); }`,
 		lang.FuncExit:        `BEGIN { exit(); }`,

@@ -48,6 +48,10 @@ type Options struct {
 	// copy of Extends', so that event ids and probe numbers go on after
 	// them, and its Collection holds only the new programs.
 	Extends *Spec
+	// TimeMap names a key-less map of unsigned integers whose value
+	// tseries() takes as the time instead of the clock's: bpftrace's
+	// BPFTRACE_DUMMY_TS_MAP, with which its tests control the intervals.
+	TimeMap string
 }
 
 // ErrUnsupported is wrapped by errors about constructs gotrace cannot
@@ -223,8 +227,11 @@ func (c *compiler) layoutMaps() error {
 		if m.Kind == layout.MapValue {
 			m.Value = field(info.Value)
 		}
-		if m.Kind == layout.MapLhist {
+		switch m.Kind {
+		case layout.MapLhist:
 			m.Lhist = layout.Lhist(info.Lhist)
+		case layout.MapTseries:
+			m.Tseries = layout.Tseries(info.Tseries)
 		}
 		keyTypes := keyTypes(info)
 		m.KeyFields, m.KeySize = Layout(keyTypes...)
@@ -237,6 +244,8 @@ func (c *compiler) layoutMaps() error {
 			m.ValueSize, m.PerCPU = 8, true
 		case lang.KindMin, lang.KindMax, lang.KindAvg, lang.KindStats:
 			m.ValueSize, m.PerCPU = 16, true
+		case lang.KindTseries:
+			m.ValueSize, m.PerCPU = tseriesValueSize, true
 		default:
 			m.ValueSize = sizeOf(info.Value)
 		}
@@ -266,7 +275,7 @@ func (c *compiler) layoutMaps() error {
 			// costs no hashing.
 			typ, m.Array, m.KeySize = ebpf.PerCPUArray, true, 4
 		}
-		if n := bucketCount(info); len(keyTypes) == 0 && n > 0 && n <= maxArrayBuckets {
+		if n := bucketCount(info); len(keyTypes) == 0 && n > 0 && n <= maxArrayBuckets && info.Value.Kind != lang.KindTseries {
 			// A key-less hist or lhist: an array indexed by bucket, for
 			// the same reason, plus an element that records whether the
 			// map holds a histogram (see Map.Array).
@@ -304,14 +313,17 @@ func keyTypes(info *lang.MapInfo) []lang.Type {
 // one per-CPU allocation per bucket, and a wide lhist is better hashed.
 const maxArrayBuckets = 1024
 
-// bucketCount is the number of buckets of a hist or lhist map, 0 for
-// other maps (and an lhist with bad bounds, which the program refuses).
+// bucketCount is the number of buckets of a hist or lhist map and of
+// intervals of a tseries map, 0 for other maps (and an lhist with bad
+// bounds, which the program refuses).
 func bucketCount(info *lang.MapInfo) int64 {
 	switch info.Value.Kind {
 	case lang.KindHist:
 		return layout.HistBuckets
 	case lang.KindLhist:
 		return layout.Lhist(info.Lhist).Buckets()
+	case lang.KindTseries:
+		return info.Tseries.Intervals
 	}
 	return 0
 }

@@ -71,7 +71,7 @@ var fieldKinds = map[lang.Kind]layout.Kind{
 var mapKinds = map[lang.Kind]layout.MapKind{
 	lang.KindCount: layout.MapCount, lang.KindSum: layout.MapSum, lang.KindMin: layout.MapMin,
 	lang.KindMax: layout.MapMax, lang.KindAvg: layout.MapAvg, lang.KindStats: layout.MapStats,
-	lang.KindHist: layout.MapHist, lang.KindLhist: layout.MapLhist,
+	lang.KindHist: layout.MapHist, lang.KindLhist: layout.MapLhist, lang.KindTseries: layout.MapTseries,
 }
 
 // sizeOf is the number of bytes a value of type t takes in the scratch

@@ -128,7 +128,7 @@ func (f *fn) mapReadInt(e *lang.MapExpr) error {
 		return err
 	}
 	switch m.Info.Value.Kind {
-	case lang.KindAvg, lang.KindStats, lang.KindHist, lang.KindLhist:
+	case lang.KindAvg, lang.KindStats, lang.KindHist, lang.KindLhist, lang.KindTseries:
 		return f.c.errorf(e, "reading %s map %s: %w", m.Info.Value, e.Name, ErrUnsupported)
 	}
 	if !isScalar(m.Info.Value) {

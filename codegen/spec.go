@@ -182,10 +182,12 @@ type Map struct {
 	Kind layout.MapKind
 	// Lhist holds lhist()'s bounds when Kind is MapLhist.
 	Lhist layout.Lhist
+	// Tseries holds tseries()'s arguments when Kind is MapTseries.
+	Tseries layout.Tseries
 	// Value lays out the value of a MapValue map.
 	Value layout.Field
 	// KeyFields lay out the key (one per tuple element; none for a map
-	// without keys). Hist and lhist maps append a u64 bucket index after
+	// without keys). Hist, lhist and tseries maps append a u64 bucket index after
 	// them, at offset KeySize-8. A map without keys and without buckets
 	// has a single all-zero u64 key (KeySize 8).
 	KeyFields []layout.Field

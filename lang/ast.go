@@ -132,6 +132,9 @@ type MapInfo struct {
 	// Lhist holds lhist(v, min, max, step)'s constant arguments when Value
 	// is KindLhist.
 	Lhist LhistParams
+	// Tseries holds tseries(v, interval, n[, agg])'s constant arguments
+	// when Value is KindTseries.
+	Tseries TseriesParams
 	// Pos is where the map first appears.
 	Pos Span
 }
@@ -140,6 +143,23 @@ type MapInfo struct {
 type LhistParams struct {
 	Min, Max, Step int64
 }
+
+// TseriesParams are a time series' constant arguments and the sign of
+// its values.
+type TseriesParams struct {
+	// Interval is an interval's length in nanoseconds; Intervals is how
+	// many the series keeps.
+	Interval, Intervals int64
+	// Agg is how the values of one interval combine: "" keeps the last,
+	// or one of TseriesAggs.
+	Agg string
+	// Signed says whether the values are signed.
+	Signed bool
+}
+
+// TseriesAggs are the names of tseries()'s aggregations, as bpftrace
+// lists them in its message for another name.
+var TseriesAggs = []string{"avg", "max", "min", "sum"}
 
 // StructDef is a C struct definition in the script, such as
 // `struct CBlockIndex { const uint8_t *phashBlock; int nHeight; }`.

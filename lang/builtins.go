@@ -66,6 +66,7 @@ const (
 	FuncStats
 	FuncHist
 	FuncLhist
+	FuncTseries
 	FuncPrintf
 	FuncPrint
 	FuncExit
@@ -286,19 +287,22 @@ var builtins = [numBuiltins]builtin{
 	ModePerf:     {name: "perf", class: classStackMode},
 	ModeBpftrace: {name: "bpftrace", class: classStackMode},
 
-	FuncCount:  {name: "count", class: classFunc, min: 0, max: 0, agg: KindCount},
-	FuncSum:    {name: "sum", class: classFunc, min: 1, max: 1, agg: KindSum, args: intArgs},
-	FuncAvg:    {name: "avg", class: classFunc, min: 1, max: 1, agg: KindAvg, args: intArgs},
-	FuncMin:    {name: "min", class: classFunc, min: 1, max: 1, agg: KindMin, args: intArgs},
-	FuncMax:    {name: "max", class: classFunc, min: 1, max: 1, agg: KindMax, args: intArgs},
-	FuncStats:  {name: "stats", class: classFunc, min: 1, max: 1, agg: KindStats, args: intArgs},
-	FuncHist:   {name: "hist", class: classFunc, min: 1, max: 1, agg: KindHist, args: intArgs},
-	FuncLhist:  {name: "lhist", class: classFunc, min: 4, max: 4, agg: KindLhist},
-	FuncPrintf: {name: "printf", class: classFunc, min: 1, max: -1, void: true},
-	FuncPrint:  {name: "print", class: classFunc, min: 1, max: 3, void: true},
-	FuncExit:   {name: "exit", class: classFunc, min: 0, max: 1, void: true, args: intArgs},
-	FuncClear:  {name: "clear", class: classFunc, min: 1, max: 1, void: true},
-	FuncZero:   {name: "zero", class: classFunc, min: 1, max: 1, void: true},
+	FuncCount: {name: "count", class: classFunc, min: 0, max: 0, agg: KindCount},
+	FuncSum:   {name: "sum", class: classFunc, min: 1, max: 1, agg: KindSum, args: intArgs},
+	FuncAvg:   {name: "avg", class: classFunc, min: 1, max: 1, agg: KindAvg, args: intArgs},
+	FuncMin:   {name: "min", class: classFunc, min: 1, max: 1, agg: KindMin, args: intArgs},
+	FuncMax:   {name: "max", class: classFunc, min: 1, max: 1, agg: KindMax, args: intArgs},
+	FuncStats: {name: "stats", class: classFunc, min: 1, max: 1, agg: KindStats, args: intArgs},
+	FuncHist:  {name: "hist", class: classFunc, min: 1, max: 1, agg: KindHist, args: intArgs},
+	FuncLhist: {name: "lhist", class: classFunc, min: 4, max: 4, agg: KindLhist},
+	// tseries(v, interval, n[, agg]) keeps v by interval of time, the
+	// last n intervals (bpftrace 0.24).
+	FuncTseries: {name: "tseries", class: classFunc, min: 3, max: 4, agg: KindTseries},
+	FuncPrintf:  {name: "printf", class: classFunc, min: 1, max: -1, void: true},
+	FuncPrint:   {name: "print", class: classFunc, min: 1, max: 3, void: true},
+	FuncExit:    {name: "exit", class: classFunc, min: 0, max: 1, void: true, args: intArgs},
+	FuncClear:   {name: "clear", class: classFunc, min: 1, max: 1, void: true},
+	FuncZero:    {name: "zero", class: classFunc, min: 1, max: 1, void: true},
 	// delete is a statement in bpftrace 0.17 and a bool (whether the
 	// element was there) since 0.22; delete(@m, k...) becomes
 	// delete(@m[k...]) before its arity is checked (elementCall).

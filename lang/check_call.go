@@ -130,6 +130,9 @@ func (c *checker) callArgs(e *Call) {
 	case FuncLhist:
 		c.intArg(e, args[0], "only supports integer arguments")
 		c.lhistArgs(e)
+	case FuncTseries:
+		c.intArg(e, args[0], "only supports integer arguments")
+		c.tseriesArgs(e)
 	case FuncPrintf, FuncCat, FuncSystem, FuncErrorf, FuncWarnf:
 		c.formatCall(e)
 	case FuncPrint:

@@ -3,7 +3,10 @@ package lang
 // This file checks maps: their keys and values across all uses, and
 // the aggregations stored in them.
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // mapState is what the checker knows about one map.
 type mapState struct {
@@ -11,6 +14,8 @@ type mapState struct {
 	keySet   bool
 	valueSet bool
 	lhistSet bool
+	// tseriesSet says info.Tseries holds the map's tseries() arguments.
+	tseriesSet bool
 }
 
 // mapState returns the state of the map called name, creating it at its
@@ -165,13 +170,21 @@ func (c *checker) lhistStore(name string, m *mapState, call *Call) {
 	if !ok || m.info.Value.Kind != KindLhist {
 		return
 	}
-	if !m.lhistSet {
-		m.lhistSet = true
-		m.info.Lhist = p
+	storeParams(c, &m.lhistSet, &m.info.Lhist, p, call.Loc, "lhist")
+}
+
+// storeParams records p, the constant arguments of an aggregation stored
+// in a map, in *have at the first store (setting *set), and reports a
+// store with other arguments in bpftrace's words (what names the
+// aggregation).
+func storeParams[P comparable](c *checker, set *bool, have *P, p P, at Span, what string) {
+	if !*set {
+		*set = true
+		*have = p
 		return
 	}
-	if m.info.Lhist != p {
-		c.laterf(call.Loc, "Different lhist bounds in a single map unsupported")
+	if *have != p {
+		c.laterf(at, "Different %s bounds in a single map unsupported", what)
 	}
 }
 
@@ -231,6 +244,66 @@ func (c *checker) lhistParams(e *Call) (LhistParams, bool) {
 		vals[i] = v
 	}
 	return LhistParams{Min: vals[0], Max: vals[1], Step: vals[2]}, true
+}
+
+// tseriesArgs checks tseries()'s constant interval and number of
+// intervals and its aggregation's name, with bpftrace's messages.
+func (c *checker) tseriesArgs(e *Call) {
+	names := [2]string{"interval_ns", "num_intervals"}
+	for i, a := range e.Args[1:3] {
+		c.expr(a, useValue)
+		if _, ok := ConstInt(a); !ok {
+			c.errorf(e.Loc, "tseries: invalid %s value (must be non-negative literal)", names[i])
+			return
+		}
+	}
+	interval, _ := ConstInt(e.Args[1])
+	n, _ := ConstInt(e.Args[2])
+	switch {
+	case interval <= 0:
+		c.laterf(e.Loc, "tseries() interval_ns must be >= 1 (%d provided)", interval)
+	case n <= 0:
+		c.laterf(e.Loc, "tseries() num_intervals must be >= 1 (%d provided)", n)
+	case n > maxTseriesIntervals:
+		c.laterf(e.Loc, "tseries() num_intervals must be < %d (%d provided)", maxTseriesIntervals, n)
+	}
+	if len(e.Args) == 4 {
+		agg, ok := c.literalArg(e, e.Args[3])
+		if ok && !slices.Contains(TseriesAggs, agg) {
+			c.laterf(e.Loc, "tseries() expects one of the following aggregation functions: %s (%q provided)", strings.Join(TseriesAggs, ", "), agg)
+		}
+	}
+}
+
+// maxTseriesIntervals bounds tseries()'s number of intervals, as in
+// bpftrace.
+const maxTseriesIntervals = 1000000
+
+// tseriesParams returns a valid tseries() call's constant arguments and
+// its values' sign.
+func tseriesParams(e *Call) (TseriesParams, bool) {
+	if len(e.Args) < 3 {
+		return TseriesParams{}, false
+	}
+	interval, ok1 := ConstInt(e.Args[1])
+	n, ok2 := ConstInt(e.Args[2])
+	p := TseriesParams{Interval: interval, Intervals: n, Signed: TypeOf(e.Args[0]).Signed}
+	if len(e.Args) == 4 {
+		if lit, ok := e.Args[3].(*StrLit); ok {
+			p.Agg = lit.Value
+		}
+	}
+	return p, ok1 && ok2
+}
+
+// tseriesStore checks that every tseries() stored in a map has the same
+// arguments, and records them.
+func (c *checker) tseriesStore(m *mapState, call *Call) {
+	p, ok := tseriesParams(call)
+	if !ok || m.info.Value.Kind != KindTseries {
+		return
+	}
+	storeParams(c, &m.tseriesSet, &m.info.Tseries, p, call.Loc, "tseries")
 }
 
 // mapRef types a whole map passed to print(), clear() or zero(): its keys

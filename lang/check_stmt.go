@@ -128,6 +128,9 @@ func (c *checker) assign(s *AssignStmt) {
 		if call, ok := s.RHS.(*Call); ok && t.Kind == KindLhist {
 			c.lhistStore(lhs.Name, m, call)
 		}
+		if call, ok := s.RHS.(*Call); ok && t.Kind == KindTseries {
+			c.tseriesStore(m, call)
+		}
 		SetType(lhs, m.info.Value)
 	default:
 		c.expr(s.LHS, useValue)

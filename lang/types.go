@@ -9,7 +9,7 @@ import (
 type Kind int
 
 // The type kinds of the language. The aggregation kinds (KindCount ...
-// KindLhist) only appear as map values.
+// KindTseries) only appear as map values.
 const (
 	KindNone Kind = iota
 	// KindInt is an integer of Size 1, 2, 4 or 8 bytes; Signed says whether
@@ -35,6 +35,8 @@ const (
 	KindStats
 	KindHist
 	KindLhist
+	// KindTseries is tseries()'s time series (bpftrace 0.24).
+	KindTseries
 	// KindTimestamp is strftime()'s result.
 	KindTimestamp
 	// KindUsym is usym()'s result.
@@ -124,7 +126,7 @@ var Uint64 = Int(8, false)
 func String(size int) Type { return Type{Kind: KindString, Size: size} }
 
 // IsAggregation reports whether t is one of the aggregation kinds.
-func (t Type) IsAggregation() bool { return t.Kind >= KindCount && t.Kind <= KindLhist }
+func (t Type) IsAggregation() bool { return t.Kind >= KindCount && t.Kind <= KindTseries }
 
 // IsInt reports whether t is an integer.
 func (t Type) IsInt() bool { return t.Kind == KindInt }
@@ -192,6 +194,8 @@ func (t Type) String() string {
 		return "hist"
 	case KindLhist:
 		return "lhist"
+	case KindTseries:
+		return "tseries"
 	case KindTimestamp:
 		return "timestamp"
 	case KindUsym:

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/runtime/output"
 )
 
 // maxBuckets bounds the bucket index of hist and lhist keys: hist has 66
@@ -32,6 +33,14 @@ type mapEntry struct {
 	// Buckets holds the count of every bucket of hist() and lhist(), by
 	// bucket index.
 	Buckets []uint64
+	// Intervals are the intervals of tseries(), merged over the CPUs, in
+	// no order, each epoch once.
+	Intervals []output.Interval
+}
+
+// tseriesValue is the per-CPU value of tseries() (layout.MapTseries).
+type tseriesValue struct {
+	Value, Meta, Epoch uint64
 }
 
 // minMax is the per-CPU value of min() and max(): the value and whether
@@ -114,6 +123,19 @@ func readMapBy(m *codegen.Map, em *ebpf.Map, batch bool) ([]*mapEntry, error) {
 	}
 	cpus := ebpfPossibleCPUs()
 	switch {
+	case m.Kind == layout.MapTseries:
+		values := make([]tseriesValue, batchKeys*cpus)
+		err := readElements(em, batch, keys, keyBytes, values, cpus, func(i int) {
+			e := entry(keyOf(i, m.KeySize-8))
+			iv := mergeInterval(m.Tseries, values[i*cpus:(i+1)*cpus])
+			for _, have := range e.Intervals {
+				if have.Epoch == iv.Epoch {
+					return
+				}
+			}
+			e.Intervals = append(e.Intervals, iv)
+		})
+		return entries, err
 	case !m.PerCPU:
 		values, valueBytes := byteRows(batchKeys, m.ValueSize)
 		err := readElements(em, batch, keys, keyBytes, values, 1, func(i int) {
@@ -176,6 +198,55 @@ func readMapBy(m *codegen.Map, em *ebpf.Map, batch bool) ([]*mapEntry, error) {
 		})
 		return entries, err
 	}
+}
+
+// mergeInterval merges the CPUs' values of one tseries element: the
+// latest epoch any CPU holds, with the values of that epoch combined as
+// the aggregation says (without one, the value set last). Values never
+// set (epoch 0) do not count; an element with none is epoch 0, value 0,
+// as bpftrace reads it.
+func mergeInterval(p layout.Tseries, cpus []tseriesValue) output.Interval {
+	var cur tseriesValue
+	for _, v := range cpus {
+		if v.Epoch == 0 || v.Epoch < cur.Epoch {
+			continue
+		}
+		if v.Epoch > cur.Epoch {
+			cur = v
+			continue
+		}
+		switch p.Agg {
+		case "":
+			if v.Meta > cur.Meta {
+				cur = v
+			}
+		case "avg":
+			cur.Value += v.Value
+			cur.Meta += v.Meta
+		case "sum":
+			cur.Value += v.Value
+		case "min", "max":
+			less := v.Value < cur.Value
+			if p.Signed {
+				less = int64(v.Value) < int64(cur.Value)
+			}
+			if less == (p.Agg == "min") && v.Value != cur.Value {
+				cur.Value = v.Value
+			}
+		}
+	}
+	if p.Agg == "avg" && cur.Meta != 0 {
+		if p.Signed {
+			cur.Value = uint64(int64(cur.Value) / int64(cur.Meta))
+		} else {
+			cur.Value /= cur.Meta
+		}
+	}
+	v := output.Uint(cur.Value)
+	if p.Signed {
+		v = output.Int(int64(cur.Value))
+	}
+	return output.Interval{Epoch: cur.Epoch, Value: v}
 }
 
 // batchKeys is how many keys one batch lookup reads: few system calls for

@@ -221,11 +221,11 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, Entries: make([]output.Entry, 0, len(entries))}
+	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, Tseries: m.Tseries, Entries: make([]output.Entry, 0, len(entries))}
 	// Every key's values come from one allocation.
 	keys := make([]output.Value, len(entries)*len(m.KeyFields))
 	for _, e := range entries {
-		oe := output.Entry{Count: e.Count, Total: e.Total, Buckets: e.Buckets}
+		oe := output.Entry{Count: e.Count, Total: e.Total, Buckets: e.Buckets, Intervals: e.Intervals}
 		if e.Key != nil {
 			oe.Key = t.appendKeyArgs(keys[:0:len(m.KeyFields)], m.KeyFields, e.Key)
 			keys = keys[len(m.KeyFields):]

@@ -72,6 +72,9 @@ type Options struct {
 	// MapKeysMax bounds every keyed map (BPFTRACE_MAP_KEYS_MAX); 0 means
 	// lang.DefaultMapKeysMax.
 	MapKeysMax int
+	// TimeMap names the map tseries() reads its time from
+	// (BPFTRACE_DUMMY_TS_MAP, see codegen.Options.TimeMap).
+	TimeMap string
 	// Verbose prints what the runtime resolves and attaches to Err.
 	Verbose bool
 	// NoWarnings drops warnings such as a full map's (--no-warnings).
@@ -255,6 +258,7 @@ func codegenOptions(opts Options, probes map[*lang.AttachPoint][]*usdt.Probe, ch
 		USDT:       probes,
 		StrLen:     opts.StrLen,
 		MapKeysMax: opts.MapKeysMax,
+		TimeMap:    opts.TimeMap,
 		Params:     opts.Params,
 		EventsSize: ringSize(opts.BufferPages),
 		ChildPID:   uint32(childPID),

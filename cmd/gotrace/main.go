@@ -316,7 +316,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		Out: out, Err: stderr, Format: f.format, Quiet: f.quiet,
 		PID: pid, Command: f.command, User: f.user, AsRoot: f.asRoot,
 		Params: params, Unsafe: f.unsafe,
-		StrLen: strSize, MapKeysMax: keysMax, Verbose: f.verbose,
+		StrLen: strSize, MapKeysMax: keysMax, Verbose: f.verbose, TimeMap: os.Getenv("BPFTRACE_DUMMY_TS_MAP"),
 		NoWarnings: f.noWarnings, MissingProbes: missing, NoUprobeMulti: f.noMulti, BufferPages: bufferPages(),
 		LineBuffered: f.buffering != "full",
 	}

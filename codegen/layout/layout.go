@@ -112,11 +112,17 @@ const (
 	// numbered as docs/design.md says.
 	MapHist
 	MapLhist
+	// MapTseries: one interval of a time series, whose index (its epoch
+	// modulo the number of intervals) ends the key: an i64 or u64 value,
+	// a u64 the aggregation keeps beside it (the time of the last value,
+	// avg's count, min's and max's "set" flag), and the u64 epoch (the
+	// time divided by the interval) the value belongs to.
+	MapTseries
 )
 
-// Bucketed reports whether maps of kind k count values by bucket (hist
-// and lhist).
-func (k MapKind) Bucketed() bool { return k == MapHist || k == MapLhist }
+// Bucketed reports whether the keys of maps of kind k end with a bucket
+// index (hist, lhist and tseries).
+func (k MapKind) Bucketed() bool { return k == MapHist || k == MapLhist || k == MapTseries }
 
 // HistBuckets is the number of buckets of a hist map: negative values,
 // zero, and one per power of two up to 2^63.
@@ -135,4 +141,17 @@ func (l Lhist) Buckets() int64 {
 		return 0
 	}
 	return (l.Max-l.Min)/l.Step + 2
+}
+
+// Tseries holds the constant arguments of a tseries(v, interval, n, agg)
+// map and the sign of its values.
+type Tseries struct {
+	// Interval is an interval's length in nanoseconds; Intervals is how
+	// many the map keeps.
+	Interval, Intervals int64
+	// Agg is how the values of one interval combine: "" keeps the last
+	// one, "avg", "max", "min" or "sum".
+	Agg string
+	// Signed says whether the values are signed.
+	Signed bool
 }

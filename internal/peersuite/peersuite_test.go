@@ -16,8 +16,8 @@ import (
 // the measured population and in all, than when they were last raised.
 // Raise them as the language grows.
 const (
-	floorCore = 262
-	floorAll  = 368
+	floorCore = 275
+	floorAll  = 395
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).

@@ -13,11 +13,13 @@ import (
 type Map struct {
 	// Name is the map's script name, "@x" or "@".
 	Name string
-	// Kind is the map's aggregation (layout.MapCount ... layout.MapLhist),
+	// Kind is the map's aggregation (layout.MapCount ... layout.MapTseries),
 	// or layout.MapValue for a map of assigned values.
 	Kind layout.MapKind
 	// Lhist holds lhist()'s bounds when Kind is layout.MapLhist.
 	Lhist layout.Lhist
+	// Tseries holds tseries()'s arguments when Kind is layout.MapTseries.
+	Tseries layout.Tseries
 	// Entries are the map's entries in any order; the writer sorts them.
 	// A map without keys has at most one entry, with a nil Key. bpftrace
 	// 0.17 always prints a count() map without keys: give it one entry,
@@ -43,6 +45,9 @@ type Entry struct {
 	// [2^k, 2^(k+1)); lhist: 0 below min, 1+i for each step, last for max
 	// and above). Missing trailing buckets count as zero.
 	Buckets []uint64
+	// Intervals are a tseries map's intervals, in any order, each epoch
+	// once.
+	Intervals []Interval
 }
 
 // average is an avg or stats entry's mean, truncated toward zero.
@@ -65,7 +70,7 @@ func (e *Entry) bucketTotal() uint64 {
 // sortedEntries returns m's entries in the order bpftrace 0.17 prints them,
 // ascending: integer-valued maps (count, sum, min, max, ints) by value,
 // avg and stats by average, hist and lhist by their total count, maps of
-// strings, tuples and bufs by key. Equal values, which bpftrace leaves in
+// strings, tuples and bufs and tseries maps by key. Equal values, which bpftrace leaves in
 // hash order, are ordered by key.
 func sortedEntries(m *Map) []*Entry {
 	// The sort compares records that hold what it orders by, side by

@@ -176,9 +176,10 @@ func (w *Writer) Value(v Value) error {
 // Map prints print(@m, top, div): the top entries with the largest values
 // (all when top is 0), with values divided by div (integer division; 0 or
 // 1 divide nothing). Like bpftrace 0.17, stats maps ignore top and div,
-// avg maps divide their averages and hist maps their bucket counts.
+// avg maps divide their averages and hist maps their bucket counts;
+// tseries maps ignore them too, as in bpftrace.
 func (w *Writer) Map(m *Map, top, div uint64) error {
-	if m.Kind == layout.MapStats {
+	if m.Kind == layout.MapStats || m.Kind == layout.MapTseries {
 		top, div = 0, 0
 	}
 	es := topEntries(sortedEntries(m), top)
@@ -237,8 +238,17 @@ func (w *Writer) appendMapText(m *Map, es []*Entry, div uint64) {
 	if len(es) == 0 {
 		b = append(b, '\n')
 	}
+	first, last := tseriesEpochs(m)
 	for _, e := range es {
 		b = appendKeyText(b, m.Name, e.Key)
+		if m.Kind == layout.MapTseries {
+			// A chart of the intervals all entries share, then an empty
+			// line, as bpftrace prints it.
+			b = append(b, ":\n"...)
+			b = appendTseriesText(b, tseriesPoints(m, e, first, last))
+			b = append(b, '\n')
+			continue
+		}
 		b = append(b, ": "...)
 		switch m.Kind {
 		case layout.MapHist, layout.MapLhist:
@@ -311,8 +321,8 @@ func appendKeyJSON(b []byte, key []Value) []byte {
 	return appendJSONString(b, s)
 }
 
-// appendMapJSON prints entries es of m as one JSON object: type map, hist
-// or stats (avg maps are "stats" too), data {"@name": value} for a map
+// appendMapJSON prints entries es of m as one JSON object: type map, hist,
+// tseries or stats (avg maps are "stats" too), data {"@name": value} for a map
 // without keys or {"@name": {"key": value, ...}}. Empty maps print
 // nothing.
 func (w *Writer) appendMapJSON(m *Map, es []*Entry, div uint64) {
@@ -325,7 +335,10 @@ func (w *Writer) appendMapJSON(m *Map, es []*Entry, div uint64) {
 		kind = "hist"
 	case layout.MapAvg, layout.MapStats:
 		kind = "stats"
+	case layout.MapTseries:
+		kind = "tseries"
 	}
+	first, last := tseriesEpochs(m)
 	b := w.buf
 	b = append(b, "{\"type\": \""...)
 	b = append(b, kind...)
@@ -371,6 +384,8 @@ func (w *Writer) appendMapJSON(m *Map, es []*Entry, div uint64) {
 			b = fmt.Appendf(b, "{\"count\": %d, \"average\": %d, \"total\": %d}", e.Count, e.average(), e.Total)
 		case layout.MapAvg:
 			b = appendInt(b, divide(Int(e.average()), div))
+		case layout.MapTseries:
+			b = appendTseriesJSON(b, tseriesPoints(m, e, first, last))
 		default:
 			b = appendJSON(b, divide(e.Value, div))
 		}
