@@ -622,14 +622,14 @@ func (c *compiler) snippet(n lang.Node) string {
 	}
 	lines := c.lines
 	s := n.Span()
-	if s.Start.Line < 1 || s.Start.Line > len(lines) {
+	if s.Start.Line < 1 || int(s.Start.Line) > len(lines) {
 		return ""
 	}
 	line := lines[s.Start.Line-1]
-	start := min(max(s.Start.Col-1, 0), len(line))
+	start := min(max(int(s.Start.Col)-1, 0), len(line))
 	end := len(line)
-	if s.End.Line == s.Start.Line && s.End.Col-1 >= start && s.End.Col-1 <= len(line) {
-		end = s.End.Col - 1
+	if last := int(s.End.Col) - 1; s.End.Line == s.Start.Line && last >= start && last <= len(line) {
+		end = last
 	}
 	text := strings.TrimSpace(line[start:end])
 	if len(text) > 40 {

@@ -71,23 +71,23 @@ func (f *fn) binary(e *lang.Binary) error {
 	case xt.Kind == lang.KindBuf && yt.Kind == lang.KindBuf:
 		return f.bufCompare(e)
 	}
-	var chain []*lang.Binary
-	var labels []logicalLabels
-	for _, b := range e.LeftSpine() {
+	chain := e.LeftSpine()
+	// labels are those of the chain's && and || operators, by index: a
+	// chain of 200,000 additions needs none.
+	labels := map[int]logicalLabels{}
+	for i, b := range chain {
 		xt, yt := lang.TypeOf(b.X), lang.TypeOf(b.Y)
 		if xt.Kind == lang.KindString || yt.Kind == lang.KindString || xt.Kind == lang.KindBuf && yt.Kind == lang.KindBuf {
 			// Lowered by intExpr, as the chain's innermost operand.
+			chain = chain[:i]
 			break
 		}
 		if b != e {
 			f.mark(b)
 		}
-		chain = append(chain, b)
-		var l logicalLabels
 		if b.Op == "&&" || b.Op == "||" {
-			l = logicalLabels{short: f.label("short"), end: f.label("logend")}
+			labels[i] = logicalLabels{short: f.label("short"), end: f.label("logend")}
 		}
-		labels = append(labels, l)
 	}
 	if err := f.intExpr(chain[len(chain)-1].X); err != nil {
 		return err

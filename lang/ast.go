@@ -17,9 +17,11 @@ import (
 )
 
 // Pos is a position in a script: 1-based line and 1-based byte column.
+// Every node holds a few, so they are 32-bit: a script of 2 GiB is not
+// parsed anyway.
 type Pos struct {
-	Line int
-	Col  int
+	Line int32
+	Col  int32
 }
 
 // Span is the source range of a node. End is the position just after the

@@ -51,7 +51,7 @@ func FuzzCheck(f *testing.F) {
 		}
 		lines := strings.Count(src, "\n") + 1
 		for _, e := range l {
-			if e.Span.Start.Line < 1 || e.Span.Start.Line > lines || e.Span.Start.Col < 1 {
+			if e.Span.Start.Line < 1 || int(e.Span.Start.Line) > lines || e.Span.Start.Col < 1 {
 				t.Errorf("diagnostic %q is outside the script", e.Error())
 			}
 		}

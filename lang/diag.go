@@ -68,10 +68,10 @@ func (l ErrorList) write(w io.Writer, file, src, severity string) {
 	for _, e := range l {
 		fmt.Fprintf(w, "%s:%s: %s: %s\n", file, e.location(), severity, e.Msg)
 		s := e.Span
-		if s.End.Line == s.Start.Line && s.Start.Line >= 1 && s.Start.Line <= len(lines) && lines[s.Start.Line-1] != "" {
+		if s.End.Line == s.Start.Line && s.Start.Line >= 1 && int(s.Start.Line) <= len(lines) && lines[s.Start.Line-1] != "" {
 			line := strings.TrimRight(lines[s.Start.Line-1], "\r\n")
 			fmt.Fprintf(w, "%s\n", strings.ReplaceAll(line, "\t", "    "))
-			fmt.Fprintf(w, "%s\n", underline(line, s.Start.Col, s.End.Col))
+			fmt.Fprintf(w, "%s\n", underline(line, int(s.Start.Col), int(s.End.Col)))
 		}
 		if e.Hint != "" {
 			fmt.Fprintf(w, "HINT: %s\n", e.Hint)

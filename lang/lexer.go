@@ -153,8 +153,8 @@ func (s *scanner) push(t lexToken) {
 func (s *scanner) endRun() {
 	if s.runTokens > 0 && s.runLast.Pos.Offset != s.runTok.Run.Offset {
 		s.runs = append(s.runs, tokenRun{
-			start: Pos{Line: s.runTok.Run.Line, Col: s.runTok.Run.Column},
-			last:  Pos{Line: s.runLast.Pos.Line, Col: s.runLast.Pos.Column},
+			start: posAt(s.runTok.Run),
+			last:  posAt(s.runLast.Pos),
 		})
 	}
 	s.runTokens = 0
@@ -180,8 +180,8 @@ func (s *scanner) advance(n int) {
 // errorf reports a problem with the n bytes at the current offset. The
 // span starts at start: the run's start for tokens, as bpftrace's does.
 func (s *scanner) errorf(start lexer.Position, n int, format string, args ...any) *Error {
-	end := Pos{Line: s.line, Col: s.col + n}
-	return &Error{Span: Span{Start: Pos{Line: start.Line, Col: start.Column}, End: end}, Msg: fmt.Sprintf(format, args...)}
+	end := Pos{Line: int32(s.line), Col: int32(s.col + n)}
+	return &Error{Span: Span{Start: posAt(start), End: end}, Msg: fmt.Sprintf(format, args...)}
 }
 
 func (s *scanner) skipSpace() *Error {
@@ -452,3 +452,6 @@ func printableByte(c byte) string {
 // one token, or one token after a comment: from the run's start to the
 // start of its last token.
 type tokenRun struct{ start, last Pos }
+
+// posAt is the script position of a lexer position.
+func posAt(p lexer.Position) Pos { return Pos{Line: int32(p.Line), Col: int32(p.Column)} }

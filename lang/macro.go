@@ -191,7 +191,7 @@ func (s *scanner) expand(name string, n int) *Error {
 
 // macroError places an error in a macro's body at the macro's use.
 func (s *scanner) macroError(err *Error, start, end lexer.Position, name string) *Error {
-	err.Span = Span{Start: Pos{Line: start.Line, Col: start.Column}, End: Pos{Line: end.Line, Col: end.Column}}
+	err.Span = Span{Start: posAt(start), End: posAt(end)}
 	if !strings.Contains(err.Msg, " (in macro ") {
 		err.Msg += " (in macro " + name + ")"
 	}

@@ -30,6 +30,10 @@ import (
 // Parse parses a bpftrace script. file is the name diagnostics use ("stdin"
 // for -e). On bad input the error is an ErrorList.
 func Parse(file, src string) (*Program, error) {
+	if len(src) >= math.MaxInt32 {
+		// Positions are 32-bit (Pos).
+		return nil, ErrorList{{Span: Span{Start: Pos{1, 1}, End: Pos{1, 1}}, Msg: fmt.Sprintf("script too large: %d bytes, the limit is 2 GiB", len(src))}}
+	}
 	s := newScanner(file, src)
 	p := &parser{s: s}
 	prog := &Program{File: file, Source: src}
@@ -225,7 +229,7 @@ func (p *parser) take(typ lexer.TokenType, expect string) lexToken {
 // token consumed.
 func (p *parser) span(start lexToken) Span {
 	end := p.prevEnd
-	return Span{Start: Pos{Line: start.Pos.Line, Col: start.Pos.Column}, End: Pos{Line: end.Line, Col: end.Column}}
+	return Span{Start: posAt(start.Pos), End: posAt(end)}
 }
 
 // tokenName names a token the way bpftrace's parser does in its messages.
@@ -262,13 +266,13 @@ func tokenName(t lexToken) string {
 }
 
 func tokSpan(t lexToken) Span {
-	return Span{Start: Pos{Line: t.Pos.Line, Col: t.Pos.Column}, End: Pos{Line: t.End.Line, Col: t.End.Column}}
+	return Span{Start: posAt(t.Pos), End: posAt(t.End)}
 }
 
 // runSpan is where bison places an error on t: from the start of the run
 // t belongs to, to the end of t.
 func runSpan(t lexToken) Span {
-	return Span{Start: Pos{Line: t.Run.Line, Col: t.Run.Column}, End: Pos{Line: t.End.Line, Col: t.End.Column}}
+	return Span{Start: posAt(t.Run), End: posAt(t.End)}
 }
 
 // bisonKeywords are the identifiers bpftrace's lexer turns into keyword
@@ -357,7 +361,7 @@ func (p *parser) probe() *Probe {
 		loc := tokSpan(t)
 		loc.Start = Pos{Line: 1, Col: 1}
 		if p.taken > 0 {
-			loc.Start = Pos{Line: p.prevEnd.Line, Col: p.prevEnd.Column}
+			loc.Start = posAt(p.prevEnd)
 		}
 		pr.Attach = append(pr.Attach, p.attach(t.Value, loc))
 		p.next()
@@ -381,7 +385,7 @@ func (p *parser) probe() *Probe {
 	}
 	if p.tok().Type == tokEOF {
 		end := p.tok()
-		panic(syntaxBail{&Error{Span: Span{Start: Pos{start.Pos.Line, start.Pos.Column}, End: Pos{end.Pos.Line, end.Pos.Column}}, Msg: "unexpected end of file, expected {"}})
+		panic(syntaxBail{&Error{Span: Span{Start: posAt(start.Pos), End: posAt(end.Pos)}, Msg: "unexpected end of file, expected {"}})
 	}
 	if p.is("/") {
 		p.next()
@@ -984,10 +988,10 @@ func parseInt(s string) (uint64, error) {
 // the end of the escape.
 func unquoteC(tok lexToken) (string, ErrorList) {
 	lit := tok.Value
-	start := Pos{Line: tok.Run.Line, Col: tok.Run.Column}
+	start := posAt(tok.Run)
 	body := lit[1 : len(lit)-1]
 	// escEnd is the column just after body[:k].
-	escEnd := func(k int) Pos { return Pos{Line: tok.Pos.Line, Col: tok.Pos.Column + 1 + k} }
+	escEnd := func(k int) Pos { return Pos{Line: int32(tok.Pos.Line), Col: int32(tok.Pos.Column + 1 + k)} }
 	var b strings.Builder
 	var errs ErrorList
 	for i := 0; i < len(body); i++ {

@@ -243,7 +243,7 @@ func TestParseAttachPoints(t *testing.T) {
 		}
 		got := *p.Probes[0].Attach[0]
 		tt.want.Raw = tt.src
-		tt.want.Loc = Span{Start: Pos{1, 1}, End: Pos{1, 1 + len(tt.src)}}
+		tt.want.Loc = Span{Start: Pos{1, 1}, End: Pos{1, 1 + int32(len(tt.src))}}
 		if !reflect.DeepEqual(got, tt.want) {
 			t.Errorf("%s\n got  %+v\n want %+v", tt.src, got, tt.want)
 		}
@@ -706,7 +706,7 @@ func TestRunStart(t *testing.T) {
 			t.Errorf("%q: %v", tt.src, err)
 			continue
 		}
-		if got := p.runStart(tt.at); got != (Pos{tt.at.Line, tt.wantCol}) {
+		if got := p.runStart(tt.at); got != (Pos{tt.at.Line, int32(tt.wantCol)}) {
 			t.Errorf("%q: run of %v starts at %v, want column %d", tt.src, tt.at, got, tt.wantCol)
 		}
 	}

@@ -60,19 +60,20 @@ func (p prelude) diagnose(err error, file, src string, stderr io.Writer) (int, e
 		moved := *e
 		s := &moved.Span
 		name, text, shift := file, script, skip
+		end := int(s.End.Line)
 		for _, f := range p.files {
-			if s.End.Line >= f.first && s.End.Line <= f.last {
+			if end >= f.first && end <= f.last {
 				name, text, shift = f.name, f.text, f.first-1
 			}
 		}
-		if name == file && s.Start.Line <= skip {
+		if name == file && int(s.Start.Line) <= skip {
 			// An attach point's span starts where the token before it
 			// ends, which for the first is in the prelude: 1:1 as
 			// without one.
-			s.Start = lang.Pos{Line: skip + 1, Col: 1}
+			s.Start = lang.Pos{Line: int32(skip + 1), Col: 1}
 		}
-		s.Start.Line -= shift
-		s.End.Line -= shift
+		s.Start.Line -= int32(shift)
+		s.End.Line -= int32(shift)
 		lang.ErrorList{&moved}.Write(stderr, name, text)
 	}
 	return 1, nil

@@ -479,7 +479,7 @@ func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, erro
 	var pe *usdt.PatternError
 	if errors.As(err, &pe) {
 		// bpftrace treats the pattern as a one-line script named stdin.
-		end := lang.Pos{Line: 1, Col: len(pe.Pattern) + 1}
+		end := lang.Pos{Line: 1, Col: int32(len(pe.Pattern) + 1)}
 		diag := lang.ErrorList{{Span: lang.Span{Start: lang.Pos{Line: 1, Col: 1}, End: end}, Msg: pe.Msg}}
 		return diagnose(diag, "stdin", pe.Pattern, stderr)
 	}
