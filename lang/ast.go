@@ -458,7 +458,14 @@ type Binary struct {
 // of each, outermost first: the chain the passes walk in a loop where
 // recursion would nest once per operator of `1+1+...+1`.
 func (e *Binary) LeftSpine() []*Binary {
-	spine := []*Binary{e}
+	// Counted first, so that a chain of 200,000 operators is one
+	// allocation of its size rather than a slice grown many times.
+	n := 1
+	for x, ok := e.X.(*Binary); ok; x, ok = x.X.(*Binary) {
+		n++
+	}
+	spine := make([]*Binary, 0, n)
+	spine = append(spine, e)
 	for x, ok := e.X.(*Binary); ok; x, ok = x.X.(*Binary) {
 		spine = append(spine, x)
 	}

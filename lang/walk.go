@@ -1,5 +1,7 @@
 package lang
 
+import "slices"
+
 // InspectProbe calls visit for every node of a probe's predicate and
 // body, in source order.
 func InspectProbe(probe *Probe, visit func(Node)) {
@@ -24,6 +26,12 @@ func Inspect(n Node, visit func(Node)) {
 		}
 		visit(n)
 		children = appendChildren(children[:0], n)
+		if len(todo)+len(children) > cap(todo) {
+			// Doubled: a left-nested chain of 200,000 operators keeps
+			// its right operands here, and append would grow by a
+			// quarter and copy them many times.
+			todo = slices.Grow(todo, len(todo)+len(children))
+		}
 		// Pushed last first, so that the first child is visited next.
 		for i := len(children) - 1; i >= 0; i-- {
 			todo = append(todo, children[i])
