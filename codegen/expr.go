@@ -379,8 +379,11 @@ func (f *fn) strEqual(n lang.Node, x, y lang.Expr, limit int, eqVal, neVal int32
 	return nil
 }
 
-// unary lowers ! ~ - and the dereference *.
+// unary lowers ! ~ -, the dereference * and the address-of &.
 func (f *fn) unary(e *lang.Unary) error {
+	if e.Op == "&" {
+		return f.addressOf(e)
+	}
 	if err := f.intExpr(e.X); err != nil {
 		return err
 	}
@@ -408,6 +411,34 @@ func (f *fn) unary(e *lang.Unary) error {
 	default:
 		return f.c.errorf(e, "operator %s: %w", e.Op, ErrUnsupported)
 	}
+	return nil
+}
+
+// addressOf lowers `&$x` into R0: the address of the variable's stack
+// slot, or of its place in the scratch area.
+func (f *fn) addressOf(e *lang.Unary) error {
+	x, ok := e.X.(*lang.Var)
+	v, declared := f.vars[x.Name]
+	if !ok || !declared {
+		return f.c.errorf(e, "the address of %s: %w", lang.TypeOf(e.X), ErrUnsupported)
+	}
+	if isScalar(v.typ) {
+		f.emit(asm.Mov.Reg(asm.R0, asm.RFP), asm.Add.Imm(asm.R0, int32(v.slot)))
+		return nil
+	}
+	f.scratchPtr(asm.R0, v.off)
+	return nil
+}
+
+// derefInto lowers `*p` of a string, tuple or other value kept in memory
+// into the scratch area at off: the pointee's bytes, read as load reads.
+func (f *fn) derefInto(e *lang.Unary, off int) error {
+	if err := f.intExpr(e.X); err != nil {
+		return err
+	}
+	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	f.scratchPtr(asm.R1, off)
+	f.emit(asm.Mov.Imm(asm.R2, int32(sizeOf(lang.TypeOf(e)))), readHelper(f.inKernel(e.X)).Call())
 	return nil
 }
 
@@ -452,9 +483,10 @@ func (f *fn) load(n lang.Node, t lang.Type, kernel bool) error {
 		return nil
 	case lang.KindInt:
 		size, signed = t.Size, t.Signed
-	case lang.KindPointer:
 	default:
-		return f.c.errorf(n, "reading a %s through a pointer: %w", t, ErrUnsupported)
+		if !isScalar(t) || t.IsAggregation() || t.Kind == lang.KindNone {
+			return f.c.errorf(n, "reading a %s through a pointer: %w", t, ErrUnsupported)
+		}
 	}
 	slot, err := f.pushSlot(n)
 	if err != nil {
@@ -604,6 +636,9 @@ func (f *fn) inKernel(x lang.Expr) bool {
 		return f.t.tracepoint.Category != "syscalls"
 	}
 	t := lang.TypeOf(x)
+	if t.Local {
+		return true
+	}
 	if t.Kind == lang.KindPointer && t.Elem != nil {
 		t = *t.Elem
 	}
@@ -829,6 +864,10 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 	case *lang.IndexExpr:
 		if lang.TypeOf(e.X).Kind == lang.KindTuple {
 			return f.tupleElemInto(e.X, e.TupleIndex, off, sizeOf(t))
+		}
+	case *lang.Unary:
+		if e.Op == "*" {
+			return f.derefInto(e, off)
 		}
 	}
 	return f.c.errorf(e, "%T of type %s as a value: %w", e, t, ErrUnsupported)

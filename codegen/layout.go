@@ -34,6 +34,7 @@ func field(t lang.Type) layout.Field {
 		f.Size = 8 + t.Size
 	case lang.KindTuple:
 		f.Elems, _ = Layout(t.Elems...)
+		f.Names = t.Names
 	case lang.KindStack:
 		f.StackFrames, f.StackPerf, f.StackKernel = t.StackFrames, t.StackPerf, t.StackKernel
 	}

@@ -192,7 +192,7 @@ func widen(a, b lang.Type) lang.Type {
 	case a.Kind == lang.KindString && b.Kind == lang.KindString:
 		return lang.String(max(a.Size, b.Size))
 	case a.Kind == lang.KindTuple && b.Kind == lang.KindTuple && len(a.Elems) == len(b.Elems):
-		t := lang.Type{Kind: lang.KindTuple, Elems: make([]lang.Type, len(a.Elems))}
+		t := lang.Type{Kind: lang.KindTuple, Elems: make([]lang.Type, len(a.Elems)), Names: a.Names}
 		for i := range a.Elems {
 			t.Elems[i] = widen(a.Elems[i], b.Elems[i])
 		}
@@ -245,6 +245,9 @@ func (f *fn) stmt(s lang.Stmt) error {
 		return f.forRange(s)
 	case *lang.JumpStmt:
 		return f.jump(s)
+	case *lang.LetStmt:
+		// The variable has its slot, zeroed with the others.
+		return nil
 	}
 	return f.c.errorf(s, "statement %T: %w", s, ErrUnsupported)
 }

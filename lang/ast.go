@@ -321,6 +321,17 @@ type ForStmt struct {
 type JumpStmt struct {
 	Loc  Span
 	Kind string
+	// Value is the value of `return VALUE` (bpftrace 0.24), or nil. A
+	// probe's return value means nothing to gotrace: it is evaluated for
+	// its side effects and dropped, as bpftrace does.
+	Value Expr
+}
+
+// LetStmt is `let $x;` (bpftrace 0.22): it declares Var, whose type the
+// assignments that follow give it; before the first it reads as zero.
+type LetStmt struct {
+	Loc Span
+	Var *Var
 }
 
 func (s *Block) Span() Span      { return s.Loc }
@@ -331,6 +342,7 @@ func (s *UnrollStmt) Span() Span { return s.Loc }
 func (s *WhileStmt) Span() Span  { return s.Loc }
 func (s *JumpStmt) Span() Span   { return s.Loc }
 func (s *ForStmt) Span() Span    { return s.Loc }
+func (s *LetStmt) Span() Span    { return s.Loc }
 
 func (*Block) stmtNode()      {}
 func (*ExprStmt) stmtNode()   {}
@@ -340,6 +352,7 @@ func (*UnrollStmt) stmtNode() {}
 func (*WhileStmt) stmtNode()  {}
 func (*JumpStmt) stmtNode()   {}
 func (*ForStmt) stmtNode()    {}
+func (*LetStmt) stmtNode()    {}
 
 // Expr is an expression. The checker sets the type of every expression;
 // TypeOf reads it.
@@ -472,7 +485,8 @@ func (e *Binary) LeftSpine() []*Binary {
 	return spine
 }
 
-// Unary is a prefix operator: "!", "~", "-" or "*" (dereference).
+// Unary is a prefix operator: "!", "~", "-", "*" (dereference) or "&"
+// (bpftrace 0.22: the address of a variable or map, X).
 type Unary struct {
 	ExprBase
 	Op    string
@@ -510,10 +524,13 @@ type Cast struct {
 	X       Expr
 }
 
-// Tuple is `(a, b, ...)` with at least two elements.
+// Tuple is `(a, b, ...)` with at least two elements, or a record
+// (bpftrace 0.25), `(a = 1, b = "x")`, whose elements have Names.
 type Tuple struct {
 	ExprBase
 	Elems []Expr
+	// Names are a record's field names, one per element; nil for a tuple.
+	Names []string
 }
 
 // FieldAccess is `X.N` on a tuple (Index set, Field empty), or `X.f` /

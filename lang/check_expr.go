@@ -3,7 +3,10 @@ package lang
 // This file types expressions: operators, casts, field access and
 // indexing.
 
-import "strings"
+import (
+	"slices"
+	"strings"
+)
 
 // expr checks e, sets its type (and its value when it is a constant)
 // and returns its type.
@@ -56,7 +59,7 @@ func (c *checker) exprType(e Expr, u use) Type {
 	case *Cast:
 		return c.cast(e)
 	case *Tuple:
-		t := Type{Kind: KindTuple}
+		t := Type{Kind: KindTuple, Names: e.Names}
 		for _, x := range e.Elems {
 			et := c.expr(x, useAssign)
 			if et.Kind == KindVoid || et.IsAggregation() {
@@ -161,6 +164,9 @@ func isComparison(op string) bool {
 }
 
 func (c *checker) unary(e *Unary) Type {
+	if e.Op == "&" {
+		return c.addressOf(e)
+	}
 	t := c.expr(e.X, useValue)
 	opSpan := e.OpLoc
 	if t.Kind == KindNone {
@@ -190,6 +196,20 @@ func (c *checker) unary(e *Unary) Type {
 	}
 	c.laterf(opSpan, "The %s operator can not be used on expressions of type '%s'", e.Op, typeName(t))
 	return Type{}
+}
+
+// addressOf types `&$x`: a pointer to the variable (bpftrace 0.22). The
+// parser lets only a variable or a map follow the `&`.
+func (c *checker) addressOf(e *Unary) Type {
+	t := c.expr(e.X, useValue)
+	if _, ok := e.X.(*MapExpr); ok {
+		c.errorf(e.Loc, "the address of a map (&@map) is not supported by gotrace")
+		return Type{}
+	}
+	if t.Kind == KindNone {
+		return Type{}
+	}
+	return Type{Kind: KindPointer, Size: 8, Elem: &t, Local: true}
 }
 
 func (c *checker) incDec(e *IncDec) Type {
@@ -277,6 +297,8 @@ func (c *checker) cast(e *Cast) Type {
 		c.errorf(span, "Casts are not supported for type: \"%s\"", typeName(x))
 		return Type{}
 	}
+	// A cast pointer still points where & pointed.
+	to.Local = to.Kind == KindPointer && x.Kind == KindPointer && x.Local
 	return to
 }
 
@@ -321,6 +343,15 @@ func (c *checker) field(e *FieldAccess) Type {
 			return Type{}
 		}
 		return x.Elems[e.Index]
+	}
+	if x.Kind == KindTuple && x.Names != nil && !e.Arrow {
+		i := slices.Index(x.Names, e.Field)
+		if i < 0 {
+			c.errorf(e.Loc, "Record does not contain a field named '%s'", e.Field)
+			return Type{}
+		}
+		e.Index = i
+		return x.Elems[i]
 	}
 	if c.tracepointArgs(e.X) {
 		return c.argsField(e)

@@ -57,6 +57,17 @@ func (c *checker) stmt(s Stmt) {
 		if (s.Kind == "break" || s.Kind == "continue") && c.loops == 0 {
 			c.errorf(s.Loc, "%s used outside of a loop", s.Kind)
 		}
+		if s.Value != nil {
+			c.expr(s.Value, useValue)
+		}
+	case *LetStmt:
+		c.defined[s.Var.Name] = true
+		t := c.vars[c.probe][s.Var.Name]
+		SetType(s.Var, t)
+		if t.Kind == KindNone {
+			// The passes are done: no assignment gave it a type.
+			c.laterf(s.Var.Loc, "Could not resolve the type of this variable")
+		}
 	}
 }
 

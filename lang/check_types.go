@@ -5,6 +5,7 @@ package lang
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -25,7 +26,7 @@ func mergeTypes(a, b Type) (Type, bool) {
 		}
 		return a, true
 	case KindTuple:
-		if len(a.Elems) != len(b.Elems) {
+		if len(a.Elems) != len(b.Elems) || !slices.Equal(a.Names, b.Names) {
 			return a, false
 		}
 		elems := make([]Type, len(a.Elems))
@@ -99,6 +100,9 @@ func typeName(t Type) string {
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {
 			parts[i] = typeName(e)
+			if t.Names != nil {
+				parts[i] = t.Names[i] + "=" + parts[i]
+			}
 		}
 		return "(" + strings.Join(parts, ",") + ")"
 	}

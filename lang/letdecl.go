@@ -69,8 +69,7 @@ func (p *parser) mapDecl(prog *Program) {
 // letStmt parses `let $x [: TYPE] [= VALUE]` in a block. A declaration
 // with a value is that assignment, with a type and no value an assignment
 // of zero, the value converted to TYPE as a cast does; a bare `let $x`
-// declares nothing gotrace needs (variables are probe-wide, as in 0.17):
-// it is an empty block.
+// is a LetStmt, which lets the variable be read before it is assigned.
 func (p *parser) letStmt() Stmt {
 	start := p.tok()
 	p.next()
@@ -109,9 +108,7 @@ func (p *parser) declaration(start, v lexToken) Stmt {
 		value, _ = p.expr(expectStmt)
 	}
 	if value == nil && !typed {
-		e := &BlockExpr{}
-		e.Loc = p.span(start)
-		return &ExprStmt{Loc: e.Loc, X: e}
+		return &LetStmt{Loc: p.span(start), Var: x}
 	}
 	if value == nil {
 		value = &IntLit{ExprBase: ExprBase{Loc: x.Loc}}

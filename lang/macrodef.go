@@ -326,6 +326,13 @@ func mapStmt(s Stmt, f func(Expr) Expr) Stmt {
 		return &c
 	case *JumpStmt:
 		c := *s
+		if s.Value != nil {
+			c.Value = mapExpr(s.Value, f)
+		}
+		return &c
+	case *LetStmt:
+		c := *s
+		c.Var = mapExpr(s.Var, f).(*Var)
 		return &c
 	case *ForStmt:
 		c := *s

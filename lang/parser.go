@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,6 +102,10 @@ type parser struct {
 	// its named enums (enumdef.go).
 	enumValues map[string]enumerator
 	enums      map[string]*Enum
+	// returnValue is the syntax error bpftrace 0.17 reports at the first
+	// `return VALUE`, a form of the newer language only: parse reports it
+	// when the script does not select that (Program.Newer).
+	returnValue *Error
 }
 
 // parse fills prog with the script's items and returns the first syntax
@@ -143,6 +148,9 @@ func (p *parser) parse(prog *Program) (err *Error) {
 			}
 		}
 		prog.Probes = append(prog.Probes, pr)
+	}
+	if !prog.Newer && p.returnValue != nil {
+		return p.returnValue
 	}
 	p.expandMacros(prog)
 	p.replaceEnumValues(prog)
@@ -197,12 +205,17 @@ func (p *parser) next() {
 
 // fail reports the current token as unexpected.
 func (p *parser) fail(expect string) {
+	panic(syntaxBail{p.syntaxError(expect)})
+}
+
+// syntaxError is bison's error at the current token.
+func (p *parser) syntaxError(expect string) *Error {
 	t := p.tok()
 	msg := "syntax error, unexpected " + tokenName(t)
 	if expect != "" {
 		msg += ", expecting " + expect
 	}
-	panic(syntaxBail{&Error{Span: runSpan(t), Msg: msg}})
+	return &Error{Span: runSpan(t), Msg: msg}
 }
 
 // expect consumes the token val and returns its span, or fails.
@@ -432,8 +445,24 @@ func (p *parser) block() *Block {
 			b.Stmts = append(b.Stmts, p.forStmt())
 			continue
 		case p.is("break") || p.is("continue") || p.is("return"):
-			s = &JumpStmt{Loc: tokSpan(t), Kind: t.Value}
+			j := &JumpStmt{Loc: tokSpan(t), Kind: t.Value}
 			p.next()
+			// bpftrace 0.24 takes `return VALUE`; 0.17's syntax
+			// error stays the default.
+			if j.Kind == "return" && p.operandStart() {
+				if p.returnValue == nil {
+					p.returnValue = p.syntaxError(expectStmt)
+				}
+				j.Value, _ = p.expr(expectStmt)
+				j.Loc = p.span(t)
+			}
+			s = j
+		case t.Type == tokIdent && t.Value == "_" && p.peek(1).Value == "=":
+			// `_ = VALUE` (bpftrace 0.24) drops a value on purpose.
+			p.next()
+			p.next()
+			x, _ := p.expr(expectStmt)
+			s = &ExprStmt{Loc: p.span(t), X: x}
 		case p.operandStart():
 			s = p.simpleStmt()
 		default:
@@ -667,6 +696,20 @@ func (p *parser) operand() (Expr, bool) {
 			return e, false
 		}
 	}
+	if p.is("&") {
+		// bpftrace 0.22's address-of takes only a variable or a map.
+		p.next()
+		var x Expr
+		if t := p.tok(); t.Type == tokVar || t.Type == tokMap {
+			x, _ = p.primary()
+		} else {
+			x, _ = p.operand()
+			p.errorf(p.span(start), "address-of operator (&) can only be used on a map or variable")
+		}
+		e := &Unary{Op: "&", OpLoc: tokSpan(start), X: x}
+		e.Loc = p.span(start)
+		return e, false
+	}
 	if p.isCast() {
 		p.enter()
 		return p.cast(), false
@@ -830,6 +873,9 @@ func (p *parser) primary() (Expr, bool) {
 		e.Loc = p.span(t)
 		return e, true
 	case tokIdent:
+		if t.Value == "if" {
+			return p.ifExpr(), false
+		}
 		if bisonKeywords[t.Value] {
 			break
 		}
@@ -888,6 +934,9 @@ func (p *parser) primary() (Expr, bool) {
 			return blockExpr(p.block()), false
 		}
 		if t.Value == "(" {
+			if p.peek(1).Type == tokIdent && p.peek(2).Type == tokPunct && p.peek(2).Value == "=" && LookupVar(p.peek(1).Value) == BuiltinInvalid {
+				return p.record(), false
+			}
 			p.next()
 			xs := p.list(")", expectArgs)
 			if len(xs) == 1 {
@@ -907,15 +956,93 @@ func (p *parser) primary() (Expr, bool) {
 }
 
 // blockExpr makes a block expression of b: an expression statement
-// without ";" after it at the end is its value.
+// without ";" after it at the end is its value, and so is an if with an
+// else at the end whose branches have values (bpftrace 0.24).
 func blockExpr(b *Block) *BlockExpr {
 	e := &BlockExpr{Stmts: b.Stmts}
 	e.Loc = b.Loc
-	if n := len(b.Stmts); n > 0 && b.Bare {
-		if x, ok := b.Stmts[n-1].(*ExprStmt); ok {
-			e.Stmts, e.Value = b.Stmts[:n-1], x.X
+	n := len(b.Stmts)
+	if n == 0 {
+		return e
+	}
+	switch last := b.Stmts[n-1].(type) {
+	case *ExprStmt:
+		if b.Bare {
+			e.Stmts, e.Value = b.Stmts[:n-1], last.X
+		}
+	case *IfStmt:
+		if x := ifValue(last); x != nil {
+			e.Stmts, e.Value = b.Stmts[:n-1], x
 		}
 	}
+	return e
+}
+
+// ifValue returns an if statement whose every branch ends in a value as
+// the ternary of its branches' block expressions, or nil.
+func ifValue(s *IfStmt) Expr {
+	var elseX Expr
+	switch els := s.Else.(type) {
+	case *Block:
+		if v := blockExpr(els); v.Value != nil {
+			elseX = v
+		}
+	case *IfStmt:
+		elseX = ifValue(els)
+	}
+	then := blockExpr(s.Then)
+	if elseX == nil || then.Value == nil {
+		return nil
+	}
+	t := &Ternary{Cond: s.Cond, Then: then, Else: elseX}
+	t.Loc = s.Loc
+	return t
+}
+
+// ifExpr parses `if (COND) { ... } else { ... }` as an expression
+// (bpftrace 0.24): the ternary of its branches' block expressions. An
+// else is required, and may be another if.
+func (p *parser) ifExpr() Expr {
+	p.enter()
+	defer p.leave()
+	start := p.tok()
+	p.next()
+	p.expect("(", "(")
+	cond, _ := p.expr(expectParen)
+	p.expect(")", expectParen)
+	t := &Ternary{Cond: cond, Then: blockExpr(p.block())}
+	p.expect("else", "else")
+	if p.is("if") {
+		t.Else = p.ifExpr()
+	} else {
+		t.Else = blockExpr(p.block())
+	}
+	t.Loc = p.span(start)
+	return t
+}
+
+// record parses `(NAME = VALUE, ...)` (bpftrace 0.25), a tuple whose
+// elements have names.
+func (p *parser) record() *Tuple {
+	start := p.tok()
+	p.next()
+	e := &Tuple{}
+	for {
+		name := p.take(tokIdent, "identifier")
+		if slices.Contains(e.Names, name.Value) {
+			p.errorf(tokSpan(name), "Named argument list already contains name: %s", name.Value)
+		}
+		p.expect("=", "=")
+		x, _ := p.expr(expectArgs)
+		e.Names = append(e.Names, name.Value)
+		e.Elems = append(e.Elems, x)
+		if !p.is(",") {
+			break
+		}
+		p.next()
+	}
+	p.expect(")", expectArgs)
+	e.Loc = p.span(start)
 	return e
 }
 

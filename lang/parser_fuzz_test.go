@@ -128,7 +128,12 @@ func stmtSource(s Stmt) string {
 	case *ForStmt:
 		return "for (" + s.Var.Name + " : " + exprSource(s.Start, precTernary) + ".." + exprSource(s.End, precTernary) + ") " + blockSource(s.Body)
 	case *JumpStmt:
+		if s.Value != nil {
+			return s.Kind + " " + exprSource(s.Value, precTernary) + ";"
+		}
 		return s.Kind + ";"
+	case *LetStmt:
+		return "let " + s.Var.Name + ";"
 	}
 	return fmt.Sprintf("?%T", s)
 }
@@ -181,6 +186,13 @@ func exprText(e Expr) (string, int) {
 	case *Call:
 		return e.Name + "(" + exprsSource(e.Args) + ")", precPrimary
 	case *Tuple:
+		if e.Names != nil {
+			fields := make([]string, len(e.Elems))
+			for i, x := range e.Elems {
+				fields[i] = e.Names[i] + " = " + exprSource(x, precTernary)
+			}
+			return "(" + strings.Join(fields, ", ") + ")", precPrimary
+		}
 		return "(" + exprsSource(e.Elems) + ")", precPrimary
 	case *Binary:
 		p := binaryPrecedence[e.Op]

@@ -61,7 +61,23 @@ func sexpr(e Expr) string {
 	case *Cast:
 		return "(cast[" + e.TypeName + "] " + sexpr(e.X) + ")"
 	case *Tuple:
+		if e.Names != nil {
+			fields := make([]string, len(e.Elems))
+			for i, x := range e.Elems {
+				fields[i] = e.Names[i] + "=" + sexpr(x)
+			}
+			return "(record " + strings.Join(fields, " ") + ")"
+		}
 		return "(tuple " + sexprs(e.Elems) + ")"
+	case *BlockExpr:
+		parts := make([]string, len(e.Stmts))
+		for i, s := range e.Stmts {
+			parts[i] = fmt.Sprintf("%T", s)
+		}
+		if e.Value != nil {
+			parts = append(parts, sexpr(e.Value))
+		}
+		return "({} " + strings.Join(parts, " ") + ")"
 	case *FieldAccess:
 		switch {
 		case e.Field == "":
@@ -140,6 +156,15 @@ func TestParseExpressions(t *testing.T) {
 		{"9e18 + 0e5", "(+ 9000000000000000000 0)"},
 		{"0xffffffffffffffff", "18446744073709551615"},
 		{"1.5e6", "(.5000000 1)"},
+		// bpftrace 0.22 to 0.25: address-of, records, if as an expression
+		// (its trailing if too) and block expressions.
+		{"&$a + 1", "(+ (& $a) 1)"},
+		{"*&@m", "(* (& @m))"},
+		{"(a = 1, b = (2, \"x\")).b", "(.b (record a=1 b=(tuple 2 \"x\")))"},
+		{"(a=$x)", "(record a=$x)"},
+		{"if ($a) { 1 } else if ($b) { 2 } else { $c = 3; $c }", "(? $a ({} 1) (? $b ({} 2) ({} *lang.AssignStmt $c)))"},
+		{"{ $y = 1; if ($y) { 2 } else { 3 } }", "({} *lang.AssignStmt (? $y ({} 2) ({} 3)))"},
+		{"{ if ($y) { 2 } }", "({} *lang.IfStmt)"},
 	}
 	for _, tt := range tests {
 		if got := sexpr(parseExpr(t, tt.src)); got != tt.want {
@@ -200,6 +225,34 @@ func TestParseStatements(t *testing.T) {
 	want := `= += -= *= /= %= &= |= ^= <<= >>= = if:break:continue:return unroll:4 while:(< $x 10) (printf "%d\n" $x)`
 	if got := strings.Join(ops, " "); got != want {
 		t.Errorf("statements\n got  %s\n want %s", got, want)
+	}
+}
+
+// TestParseNewerStatements parses the statements of bpftrace 0.22 to
+// 0.24 that 0.17 does not have: let without a value, `_ = VALUE` and
+// return with a value, which only a script of the newer language takes
+// (0.17's syntax error stays the default).
+func TestParseNewerStatements(t *testing.T) {
+	p, err := Parse("stdin", "begin { let $a; _ = $a + 1; return $a; }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, s := range p.Probes[0].Body.Stmts {
+		switch s := s.(type) {
+		case *LetStmt:
+			got = append(got, "let "+s.Var.Name)
+		case *ExprStmt:
+			got = append(got, sexpr(s.X))
+		case *JumpStmt:
+			got = append(got, s.Kind+" "+sexpr(s.Value))
+		}
+	}
+	if want := "let $a|(+ $a 1)|return $a"; strings.Join(got, "|") != want {
+		t.Errorf("statements\n got  %s\n want %s", strings.Join(got, "|"), want)
+	}
+	if _, err := Parse("stdin", "BEGIN { return $a; }"); err == nil {
+		t.Error("BEGIN { return $a; } parses; bpftrace 0.17 refuses it")
 	}
 }
 

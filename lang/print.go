@@ -112,6 +112,12 @@ func (d *dumper) stmt(depth int, s Stmt) {
 		d.stmts(depth+2, s.Body.Stmts)
 	case *JumpStmt:
 		d.line(depth, "%s", s.Kind)
+		if s.Value != nil {
+			d.expr(depth+1, s.Value)
+		}
+	case *LetStmt:
+		d.line(depth, "let")
+		d.expr(depth+1, s.Var)
 	default:
 		d.line(depth, "?stmt %T", s)
 	}
@@ -188,7 +194,11 @@ func (d *dumper) expr(depth int, e Expr) {
 		typed("cast (%s)", e.TypeName)
 		d.expr(depth+1, e.X)
 	case *Tuple:
-		typed("tuple")
+		if e.Names != nil {
+			typed("record (%s)", strings.Join(e.Names, ", "))
+		} else {
+			typed("tuple")
+		}
 		d.exprs(depth+1, e.Elems...)
 	case *FieldAccess:
 		switch {

@@ -2,6 +2,7 @@ package lang
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -20,7 +21,7 @@ const (
 	KindString
 	// KindBuf is buf(p, n)'s result: Size bytes of data plus a length.
 	KindBuf
-	// KindTuple has Elems.
+	// KindTuple has Elems; a record (bpftrace 0.25) has Names too.
 	KindTuple
 	// KindPointer points to Elem (nil Elem: a pointer to an integer of the
 	// size in Size, or void).
@@ -82,6 +83,13 @@ type Type struct {
 	Struct string
 	// Len is a KindArray's number of elements.
 	Len int
+	// Names are a record's field names, one per element of Elems; nil
+	// for a tuple.
+	Names []string
+	// Local marks a pointer that `&` made (bpftrace 0.22): it points to
+	// the tracer's own variable or map value, kernel memory, whatever the
+	// probe. Equal ignores it.
+	Local bool
 	// StackFrames is a KindStack's frame limit (ustack(N), else
 	// DefaultStackFrames) and StackPerf says it prints in perf's format
 	// (ustack(perf)). Equal ignores both, as bpftrace's type check does.
@@ -133,7 +141,7 @@ func (t Type) IsInt() bool { return t.Kind == KindInt }
 
 // Equal reports whether t and u are the same type.
 func (t Type) Equal(u Type) bool {
-	if t.Kind != u.Kind || t.Size != u.Size || t.Signed != u.Signed || t.Hash != u.Hash || t.Struct != u.Struct || t.Len != u.Len || len(t.Elems) != len(u.Elems) || t.StackKernel != u.StackKernel {
+	if t.Kind != u.Kind || t.Size != u.Size || t.Signed != u.Signed || t.Hash != u.Hash || t.Struct != u.Struct || t.Len != u.Len || len(t.Elems) != len(u.Elems) || t.StackKernel != u.StackKernel || !slices.Equal(t.Names, u.Names) {
 		return false
 	}
 	for i := range t.Elems {
@@ -169,6 +177,9 @@ func (t Type) String() string {
 		parts := make([]string, len(t.Elems))
 		for i, e := range t.Elems {
 			parts[i] = e.String()
+			if t.Names != nil {
+				parts[i] = t.Names[i] + "=" + parts[i]
+			}
 		}
 		return "(" + strings.Join(parts, ",") + ")"
 	case KindPointer:
@@ -250,7 +261,7 @@ func internType(t Type) *Type {
 // element types, field for field (Equal ignores some fields: the stack
 // frame limit, the enum).
 func identicalScalar(a, b *Type) bool {
-	return a.Elems == nil && b.Elems == nil && a.Elem == nil && b.Elem == nil &&
+	return a.Elems == nil && b.Elems == nil && a.Elem == nil && b.Elem == nil && a.Names == nil && b.Names == nil && a.Local == b.Local &&
 		a.Kind == b.Kind && a.Size == b.Size && a.Signed == b.Signed && a.Struct == b.Struct &&
 		a.Len == b.Len && a.StackFrames == b.StackFrames && a.StackPerf == b.StackPerf &&
 		a.StackKernel == b.StackKernel && a.Boolean == b.Boolean && a.Hash == b.Hash && a.Enum == b.Enum

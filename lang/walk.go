@@ -61,6 +61,12 @@ func appendChildren(out []Node, n Node) []Node {
 		out = append(out, n.Var, n.Start, n.End, n.Body)
 	case *WhileStmt:
 		out = append(out, n.Cond, n.Body)
+	case *JumpStmt:
+		if n.Value != nil {
+			out = append(out, n.Value)
+		}
+	case *LetStmt:
+		out = append(out, n.Var)
 	case *MapExpr:
 		for _, k := range n.Keys {
 			out = append(out, k)

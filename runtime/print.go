@@ -84,7 +84,9 @@ func (t *tracer) keyValue(f layout.Field, b []byte) output.Value {
 	case layout.Stack:
 		return output.Str(t.stackText(u64(b, 0), f, keyStackIndent))
 	case layout.Tuple:
-		return output.Tuple(t.keyArgs(f.Elems, b)...)
+		v := output.Tuple(t.keyArgs(f.Elems, b)...)
+		v.Names = f.Names
+		return v
 	}
 	return t.value(f, b)
 }
@@ -108,7 +110,9 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		for i, ef := range f.Elems {
 			elems[i] = t.value(ef, b[ef.Offset:])
 		}
-		return output.Tuple(elems...)
+		v := output.Tuple(elems...)
+		v.Names = f.Names
+		return v
 	case layout.Probe:
 		i := u64(b, 0)
 		if i < uint64(len(t.spec.Attachments)) {

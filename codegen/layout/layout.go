@@ -75,8 +75,10 @@ type Field struct {
 	Size int
 	// Signed says whether an Int prints as signed.
 	Signed bool
-	// Elems are a Tuple's elements.
+	// Elems are a Tuple's elements; Names are a record's field names,
+	// one per element (nil for a tuple).
 	Elems []Field
+	Names []string
 	// StackFrames is a Stack's frame limit, which names its stack map;
 	// StackPerf says it prints in perf's format (ustack(perf));
 	// StackKernel says it is the kernel's stack (kstack).

@@ -57,8 +57,10 @@ type Value struct {
 	// Str is a string value; Bytes a buf value.
 	Str   string
 	Bytes []byte
-	// Elems are the elements of a tuple.
+	// Elems are the elements of a tuple; Names are a record's field
+	// names, one per element (nil for a tuple).
 	Elems []Value
+	Names []string
 }
 
 // Int returns a signed integer value.
@@ -158,6 +160,19 @@ func appendText(b []byte, v Value) []byte {
 	case ValueBuf:
 		return appendBuf(b, v)
 	case ValueTuple:
+		if v.Names != nil {
+			// A record: { .a = 1, .b = x }, as bpftrace 0.25 prints it.
+			b = append(b, '{')
+			for i, e := range v.Elems {
+				if i > 0 {
+					b = append(b, ',')
+				}
+				b = append(b, " ."...)
+				b = append(b, v.Names[i]...)
+				b = appendText(append(b, " = "...), e)
+			}
+			return append(b, " }"...)
+		}
 		b = append(b, '(')
 		for i, e := range v.Elems {
 			if i > 0 {
@@ -183,6 +198,17 @@ func appendJSON(b []byte, v Value) []byte {
 	case ValueBuf:
 		return appendJSONString(b, appendBuf(nil, v))
 	case ValueTuple:
+		if v.Names != nil {
+			// A record is an object, with blanks after ":" and ",".
+			b = append(b, '{')
+			for i, e := range v.Elems {
+				if i > 0 {
+					b = append(b, ", "...)
+				}
+				b = appendJSON(append(appendJSONString(b, v.Names[i]), ": "...), e)
+			}
+			return append(b, '}')
+		}
 		b = append(b, '[')
 		for i, e := range v.Elems {
 			if i > 0 {
@@ -241,7 +267,9 @@ func divide(v Value, div uint64) Value {
 		for i, e := range v.Elems {
 			elems[i] = divide(e, div)
 		}
-		return Tuple(elems...)
+		d := Tuple(elems...)
+		d.Names = v.Names
+		return d
 	}
 	if v.Kind != ValueInt || div <= 1 {
 		return v
