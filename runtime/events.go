@@ -7,6 +7,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/capture"
 )
 
 // handle acts on one ring-buffer record. The caller holds t.mu.
@@ -14,6 +15,17 @@ func (t *tracer) handle(raw []byte) error {
 	ev, data, err := splitRecord(t.spec.Events, raw)
 	if err != nil {
 		return err
+	}
+	if t.capture != nil {
+		t.record(capture.Event, raw)
+		if ev.Kind == codegen.EventPrintf {
+			// Nothing is printed: only what a replay cannot read from
+			// the record is recorded.
+			if resolvesFields(ev.Args) {
+				t.recordArgs(ev.Args, data)
+			}
+			return nil
+		}
 	}
 	switch ev.Kind {
 	case codegen.EventPrintf:
@@ -24,7 +36,14 @@ func (t *tracer) handle(raw []byte) error {
 		}
 		return t.printMap(ev.Map, ev.Top, ev.Div)
 	case codegen.EventClear, codegen.EventZero:
-		m, em, err := t.userMap(ev.Map)
+		if t.replay != nil {
+			return nil
+		}
+		m, err := t.userMap(ev.Map)
+		if err != nil {
+			return err
+		}
+		em, err := t.kernelMap(m)
 		if err != nil {
 			return err
 		}
@@ -46,23 +65,31 @@ func (t *tracer) handle(raw []byte) error {
 	case codegen.EventJoin:
 		return t.join(ev, data)
 	case codegen.EventLoad:
+		if t.replay != nil {
+			return nil
+		}
 		return t.loadedObjects()
 	}
 	return fmt.Errorf("decode record: unknown event kind %d", ev.Kind)
 }
 
-// userMap finds a user map's layout and its kernel map.
-func (t *tracer) userMap(name string) (*codegen.Map, *ebpf.Map, error) {
+// userMap finds a user map's layout.
+func (t *tracer) userMap(name string) (*codegen.Map, error) {
 	for i := range t.spec.Maps {
 		if t.spec.Maps[i].Name == name {
-			em := t.coll.Maps[name]
-			if em == nil {
-				return nil, nil, fmt.Errorf("map %s is missing from the collection", name)
-			}
-			return &t.spec.Maps[i], em, nil
+			return &t.spec.Maps[i], nil
 		}
 	}
-	return nil, nil, fmt.Errorf("map %s is not in the program", name)
+	return nil, fmt.Errorf("map %s is not in the program", name)
+}
+
+// kernelMap finds a user map's kernel map.
+func (t *tracer) kernelMap(m *codegen.Map) (*ebpf.Map, error) {
+	em := t.coll.Maps[m.Name]
+	if em == nil {
+		return nil, fmt.Errorf("map %s is missing from the collection", m.Name)
+	}
+	return em, nil
 }
 
 // counters reads the programs' counters of lost records and failed map

@@ -18,6 +18,7 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
 )
 
@@ -27,6 +28,7 @@ const catBytesMax = 10 * 1024
 
 // attaching prints "Attaching N probes...".
 func (t *tracer) attaching(n int) error {
+	t.recordUint64(capture.Attached, uint64(n))
 	if err := t.out.AttachedProbes(n); err != nil {
 		return err
 	}
@@ -35,6 +37,12 @@ func (t *tracer) attaching(n int) error {
 
 // printLost reports n records the programs could not reserve.
 func (t *tracer) printLost(n uint64) {
+	t.recordUint64(capture.Lost, n)
+	if t.capture != nil {
+		// Under -w, where nothing else is printed, the user still
+		// learns of them.
+		t.keepErr(output.NewWriter(t.opts.Err, output.Text).LostEvents(n))
+	}
 	t.keepErr(t.out.LostEvents(n))
 }
 
@@ -82,7 +90,7 @@ func (t *tracer) keyValue(f layout.Field, b []byte) output.Value {
 	case layout.Pointer:
 		return output.Str(fmt.Sprintf("%#x", u64(b, 0)))
 	case layout.Stack:
-		return output.Str(t.stackText(u64(b, 0), f, keyStackIndent))
+		return output.Str(t.input(func() string { return t.resolve(f, b, keyStackIndent) }))
 	case layout.Tuple:
 		v := output.Tuple(t.keyArgs(f.Elems, b)...)
 		v.Names = f.Names
@@ -94,6 +102,9 @@ func (t *tracer) keyValue(f layout.Field, b []byte) output.Value {
 // value decodes one field that starts at b[0], as package layout documents
 // the encodings.
 func (t *tracer) value(f layout.Field, b []byte) output.Value {
+	if resolvedKind(f.Kind) {
+		return output.Str(t.input(func() string { return t.resolve(f, b, valueStackIndent) }))
+	}
 	switch f.Kind {
 	case layout.String:
 		return output.Str(cString(b[:f.Size]))
@@ -127,14 +138,6 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		return output.Str(signalText(int64(u64(b, 0))))
 	case layout.Syscall:
 		return output.Str(syscallText(int64(u64(b, 0))))
-	case layout.Username:
-		return output.Str(t.userName(u64(b, 0)))
-	case layout.Usym:
-		return output.Str(t.syms.name(u64(b, 0)))
-	case layout.Ksym:
-		return output.Str(ksymText(u64(b, 0)))
-	case layout.Stack:
-		return output.Str(t.stackText(u64(b, 0), f, valueStackIndent))
 	case layout.Bool:
 		return output.Boolean(u64(b, 0) != 0)
 	case layout.Pointer:
@@ -217,11 +220,7 @@ func (t *tracer) printValue(ev *codegen.Event, data []byte) error {
 
 // outputMap reads a user map and converts it for printing.
 func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
-	em := t.coll.Maps[m.Name]
-	if em == nil {
-		return nil, fmt.Errorf("map %s is missing from the collection", m.Name)
-	}
-	entries, err := readMap(m, em)
+	entries, err := t.printedEntries(m)
 	if err != nil {
 		return nil, err
 	}
@@ -249,7 +248,7 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 
 // printMap prints one map for print(@m, top, div).
 func (t *tracer) printMap(name string, top, div int64) error {
-	m, _, err := t.userMap(name)
+	m, err := t.userMap(name)
 	if err != nil {
 		return err
 	}
@@ -292,40 +291,57 @@ func (t *tracer) printAllMaps() error {
 
 // printTime prints time() with its strftime format.
 func (t *tracer) printTime(ev *codegen.Event) error {
-	return t.out.Message(output.MessageTime, strftime(ev.Format, time.Now()))
+	now := t.input(func() string { return strconv.FormatInt(time.Now().UnixNano(), 10) })
+	ns, err := strconv.ParseInt(now, 10, 64)
+	if err != nil {
+		return t.replay.Corrupt(fmt.Errorf("time(): %w", err))
+	}
+	return t.out.Message(output.MessageTime, strftime(ev.Format, time.Unix(0, ns)))
 }
 
 // system runs system()'s command (allowed by --unsafe) with the shell and
-// prints its standard output.
+// prints its standard output. A replay prints the output the command
+// gave, and runs nothing.
 func (t *tracer) system(ev *codegen.Event, data []byte) error {
 	cmd, err := output.AppendPrintf(nil, ev.Parts, t.recordArgs(ev.Args, data))
 	if err != nil {
 		return err
 	}
-	c := exec.Command("/bin/sh", "-c", string(cmd))
-	var out bytes.Buffer
-	c.Stdout = &out
-	c.Stderr = t.opts.Err
-	t.flushOut() // before the command's own errors
-	err = startWithNice(c, t.nice)
-	if err == nil {
-		err = c.Wait()
-	}
-	var exitErr *exec.ExitError
-	if err != nil && !errors.As(err, &exitErr) {
-		return fmt.Errorf("run system command %q: %w", cmd, err)
-	}
-	return t.out.Message(output.MessageSyscall, out.String())
+	out := t.input(func() string {
+		c := exec.Command("/bin/sh", "-c", string(cmd))
+		var out bytes.Buffer
+		c.Stdout = &out
+		c.Stderr = t.opts.Err
+		t.flushOut() // before the command's own errors
+		err := startWithNice(c, t.nice)
+		if err == nil {
+			err = c.Wait()
+		}
+		var exitErr *exec.ExitError
+		if err != nil && !errors.As(err, &exitErr) {
+			t.keepErr(fmt.Errorf("run system command %q: %w", cmd, err))
+		}
+		return out.String()
+	})
+	return t.out.Message(output.MessageSyscall, out)
 }
 
-// cat prints the start of the file cat() names.
+// cat prints the start of the file cat() names. A replay prints what the
+// file held then.
 func (t *tracer) cat(ev *codegen.Event, data []byte) error {
 	name, err := output.AppendPrintf(nil, ev.Parts, t.recordArgs(ev.Args, data))
 	if err != nil {
 		return err
 	}
-	f, err := os.Open(string(name))
-	if err != nil {
+	var text string
+	// Two inputs: why the file could not be read ("" when it was), then
+	// its text.
+	reason := t.input(func() string {
+		var err error
+		text, err = readStart(string(name), catBytesMax)
+		if err == nil {
+			return ""
+		}
 		// bpftrace's message, with strerror's text.
 		reason := err.Error()
 		var errno syscall.Errno
@@ -333,14 +349,26 @@ func (t *tracer) cat(ev *codegen.Event, data []byte) error {
 			reason = errno.Error()
 			reason = strings.ToUpper(reason[:1]) + reason[1:]
 		}
+		return reason
+	})
+	if reason != "" {
 		t.flushOut()
 		fmt.Fprintf(t.opts.Err, "ERROR: failed to open file '%s': %s\n", name, reason)
 		return nil
 	}
+	return t.out.Message(output.MessageCat, t.input(func() string { return text }))
+}
+
+// readStart reads up to n bytes from the start of the file at path.
+func readStart(path string, n int) (string, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return "", err
+	}
 	defer f.Close()
-	b := make([]byte, catBytesMax)
-	n, _ := f.Read(b)
-	return t.out.Message(output.MessageCat, string(b[:n]))
+	b := make([]byte, n)
+	n, _ = f.Read(b)
+	return string(b[:n]), nil
 }
 
 // join prints join()'s strings separated by its delimiter.

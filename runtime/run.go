@@ -20,6 +20,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -87,10 +88,17 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		out:   output.NewWriter(opts.Out, format),
 		files: &usdt.Files{},
 	}
+	if opts.Capture != nil {
+		t.out = output.NewWriter(io.Discard, format)
+	}
 	if !opts.LineBuffered {
 		t.out.Hold(outHold)
 	}
-	defer t.close()
+	defer func() {
+		if cerr := t.close(); err == nil {
+			err = cerr
+		}
+	}()
 	// Caught from the start: SIGUSR1's default action ends the process.
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
@@ -149,6 +157,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		return err
 	}
 	if err := t.openReaders(); err != nil {
+		return err
+	}
+	if err := t.startCapture(); err != nil {
 		return err
 	}
 	if !opts.Quiet {
@@ -265,6 +276,11 @@ type tracer struct {
 	// a burst of records costs one write per 64 KiB, not one per line, and
 	// a quiet trace still prints each line at once.
 	out *output.Writer
+	// capture receives the records under -w; replay gives them back in
+	// a Replay, where replayErr is the first record it could not read.
+	capture   *capture.Writer
+	replay    *capture.Reader
+	replayErr error
 	// args holds the decoded fields of the record being printed (see
 	// recordArgs).
 	args []output.Value
@@ -410,6 +426,7 @@ func (t *tracer) storeStart() error {
 		return fmt.Errorf("read the clock: %w", err)
 	}
 	t.bootWall = time.Now().Add(-time.Duration(ts.Nano()))
+	t.recordUint64(capture.Clock, uint64(t.bootWall.UnixNano()))
 	m := t.coll.Maps[t.spec.StartMap]
 	if m == nil {
 		return nil
@@ -599,6 +616,7 @@ func (t *tracer) wait(ctx context.Context, usr1 <-chan os.Signal) {
 		case <-usr1:
 			t.mu.Lock()
 			t.flushOut()
+			t.record(capture.PrintMaps, nil)
 			t.keepErr(t.printAllMaps())
 			t.flushOut()
 			t.mu.Unlock()
@@ -684,6 +702,7 @@ func (t *tracer) printExitMaps() error {
 	if v, ok := t.prog.Setting("print_maps_on_exit"); ok && (v == "0" || v == "false") {
 		return nil
 	}
+	t.record(capture.ExitMaps, nil)
 	if t.opts.Stdout == nil {
 		maps, err := t.outputMaps()
 		if err != nil {
@@ -735,8 +754,9 @@ func (t *tracer) detach() {
 
 // close releases everything, on every path out of Run: the child (killed
 // when it is still held or running), the readers, the links, the programs
-// and the maps.
-func (t *tracer) close() {
+// and the maps. It ends the capture (-w), and returns the error of
+// writing it.
+func (t *tracer) close() error {
 	if t.opts.Metrics != nil {
 		t.opts.Metrics.SetSource(nil)
 	}
@@ -767,13 +787,21 @@ func (t *tracer) close() {
 	}
 	// What was printed before an error is still written.
 	t.out.Flush()
+	if t.capture != nil {
+		return t.capture.Close()
+	}
+	return nil
 }
 
 // flushOut writes the output t.out holds. Output that cannot be written
 // (a closed pipe: EPIPE) ends the trace. The caller holds t.mu, or is the
 // only goroutine left.
 func (t *tracer) flushOut() {
-	if err := t.out.Flush(); err != nil {
+	err := t.out.Flush()
+	if t.capture != nil && err == nil {
+		err = t.capture.Flush()
+	}
+	if err != nil {
 		t.keepErr(err)
 		t.requestExit()
 	}

@@ -41,6 +41,10 @@ type Options struct {
 	// 0.17, so that the file holds the trace alone (in JSON, objects and
 	// nothing else); nil: they go to Out.
 	Stdout io.Writer
+	// Capture, when set, receives the trace as a capture file (-w,
+	// docs/capture.md) for Replay to print, and nothing of it is printed
+	// to Out.
+	Capture io.Writer
 	// LineBuffered writes each line as soon as it is formatted (-B line or
 	// -B none). Otherwise the output is held while records keep coming
 	// and written when a ring buffer is empty, in whole lines.

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/metrics"
 	"github.com/gotrace/gotrace/runtime/output"
 )
@@ -51,5 +52,9 @@ func (t *tracer) metricMaps() ([]*output.Map, error) {
 	if t.coll == nil {
 		return nil, fmt.Errorf("read maps: the trace has ended")
 	}
+	// A scrape is no part of a capture (-w): what it reads is not
+	// recorded. Every use of t.capture holds t.mu.
+	defer func(c *capture.Writer) { t.capture = c }(t.capture)
+	t.capture = nil
 	return t.outputMapsWhere(func(m *codegen.Map) bool { return metrics.Exportable(m.Kind, m.Value) })
 }

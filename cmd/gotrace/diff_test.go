@@ -281,6 +281,31 @@ func diffScriptRun(t *testing.T, s *diffScript, bpftrace, gotrace string) {
 	if err := s.CheckExpect(got.Stdout); err != nil {
 		t.Errorf("gotrace: %v", err)
 	}
+	diffCaptureRun(t, s, want, gotrace)
+}
+
+// diffCaptureRun runs s under gotrace with -w, which must print nothing
+// of the trace, and replays the capture: the replay must match bpftrace
+// as the live run does. A script that fails before it traces leaves an
+// empty capture; then the -w run itself must match.
+func diffCaptureRun(t *testing.T, s *diffScript, want diffRun, gotrace string) {
+	file := filepath.Join(t.TempDir(), "capture")
+	got := runScript(t, s, gotrace, append([]string{"-w", file}, s.Gotrace...)...)
+	if got.Err != nil {
+		t.Fatalf("gotrace -w: %v\nstdout:\n%s\nstderr:\n%s", got.Err, got.Stdout, got.Stderr)
+	}
+	if st, err := os.Stat(file); err == nil && st.Size() > 0 {
+		if got.Stdout != "" {
+			t.Errorf("gotrace -w printed the trace:\n%s", got.Stdout)
+		}
+		got.toolResult = runTool(gotrace, ".", []string{"replay", file})
+		if got.Err != nil {
+			t.Fatalf("gotrace replay: %v\nstdout:\n%s\nstderr:\n%s", got.Err, got.Stdout, got.Stderr)
+		}
+	}
+	if msg := compareRuns(s.Script, want, got); msg != "" {
+		t.Errorf("gotrace replay of a capture differs from bpftrace on %s:\n%s", s.Name, msg)
+	}
 }
 
 // runScript runs s under tool, with toolArgs before the script, in a fresh

@@ -43,6 +43,7 @@ type flags struct {
 	user       string
 	asRoot     bool
 	outFile    string
+	writeFile  string
 	format     string
 	quiet      bool
 	debug      debugFlag
@@ -126,6 +127,7 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	fs.StringVar(&f.user, "user", "", "run the -c command as `USER` (a name or a uid); by default, under sudo, as the user who ran sudo")
 	fs.BoolVar(&f.asRoot, "as-root", false, "run the -c command as gotrace's own user (root under sudo), not as the user who ran sudo")
 	fs.StringVarP(&f.outFile, "output", "o", "", "write output to `FILE`")
+	fs.StringVarP(&f.writeFile, "write", "w", "", "record the trace into the capture `FILE`, printing nothing of it; gotrace replay FILE prints it")
 	fs.StringVarP(&f.format, "format", "f", "text", "output `FORMAT`: text or json")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print \"Attaching N probes...\"")
 	fs.VarP(&f.debug, "debug", "d", "(dry run) print the AST after parsing and after checking, then the eBPF maps and programs (-dd: the same); -d`[=STAGE]` prints only STAGE: ast or codegen")
@@ -148,6 +150,7 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of gotrace to `FILE`")
 	fs.MarkHidden("cpuprofile")
 	addToolCommands(cmd)
+	addReplayCommand(cmd, &code)
 
 	ctx, stop := signalContext()
 	defer stop()
@@ -247,6 +250,9 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if f.list {
 		return list(f, pid, args, stdout, stderr)
 	}
+	if f.writeFile != "" && f.outFile != "" {
+		return 1, errors.New("-w and -o cannot be used together: a capture (-w) holds the output; give -o to gotrace replay")
+	}
 
 	if err := checkPrivileges(f, args); err != nil {
 		return 1, err
@@ -323,6 +329,14 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if f.outFile != "" {
 		opts.Stdout = stdout
 	}
+	if f.writeFile != "" && f.debug.level == 0 && f.debug.stage == "" && !f.dryRun {
+		wf, err := createAsUser(f.writeFile)
+		if err != nil {
+			return 1, fmt.Errorf("open capture file: %w", err)
+		}
+		defer wf.Close()
+		opts.Capture = wf
+	}
 	switch f.debug.stage {
 	case "":
 	case "ast":
@@ -368,8 +382,8 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if errors.Is(err, runtime.ErrQuit) {
 		return quitCode, nil
 	}
-	if status, ok := errors.AsType[runtime.ExitStatus](err); ok {
-		return int(status), nil
+	if code, ok := exitCode(err); ok {
+		return code, nil
 	}
 	if errors.Is(err, syscall.EPIPE) {
 		// Whoever read the output is gone (| head): the trace ended
@@ -380,6 +394,13 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		return diagnose(err)
 	}
 	return 0, nil
+}
+
+// exitCode is the exit code of a trace that ended by exit(code) with a
+// code other than 0, as Run and Replay return it.
+func exitCode(err error) (int, bool) {
+	status, ok := errors.AsType[runtime.ExitStatus](err)
+	return int(status), ok
 }
 
 // joinDiagnostics returns the diagnostics of first and then, when both
