@@ -242,11 +242,15 @@ func mergeInterval(p layout.Tseries, cpus []tseriesValue) output.Interval {
 			cur.Value /= cur.Meta
 		}
 	}
-	v := output.Uint(cur.Value)
+	return output.Interval{Epoch: cur.Epoch, Value: intervalValue(p, cur.Value)}
+}
+
+// intervalValue is the value of a tseries interval whose bits are v.
+func intervalValue(p layout.Tseries, v uint64) output.Value {
 	if p.Signed {
-		v = output.Int(int64(cur.Value))
+		return output.Int(int64(v))
 	}
-	return output.Interval{Epoch: cur.Epoch, Value: v}
+	return output.Uint(v)
 }
 
 // batchKeys is how many keys one batch lookup reads: few system calls for

@@ -159,8 +159,9 @@ func (t *tracer) kernelEntries(m *codegen.Map) ([]*mapEntry, error) {
 
 // encodeEntries lays entries out as an Entries record: a u32 count, then
 // for each entry its key and its value (each a u32 length plus one, 0 for
-// none, then the bytes), its u64 count, its i64 total and its buckets (a
-// u32 number, then a u64 each), little-endian.
+// none, then the bytes), its u64 count, its i64 total, its buckets (a
+// u32 number, then a u64 each) and its tseries intervals (a u32 number,
+// then a u64 epoch and a u64 value each), little-endian.
 func encodeEntries(entries []*mapEntry) []byte {
 	b := binary.LittleEndian.AppendUint32(nil, uint32(len(entries)))
 	bytesField := func(v []byte) {
@@ -179,6 +180,11 @@ func encodeEntries(entries []*mapEntry) []byte {
 		b = binary.LittleEndian.AppendUint32(b, uint32(len(e.Buckets)))
 		for _, n := range e.Buckets {
 			b = binary.LittleEndian.AppendUint64(b, n)
+		}
+		b = binary.LittleEndian.AppendUint32(b, uint32(len(e.Intervals)))
+		for _, iv := range e.Intervals {
+			b = binary.LittleEndian.AppendUint64(b, iv.Epoch)
+			b = binary.LittleEndian.AppendUint64(b, iv.Value.Bits)
 		}
 	}
 	return b
@@ -245,6 +251,14 @@ func decodeEntries(m *codegen.Map, b []byte) ([]*mapEntry, error) {
 		for range buckets {
 			e.Buckets = append(e.Buckets, binary.LittleEndian.Uint64(b))
 			b = b[8:]
+		}
+		intervals, ok := u32()
+		if !ok || intervals*16 > len(b) {
+			return nil, short
+		}
+		for range intervals {
+			e.Intervals = append(e.Intervals, output.Interval{Epoch: binary.LittleEndian.Uint64(b), Value: intervalValue(m.Tseries, binary.LittleEndian.Uint64(b[8:]))})
+			b = b[16:]
 		}
 		entries = append(entries, &e)
 	}

@@ -38,6 +38,9 @@ func checkHeader(h *Header) error {
 		if m.Kind == layout.MapLhist && (m.Lhist.Step <= 0 || m.Lhist.Max <= m.Lhist.Min || m.Lhist.Buckets() > maxBuckets) {
 			return fmt.Errorf("map %s: lhist bounds %d, %d, %d", m.Name, m.Lhist.Min, m.Lhist.Max, m.Lhist.Step)
 		}
+		if m.Kind == layout.MapTseries && (m.Tseries.Interval <= 0 || m.Tseries.Intervals <= 0 || m.Tseries.Intervals > maxBuckets) {
+			return fmt.Errorf("map %s: tseries of %d intervals of %d ns", m.Name, m.Tseries.Intervals, m.Tseries.Interval)
+		}
 	}
 	return nil
 }
