@@ -94,7 +94,7 @@ func (k Kind) String() string {
 	if k > 0 && k < kindLimit {
 		return kindNames[k]
 	}
-	return fmt.Sprintf("kind %d", uint8(k))
+	return fmt.Sprintf("kind-%d", uint8(k))
 }
 
 // Writer writes a capture. It buffers: Flush writes what it holds. It is
@@ -291,14 +291,14 @@ func (r *Reader) Next() (Record, error) {
 		return Record{}, r.corrupt("unknown record kind %d", prefix[0])
 	}
 	if size > maxRecord {
-		return Record{}, r.corrupt("a %s record of %d bytes (at most %d)", k, size, maxRecord)
+		return Record{}, r.corrupt("%s record: %d bytes long (at most %d)", k, size, maxRecord)
 	}
 	data, err := r.read(int(size))
 	if err != nil {
-		return Record{}, r.corrupt("a %s record of %d bytes is cut short", k, size)
+		return Record{}, r.corrupt("%s record: cut short (it is %d bytes long)", k, size)
 	}
 	if crc32.Update(crc32.Update(0, crcTable, prefix[:1]), crcTable, data) != binary.LittleEndian.Uint32(prefix[5:]) {
-		return Record{}, r.corrupt("a %s record's checksum does not match", k)
+		return Record{}, r.corrupt("%s record: its checksum does not match", k)
 	}
 	r.off += int64(recordPrefix) + int64(size)
 	r.n++
@@ -312,7 +312,7 @@ func (r *Reader) Next() (Record, error) {
 // Unexpected is the error of a found record where the reader's user
 // needed one of kind want: the records are not those a trace writes.
 func (r *Reader) Unexpected(found, want Kind) error {
-	return r.corrupt("a %s record where a %s record was due", found, want)
+	return r.corrupt("%s record where an %s record was due", found, want)
 }
 
 // Corrupt is the error of a record whose payload err cannot decode.
