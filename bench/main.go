@@ -81,7 +81,9 @@ type Case struct {
 	Kind Kind
 	// Args are the tool's arguments; "LOOP" stands for the loop binary,
 	// "OUT" for a file the tool writes its output to (-o), whose printf
-	// lines KindPrintf counts, "SCRIPT" for a file holding Script, and
+	// lines KindPrintf counts, "CAPTURE" for gotrace's -w capture file,
+	// replayed into OUT to count them (bpftrace, which has no -w, prints
+	// into OUT with -o), "SCRIPT" for a file holding Script, and
 	// "DRYRUN" for the tool's flags that check and compile without
 	// loading (gotrace --dry-run, bpftrace --emit-elf).
 	Args []string
@@ -141,6 +143,14 @@ func cases() []Case {
 		}},
 		{Name: "burst-2m", Kind: KindPrintf, Args: []string{
 			"-o", "OUT", "-c", fmt.Sprintf("LOOP %d", 4*printfEvents), "-e", burst,
+		}},
+		// The same burst recorded with gotrace -w (replayed afterwards to
+		// count the lines), against bpftrace printing it into a file.
+		{Name: "capture-500k", Kind: KindPrintf, Args: []string{
+			"CAPTURE", "-c", fmt.Sprintf("LOOP %d", printfEvents), "-e", burst,
+		}},
+		{Name: "capture-2m", Kind: KindPrintf, Args: []string{
+			"CAPTURE", "-c", fmt.Sprintf("LOOP %d", 4*printfEvents), "-e", burst,
 		}},
 		{Name: "burst-2-threads", Kind: KindPrintf, Args: []string{
 			"-o", "OUT", "-c", fmt.Sprintf("LOOP %d 16 2", printfEvents/2), "-e", burst,
@@ -206,6 +216,9 @@ type Run struct {
 	// ProgNS is, for KindHit, the mean run time of the probe's eBPF
 	// program in ns (the kernel's bpf_stats).
 	ProgNS float64
+	// Rate is, for KindPrintf, the events per second the traced loop
+	// fired over its whole run (its mean_ns).
+	Rate float64
 }
 
 // Stats are the medians of a tool's runs of a case.
@@ -217,6 +230,8 @@ type Stats struct {
 	Lost   int64   `json:"lost_events"`
 	// ProgNS is the median of the runs' ProgNS (KindHit).
 	ProgNS float64 `json:"bpf_ns_per_run,omitempty"`
+	// Rate is the median of the runs' Rate (KindPrintf).
+	Rate float64 `json:"events_per_second,omitempty"`
 	// Min and Max are the smallest and largest Value of the runs.
 	Min float64 `json:"min_value"`
 	Max float64 `json:"max_value"`
@@ -384,6 +399,7 @@ func unit(k Kind) string {
 
 var (
 	nsPerIteration = regexp.MustCompile(`(?m)^iterations=\d+ ns_per_iteration=([0-9.]+)`)
+	meanNS         = regexp.MustCompile(`(?m)^iterations=\d+ ns_per_iteration=[0-9.]+ mean_ns=([0-9.]+)`)
 	doneNS         = regexp.MustCompile(`(?m)^done ns=(\d+)$`)
 	lostEvents     = regexp.MustCompile(`(?m)^Lost (\d+) events$`)
 	printfLine     = regexp.MustCompile(`^\d+ [a-z0-9]+\n$`)
@@ -415,12 +431,20 @@ func untraced(loop string, n int, env []string) (float64, error) {
 func measure(tool, loop string, c Case, dir string) (Run, error) {
 	out := filepath.Join(dir, "out.txt")
 	defer os.Remove(out)
+	capture := filepath.Join(dir, "out.cap")
+	defer os.Remove(capture)
 	bpftrace := filepath.Base(tool) == "bpftrace"
 	var args []string
 	for _, a := range c.Args {
 		switch a {
 		case "OUT":
 			args = append(args, out)
+		case "CAPTURE":
+			if bpftrace {
+				args = append(args, "-o", out)
+			} else {
+				args = append(args, "-w", capture)
+			}
 		case "DRYRUN":
 			if bpftrace {
 				args = append(args, "--emit-elf", filepath.Join(dir, "out.elf"))
@@ -479,13 +503,22 @@ func measure(tool, loop string, c Case, dir string) (Run, error) {
 		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		r.Lost += n
 	}
-	if slices.Contains(c.Args, "OUT") {
+	if slices.Contains(c.Args, "CAPTURE") && !bpftrace {
+		// Replaying is not part of the measure: the capture is done.
+		if b, err := exec.Command(tool, "replay", "-o", out, capture).CombinedOutput(); err != nil {
+			return Run{}, fmt.Errorf("replay capture: %w: %s", err, b)
+		}
+	}
+	if slices.Contains(c.Args, "OUT") || slices.Contains(c.Args, "CAPTURE") {
 		lines, lost, err := countFile(out)
 		if err != nil {
 			return Run{}, err
 		}
 		stdout.printfLines += lines
-		r.Lost += lost
+		if !slices.Contains(c.Args, "CAPTURE") || bpftrace {
+			// Under -w gotrace reports them on stderr, counted above.
+			r.Lost += lost
+		}
 	}
 	switch c.Kind {
 	case KindHit:
@@ -496,6 +529,11 @@ func measure(tool, loop string, c Case, dir string) (Run, error) {
 		r.Value, _ = strconv.ParseFloat(string(m[1]), 64)
 	case KindPrintf:
 		r.Value = float64(stdout.printfLines)
+		if m := meanNS.FindSubmatch(stdout.kept.Bytes()); m != nil {
+			if ns, _ := strconv.ParseFloat(string(m[1]), 64); ns > 0 {
+				r.Rate = 1e9 / ns
+			}
+		}
 	case KindPrintMap:
 		m := doneNS.FindSubmatch(stdout.kept.Bytes())
 		if m == nil {
@@ -586,16 +624,17 @@ func summarize(runs []Run, err error, k Kind, untraced float64) Stats {
 	if err != nil {
 		return Stats{Runs: len(runs), Err: err.Error()}
 	}
-	var wall, value, progNS []float64
+	var wall, value, progNS, rate []float64
 	var rss, lost []int64
 	for _, r := range runs {
 		wall = append(wall, r.Wall.Seconds())
 		progNS = append(progNS, r.ProgNS)
+		rate = append(rate, r.Rate)
 		value = append(value, r.Value)
 		rss = append(rss, r.MaxRSS)
 		lost = append(lost, r.Lost)
 	}
-	s := Stats{Runs: len(runs), Wall: median(wall), Value: median(value), MaxRSS: medianInt(rss), Lost: medianInt(lost), ProgNS: median(progNS),
+	s := Stats{Runs: len(runs), Wall: median(wall), Value: median(value), MaxRSS: medianInt(rss), Lost: medianInt(lost), ProgNS: median(progNS), Rate: median(rate),
 		Min: slices.Min(value), Max: slices.Max(value)}
 	if k == KindHit {
 		s.Value -= untraced
@@ -649,7 +688,11 @@ func brief(s Stats, k Kind) string {
 	if s.Err != "" {
 		return "n/a: " + s.Err
 	}
-	return formatMeasure(s.measureOf(k), k) + " " + mib(s.MaxRSS)
+	b := formatMeasure(s.measureOf(k), k) + " " + mib(s.MaxRSS)
+	if k == KindPrintf {
+		b += fmt.Sprintf(" %.0f events/s, %d lost", s.Rate, s.Lost)
+	}
+	return b
 }
 
 // measureCell is a table's cell for a tool's measure: for printf, the

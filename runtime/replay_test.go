@@ -6,8 +6,11 @@ import (
 	"encoding/binary"
 	"errors"
 	"hash/crc32"
+	"regexp"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/codegen/layout"
@@ -256,4 +259,55 @@ func FuzzReplay(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCaptureSIGUSR1 captures the maps SIGUSR1 prints: their entries are
+// recorded at each signal, and the replay prints them as the live run
+// does (TestRunSIGUSR1), though the trace went on after.
+func TestCaptureSIGUSR1(t *testing.T) {
+	testenv.RequireRoot(t)
+	p := compileScript(t, `BEGIN { @a = 1; @c["x"] = count(); @s = stats(3); } interval:ms:20 { @c["y"] = count(); }`)
+	file := newSyncBuffer("")
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	attached := make(chan struct{})
+	done := make(chan error, 1)
+	go func() {
+		done <- Run(ctx, p, Options{Capture: file, Attached: func() { close(attached) }})
+	}()
+	select {
+	case <-attached:
+	case err := <-done:
+		t.Fatalf("Run: %v", err)
+	}
+	for range 2 {
+		size := len(file.String())
+		if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR1); err != nil {
+			t.Fatal(err)
+		}
+		for deadline := time.Now().Add(5 * time.Second); len(file.String()) == size; time.Sleep(5 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("SIGUSR1 recorded nothing")
+			}
+		}
+		// Let @c["y"] grow between the two prints.
+		time.Sleep(60 * time.Millisecond)
+	}
+	cancel()
+	if err := <-done; err != nil {
+		t.Fatalf("Run: %v", err)
+	}
+	got, err := replayed([]byte(file.String()), "text")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Three prints of every map: two signals and the exit, @c["y"]
+	// counting up in between.
+	prints := regexp.MustCompile(`@a: 1\n@c\[x\]: 1\n(?:@c\[y\]: (\d+)\n)?@s: count 1, average 3, total 3\n\n`).FindAllStringSubmatch(got, -1)
+	if !strings.HasPrefix(got, "Attaching 2 probes...\n") || len(prints) != 3 || !strings.Contains(got, "\n\n\n@a: 1\n") {
+		t.Fatalf("replay:\n%s", got)
+	}
+	if prints[0][1] == prints[2][1] {
+		t.Errorf("@c[y] is %s at the first print and at exit: the prints are not of their moment", prints[0][1])
+	}
 }
