@@ -82,10 +82,17 @@ func TestReplayCorrupt(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	records := recordOffsets(t, good)
-	// The fourth record is the second printf's event (attached, clock,
-	// the first printf, ...): damage there leaves the first line.
-	fourth := records[3]
+	// Damage at the second printf's record leaves the first line.
+	second := -1
+	for _, off := range recordOffsets(t, good) {
+		if bytes.Contains(good[off:off+9+int(binary.LittleEndian.Uint32(good[off+1:]))], []byte("two\x00")) {
+			second = off
+			break
+		}
+	}
+	if second < 0 {
+		t.Fatal("no record of the second printf")
+	}
 	tests := []struct {
 		name   string
 		damage func([]byte) []byte
@@ -93,19 +100,19 @@ func TestReplayCorrupt(t *testing.T) {
 		// before it, "" for none at all.
 		msg, prefix string
 	}{
-		{"cut at a record boundary", func(b []byte) []byte { return b[:fourth] },
+		{"cut at a record boundary", func(b []byte) []byte { return b[:second] },
 			"cut short: it ends without its end record", "Attaching 2 probes...\nline 1 one\n"},
-		{"cut inside a record", func(b []byte) []byte { return b[:fourth+12] },
+		{"cut inside a record", func(b []byte) []byte { return b[:second+12] },
 			"event record: cut short", "Attaching 2 probes...\nline 1 one\n"},
-		{"cut inside a record's header", func(b []byte) []byte { return b[:fourth+3] },
+		{"cut inside a record's header", func(b []byte) []byte { return b[:second+3] },
 			"a record's header is cut short after 3 of 9 bytes", "Attaching 2 probes...\nline 1 one\n"},
 		{"no end record", func(b []byte) []byte { return b[:len(b)-9] },
 			"cut short", strings.TrimSuffix(full, "\n")},
-		{"flipped byte in a record", func(b []byte) []byte { b[fourth+9+3] ^= 0x40; return b },
+		{"flipped byte in a record", func(b []byte) []byte { b[second+9+3] ^= 0x40; return b },
 			"event record: its checksum does not match", "Attaching 2 probes...\nline 1 one\n"},
-		{"flipped byte in a length", func(b []byte) []byte { b[fourth+4] ^= 0x80; return b },
+		{"flipped byte in a length", func(b []byte) []byte { b[second+4] ^= 0x80; return b },
 			"", "Attaching 2 probes...\nline 1 one\n"},
-		{"unknown record kind", func(b []byte) []byte { b[fourth] = 99; return b },
+		{"unknown record kind", func(b []byte) []byte { b[second] = 99; return b },
 			"unknown record kind 99", "Attaching 2 probes...\nline 1 one\n"},
 		{"flipped byte in the header", func(b []byte) []byte { b[30] ^= 1; return b },
 			"the header's checksum does not match", ""},
