@@ -12,6 +12,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 )
 
 // verifierTail is how many lines of a verifier log an error shows: enough
@@ -27,9 +28,15 @@ func load(spec *ebpf.CollectionSpec, replace map[string]*ebpf.Map) (*ebpf.Collec
 	if err := checkStackDepth(spec, maxStackFile); err != nil {
 		return nil, err
 	}
+	reserveFiles(spec)
 	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
 	if err == nil {
 		return coll, nil
+	}
+	if errors.Is(err, unix.EMFILE) {
+		// The loader reports it as a rejected program, with the log of
+		// the program's BTF.
+		return nil, fmt.Errorf("load program: %d maps and %d programs need more file descriptors than this process may open (ulimit -n): %w", len(spec.Maps), len(spec.Programs), unix.EMFILE)
 	}
 	var ve *ebpf.VerifierError
 	if !errors.As(err, &ve) {
@@ -80,6 +87,27 @@ func referenceSource(spec *ebpf.CollectionSpec, name string) string {
 		}
 	}
 	return ""
+}
+
+// reserveFiles raises the process's limit of open files (RLIMIT_NOFILE)
+// to what loading spec takes: a descriptor for each map and two for each
+// program (the program and its link), on top of those open. A script of
+// 10,000 probes needs 30,000, above the usual hard limit, which root may
+// raise; without that privilege the soft limit goes up to the hard one,
+// and load says so if that is not enough.
+func reserveFiles(spec *ebpf.CollectionSpec) {
+	open, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return
+	}
+	need := uint64(len(open) + len(spec.Maps) + 2*len(spec.Programs))
+	var lim unix.Rlimit
+	if unix.Getrlimit(unix.RLIMIT_NOFILE, &lim) != nil || lim.Cur >= need {
+		return
+	}
+	if unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: need, Max: max(lim.Max, need)}) != nil {
+		_ = unix.Setrlimit(unix.RLIMIT_NOFILE, &unix.Rlimit{Cur: lim.Max, Max: lim.Max})
+	}
 }
 
 // VerifierError is the kernel's verifier rejecting a program. Its message
