@@ -29,7 +29,7 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 		if err := f.intExpr(call.Args[0]); err != nil {
 			return err
 		}
-		f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+		f.emit(asm.StoreMem(f.fp, slot, asm.R0, asm.DWord))
 	}
 	if m.Array && (kind == lang.KindHist || kind == lang.KindLhist) {
 		return f.arrayHist(e, m, call, slot)
@@ -41,19 +41,19 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 	if (kind == lang.KindHist || kind == lang.KindLhist) && len(e.Keys) == 0 && m.KeySize == 8 {
 		// A key-less hist's key is just the bucket: it goes in the value's
 		// stack slot once the value is read, not in scratch.
-		koff = keyAt{asm.RFP, int(slot)}
+		koff = keyAt{f.fp, int(slot)}
 	} else if koff, err = f.mapKey(e, m); err != nil {
 		return err
 	}
 	switch kind {
 	case lang.KindHist:
-		f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
+		f.emit(asm.LoadMem(asm.R0, f.fp, slot, asm.DWord))
 		f.histBucket()
 		f.emit(memAt(asm.StoreMem(koff.base, 0, asm.R0, asm.DWord), koff.off+m.KeySize-8))
 	case lang.KindLhist:
 		p := m.Info.Lhist
 		assert(p.Step > 0 && p.Max > p.Min, call, "lhist() with bounds the checker refuses")
-		f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
+		f.emit(asm.LoadMem(asm.R0, f.fp, slot, asm.DWord))
 		f.lhistBucket(p)
 		f.emit(memAt(asm.StoreMem(koff.base, 0, asm.R0, asm.DWord), koff.off+m.KeySize-8))
 	}
@@ -67,7 +67,7 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 	counts := kind == lang.KindCount || kind == lang.KindHist || kind == lang.KindLhist
 	voff := f.alloc(m.ValueSize)
 	if !counts {
-		f.emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord))
+		f.emit(asm.LoadMem(asm.R1, f.fp, slot, asm.DWord))
 	}
 	switch kind {
 	case lang.KindCount, lang.KindHist, lang.KindLhist:
@@ -91,7 +91,7 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 	// An existing element: update this CPU's value in place.
 	f.place(found)
 	if !counts {
-		f.emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord))
+		f.emit(asm.LoadMem(asm.R1, f.fp, slot, asm.DWord))
 	}
 	switch kind {
 	case lang.KindCount, lang.KindHist, lang.KindLhist:
@@ -177,10 +177,10 @@ func (f *fn) tseries(e *lang.MapExpr, m userMap, index int, slot int16) error {
 		return err
 	}
 	f.emit(
-		asm.StoreMem(asm.RFP, now, asm.R0, asm.DWord),
+		asm.StoreMem(f.fp, now, asm.R0, asm.DWord),
 		movImm(asm.R1, p.Interval),
 		asm.Div.Reg(asm.R0, asm.R1),
-		asm.StoreMem(asm.RFP, epoch, asm.R0, asm.DWord),
+		asm.StoreMem(f.fp, epoch, asm.R0, asm.DWord),
 		movImm(asm.R1, p.Intervals),
 		asm.Mod.Reg(asm.R0, asm.R1),
 		asm.StoreMem(koff.base, int16(koff.off+m.KeySize-8), asm.R0, asm.DWord),
@@ -199,7 +199,7 @@ func (f *fn) tseries(e *lang.MapExpr, m userMap, index int, slot int16) error {
 	f.scratchPtr(asm.R7, voff)
 	f.zero(asm.R7, 0, m.ValueSize)
 	f.emit(
-		asm.LoadMem(asm.R1, asm.RFP, epoch, asm.DWord),
+		asm.LoadMem(asm.R1, f.fp, epoch, asm.DWord),
 		asm.StoreMem(asm.R7, 16, asm.R1, asm.DWord),
 	)
 	f.place(found)
@@ -207,19 +207,19 @@ func (f *fn) tseries(e *lang.MapExpr, m userMap, index int, slot int16) error {
 		same := f.label("tssame")
 		f.emit(
 			asm.LoadMem(asm.R1, asm.R7, 16, asm.DWord),
-			asm.LoadMem(asm.R2, asm.RFP, epoch, asm.DWord),
+			asm.LoadMem(asm.R2, f.fp, epoch, asm.DWord),
 			asm.JEq.Reg(asm.R1, asm.R2, same),
 			storeImm64(asm.R7, 0, 0),
 			storeImm64(asm.R7, 8, 0),
 		)
 		f.place(same)
 	}
-	f.emit(asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord))
+	f.emit(asm.LoadMem(asm.R1, f.fp, slot, asm.DWord))
 	switch p.Agg {
 	case "":
 		f.emit(
 			asm.StoreMem(asm.R7, 0, asm.R1, asm.DWord),
-			asm.LoadMem(asm.R2, asm.RFP, now, asm.DWord),
+			asm.LoadMem(asm.R2, f.fp, now, asm.DWord),
 			asm.StoreMem(asm.R7, 8, asm.R2, asm.DWord),
 		)
 	case "avg", "sum":
@@ -250,7 +250,7 @@ func (f *fn) tseries(e *lang.MapExpr, m userMap, index int, slot int16) error {
 	}
 	done := f.label("tsdone")
 	f.emit(
-		asm.LoadMem(asm.R1, asm.RFP, epoch, asm.DWord),
+		asm.LoadMem(asm.R1, f.fp, epoch, asm.DWord),
 		asm.StoreMem(asm.R7, 16, asm.R1, asm.DWord),
 		asm.JNE.Imm(asm.R8, 0, update),
 		asm.Ja.Label(done),
@@ -278,7 +278,7 @@ func (f *fn) tseriesNow(n lang.Node) error {
 	if m.Kind != layout.MapValue || len(m.KeyFields) != 0 || m.Info.Value.Kind != lang.KindInt || m.Info.Value.Signed {
 		return f.c.errorf(n, "time map %s: want a map without keys of unsigned integers, not of %s", name, m.Info.Value)
 	}
-	f.lookupInt(name, keyAt{asm.RFP, slotZero})
+	f.lookupInt(name, keyAt{f.fp, slotZero})
 	return nil
 }
 
@@ -286,22 +286,22 @@ func (f *fn) tseriesNow(n lang.Node) error {
 // lhist kept in a per-CPU array: the element at the bucket's index, and
 // the last element set to 1 to say the map holds a histogram.
 func (f *fn) arrayHist(e *lang.MapExpr, m userMap, call *lang.Call, slot int16) error {
-	f.emit(asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord))
+	f.emit(asm.LoadMem(asm.R0, f.fp, slot, asm.DWord))
 	if m.Info.Value.Kind == lang.KindHist {
 		f.histBucket()
 	} else {
 		f.lhistBucket(m.Info.Lhist)
 	}
 	done := f.label("histdone")
-	key := keyAt{asm.RFP, int(slot)}
-	f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	key := keyAt{f.fp, int(slot)}
+	f.emit(asm.StoreMem(f.fp, slot, asm.R0, asm.DWord))
 	f.lookup(e.Name, key)
 	f.emit(
 		asm.JEq.Imm(asm.R0, 0, done),
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-		storeImm64(asm.RFP, int(slot), int32(bucketCount(m.Info))),
+		storeImm64(f.fp, int(slot), int32(bucketCount(m.Info))),
 	)
 	f.lookup(e.Name, key)
 	f.emit(

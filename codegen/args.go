@@ -41,7 +41,7 @@ func (f *fn) arg(e *lang.Builtin, n int) error {
 	defer f.popSlot()
 	if len(f.t.layouts) == 1 {
 		l := f.t.layouts[0]
-		insns, err := loadUSDTArg(regCtx, l.args[n], l.pc, slot)
+		insns, err := loadUSDTArg(regCtx, l.args[n], l.pc, f.fp, slot)
 		if err != nil {
 			return f.c.errorf(e, "%s of %s: %w", e.Name, f.t.probeName, err)
 		}
@@ -50,7 +50,7 @@ func (f *fn) arg(e *lang.Builtin, n int) error {
 	}
 	// Several layouts: the attach cookie says which one this site uses.
 	end := f.label("argend")
-	f.emit(asm.LoadMem(asm.R0, asm.RFP, slotCookie, asm.DWord))
+	f.emit(asm.LoadMem(asm.R0, f.fp, slotCookie, asm.DWord))
 	cases := make([]string, len(f.t.layouts))
 	for i := range f.t.layouts {
 		cases[i] = f.label(fmt.Sprintf("layout%d", i))
@@ -58,7 +58,7 @@ func (f *fn) arg(e *lang.Builtin, n int) error {
 	}
 	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Ja.Label(end))
 	for i, l := range f.t.layouts {
-		insns, err := loadUSDTArg(regCtx, l.args[n], l.pc, slot)
+		insns, err := loadUSDTArg(regCtx, l.args[n], l.pc, f.fp, slot)
 		if err != nil {
 			return f.c.errorf(e, "%s of %s: %w", e.Name, f.t.probeName, err)
 		}
@@ -83,14 +83,14 @@ func (f *fn) stackArg(e *lang.Builtin, n int) error {
 	}
 	defer f.popSlot()
 	f.emit(
-		storeImm64(asm.RFP, int(slot), 0),
-		asm.Mov.Reg(asm.R1, asm.RFP),
+		storeImm64(f.fp, int(slot), 0),
+		asm.Mov.Reg(asm.R1, f.fp),
 		asm.Add.Imm(asm.R1, int32(slot)),
 		asm.Mov.Imm(asm.R2, 8),
 		memAt(asm.LoadMem(asm.R3, regCtx, 0, asm.DWord), sp.Offset),
 		asm.Add.Imm(asm.R3, int32(8*(n+1))),
 		asm.FnProbeReadUser.Call(),
-		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+		asm.LoadMem(asm.R0, f.fp, slot, asm.DWord),
 	)
 	return nil
 }
@@ -98,9 +98,9 @@ func (f *fn) stackArg(e *lang.Builtin, n int) error {
 // loadUSDTArg returns instructions that load USDT argument a of the
 // location at address pc into R0, sign- or zero-extended to 64 bits per
 // its size. regs points to the probe's struct pt_regs (the context of a
-// uprobe program); slot is an 8-byte stack slot for memory operands. The
-// instructions clobber R0-R5.
-func loadUSDTArg(regs asm.Register, a usdt.Arg, pc uint64, slot int16) (asm.Instructions, error) {
+// uprobe program); slot is an 8-byte stack slot for memory operands,
+// addressed by fp (see fn.fp). The instructions clobber R0-R5.
+func loadUSDTArg(regs asm.Register, a usdt.Arg, pc uint64, fp asm.Register, slot int16) (asm.Instructions, error) {
 	if a.Size != 1 && a.Size != 2 && a.Size != 4 && a.Size != 8 {
 		return nil, fmt.Errorf("argument %s: size %d", a.Operand, a.Size)
 	}
@@ -145,12 +145,12 @@ func loadUSDTArg(regs asm.Register, a usdt.Arg, pc uint64, slot int16) (asm.Inst
 			insns = append(insns, addConst(asm.R3, int64(a.SymbolAddr)+a.Disp-int64(pc))...)
 		}
 		insns = append(insns,
-			storeImm64(asm.RFP, int(slot), 0),
-			asm.Mov.Reg(asm.R1, asm.RFP),
+			storeImm64(fp, int(slot), 0),
+			asm.Mov.Reg(asm.R1, fp),
 			asm.Add.Imm(asm.R1, int32(slot)),
 			asm.Mov.Imm(asm.R2, int32(a.Size)),
 			asm.FnProbeReadUser.Call(),
-			asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+			asm.LoadMem(asm.R0, fp, slot, asm.DWord),
 		)
 	default:
 		return nil, fmt.Errorf("argument %s: unknown operand form", a.Operand)

@@ -100,7 +100,7 @@ func runArg(t *testing.T, a usdt.Arg, pc uint64, regs map[int]uint64) uint64 {
 	if err := regsMap.Put(uint32(0), buf); err != nil {
 		t.Fatal(err)
 	}
-	load, err := loadUSDTArg(asm.R6, a, pc, -16)
+	load, err := loadUSDTArg(asm.R6, a, pc, asm.RFP, -16)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,7 +49,7 @@ func (f *fn) callStmt(call *lang.Call) error {
 		if err := f.event(call, Event{Kind: EventExit}, call.Args, controlMapName); err != nil {
 			return err
 		}
-		f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+		f.endProbe()
 		return nil
 	case lang.FuncTime:
 		format := "%H:%M:%S\n"
@@ -184,14 +184,14 @@ func (f *fn) join(call *lang.Call) error {
 	done := f.label("joindone")
 	for i := range fields {
 		f.emit(
-			storeImm64(asm.RFP, int(slot), 0),
-			asm.Mov.Reg(asm.R1, asm.RFP),
+			storeImm64(f.fp, int(slot), 0),
+			asm.Mov.Reg(asm.R1, f.fp),
 			asm.Add.Imm(asm.R1, int32(slot)),
 			asm.Mov.Imm(asm.R2, 8),
 			memAt(asm.LoadMem(asm.R3, regScratch, 0, asm.DWord), argv),
 			asm.Add.Imm(asm.R3, int32(8*i)),
 			asm.FnProbeReadUser.Call(),
-			asm.LoadMem(asm.R3, asm.RFP, slot, asm.DWord),
+			asm.LoadMem(asm.R3, f.fp, slot, asm.DWord),
 			asm.JEq.Imm(asm.R3, 0, done),
 			asm.Mov.Imm(asm.R2, int32(st.Size)),
 		)

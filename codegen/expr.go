@@ -27,7 +27,7 @@ func (f *fn) intExpr(e lang.Expr) error {
 		if !ok || !isScalar(v.typ) {
 			return f.c.errorf(e, "variable %s is not an integer", e.Name)
 		}
-		f.emit(asm.LoadMem(asm.R0, asm.RFP, v.slot, asm.DWord))
+		f.emit(asm.LoadMem(asm.R0, f.fp, v.slot, asm.DWord))
 		return nil
 	case *lang.MapExpr:
 		return f.mapReadInt(e)
@@ -125,13 +125,13 @@ func (f *fn) arithmetic(e *lang.Binary) error {
 		return err
 	}
 	defer f.popSlot()
-	f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	f.emit(asm.StoreMem(f.fp, slot, asm.R0, asm.DWord))
 	if err := f.intExpr(e.Y); err != nil {
 		return err
 	}
 	f.emit(
 		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+		asm.LoadMem(asm.R0, f.fp, slot, asm.DWord),
 	)
 	return f.applyOp(e, e.Op, xt, yt)
 }
@@ -423,7 +423,7 @@ func (f *fn) addressOf(e *lang.Unary) error {
 		return f.c.errorf(e, "the address of %s: %w", lang.TypeOf(e.X), ErrUnsupported)
 	}
 	if isScalar(v.typ) {
-		f.emit(asm.Mov.Reg(asm.R0, asm.RFP), asm.Add.Imm(asm.R0, int32(v.slot)))
+		f.emit(asm.Mov.Reg(asm.R0, f.fp), asm.Add.Imm(asm.R0, int32(v.slot)))
 		return nil
 	}
 	f.scratchPtr(asm.R0, v.off)
@@ -495,12 +495,12 @@ func (f *fn) load(n lang.Node, t lang.Type, kernel bool) error {
 	defer f.popSlot()
 	f.emit(
 		asm.Mov.Reg(asm.R3, asm.R0),
-		storeImm64(asm.RFP, int(slot), 0),
-		asm.Mov.Reg(asm.R1, asm.RFP),
+		storeImm64(f.fp, int(slot), 0),
+		asm.Mov.Reg(asm.R1, f.fp),
 		asm.Add.Imm(asm.R1, int32(slot)),
 		asm.Mov.Imm(asm.R2, int32(size)),
 		readHelper(kernel).Call(),
-		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+		asm.LoadMem(asm.R0, f.fp, slot, asm.DWord),
 	)
 	f.emit(extend(asm.R0, size, signed)...)
 	return nil
@@ -523,14 +523,14 @@ func (f *fn) incDec(e *lang.IncDec) error {
 			return f.c.errorf(e, "%s on %s, not an integer variable", e.Op, x.Name)
 		}
 		f.emit(
-			asm.LoadMem(asm.R0, asm.RFP, v.slot, asm.DWord),
+			asm.LoadMem(asm.R0, f.fp, v.slot, asm.DWord),
 			asm.Mov.Reg(asm.R1, asm.R0),
 			asm.Add.Imm(asm.R1, delta),
 		)
 		if v.typ.Kind == lang.KindInt {
 			f.emit(extend(asm.R1, v.typ.Size, v.typ.Signed)...)
 		}
-		f.emit(asm.StoreMem(asm.RFP, v.slot, asm.R1, asm.DWord))
+		f.emit(asm.StoreMem(f.fp, v.slot, asm.R1, asm.DWord))
 		if !e.Post {
 			f.emit(asm.Mov.Reg(asm.R0, asm.R1))
 		}
@@ -774,7 +774,7 @@ func (f *fn) index(e *lang.IndexExpr) error {
 		return err
 	}
 	defer f.popSlot()
-	f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	f.emit(asm.StoreMem(f.fp, slot, asm.R0, asm.DWord))
 	if err := f.intExpr(e.Index); err != nil {
 		return err
 	}
@@ -782,7 +782,7 @@ func (f *fn) index(e *lang.IndexExpr) error {
 		f.emit(asm.Mul.Imm(asm.R0, int32(s)))
 	}
 	f.emit(
-		asm.LoadMem(asm.R1, asm.RFP, slot, asm.DWord),
+		asm.LoadMem(asm.R1, f.fp, slot, asm.DWord),
 		asm.Add.Reg(asm.R0, asm.R1),
 	)
 	return f.load(e, f.pointee(xt), f.inKernel(e.X))
@@ -1065,7 +1065,7 @@ func (f *fn) str(e *lang.Call, off int) error {
 			return err
 		}
 		defer f.popSlot()
-		f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+		f.emit(asm.StoreMem(f.fp, slot, asm.R0, asm.DWord))
 	}
 	read := asm.FnProbeReadUserStr
 	if at.Kind == lang.KindString {
@@ -1092,7 +1092,7 @@ func (f *fn) str(e *lang.Call, off int) error {
 	if len(e.Args) == 2 {
 		ok := f.label("strlen")
 		f.emit(
-			asm.LoadMem(asm.R2, asm.RFP, slot, asm.DWord),
+			asm.LoadMem(asm.R2, f.fp, slot, asm.DWord),
 			asm.JLE.Imm(asm.R2, int32(t.Size), ok),
 			asm.Mov.Imm(asm.R2, int32(t.Size)),
 		)
@@ -1171,11 +1171,11 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		}
 		defer f.popSlot()
 		done := f.label("elapsed")
-		f.emit(asm.FnKtimeGetNs.Call(), asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+		f.emit(asm.FnKtimeGetNs.Call(), asm.StoreMem(f.fp, slot, asm.R0, asm.DWord))
 		f.lookupZeroKey(startMapName)
 		f.emit(
 			asm.Mov.Reg(asm.R1, asm.R0),
-			asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+			asm.LoadMem(asm.R0, f.fp, slot, asm.DWord),
 			asm.JEq.Imm(asm.R1, 0, done),
 			asm.LoadMem(asm.R1, asm.R1, 0, asm.DWord),
 			asm.Sub.Reg(asm.R0, asm.R1),
@@ -1388,6 +1388,8 @@ func (f *fn) intCall(e *lang.Call) error {
 		return nil
 	case lang.FuncHasKey:
 		return f.hasKey(e)
+	case lang.FuncLen:
+		return f.mapLen(e)
 	case lang.FuncReg:
 		return f.reg(e)
 	case lang.FuncUaddr:

@@ -13,8 +13,9 @@ import (
 //
 //	R6  the context (pt_regs for uprobes and USDT)
 //	R9  the per-CPU scratch area (strings, tuples, keys, records)
+//	R8  in a map loop's callback, the probe program's frame pointer (fn.fp)
 //	R0  the value of the integer expression just lowered
-//	R1-R5, R7, R8  short-lived, within one lowering step
+//	R1-R5, R7  short-lived, within one lowering step
 //
 // Integer temporaries and integer variables live in 8-byte stack slots;
 // everything larger lives in the scratch area at offsets fixed at compile
@@ -22,6 +23,7 @@ import (
 const (
 	regCtx     = asm.R6
 	regScratch = asm.R9
+	regFrame   = asm.R8
 )
 
 // Fixed stack slots.
@@ -72,6 +74,20 @@ type fn struct {
 	alias   map[string]string
 	comment string
 	loops   []loopLabels
+
+	// fp addresses the stack slots: R10 in the probe's program, and
+	// regFrame in the callback of a map loop, which keeps its variables
+	// and temporaries in the probe program's frame (see forMap).
+	fp asm.Register
+	// loop is the innermost map loop whose callback is being lowered,
+	// nil outside callbacks.
+	loop *mapLoop
+	// callbacks are the instructions of the map loops' callbacks, which
+	// follow the program's own.
+	callbacks asm.Instructions
+	// countCallback is the symbol of the callback len() iterates with,
+	// once one is emitted.
+	countCallback string
 }
 
 // variable is a scratch variable: an integer in a stack slot or a larger
@@ -82,13 +98,15 @@ type variable struct {
 	off  int
 }
 
-// loopLabels are the targets of break and continue.
+// loopLabels are the targets of break and continue; in a map loop's
+// callback, whose break and continue are returns, callback is set instead.
 type loopLabels struct {
 	brk, cont string
+	callback  bool
 }
 
 func newFn(c *compiler, t *target) *fn {
-	return &fn{c: c, t: t, stack: firstFreeSlot, stackLow: firstFreeSlot, vars: map[string]variable{}, refs: map[string]bool{}, alias: map[string]string{}}
+	return &fn{c: c, t: t, fp: asm.RFP, stack: firstFreeSlot, stackLow: firstFreeSlot, vars: map[string]variable{}, refs: map[string]bool{}, alias: map[string]string{}}
 }
 
 // emit appends instructions, attaching a pending label and source comment
@@ -192,6 +210,23 @@ func (f *fn) pushSlot(n lang.Node) (int16, error) {
 // popSlot releases the most recent stack slot.
 func (f *fn) popSlot() { f.stack += 8 }
 
+// pushSlots reserves n 8-byte stack slots, which popSlots(n) releases.
+func (f *fn) pushSlots(node lang.Node, n int) ([]int16, error) {
+	slots := make([]int16, n)
+	for i := range slots {
+		slot, err := f.pushSlot(node)
+		if err != nil {
+			f.popSlots(i)
+			return nil, err
+		}
+		slots[i] = slot
+	}
+	return slots, nil
+}
+
+// popSlots releases the n most recent stack slots.
+func (f *fn) popSlots(n int) { f.stack += int16(8 * n) }
+
 // alloc reserves size bytes of scratch, 8-aligned. Statements release
 // their temporaries by resetting f.scratch.
 func (f *fn) alloc(size int) int {
@@ -269,7 +304,7 @@ func (f *fn) zero(base asm.Register, off, size int) {
 	ok := f.label("zeros")
 	f.emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(ZerosMapName),
-		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Mov.Reg(asm.R2, f.fp),
 		asm.Add.Imm(asm.R2, slotZero),
 		asm.FnMapLookupElem.Call(),
 		asm.JNE.Imm(asm.R0, 0, ok),
@@ -314,7 +349,7 @@ func (f *fn) copyMem(dst asm.Register, dstOff int, src asm.Register, srcOff int,
 func (f *fn) lookupZeroKey(name string) {
 	f.emit(
 		asm.LoadMapPtr(asm.R1, 0).WithReference(name),
-		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Mov.Reg(asm.R2, f.fp),
 		asm.Add.Imm(asm.R2, slotZero),
 		asm.FnMapLookupElem.Call(),
 	)

@@ -51,7 +51,7 @@ func (f *fn) keyPtr(r asm.Register, k keyAt) {
 func (f *fn) mapKey(e *lang.MapExpr, m userMap) (keyAt, error) {
 	bucketed := m.Kind.Bucketed()
 	if len(e.Keys) == 0 && len(m.KeyFields) == 0 && !bucketed && (m.KeySize == 8 || m.Array) {
-		return keyAt{asm.RFP, slotZero}, nil
+		return keyAt{f.fp, slotZero}, nil
 	}
 	off := f.alloc(m.KeySize)
 	end := m.KeySize

@@ -15,7 +15,7 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 	f.comment = fmt.Sprintf("%s:%d:%d: %s", f.c.prog.File, probe.Loc.Start.Line, probe.Loc.Start.Col, f.t.probeName)
 	f.emit(
 		asm.Mov.Reg(regCtx, asm.R1),
-		storeImm64(asm.RFP, slotZero, 0),
+		storeImm64(f.fp, slotZero, 0),
 	)
 	switch f.t.kind {
 	case lang.ProbeBegin, lang.ProbeEnd:
@@ -41,7 +41,7 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		f.emit(
 			asm.Mov.Reg(asm.R1, regCtx),
 			asm.FnGetAttachCookie.Call(),
-			asm.StoreMem(asm.RFP, slotCookie, asm.R0, asm.DWord),
+			asm.StoreMem(f.fp, slotCookie, asm.R0, asm.DWord),
 		)
 	}
 	if err := f.declareVars(probe); err != nil {
@@ -60,6 +60,10 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		return nil, err
 	}
 	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	if len(f.callbacks) > 0 {
+		withFuncInfo(f.insns)
+		f.insns = append(f.insns, f.callbacks...)
+	}
 	f.resolveAliases()
 	switch {
 	case f.bigScratch():
@@ -178,7 +182,7 @@ func (f *fn) zeroVars() {
 	for _, name := range f.varNames {
 		v := f.vars[name]
 		if isScalar(v.typ) {
-			f.emit(storeImm64(asm.RFP, int(v.slot), 0))
+			f.emit(storeImm64(f.fp, int(v.slot), 0))
 		} else {
 			f.zero(regScratch, v.off, sizeOf(v.typ))
 		}
@@ -242,6 +246,9 @@ func (f *fn) stmt(s lang.Stmt) error {
 	case *lang.WhileStmt:
 		return f.whileStmt(s)
 	case *lang.ForStmt:
+		if s.Map != nil {
+			return f.forMap(s)
+		}
 		return f.forRange(s)
 	case *lang.JumpStmt:
 		return f.jump(s)
@@ -303,7 +310,7 @@ func (f *fn) assignVar(s *lang.AssignStmt, lhs *lang.Var) error {
 				return err
 			}
 		} else {
-			f.emit(asm.LoadMem(asm.R0, asm.RFP, v.slot, asm.DWord))
+			f.emit(asm.LoadMem(asm.R0, f.fp, v.slot, asm.DWord))
 			if err := f.applyRHS(s, v.typ); err != nil {
 				return err
 			}
@@ -312,7 +319,7 @@ func (f *fn) assignVar(s *lang.AssignStmt, lhs *lang.Var) error {
 		if v.typ.Kind == lang.KindInt {
 			f.emit(extend(asm.R0, v.typ.Size, v.typ.Signed)...)
 		}
-		f.emit(asm.StoreMem(asm.RFP, v.slot, asm.R0, asm.DWord))
+		f.emit(asm.StoreMem(f.fp, v.slot, asm.R0, asm.DWord))
 		return nil
 	}
 	if s.Op != "=" {
@@ -335,13 +342,13 @@ func (f *fn) applyRHS(s *lang.AssignStmt, lt lang.Type) error {
 		return err
 	}
 	defer f.popSlot()
-	f.emit(asm.StoreMem(asm.RFP, slot, asm.R0, asm.DWord))
+	f.emit(asm.StoreMem(f.fp, slot, asm.R0, asm.DWord))
 	if err := f.intExpr(s.RHS); err != nil {
 		return err
 	}
 	f.emit(
 		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.LoadMem(asm.R0, asm.RFP, slot, asm.DWord),
+		asm.LoadMem(asm.R0, f.fp, slot, asm.DWord),
 	)
 	op := s.Op[:len(s.Op)-1]
 	return f.applyOp(s, op, lt, lang.TypeOf(s.RHS))
@@ -394,7 +401,7 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 	}
 	defer f.popSlot()
 	top, body, end := f.label("while"), f.label("whilebody"), f.label("endwhile")
-	f.emit(storeImm64(asm.RFP, int(counter), 0))
+	f.emit(storeImm64(f.fp, int(counter), 0))
 	f.place(top)
 	f.countIteration(counter, end)
 	f.mark(s.Cond)
@@ -419,15 +426,11 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 // slot of its own, copied into $i at each iteration, so that the body may
 // change $i without changing the count.
 func (f *fn) forRange(s *lang.ForStmt) error {
-	var slots [3]int16
-	for i := range slots {
-		slot, err := f.pushSlot(s)
-		if err != nil {
-			return err
-		}
-		defer f.popSlot()
-		slots[i] = slot
+	slots, err := f.pushSlots(s, 3)
+	if err != nil {
+		return err
 	}
+	defer f.popSlots(len(slots))
 	counter, idx, end := slots[0], slots[1], slots[2]
 	v, ok := f.vars[s.Var.Name]
 	if !ok || !isScalar(v.typ) {
@@ -441,31 +444,31 @@ func (f *fn) forRange(s *lang.ForStmt) error {
 		if err := f.intExpr(x.e); err != nil {
 			return err
 		}
-		f.emit(asm.StoreMem(asm.RFP, x.slot, asm.R0, asm.DWord))
+		f.emit(asm.StoreMem(f.fp, x.slot, asm.R0, asm.DWord))
 	}
 	top, next, done, inRange := f.label("for"), f.label("fornext"), f.label("endfor"), f.label("forin")
-	f.emit(storeImm64(asm.RFP, int(counter), 0))
+	f.emit(storeImm64(f.fp, int(counter), 0))
 	f.place(top)
 	f.countIteration(counter, done)
 	f.emit(
-		asm.LoadMem(asm.R0, asm.RFP, idx, asm.DWord),
-		asm.LoadMem(asm.R1, asm.RFP, end, asm.DWord),
+		asm.LoadMem(asm.R0, f.fp, idx, asm.DWord),
+		asm.LoadMem(asm.R1, f.fp, end, asm.DWord),
 		asm.JSLT.Reg(asm.R0, asm.R1, inRange),
 		asm.LongJump(done),
 	)
 	f.place(inRange)
-	f.emit(asm.StoreMem(asm.RFP, v.slot, asm.R0, asm.DWord))
+	f.emit(asm.StoreMem(f.fp, v.slot, asm.R0, asm.DWord))
 	f.loops = append(f.loops, loopLabels{brk: done, cont: next})
-	err := f.block(s.Body)
+	err = f.block(s.Body)
 	f.loops = f.loops[:len(f.loops)-1]
 	if err != nil {
 		return err
 	}
 	f.place(next)
 	f.emit(
-		asm.LoadMem(asm.R0, asm.RFP, idx, asm.DWord),
+		asm.LoadMem(asm.R0, f.fp, idx, asm.DWord),
 		asm.Add.Imm(asm.R0, 1),
-		asm.StoreMem(asm.RFP, idx, asm.R0, asm.DWord),
+		asm.StoreMem(f.fp, idx, asm.R0, asm.DWord),
 		asm.LongJump(top),
 	)
 	f.place(done)
@@ -478,7 +481,7 @@ func (f *fn) forRange(s *lang.ForStmt) error {
 func (f *fn) countIteration(counter int16, end string) {
 	capOK := f.label("loopcap")
 	f.emit(
-		asm.LoadMem(asm.R0, asm.RFP, counter, asm.DWord),
+		asm.LoadMem(asm.R0, f.fp, counter, asm.DWord),
 		asm.JLT.Imm(asm.R0, MaxLoopIterations, capOK),
 	)
 	f.incrementCounter(f.c.spec.loopCounter())
@@ -486,20 +489,29 @@ func (f *fn) countIteration(counter int16, end string) {
 	f.place(capOK)
 	f.emit(
 		asm.Add.Imm(asm.R0, 1),
-		asm.StoreMem(asm.RFP, counter, asm.R0, asm.DWord),
+		asm.StoreMem(f.fp, counter, asm.R0, asm.DWord),
 	)
 }
 
 // jump lowers break, continue and return.
 func (f *fn) jump(s *lang.JumpStmt) error {
 	if s.Kind == "return" {
-		f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+		f.endProbe()
 		return nil
 	}
 	if len(f.loops) == 0 {
 		return f.c.errorf(s, "%s outside a loop", s.Kind)
 	}
 	l := f.loops[len(f.loops)-1]
+	if l.callback {
+		// A map loop's callback: 1 stops the loop, 0 goes on.
+		stop := int32(0)
+		if s.Kind == "break" {
+			stop = 1
+		}
+		f.emit(asm.Mov.Imm(asm.R0, stop), asm.Return())
+		return nil
+	}
 	if s.Kind == "break" {
 		f.emit(asm.LongJump(l.brk))
 	} else {

@@ -310,10 +310,13 @@ type WhileStmt struct {
 
 // ForStmt is `for ($i : Start..End) Body` (bpftrace 0.24): Var takes each
 // integer from Start up to End, End excluded; both are evaluated once.
+// With Map set it is `for ($kv : @m) Body` (bpftrace 0.20), Start and End
+// nil: Var takes each element of the map as a tuple (key, value).
 type ForStmt struct {
 	Loc        Span
 	Var        *Var
 	Start, End Expr
+	Map        *MapExpr
 	Body       *Block
 }
 

@@ -112,6 +112,7 @@ const (
 	FuncWarnf
 	FuncStrlen
 	FuncNsecs
+	FuncLen
 
 	numBuiltins
 )
@@ -365,6 +366,9 @@ var builtins = [numBuiltins]builtin{
 	FuncSignalName: {name: "signal_name", class: classFunc, min: 1, max: 1, result: Type{Kind: KindSignal}, args: intArgs},
 	// syscall_name(n) is the name of x86-64 system call n (bpftrace 0.25).
 	FuncSyscallName: {name: "syscall_name", class: classFunc, min: 1, max: 1, result: Type{Kind: KindSyscall}, args: intArgs},
+
+	// len(@m) is the number of elements of map @m (bpftrace 0.21).
+	FuncLen: {name: "len", class: classFunc, min: 1, max: 1, result: Int64},
 }
 
 // String returns the builtin's name ("argN" for VarArg).

@@ -161,6 +161,17 @@ func (c *checker) callArgs(e *Call) {
 			// bpftrace's message, without its hint to assign a key.
 			c.errorf(e.Loc, "call to has_key() expects a map with explicit keys (non-scalar map)")
 		}
+	case FuncLen:
+		m, ok := args[0].(*MapExpr)
+		if !ok || len(m.Keys) > 0 {
+			c.expr(args[0], useValue)
+			c.errorf(e.Loc, "len() expects a map, not an expression or a map element")
+			return
+		}
+		c.mapRef(m)
+		if ms := c.maps[m.Name]; ms.keySet && ms.info.Key.Kind == KindNone {
+			c.errorf(e.Loc, "call to len() expects a map with explicit keys (non-scalar map)")
+		}
 	case FuncJoin:
 		t := c.expr(args[0], useValue)
 		if !isIntLike(t) && t.Kind != KindNone {

@@ -44,6 +44,10 @@ func (c *checker) stmt(s Stmt) {
 		c.block(s.Body)
 		c.loops--
 	case *ForStmt:
+		if s.Map != nil {
+			c.mapLoop(s)
+			return
+		}
 		for _, x := range []Expr{s.Start, s.End} {
 			if t := c.expr(x, useValue); t.Kind != KindInt && t.Kind != KindNone {
 				c.errorf(x.Span(), "Loop range requires an integer, got %s", typeName(t))

@@ -337,7 +337,11 @@ func mapStmt(s Stmt, f func(Expr) Expr) Stmt {
 	case *ForStmt:
 		c := *s
 		c.Var = mapExpr(s.Var, f).(*Var)
-		c.Start, c.End = mapExpr(s.Start, f), mapExpr(s.End, f)
+		if s.Map != nil {
+			c.Map = mapExpr(s.Map, f).(*MapExpr)
+		} else {
+			c.Start, c.End = mapExpr(s.Start, f), mapExpr(s.End, f)
+		}
 		c.Body = mapStmt(s.Body, f).(*Block)
 		return &c
 	}

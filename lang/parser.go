@@ -153,6 +153,7 @@ func (p *parser) parse(prog *Program) (err *Error) {
 		return p.returnValue
 	}
 	p.expandMacros(prog)
+	scopeLoopVars(prog)
 	p.replaceEnumValues(prog)
 	p.replaceTaskBuiltins(prog)
 	p.replaceAsserts(prog)
@@ -508,8 +509,7 @@ func (p *parser) unroll() *UnrollStmt {
 	return s
 }
 
-// forStmt parses `for ($i : START..END) { ... }`. A loop over a map,
-// `for ($kv : @m)`, parses and is refused: gotrace does not have it yet.
+// forStmt parses `for ($i : START..END) { ... }` and `for ($kv : @m) { ... }`.
 func (p *parser) forStmt() *ForStmt {
 	start := p.tok()
 	p.next()
@@ -522,9 +522,7 @@ func (p *parser) forStmt() *ForStmt {
 		m := p.tok()
 		p.next()
 		p.next()
-		p.errorf(p.span(start), "for loops over maps (for (%s : %s)) are not supported by gotrace yet", v.Value, m.Value)
-		s.Start = &IntLit{ExprBase: ExprBase{Loc: tokSpan(m)}}
-		s.End = s.Start
+		s.Map = &MapExpr{ExprBase: ExprBase{Loc: tokSpan(m)}, Name: m.Value}
 	} else {
 		s.Start, _ = p.expr("..")
 		p.expect("..", "..")

@@ -126,6 +126,9 @@ func stmtSource(s Stmt) string {
 	case *WhileStmt:
 		return "while (" + exprSource(s.Cond, precTernary) + ") " + blockSource(s.Body)
 	case *ForStmt:
+		if s.Map != nil {
+			return "for (" + s.Var.Name + " : " + s.Map.Name + ") " + blockSource(s.Body)
+		}
 		return "for (" + s.Var.Name + " : " + exprSource(s.Start, precTernary) + ".." + exprSource(s.End, precTernary) + ") " + blockSource(s.Body)
 	case *JumpStmt:
 		if s.Value != nil {

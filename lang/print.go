@@ -102,7 +102,11 @@ func (d *dumper) stmt(depth int, s Stmt) {
 		d.stmts(depth+2, s.Body.Stmts)
 	case *ForStmt:
 		d.line(depth, "for")
-		d.exprs(depth+1, s.Var, s.Start, s.End)
+		if s.Map != nil {
+			d.exprs(depth+1, s.Var, s.Map)
+		} else {
+			d.exprs(depth+1, s.Var, s.Start, s.End)
+		}
 		d.line(depth+1, "body")
 		d.stmts(depth+2, s.Body.Stmts)
 	case *WhileStmt:

@@ -58,7 +58,13 @@ func appendChildren(out []Node, n Node) []Node {
 	case *UnrollStmt:
 		out = append(out, n.Count, n.Body)
 	case *ForStmt:
-		out = append(out, n.Var, n.Start, n.End, n.Body)
+		out = append(out, n.Var)
+		if n.Map != nil {
+			out = append(out, n.Map)
+		} else {
+			out = append(out, n.Start, n.End)
+		}
+		out = append(out, n.Body)
 	case *WhileStmt:
 		out = append(out, n.Cond, n.Body)
 	case *JumpStmt:

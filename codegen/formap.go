@@ -1,0 +1,186 @@
+package codegen
+
+// This file lowers loops over maps, `for ($kv : @m)`, and len(@m), with
+// bpf_for_each_map_elem: the kernel calls a callback, a BPF subprogram
+// that follows the probe's program, with each element of the map.
+
+import (
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
+
+	"github.com/gotrace/gotrace/lang"
+)
+
+// mapLoop is what the callbacks of a probe's map loops share: the slots
+// of the probe program's frame where the program leaves its context and
+// scratch pointers for them (a callback starts with only its four
+// arguments), and the flag a return in a callback sets, which stops the
+// loops around it and then the program.
+type mapLoop struct {
+	ctxSlot, scratchSlot, returnSlot int16
+}
+
+// forMap lowers `for ($kv : @m) Body`. The callback gets the probe
+// program's frame pointer as its context argument and keeps it in
+// regFrame: the probe's variables and the temporaries of the body all
+// live in that frame, so the body reads and writes the same variables as
+// the code around the loop, and the callback's own frame stays empty (the
+// kernel counts the frames of a call chain against one 512-byte stack).
+// The callback returns 0 to go on and 1 to stop: break is `return 1`,
+// continue `return 0`.
+func (f *fn) forMap(s *lang.ForStmt) error {
+	m, _, err := f.mapOf(s.Map, s.Map.Name)
+	if err != nil {
+		return err
+	}
+	if m.Array || m.PerCPU {
+		return f.c.errorf(s.Map, "loop over map %s of %s: %w", s.Map.Name, m.Info.Value, ErrUnsupported)
+	}
+	v, ok := f.vars[s.Var.Name]
+	if !ok || v.typ.Kind != lang.KindTuple || len(v.typ.Elems) != 2 {
+		return f.c.errorf(s.Var, "loop variable %s is not a (key, value) tuple", s.Var.Name)
+	}
+	shared := f.loop
+	if shared == nil {
+		slots, err := f.pushSlots(s, 3)
+		if err != nil {
+			return err
+		}
+		defer f.popSlots(len(slots))
+		shared = &mapLoop{ctxSlot: slots[0], scratchSlot: slots[1], returnSlot: slots[2]}
+		f.emit(
+			asm.StoreMem(f.fp, shared.ctxSlot, regCtx, asm.DWord),
+			asm.StoreMem(f.fp, shared.scratchSlot, regScratch, asm.DWord),
+			storeImm64(f.fp, int(shared.returnSlot), 0),
+		)
+	}
+	cb := f.label("formap")
+	err = f.callback(s, cb, shared, func() error {
+		key, value := v.typ.Elems[0], v.typ.Elems[1]
+		f.emit(
+			asm.Mov.Reg(regFrame, asm.R4),
+			asm.LoadMem(regScratch, regFrame, shared.scratchSlot, asm.DWord),
+			asm.Mov.Reg(regCtx, asm.R2),
+			asm.Mov.Reg(asm.R7, asm.R3),
+		)
+		if err := f.convert(regScratch, v.off, key, regCtx, 0, m.Info.Key); err != nil {
+			return f.c.errorf(s.Var, "%w", err)
+		}
+		if err := f.convert(regScratch, v.off+sizeOf(key), value, asm.R7, 0, m.Info.Value); err != nil {
+			return f.c.errorf(s.Var, "%w", err)
+		}
+		f.emit(asm.LoadMem(regCtx, regFrame, shared.ctxSlot, asm.DWord))
+		f.loops = append(f.loops, loopLabels{callback: true})
+		return f.block(s.Body)
+	})
+	if err != nil {
+		return err
+	}
+	f.emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(s.Map.Name),
+		funcPtr(asm.R2, cb),
+		asm.Mov.Reg(asm.R3, f.fp),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnForEachMapElem.Call(),
+		asm.LoadMem(asm.R0, f.fp, shared.returnSlot, asm.DWord),
+	)
+	done := f.label("formapdone")
+	f.emit(asm.JEq.Imm(asm.R0, 0, done))
+	f.endProbe()
+	f.place(done)
+	return nil
+}
+
+// callback lowers a callback subprogram named sym for node n, the
+// instructions that body emits and a `return 0`, into f.callbacks. It is
+// lowered as a part of the probe's program: the same variables, labels,
+// stack slots and scratch offsets, those of the code around the loop left
+// alone.
+func (f *fn) callback(n lang.Node, sym string, shared *mapLoop, body func() error) error {
+	insns, dead, pending, comment, loops, fp, loop := f.insns, f.dead, f.pending, f.comment, f.loops, f.fp, f.loop
+	f.insns, f.dead, f.pending, f.comment, f.loops, f.fp, f.loop = nil, false, sym, "", nil, regFrame, shared
+	f.mark(n)
+	err := body()
+	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+	cb := f.insns
+	f.insns, f.dead, f.pending, f.comment, f.loops, f.fp, f.loop = insns, dead, pending, comment, loops, fp, loop
+	if err != nil {
+		return err
+	}
+	f.addCallback(cb)
+	return nil
+}
+
+// addCallback appends the instructions of a callback, whose first one
+// carries its symbol and a source comment, to f.callbacks. The kernel
+// takes a callback only from a program with BTF function information,
+// which must then describe every function, the program too (see
+// withFuncInfo); and line information, which the comments are, must
+// cover every function's first instruction.
+func (f *fn) addCallback(cb asm.Instructions) {
+	cb[0] = btf.WithFuncMetadata(cb[0], &btf.Func{Name: cb[0].Symbol(), Type: callbackProto, Linkage: btf.StaticFunc})
+	f.callbacks = append(f.callbacks, cb...)
+}
+
+// endProbe ends the probe's program, returning 0 (return, exit()). In a
+// callback it sets the return flag and stops the loop; the loops around
+// it then see the flag and stop too.
+func (f *fn) endProbe() {
+	if f.loop != nil {
+		f.emit(
+			storeImm64(f.fp, int(f.loop.returnSlot), 1),
+			asm.Mov.Imm(asm.R0, 1),
+			asm.Return(),
+		)
+		return
+	}
+	f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
+}
+
+// mapLen lowers len(@m): bpf_for_each_map_elem returns how many elements
+// it visited, all of them when the callback always goes on.
+func (f *fn) mapLen(call *lang.Call) error {
+	e, ok := call.Args[0].(*lang.MapExpr)
+	assert(ok, call, "len() of what is not a map")
+	if _, _, err := f.mapOf(e, e.Name); err != nil {
+		return err
+	}
+	if f.countCallback == "" {
+		f.countCallback = f.label("count")
+		f.addCallback(asm.Instructions{
+			asm.Mov.Imm(asm.R0, 0).WithSymbol(f.countCallback).WithSource(asm.Comment("len(): count the elements")),
+			asm.Return(),
+		})
+	}
+	f.emit(
+		asm.LoadMapPtr(asm.R1, 0).WithReference(e.Name),
+		funcPtr(asm.R2, f.countCallback),
+		asm.Mov.Imm(asm.R3, 0),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnForEachMapElem.Call(),
+	)
+	return nil
+}
+
+// funcPtr loads the address of the subprogram sym into r, for a helper
+// that takes a callback.
+func funcPtr(r asm.Register, sym string) asm.Instruction {
+	return asm.Instruction{OpCode: asm.LoadImmOp(asm.DWord), Dst: r, Src: asm.PseudoFunc, Constant: -1}.WithReference(sym)
+}
+
+// withFuncInfo gives a program with callbacks the BTF function
+// information the kernel wants: the program's first instruction starts a
+// global function of the context, each callback's a static one of four
+// pointers.
+func withFuncInfo(insns asm.Instructions) {
+	insns[0] = btf.WithFuncMetadata(insns[0], &btf.Func{Name: "probe", Type: probeProto, Linkage: btf.GlobalFunc})
+}
+
+var (
+	voidPtr       = &btf.Pointer{Target: &btf.Void{}}
+	btfLong       = &btf.Int{Name: "long", Size: 8, Encoding: btf.Signed}
+	probeProto    = &btf.FuncProto{Return: &btf.Int{Name: "int", Size: 4, Encoding: btf.Signed}, Params: []btf.FuncParam{{Name: "ctx", Type: voidPtr}}}
+	callbackProto = &btf.FuncProto{Return: btfLong, Params: []btf.FuncParam{
+		{Name: "map", Type: voidPtr}, {Name: "key", Type: voidPtr}, {Name: "value", Type: voidPtr}, {Name: "ctx", Type: voidPtr},
+	}}
+)

@@ -1,0 +1,122 @@
+package codegen
+
+import (
+	"slices"
+	"testing"
+
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// TestMapLoops runs loops over maps and len() in the kernel: each script's
+// BEGIN prints with printf, and the lines must be want's, in any order
+// where sorted is set (a hash map's order is the kernel's).
+func TestMapLoops(t *testing.T) {
+	tests := []struct {
+		name   string
+		src    string
+		want   []string
+		sorted bool
+	}{{
+		name:   "one key",
+		src:    `BEGIN { @m[16] = 32; @m[64] = 128; for ($kv : @m) { printf("%d %d\n", $kv.0, $kv.1); } }`,
+		want:   []string{"16 32", "64 128"},
+		sorted: true,
+	}, {
+		name:   "several keys and strings",
+		src:    `BEGIN { @m[1, "ab"] = "x"; @m[2, "cd"] = "y"; for ($kv : @m) { printf("%d %s %s\n", $kv.0.0, $kv.0.1, $kv.1); } }`,
+		want:   []string{"1 ab x", "2 cd y"},
+		sorted: true,
+	}, {
+		name: "outer variables are shared",
+		src: `BEGIN { @m[1] = 10; @m[2] = 20; @m[3] = 30; $sum = 0; $s = "none";
+			for ($kv : @m) { $sum += $kv.1; if ($kv.0 == 2) { $s = "two"; } }
+			printf("%d %s\n", $sum, $s); }`,
+		want: []string{"60 two"},
+	}, {
+		name: "break and continue",
+		src: `BEGIN { @m[1] = 1; @m[2] = 2; @m[3] = 3; $n = 0; $seen = 0;
+			for ($kv : @m) { $seen++; if ($kv.0 == 2) { continue; } $n++; }
+			for ($kv : @m) { $n += 100; break; }
+			printf("%d %d\n", $seen, $n); }`,
+		want: []string{"3 102"},
+	}, {
+		name: "return stops the loops and the probe",
+		src: `BEGIN { @a[1] = 1; @a[2] = 2; @b[1] = 1; @b[2] = 2;
+			for ($x : @a) { for ($y : @b) { printf("%d\n", 1); return; } printf("%d\n", 2); }
+			printf("%d\n", 3); }`,
+		want: []string{"1"},
+	}, {
+		name: "exit() stops the loops and the probe",
+		src:  `BEGIN { @a[1] = 1; @a[2] = 2; for ($x : @a) { printf("%d\n", 1); exit(); } printf("%d\n", 3); }`,
+		want: []string{"1"},
+	}, {
+		name: "nested loops write outer variables",
+		src: `BEGIN { @a[1] = 1; @a[2] = 2; @b[10] = 10; @b[20] = 20; @b[30] = 30; $pairs = 0; $total = 0;
+			for ($x : @a) { for ($y : @b) { $pairs++; $total += $x.1 * $y.1; } }
+			printf("%d %d\n", $pairs, $total); }`,
+		want: []string{"6 180"},
+	}, {
+		name: "maps written and deleted in the body",
+		src: `BEGIN { @m[1] = 1; @m[2] = 2; @m[3] = 3;
+			for ($kv : @m) { @copy[$kv.1 * 10] = $kv.0; if ($kv.0 == 2) { delete(@m[$kv.0]); } }
+			printf("%d %d %d\n", len(@m), len(@copy), @copy[30]); }`,
+		want: []string{"2 3 3"},
+	}, {
+		name: "an empty map",
+		src:  `BEGIN { @m[1] = 1; delete(@m[1]); $n = 0; for ($kv : @m) { $n++; printf("never\n"); } printf("%d %d\n", $n, len(@m)); }`,
+		want: []string{"0 0"},
+	}, {
+		name: "a large map",
+		src: `BEGIN { for ($i : 0..1000) { @m[$i] = $i * 2; } $sum = 0; $n = 0;
+			for ($kv : @m) { $sum += $kv.1; $n++; }
+			printf("%d %d %d\n", $n, $sum, len(@m)); }`,
+		want: []string{"1000 999000 1000"},
+	}, {
+		name:   "long strings keep the scratch area in its map",
+		src:    `BEGIN { @m["k"] = str(0, 2000); $s = "abc"; for ($kv : @m) { printf("%s %s\n", $kv.0, $s); } }`,
+		want:   []string{"k abc"},
+		sorted: true,
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			l := load(t, compileSource(t, tt.src))
+			got := printfs(t, l)
+			if tt.sorted {
+				slices.Sort(got)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Errorf("got %q, want %q", got, tt.want)
+			}
+		})
+	}
+}
+
+// TestMapLoopsInProbes loads map loops in programs of other contexts,
+// which the callbacks reach through the saved context pointer: a
+// uprobe's arguments and stacks, a tracepoint's fields, a profile
+// probe's kernel stack.
+func TestMapLoopsInProbes(t *testing.T) {
+	for _, src := range []string{
+		`uprobe:/bin/sh:main { @m[arg0] = 1; for ($kv : @m) { @s[ustack, arg1] = $kv.1; printf("%d\n", arg2); } }`,
+		`tracepoint:syscalls:sys_enter_openat { @m[args->dfd] = 1; for ($kv : @m) { @f[str(args->filename)] = $kv.0; } }`,
+		`profile:hz:99 { @m[cpu] = 1; for ($kv : @m) { @r[kstack, tid] = len(@m); } }`,
+	} {
+		p, err := lang.Parse("t.bt", src)
+		if err != nil {
+			t.Fatalf("parse %s: %v", src, err)
+		}
+		cfg := lang.Config{Host: tracepointHost{&usdt.Host{}}}
+		if err := lang.Resolve(p, cfg); err != nil {
+			t.Fatalf("resolve %s: %v", src, err)
+		}
+		if err := lang.Check(p, cfg); err != nil {
+			t.Fatalf("check %s: %v", src, err)
+		}
+		spec, err := Compile(p, Options{})
+		if err != nil {
+			t.Fatalf("compile %s: %v", src, err)
+		}
+		load(t, spec)
+	}
+}
