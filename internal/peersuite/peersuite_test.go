@@ -16,8 +16,8 @@ import (
 // the measured population and in all, than when they were last raised.
 // Raise them as the language grows.
 const (
-	floorCore = 285
-	floorAll  = 405
+	floorCore = 308
+	floorAll  = 430
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).
