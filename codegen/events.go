@@ -6,6 +6,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
 
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -78,7 +79,7 @@ func (f *fn) formatted(call *lang.Call, kind EventKind) error {
 	lit, ok := call.Args[0].(*lang.StrLit)
 	assert(ok, call, "a format that is not a string literal")
 	assert(call.Format != nil || lit.Value == "", call, "a format the checker did not parse")
-	return f.event(call, Event{Kind: kind, Format: lit.Value, Parts: call.Format}, call.Args[1:], eventsMapName)
+	return f.packedEvent(call, Event{Kind: kind, Format: lit.Value, Parts: call.Format}, call.Args[1:])
 }
 
 // print lowers print(@m[, top[, div]]) and print(value).
@@ -108,19 +109,12 @@ func (f *fn) print(call *lang.Call) error {
 // from just after the index), into the ring buffer ring.
 // A record that does not fit is counted in CountersMap.
 func (f *fn) event(call *lang.Call, ev Event, args []lang.Expr, ring string) error {
-	types := make([]lang.Type, len(args))
-	for i, a := range args {
-		types[i] = lang.TypeOf(a)
-		if sizeOf(types[i]) == 0 {
-			return f.c.errorf(a, "%s(): argument of type %s: %w", call.Name, types[i], ErrUnsupported)
-		}
+	types, err := f.eventTypes(call, args)
+	if err != nil {
+		return err
 	}
 	fields, size := Layout(types...)
-	ev.Args = fields
-	ev.Pos = call.Loc
-	id := len(f.c.events)
-	f.c.events = append(f.c.events, ev)
-
+	id := f.addEvent(call, ev, fields)
 	rec := f.alloc(8 + size)
 	for i, a := range args {
 		if err := f.valueAs(a, rec+8+fields[i].Offset, types[i]); err != nil {
@@ -128,13 +122,172 @@ func (f *fn) event(call *lang.Call, ev Event, args []lang.Expr, ring string) err
 		}
 	}
 	f.emit(storeImm64(regScratch, rec, int32(id)))
-	f.output(ring, rec, 8+size)
+	f.output(ring, rec, asm.Mov.Imm(asm.R3, int32(8+size)))
 	return nil
 }
 
-// output emits bpf_ringbuf_output(ring, scratch+off, size, 0), counting
-// a failure in CountersMap.
-func (f *fn) output(ring string, off, size int) {
+// eventTypes returns the types of an event's arguments, refusing those
+// that have no size.
+func (f *fn) eventTypes(call *lang.Call, args []lang.Expr) ([]lang.Type, error) {
+	types := make([]lang.Type, len(args))
+	for i, a := range args {
+		types[i] = lang.TypeOf(a)
+		if sizeOf(types[i]) == 0 {
+			return nil, f.c.errorf(a, "%s(): argument of type %s: %w", call.Name, types[i], ErrUnsupported)
+		}
+	}
+	return types, nil
+}
+
+// addEvent adds ev, with its record's fields, to Spec.Events and returns
+// its index.
+func (f *fn) addEvent(call *lang.Call, ev Event, fields []layout.Field) int {
+	ev.Args = fields
+	ev.Pos = call.Loc
+	f.c.events = append(f.c.events, ev)
+	return len(f.c.events) - 1
+}
+
+// packedEvent is event for printf, system, cat, errorf and warnf, whose
+// records are sent at the length of their strings rather than of their
+// buffers: the other arguments come first, laid out by Layout, then the
+// strings one after the other, each up to and with its NUL (see
+// layout.Field's Packed). A burst of lines with short strings then takes
+// a fraction of the ring buffer, and of the reader's copying.
+func (f *fn) packedEvent(call *lang.Call, ev Event, args []lang.Expr) error {
+	types, err := f.eventTypes(call, args)
+	if err != nil {
+		return err
+	}
+	var fixed []lang.Type
+	for _, t := range types {
+		if !packs(t) {
+			fixed = append(fixed, t)
+		}
+	}
+	if len(fixed) == len(types) {
+		return f.event(call, ev, args, eventsMapName)
+	}
+	fixedFields, fixedSize := Layout(fixed...)
+	fields := make([]layout.Field, len(types))
+	most := make([]int, len(types)) // the bytes each string can take
+	strings := 0
+	for i, t := range types {
+		if !packs(t) {
+			fields[i], fixedFields = fixedFields[0], fixedFields[1:]
+			continue
+		}
+		fields[i] = layout.Field{Kind: layout.String, Offset: fixedSize, Size: t.Size, Packed: true}
+		most[i] = packedStringSize(args[i], t)
+		strings += most[i]
+	}
+	id := f.addEvent(call, ev, fields)
+	rec := f.alloc(8 + fixedSize + strings)
+	// A string is written at an offset known only at run time, which
+	// the verifier allows in memory that is already initialized.
+	f.zero(regScratch, rec+8+fixedSize, strings)
+	end, err := f.pushSlot(call)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	f.emit(
+		asm.Mov.Imm(asm.R0, int32(8+fixedSize)),
+		asm.StoreMem(asm.RFP, end, asm.R0, asm.DWord),
+	)
+	for i, a := range args {
+		if !fields[i].Packed {
+			if err := f.valueAs(a, rec+8+fields[i].Offset, types[i]); err != nil {
+				return err
+			}
+			continue
+		}
+		if err := f.packString(a, types[i], rec, end, most[i]); err != nil {
+			return err
+		}
+	}
+	f.emit(storeImm64(regScratch, rec, int32(id)))
+	f.output(eventsMapName, rec, asm.LoadMem(asm.R3, asm.RFP, end, asm.DWord))
+	return nil
+}
+
+// packs reports whether packedEvent packs values of type t: strings
+// whose buffer is larger than a comm's. A literal or comm costs less at
+// its place than the helper call that packs it.
+func packs(t lang.Type) bool {
+	return t.Kind == lang.KindString && t.Size > 16
+}
+
+// packedStringSize is how many bytes packString can write for the string
+// e of type t: a str() reads its NUL-terminated string into at most the
+// buffer, another string is copied with one more byte for a NUL.
+func packedStringSize(e lang.Expr, t lang.Type) int {
+	if isStrRead(e) {
+		return t.Size
+	}
+	return t.Size + 1
+}
+
+// isStrRead reports whether e is a str() call that reads memory (str(p),
+// str(p, n), str(s, n)), which packString lowers straight into the record.
+func isStrRead(e lang.Expr) bool {
+	call, ok := e.(*lang.Call)
+	return ok && call.ID == lang.FuncStr && (len(call.Args) == 2 || lang.TypeOf(call.Args[0]).Kind != lang.KindString)
+}
+
+// packString writes the string e of type t into the record at rec, at the
+// offset kept in the stack slot end, and moves end past its NUL. most is
+// packedStringSize's bound. It clobbers R0-R5; the address is made in
+// R1 and R5, as the read's source and size are in R2 and R3 already.
+func (f *fn) packString(e lang.Expr, t lang.Type, rec int, end int16, most int) error {
+	dst := func() {
+		f.scratchPtr(asm.R1, rec)
+		f.emit(
+			asm.LoadMem(asm.R5, asm.RFP, end, asm.DWord),
+			asm.Add.Reg(asm.R1, asm.R5),
+		)
+	}
+	if isStrRead(e) {
+		if err := f.readStr(e.(*lang.Call), dst); err != nil {
+			return err
+		}
+	} else {
+		tmp := f.alloc(sizeOf(t))
+		if err := f.valueAs(e, tmp, t); err != nil {
+			return err
+		}
+		dst()
+		f.scratchPtr(asm.R3, tmp)
+		f.emit(
+			asm.Mov.Imm(asm.R2, int32(most)),
+			asm.FnProbeReadKernelStr.Call(),
+		)
+	}
+	// The helpers return the bytes written with the NUL, or an error
+	// after zeroing the buffer: then the string is empty, its NUL the
+	// zero already there.
+	read, bounded := f.label("strread"), f.label("strbound")
+	f.emit(
+		asm.JSGT.Imm(asm.R0, 0, read),
+		asm.Mov.Imm(asm.R0, 1),
+	)
+	f.place(read)
+	f.emit(
+		asm.JLE.Imm(asm.R0, int32(most), bounded),
+		asm.Mov.Imm(asm.R0, int32(most)),
+	)
+	f.place(bounded)
+	f.emit(
+		asm.LoadMem(asm.R1, asm.RFP, end, asm.DWord),
+		asm.Add.Reg(asm.R0, asm.R1),
+		asm.StoreMem(asm.RFP, end, asm.R0, asm.DWord),
+	)
+	return nil
+}
+
+// output emits bpf_ringbuf_output(ring, scratch+off, size, 0), with size
+// set in R3 by setSize, counting a failure in CountersMap.
+func (f *fn) output(ring string, off int, setSize asm.Instruction) {
 	if ring == eventsMapName {
 		f.c.writesEvents = true
 	}
@@ -142,7 +295,7 @@ func (f *fn) output(ring string, off, size int) {
 	f.emit(asm.LoadMapPtr(asm.R1, 0).WithReference(ring))
 	f.scratchPtr(asm.R2, off)
 	f.emit(
-		asm.Mov.Imm(asm.R3, int32(size)),
+		setSize,
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnRingbufOutput.Call(),
 		asm.JEq.Imm(asm.R0, 0, ok),
@@ -200,7 +353,7 @@ func (f *fn) join(call *lang.Call) error {
 	}
 	f.place(done)
 	f.emit(storeImm64(regScratch, rec, int32(id)))
-	f.output(eventsMapName, rec, 8+size)
+	f.output(eventsMapName, rec, asm.Mov.Imm(asm.R3, int32(8+size)))
 	return nil
 }
 

@@ -1048,6 +1048,15 @@ func (f *fn) str(e *lang.Call, off int) error {
 		return f.valueAs(e.Args[0], off, t)
 	}
 	f.zero(regScratch, off, t.Size)
+	return f.readStr(e, func() { f.scratchPtr(asm.R1, off) })
+}
+
+// readStr emits the read of str(p[, n]) (or str(s, n)) into the buffer
+// whose address dst sets in R1, which is zeroed already. The helper
+// returns in R0.
+func (f *fn) readStr(e *lang.Call, dst func()) error {
+	t := lang.TypeOf(e)
+	at := lang.TypeOf(e.Args[0])
 	var slot int16
 	if len(e.Args) == 2 {
 		if err := f.intExpr(e.Args[1]); err != nil {
@@ -1100,7 +1109,7 @@ func (f *fn) str(e *lang.Call, off int) error {
 	} else {
 		f.emit(asm.Mov.Imm(asm.R2, int32(t.Size)))
 	}
-	f.scratchPtr(asm.R1, off)
+	dst()
 	f.emit(read.Call())
 	return nil
 }

@@ -23,6 +23,7 @@ var goldenTests = []struct {
 	{"begin_printf", `BEGIN { printf("%d %s\n", 1 + 2, "hi"); exit(); }`},
 	{"usdt_count", `usdt:/bin/fake:net:msg /arg1 > 0/ { @n[arg1] = count(); }`},
 	{"hist_str_key", `BEGIN { $s = "k"; @h[$s] = hist(nsecs); }`},
+	{"usdt_printf_str", `usdt:/bin/fake:net:msg { printf("%s %d %s\n", str(arg0), arg1, comm); }`},
 }
 
 // fakeProbe is the probe net:msg of /bin/fake with two locations whose

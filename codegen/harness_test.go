@@ -93,8 +93,9 @@ func (l *loaded) drain(t *testing.T, name string) []record {
 // (signed types as signed), strings up to their NUL, bufs in %q.
 func (r record) text() string {
 	parts := make([]string, 0, len(r.ev.Args))
+	var c layout.Cursor
 	for _, f := range r.ev.Args {
-		parts = append(parts, fieldText(f, r.data[f.Offset:]))
+		parts = append(parts, fieldText(f, c.Field(f, r.data)))
 	}
 	return strings.Join(parts, " ")
 }
@@ -102,7 +103,7 @@ func (r record) text() string {
 func fieldText(f layout.Field, b []byte) string {
 	switch f.Kind {
 	case layout.String:
-		s := b[:f.Size]
+		s := b[:min(len(b), f.Size)]
 		if i := strings.IndexByte(string(s), 0); i >= 0 {
 			s = s[:i]
 		}

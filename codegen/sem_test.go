@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
 )
@@ -209,6 +210,7 @@ func formatRecord(t *testing.T, r record) string {
 	t.Helper()
 	var b strings.Builder
 	format, arg := r.ev.Format, 0
+	var c layout.Cursor
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
 			b.WriteByte(format[i])
@@ -229,7 +231,7 @@ func formatRecord(t *testing.T, r record) string {
 		}
 		f := r.ev.Args[arg]
 		arg++
-		data := r.data[f.Offset:]
+		data := c.Field(f, r.data)
 		switch verb {
 		case 's', 'r':
 			b.WriteString(fieldText(f, data))

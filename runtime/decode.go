@@ -26,7 +26,11 @@ func splitRecord(events []codegen.Event, raw []byte) (*codegen.Event, []byte, er
 	ev := &events[id]
 	data := raw[recordHeader:]
 	for _, f := range ev.Args {
-		if f.Offset+f.Size > len(data) {
+		size := f.Size
+		if f.Packed {
+			size = 1 // its NUL, at least
+		}
+		if f.Offset+size > len(data) {
 			return nil, nil, fmt.Errorf("decode record: event %d is %d bytes, too short for its fields", id, len(raw))
 		}
 	}

@@ -53,13 +53,16 @@ func (t *tracer) printLost(n uint64) {
 // reader reads the next one.
 func (t *tracer) recordArgs(fields []layout.Field, data []byte) []output.Value {
 	t.args = t.args[:0]
+	var c layout.Cursor
 	for _, f := range fields {
-		b := data[f.Offset:]
+		b := c.Field(f, data)
 		var v output.Value
-		switch f.Kind {
-		case layout.String:
+		switch {
+		case f.Packed:
+			v = output.Str(borrowedCString(b))
+		case f.Kind == layout.String:
 			v = output.Str(borrowedCString(b[:f.Size]))
-		case layout.Buf:
+		case f.Kind == layout.Buf:
 			v = output.Buf(bufBytes(b, f.Size-8))
 		default:
 			v = t.value(f, b)

@@ -7,6 +7,8 @@
 // gotrace.
 package layout
 
+import "bytes"
+
 // Kind says what a field holds, and so how its bytes decode and print.
 type Kind int
 
@@ -75,6 +77,11 @@ type Field struct {
 	Size int
 	// Signed says whether an Int prints as signed.
 	Signed bool
+	// Packed says a String of a record is sent at its length: its bytes
+	// up to and with its NUL follow those of the record's previous packed
+	// string, or start at Offset for the first; Size is its buffer size,
+	// the most it holds.
+	Packed bool
 	// Elems are a Tuple's elements; Names are a record's field names,
 	// one per element (nil for a tuple).
 	Elems []Field
@@ -156,4 +163,31 @@ type Tseries struct {
 	Agg string
 	// Signed says whether the values are signed.
 	Signed bool
+}
+
+// Cursor finds the fields of a record in its data, taken in order: a
+// packed string (Field.Packed) starts just after the previous one's NUL.
+// The zero Cursor is at the start of a record.
+type Cursor struct {
+	next int // where the next packed string starts, once past the first
+}
+
+// Field returns the bytes of f in data, a record after its event id: from
+// f's Offset to the end for a field at a fixed place; for a packed string
+// its bytes before its NUL, at most f.Size, empty past the end of data.
+func (c *Cursor) Field(f Field, data []byte) []byte {
+	if !f.Packed {
+		return data[f.Offset:]
+	}
+	c.next = max(c.next, f.Offset)
+	if c.next >= len(data) {
+		return nil
+	}
+	b := data[c.next:]
+	n := bytes.IndexByte(b, 0)
+	if n < 0 {
+		n = len(b)
+	}
+	c.next += n + 1
+	return b[:min(n, f.Size)]
 }

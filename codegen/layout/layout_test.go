@@ -19,3 +19,32 @@ func TestLhistBuckets(t *testing.T) {
 		}
 	}
 }
+
+// TestCursor finds the fields of records with packed strings, including
+// records cut short, where a packed string is empty or ends at the data.
+func TestCursor(t *testing.T) {
+	fields := []Field{
+		{Kind: String, Offset: 8, Size: 64, Packed: true},
+		{Kind: Int, Offset: 0, Size: 8},
+		{Kind: String, Offset: 8, Size: 4, Packed: true},
+		{Kind: String, Offset: 8, Size: 64, Packed: true},
+	}
+	for _, tc := range []struct {
+		name string
+		data string
+		want []string
+	}{
+		{"short strings", "12345678ab\x00cd\x00ef\x00", []string{"ab", "12345678ab\x00cd\x00ef\x00", "cd", "ef"}},
+		{"empty strings", "12345678\x00\x00\x00", []string{"", "12345678\x00\x00\x00", "", ""}},
+		{"longer than its buffer", "12345678a\x00abcdef\x00g\x00", []string{"a", "12345678a\x00abcdef\x00g\x00", "abcd", "g"}},
+		{"no NUL at the end", "12345678a\x00b\x00cde", []string{"a", "12345678a\x00b\x00cde", "b", "cde"}},
+		{"cut short", "12345678a\x00", []string{"a", "12345678a\x00", "", ""}},
+	} {
+		var c Cursor
+		for i, f := range fields {
+			if got := string(c.Field(f, []byte(tc.data))); got != tc.want[i] {
+				t.Errorf("%s: field %d = %q, want %q", tc.name, i, got, tc.want[i])
+			}
+		}
+	}
+}
