@@ -2,7 +2,6 @@ package codegen
 
 import (
 	"github.com/gotrace/gotrace/lang/attachpoint"
-	"go/constant"
 
 	"github.com/gotrace/gotrace/internal/printf"
 	"github.com/gotrace/gotrace/lang"
@@ -17,9 +16,7 @@ func base(t lang.Type) lang.ExprBase {
 }
 
 func intLit(v int64) *lang.IntLit {
-	lit := &lang.IntLit{ExprBase: base(lang.Int64), Value: uint64(v)}
-	lit.Const = constant.MakeInt64(v)
-	return lit
+	return &lang.IntLit{ExprBase: base(lang.Int64), Value: uint64(v)}
 }
 
 func strLit(s string) *lang.StrLit {

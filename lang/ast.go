@@ -365,26 +365,59 @@ type Expr interface {
 }
 
 // ExprBase holds what every expression has: its span, its checked type
-// and, for a constant, its value.
+// and, for the few that have them, its parentheses and constant value.
 type ExprBase struct {
 	// Loc is the expression without the parentheses around it, which
 	// bpftrace's diagnostics leave out too.
 	Loc Span
-	// ParenLoc is the expression with its outermost parentheses, if it is
-	// parenthesized; nil otherwise.
-	ParenLoc *Span
 	// typ is the checked type. Expressions of the common scalar types
 	// share one copy of it (internType), so that each expression costs a
 	// pointer for its type rather than a whole Type.
 	typ *Type
-	// Const is the value of a constant expression, set by the checker
-	// (see ConstInt); nil for the others.
-	Const constant.Value
+	// more is what only some expressions have, nil for the others, so
+	// that an operator or a literal costs 32 bytes here.
+	more *exprMore
+}
+
+// exprMore is what only some expressions have. Copies of an expression
+// (macro expansion) share it, so it is replaced, never changed.
+type exprMore struct {
+	// parens is the expression with its outermost parentheses, if
+	// hasParens.
+	parens    Span
+	hasParens bool
+	// value is the value of a constant expression other than an integer
+	// literal, set by the checker (see ConstInt).
+	value constant.Value
 }
 
 // Span returns the expression's source span.
 func (e *ExprBase) Span() Span          { return e.Loc }
 func (e *ExprBase) exprBase() *ExprBase { return e }
+
+// ParenLoc returns the expression with its outermost parentheses, and
+// whether it is parenthesized.
+func (e *ExprBase) ParenLoc() (Span, bool) {
+	if e.more == nil {
+		return Span{}, false
+	}
+	return e.more.parens, e.more.hasParens
+}
+
+// setMore replaces e's exprMore by a copy changed by change.
+func (e *ExprBase) setMore(change func(*exprMore)) {
+	var m exprMore
+	if e.more != nil {
+		m = *e.more
+	}
+	change(&m)
+	e.more = &m
+}
+
+// setParenLoc records the outermost parentheses around e.
+func (e *ExprBase) setParenLoc(s Span) {
+	e.setMore(func(m *exprMore) { m.parens, m.hasParens = s, true })
+}
 
 // TypeOf returns the type the checker gave e.
 func TypeOf(e Expr) Type {

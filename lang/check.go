@@ -40,7 +40,7 @@ package lang
 //     missing $N is 0); $N as the first argument of str() is string[len+1]
 //     of its text (a missing $N is ""), and that str() call is a constant.
 //   - Constants: integer literals, positional parameters and their
-//     negations carry their int64 value in ExprBase.Const (ConstInt), and
+//     negations carry their int64 value (ConstInt, setConst), and
 //     $N inside str($N) its text (ConstString); codegen evaluates nothing
 //     itself.
 //   - Builtin and Call: ID is the builtin the name denotes (builtins.go).

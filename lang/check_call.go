@@ -367,7 +367,7 @@ func (c *checker) strArg(e *Call, a Expr) {
 		c.numParams = max(c.numParams, p.N)
 		v, _ := c.paramValue(p.N)
 		SetType(p, String(len(v)+1))
-		p.Const = constant.MakeString(v)
+		setConst(p, constant.MakeString(v))
 		return
 	}
 	t := c.expr(a, useValue)

@@ -69,10 +69,35 @@ func (c *checker) constValue(e Expr) constant.Value {
 	return nil
 }
 
+// setConst records e's value as a constant, or that it has none (nil).
+// An integer literal's value is its own (constOf).
+func setConst(e Expr, v constant.Value) {
+	b := e.exprBase()
+	if _, ok := e.(*IntLit); ok || v == nil && b.more == nil {
+		return
+	}
+	b.setMore(func(m *exprMore) { m.value = v })
+}
+
+// constOf returns the value of e when it is a constant: an integer
+// literal's own, or what the checker recorded; nil for the others.
+func constOf(e Expr) constant.Value {
+	if lit, ok := e.(*IntLit); ok {
+		return constant.MakeInt64(int64(lit.Value))
+	}
+	if m := e.exprBase().more; m != nil {
+		return m.value
+	}
+	return nil
+}
+
 // ConstInt returns the value the checker recorded for e when e is an
 // integer constant.
 func ConstInt(e Expr) (int64, bool) {
-	v := e.exprBase().Const
+	if lit, ok := e.(*IntLit); ok {
+		return int64(lit.Value), true
+	}
+	v := constOf(e)
 	if v == nil || v.Kind() != constant.Int {
 		return 0, false
 	}
@@ -82,7 +107,7 @@ func ConstInt(e Expr) (int64, bool) {
 // ConstString returns the value the checker recorded for e when e is a
 // string constant: a positional parameter read as text by str().
 func ConstString(e Expr) (string, bool) {
-	v := e.exprBase().Const
+	v := constOf(e)
 	if v == nil || v.Kind() != constant.String {
 		return "", false
 	}

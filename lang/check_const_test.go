@@ -48,7 +48,7 @@ func TestConstants(t *testing.T) {
 		if c, ok := e.(*Call); ok {
 			e = c.Args[0]
 		}
-		got := e.exprBase().Const
+		got := constOf(e)
 		if (got == nil) != (tt.want == nil) || got != nil && !constant.Compare(got, token.EQL, tt.want) {
 			t.Errorf("%s %q: constant %v, want %v", tt.src, tt.params, got, tt.want)
 		}

@@ -13,7 +13,7 @@ import (
 func (c *checker) expr(e Expr, u use) Type {
 	t := c.exprType(e, u)
 	SetType(e, t)
-	e.exprBase().Const = c.constValue(e)
+	setConst(e, c.constValue(e))
 	return t
 }
 
@@ -103,7 +103,7 @@ func (c *checker) binary(e *Binary) Type {
 			return t
 		}
 		SetType(b, t)
-		b.Const = c.constValue(b)
+		setConst(b, c.constValue(b))
 		l = t
 	}
 }

@@ -940,8 +940,7 @@ func (p *parser) primary() (Expr, bool) {
 			if len(xs) == 1 {
 				// Parentheses only group; the inner expression keeps
 				// its own span and notes the outermost parentheses.
-				paren := p.span(t)
-				xs[0].exprBase().ParenLoc = &paren
+				xs[0].exprBase().setParenLoc(p.span(t))
 				return xs[0], false
 			}
 			e := &Tuple{Elems: xs}

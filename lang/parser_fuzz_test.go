@@ -289,8 +289,8 @@ func checkSpans(t *testing.T, p *Program) {
 	expr = func(e Expr, outer Span) {
 		loc := e.Span()
 		within(fmt.Sprintf("%T", e), loc, outer)
-		if pl := e.exprBase().ParenLoc; pl != nil {
-			within("parentheses", loc, *pl)
+		if pl, ok := e.exprBase().ParenLoc(); ok {
+			within("parentheses", loc, pl)
 		}
 		switch e := e.(type) {
 		case *MapExpr:
