@@ -73,6 +73,9 @@ func checkField(f layout.Field, size int) error {
 	if f.Offset < 0 || f.Size < least || f.Size > size || f.Offset > size-f.Size {
 		return fmt.Errorf("field of %d bytes at offset %d outside %d bytes", f.Size, f.Offset, size)
 	}
+	if f.Names != nil && len(f.Names) != len(f.Elems) {
+		return fmt.Errorf("record of %d fields with %d names", len(f.Elems), len(f.Names))
+	}
 	for _, e := range f.Elems {
 		if err := checkField(e, f.Size); err != nil {
 			return err
