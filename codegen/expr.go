@@ -553,8 +553,11 @@ func (f *fn) ternary(e *lang.Ternary, branch func(lang.Expr) error) error {
 	}
 	elseL, end := f.label("telse"), f.label("tend")
 	f.emit(asm.JEq.Imm(asm.R0, 0, elseL))
-	if err := branch(e.Then); err != nil {
-		return err
+	// In `a ?: b` R0 already holds a, which is not evaluated again.
+	if !e.NoMiddle || !isScalar(lang.TypeOf(e)) {
+		if err := branch(e.Then); err != nil {
+			return err
+		}
 	}
 	f.emit(asm.Ja.Label(end))
 	f.place(elseL)
@@ -969,8 +972,11 @@ func (f *fn) valueAs(e lang.Expr, off int, want lang.Type) error {
 	}
 	if tup, ok := e.(*lang.Tuple); ok && want.Kind == lang.KindTuple && len(want.Elems) == len(tup.Elems) {
 		fields, _ := Layout(want.Elems...)
+		at := fieldPlaces(want, t)
+		// The elements are evaluated in source order, each into its
+		// place in want.
 		for i, el := range tup.Elems {
-			if err := f.valueAs(el, off+fields[i].Offset, want.Elems[i]); err != nil {
+			if err := f.valueAs(el, off+fields[at[i]].Offset, want.Elems[at[i]]); err != nil {
 				return err
 			}
 		}
@@ -981,6 +987,20 @@ func (f *fn) valueAs(e lang.Expr, off int, want lang.Type) error {
 		return err
 	}
 	return f.convert(regScratch, off, want, regScratch, tmp, t)
+}
+
+// fieldPlaces returns, for each element of tuple or record from, the
+// index of the element of to it goes into: the same index, but for a
+// record of the same names in another order (lang.FieldOrder).
+func fieldPlaces(to, from lang.Type) []int {
+	places := make([]int, len(from.Elems))
+	for i := range places {
+		places[i] = i
+	}
+	for i, j := range lang.FieldOrder(to, from) {
+		places[j] = i
+	}
+	return places
 }
 
 // convert copies a value of type st at *(src+srcOff) to *(dst+dstOff) as
@@ -1005,8 +1025,8 @@ func (f *fn) convert(dst asm.Register, dstOff int, dt lang.Type, src asm.Registe
 	case dt.Kind == lang.KindTuple && st.Kind == lang.KindTuple && len(dt.Elems) == len(st.Elems):
 		df, _ := Layout(dt.Elems...)
 		sf, _ := Layout(st.Elems...)
-		for i := range df {
-			if err := f.convert(dst, dstOff+df[i].Offset, dt.Elems[i], src, srcOff+sf[i].Offset, st.Elems[i]); err != nil {
+		for i, j := range fieldPlaces(st, dt) {
+			if err := f.convert(dst, dstOff+df[j].Offset, dt.Elems[j], src, srcOff+sf[i].Offset, st.Elems[i]); err != nil {
 				return err
 			}
 		}

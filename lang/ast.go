@@ -547,6 +547,10 @@ type Ternary struct {
 	Then        Expr
 	ColonLoc    Span
 	Else        Expr
+	// NoMiddle says the ternary was written `Cond ?: Else` (bpftrace
+	// 0.26): Then is a copy of Cond, for the passes that type it, and the
+	// code generator takes Cond's value rather than evaluating it again.
+	NoMiddle bool
 }
 
 // Cast is `(TypeName)X`, such as `(uint32)arg0`, `(uint8 *)$p` or

@@ -69,6 +69,10 @@ func (c *checker) mapAccess(e *MapExpr, span Span) *mapState {
 func (c *checker) keyType(k Expr, e *MapExpr) Type {
 	t := c.expr(k, useAssign)
 	switch {
+	case t.Kind == KindTuple && c.prog.Newer:
+		// bpftrace 0.22: a tuple key; alone it is the keys of a
+		// multi-key map, @m[(1, 2)] is @m[1, 2].
+		return storedKey(t)
 	case t.Kind == KindTuple:
 		c.errorf(e.Loc, "tuple cannot be used as a map key. Try a multi-key associative array instead (eg `@map[$1, $2] = ...)`.")
 		return Type{}
@@ -86,6 +90,22 @@ func stored(t Type) Type {
 	w := Int(8, t.Signed)
 	w.Boolean, w.Enum = t.Boolean, t.Enum
 	return w
+}
+
+// storedKey is key type t as a map holds it: integers stored, in tuples
+// too.
+func storedKey(t Type) Type {
+	switch t.Kind {
+	case KindInt:
+		return stored(t)
+	case KindTuple:
+		elems := make([]Type, len(t.Elems))
+		for i, e := range t.Elems {
+			elems[i] = storedKey(e)
+		}
+		t.Elems = elems
+	}
+	return t
 }
 
 // hasNone reports whether t is or contains an unresolved type.

@@ -26,6 +26,14 @@ func mergeTypes(a, b Type) (Type, bool) {
 		}
 		return a, true
 	case KindTuple:
+		if order := FieldOrder(a, b); order != nil && !slices.Equal(a.Names, b.Names) {
+			// The same record in another order: b's fields in a's.
+			elems := make([]Type, len(order))
+			for i, j := range order {
+				elems[i] = b.Elems[j]
+			}
+			b.Elems, b.Names = elems, a.Names
+		}
 		if len(a.Elems) != len(b.Elems) || !slices.Equal(a.Names, b.Names) {
 			return a, false
 		}

@@ -634,8 +634,9 @@ func (p *parser) expr(expect string) (Expr, bool) {
 	t := &Ternary{Cond: x, QuestionLoc: tokSpan(p.tok())}
 	p.next()
 	if p.is(":") {
-		// bpftrace 0.26: `a ?: b` is `a ? a : b`.
+		// bpftrace 0.26: `a ?: b` is `a ? a : b`, a evaluated once.
 		t.Then = mapExpr(x, keep)
+		t.NoMiddle = true
 	} else {
 		t.Then, _ = p.expr(expectColon)
 	}
@@ -991,9 +992,19 @@ func ifValue(s *IfStmt) Expr {
 	if elseX == nil || then.Value == nil {
 		return nil
 	}
-	t := &Ternary{Cond: s.Cond, Then: then, Else: elseX}
+	t := ifTernary(s.Cond, then, elseX)
 	t.Loc = s.Loc
 	return t
+}
+
+// ifTernary makes the ternary of an if expression. It has no ? and :, so
+// their spans are empty, where the condition and the first branch end.
+func ifTernary(cond Expr, then *BlockExpr, els Expr) *Ternary {
+	return &Ternary{
+		Cond: cond, Then: then, Else: els,
+		QuestionLoc: Span{Start: cond.Span().End, End: cond.Span().End},
+		ColonLoc:    Span{Start: then.Loc.End, End: then.Loc.End},
+	}
 }
 
 // ifExpr parses `if (COND) { ... } else { ... }` as an expression
@@ -1007,13 +1018,15 @@ func (p *parser) ifExpr() Expr {
 	p.expect("(", "(")
 	cond, _ := p.expr(expectParen)
 	p.expect(")", expectParen)
-	t := &Ternary{Cond: cond, Then: blockExpr(p.block())}
+	then := blockExpr(p.block())
 	p.expect("else", "else")
+	var els Expr
 	if p.is("if") {
-		t.Else = p.ifExpr()
+		els = p.ifExpr()
 	} else {
-		t.Else = blockExpr(p.block())
+		els = blockExpr(p.block())
 	}
+	t := ifTernary(cond, then, els)
 	t.Loc = p.span(start)
 	return t
 }

@@ -30,6 +30,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("struct S { int a; char b[4]; struct S *n; } u:/b:\"f(int, char)\" { $s = (struct S *)arg0; $s->n->a; }")
 	f.Add("#define A 1\n#define B (A + \\\n A)\n#define R R\n#undef A\n#include <x.h>\nBEGIN { $x = B + R; }")
 	f.Add("BEGIN { $x = -(1 + 2) * ((3)); @[(1, 2)] = ($x ? \"a\\t\\\"\" : \"\\001\"); ($x)++; --@; (@m)[1]; unroll(-2) { } }")
+	f.Add("begin { let $a; $b = &$a; _ = (x = 1, y = (2, \"s\")).y; $c = if ($a) { 1 } else if (2) { $d = 3; $d } else { 4 }; $e = { if (1) { 5 } else { 6 } }; $f = $a ?: 7; return $c; }")
 	f.Fuzz(func(t *testing.T, src string) {
 		start := time.Now()
 		p, err := Parse("fuzz.bt", src)
@@ -209,6 +210,9 @@ func exprText(e Expr) (string, int) {
 		// bpftrace takes ++ and -- after primary expressions only.
 		return exprSource(e.X, precPrimary) + e.Op, precPostfix
 	case *Ternary:
+		if e.NoMiddle {
+			return exprSource(e.Cond, 1) + " ?: " + exprSource(e.Else, precTernary), precTernary
+		}
 		return exprSource(e.Cond, 1) + " ? " + exprSource(e.Then, precTernary) + " : " + exprSource(e.Else, precTernary), precTernary
 	case *Cast:
 		return "(" + e.TypeName + ")" + exprSource(e.X, precPrefix), precPrefix

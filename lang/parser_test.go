@@ -159,6 +159,7 @@ func TestParseExpressions(t *testing.T) {
 		// bpftrace 0.22 to 0.25: address-of, records, if as an expression
 		// (its trailing if too) and block expressions.
 		{"&$a + 1", "(+ (& $a) 1)"},
+		{"$a ?: 2", "(? $a $a 2)"},
 		{"*&@m", "(* (& @m))"},
 		{"(a = 1, b = (2, \"x\")).b", "(.b (record a=1 b=(tuple 2 \"x\")))"},
 		{"(a=$x)", "(record a=$x)"},

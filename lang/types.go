@@ -110,6 +110,24 @@ type Type struct {
 	Enum *Enum
 }
 
+// FieldOrder returns, for each field of record to, the index of the field
+// of the same name in record from: a record assigned where one with the
+// same names in another order is kept (bpftrace 0.25) goes field by
+// field. It returns nil when the two are not records of the same names.
+func FieldOrder(to, from Type) []int {
+	if to.Names == nil || len(to.Names) != len(from.Names) {
+		return nil
+	}
+	order := make([]int, len(to.Names))
+	for i, name := range to.Names {
+		order[i] = slices.Index(from.Names, name)
+		if order[i] < 0 {
+			return nil
+		}
+	}
+	return order
+}
+
 // DefaultStackFrames is how many frames ustack keeps without a limit.
 const DefaultStackFrames = 127
 
