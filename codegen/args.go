@@ -14,10 +14,10 @@ import (
 // arg lowers argN into R0.
 func (f *fn) arg(e *lang.Builtin, n int) error {
 	switch f.t.kind {
-	case lang.ProbeUprobe:
+	case lang.ProbeUprobe, lang.ProbeKprobe:
 		off, ok := ptregs.ArgOffset(n)
 		if !ok {
-			return f.c.errorf(e, "%s: uprobes read arg0 to arg%d", e.Name, len(ptregs.Args)-1)
+			return f.c.errorf(e, "%s: %ss read arg0 to arg%d", e.Name, f.t.kind, len(ptregs.Args)-1)
 		}
 		f.emit(memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), off))
 		return nil
@@ -72,9 +72,9 @@ func (f *fn) arg(e *lang.Builtin, n int) error {
 
 // stackArg lowers sargN into R0: the Nth 8-byte argument the probed
 // function finds on its stack, above the return address, read from user
-// space (0 when the read fails).
+// space, or the kernel's in a kprobe (0 when the read fails).
 func (f *fn) stackArg(e *lang.Builtin, n int) error {
-	assert(f.t.kind == lang.ProbeUprobe, e, "a stack argument outside a uprobe")
+	assert(f.t.kind == lang.ProbeUprobe || f.t.kind == lang.ProbeKprobe, e, "a stack argument outside a uprobe or kprobe")
 	sp, ok := ptregs.ByMember("sp")
 	assert(ok, e, "no stack pointer in pt_regs")
 	slot, err := f.pushSlot(e)
@@ -89,7 +89,7 @@ func (f *fn) stackArg(e *lang.Builtin, n int) error {
 		asm.Mov.Imm(asm.R2, 8),
 		memAt(asm.LoadMem(asm.R3, regCtx, 0, asm.DWord), sp.Offset),
 		asm.Add.Imm(asm.R3, int32(8*(n+1))),
-		asm.FnProbeReadUser.Call(),
+		readHelper(f.t.kind == lang.ProbeKprobe).Call(),
 		asm.LoadMem(asm.R0, f.fp, slot, asm.DWord),
 	)
 	return nil

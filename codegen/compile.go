@@ -428,6 +428,20 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 		name := fmt.Sprintf("watchpoint:%#x:%d:%s", ap.Address, ap.Len, ap.Mode)
 		att := Attachment{Kind: ap.Kind, Address: ap.Address, WatchLen: ap.Len, WatchAccess: attachpoint.WatchAccess(ap.Mode)}
 		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, att)
+	case lang.ProbeKprobe, lang.ProbeKretprobe:
+		t := &target{kind: ap.Kind, probeName: ap.Kind.String() + ":" + ap.Func}
+		return c.addProgram(probe, ap, t, Attachment{Kind: ap.Kind, Symbol: ap.Func})
+	case lang.ProbeKfunc, lang.ProbeKretfunc:
+		if len(ap.Tracepoints) == 0 {
+			return c.errorAt(ap.Loc, "compile %s: no kernel function matched", ap.Raw)
+		}
+		for _, fn := range ap.Tracepoints {
+			t := &target{kind: ap.Kind, probeName: ap.Kind.String() + ":" + fn.Name, tracepoint: fn}
+			if err := c.addProgram(probe, ap, t, Attachment{Kind: ap.Kind, Symbol: fn.Name}); err != nil {
+				return err
+			}
+		}
+		return nil
 	case lang.ProbeTracepoint:
 		if len(ap.Tracepoints) == 0 {
 			return c.errorAt(ap.Loc, "compile %s: no tracepoint matched", ap.Raw)
@@ -491,6 +505,16 @@ type target struct {
 	tracepoint *lang.Tracepoint
 }
 
+// kernelFunc reports whether the program runs at a kernel function's
+// entry or return (kprobe, kretprobe, kfunc, kretfunc).
+func (t *target) kernelFunc() bool {
+	switch t.kind {
+	case lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
+		return true
+	}
+	return false
+}
+
 // argLayout is one way the locations of a USDT probe pass their args.
 type argLayout struct {
 	args    []usdt.Arg
@@ -536,10 +560,16 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 	if err != nil {
 		return err
 	}
-	typ := ebpf.RawTracepoint
+	typ, attachType, attachTo := ebpf.RawTracepoint, ebpf.AttachNone, ""
 	switch t.kind {
-	case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
+	case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe, lang.ProbeKprobe, lang.ProbeKretprobe:
 		typ = ebpf.Kprobe
+	case lang.ProbeKfunc:
+		// The loader finds the function's BTF id by name in the
+		// kernel's BTF.
+		typ, attachType, attachTo = ebpf.Tracing, ebpf.AttachTraceFEntry, t.tracepoint.Name
+	case lang.ProbeKretfunc:
+		typ, attachType, attachTo = ebpf.Tracing, ebpf.AttachTraceFExit, t.tracepoint.Name
 	case lang.ProbeTracepoint:
 		typ = ebpf.TracePoint
 	case lang.ProbeProfile, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint:
@@ -550,6 +580,8 @@ func (c *compiler) addProgram(probe *lang.Probe, ap *lang.AttachPoint, t *target
 	c.spec.Collection.Programs[key] = &ebpf.ProgramSpec{
 		Name:         kernelName("gt_" + key),
 		Type:         typ,
+		AttachType:   attachType,
+		AttachTo:     attachTo,
 		License:      "GPL",
 		Instructions: insns,
 	}

@@ -633,6 +633,11 @@ func (f *fn) fieldInt(e *lang.FieldAccess) error {
 // points to, the array it is, what it points to) is the kernel's: x is a
 // kernel struct, a pointer to one, or read out of one.
 func (f *fn) inKernel(x lang.Expr) bool {
+	if f.t.kernelFunc() {
+		// Pointers there are the kernel's, or user memory a syscall
+		// was handed: bpf_probe_read reads either.
+		return true
+	}
 	if fa, ok := x.(*lang.FieldAccess); ok && f.tracepointField(fa) != nil {
 		// A syscall's pointer arguments point to user memory; other
 		// tracepoints hand over kernel pointers.
@@ -1110,7 +1115,7 @@ func (f *fn) readStr(e *lang.Call, dst func()) error {
 			return err
 		}
 		f.emit(asm.Mov.Reg(asm.R3, asm.R0))
-		if f.t.kind == lang.ProbeTracepoint {
+		if f.t.kind == lang.ProbeTracepoint || f.t.kernelFunc() {
 			// A tracepoint's pointers are to user memory (a syscall's
 			// arguments) or to the kernel's (a __data_loc string, other
 			// events' fields): the original helper reads either on
@@ -1247,14 +1252,22 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		switch f.t.kind {
 		case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
 			f.emit(memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), ptregs.IP))
+		case lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
+			// A kretprobe's ip is where the function returns to: the
+			// helper gives the function's own address in all four.
+			f.emit(asm.Mov.Reg(asm.R1, regCtx), asm.FnGetFuncIp.Call())
 		default:
 			return f.c.errorf(e, "func is not available in %s", f.t.probeName)
 		}
 	case lang.VarRetval:
-		if f.t.kind != lang.ProbeUretprobe {
-			return f.c.errorf(e, "retval is only available in uretprobes")
+		switch {
+		case f.t.kind == lang.ProbeUretprobe || f.t.kind == lang.ProbeKretprobe:
+			f.emit(memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), ptregs.AX))
+		case f.t.kind == lang.ProbeKretfunc && f.t.tracepoint.Retval != nil:
+			return f.kfuncSlot(e, f.t.tracepoint.Retval)
+		default:
+			return f.c.errorf(e, "retval is not available in %s", f.t.probeName)
 		}
-		f.emit(memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), ptregs.AX))
 	case lang.VarArg:
 		return f.arg(e, e.ArgIndex())
 	case lang.VarSarg:
@@ -1484,7 +1497,7 @@ func (f *fn) reg(e *lang.Call) error {
 	lit, ok := e.Args[0].(*lang.StrLit)
 	assert(ok, e, "reg() of what is not a string literal")
 	switch f.t.kind {
-	case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
+	case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe, lang.ProbeKprobe, lang.ProbeKretprobe:
 	default:
 		return f.c.errorf(e, "reg() is not available in %s", f.t.probeName)
 	}
@@ -1509,7 +1522,7 @@ func (f *fn) usermode() error {
 			asm.And.Imm(asm.R0, 3),
 			asm.RSh.Imm(asm.R0, 1),
 		)
-	case lang.ProbeTracepoint, lang.ProbeKprobe, lang.ProbeKretprobe:
+	case lang.ProbeTracepoint, lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
 		f.emit(asm.Mov.Imm(asm.R0, 0))
 	default:
 		f.emit(asm.Mov.Imm(asm.R0, 1))

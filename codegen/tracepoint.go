@@ -41,6 +41,9 @@ func (f *fn) tracepointInt(e *lang.FieldAccess, fld *lang.TracepointField) error
 	if t.Kind != lang.KindInt && t.Kind != lang.KindPointer {
 		return f.c.errorf(e, "tracepoint field %s of type %s as an integer: %w", fld.Name, t, ErrUnsupported)
 	}
+	if f.t.tracepoint.IsKernelFunc() {
+		return f.kfuncSlot(e, fld)
+	}
 	f.emit(asm.LoadMem(asm.R0, regCtx, int16(fld.Offset), sizeMode(size)))
 	f.emit(extend(asm.R0, size, signed)...)
 	return nil
@@ -72,4 +75,22 @@ func sizeMode(size int) asm.Size {
 		return asm.Word
 	}
 	return asm.DWord
+}
+
+// kfuncSlot loads a kernel function's parameter or return value, fld,
+// into R0: the verifier lets a kfunc program read the 8-byte slots of
+// its context, and the value is cut to its type's size and extended.
+func (f *fn) kfuncSlot(e lang.Expr, fld *lang.TracepointField) error {
+	t := lang.TypeOf(e)
+	size, signed := 8, false
+	switch t.Kind {
+	case lang.KindInt:
+		size, signed = t.Size, t.Signed
+	case lang.KindPointer:
+	default:
+		return f.c.errorf(e, "%s of type %s as an integer: %w", fld.Name, t, ErrUnsupported)
+	}
+	f.emit(asm.LoadMem(asm.R0, regCtx, int16(fld.Offset), asm.DWord))
+	f.emit(extend(asm.R0, size, signed)...)
+	return nil
 }

@@ -190,8 +190,8 @@ type StructField struct {
 // owns the kinds and their names.
 type ProbeKind = attachpoint.Kind
 
-// The probe kinds gotrace parses, by their names in lang. Kprobe and
-// Kretprobe are parsed and then refused where the kernel has no kprobes.
+// The probe kinds gotrace parses, by their names in lang (see
+// attachpoint.Kind).
 const (
 	ProbeUnknown    = attachpoint.Unknown
 	ProbeBegin      = attachpoint.Begin
@@ -207,6 +207,8 @@ const (
 	ProbeSoftware   = attachpoint.Software
 	ProbeHardware   = attachpoint.Hardware
 	ProbeWatchpoint = attachpoint.Watchpoint
+	ProbeKfunc      = attachpoint.Kfunc
+	ProbeKretfunc   = attachpoint.Kretfunc
 )
 
 // Probe is one probe block: attach points, an optional predicate and a body.

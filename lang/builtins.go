@@ -249,10 +249,10 @@ var builtins = [numBuiltins]builtin{
 	VarUsername: {name: "username", class: classVar, typ: Type{Kind: KindUsername}},
 	VarUstack:   {name: "ustack", class: classVar, typ: Type{Kind: KindStack, StackFrames: DefaultStackFrames}},
 	VarRetval: {name: "retval", class: classVar, typ: Uint64,
-		probes:   probeSet(ProbeUretprobe, ProbeKretprobe),
+		probes:   probeSet(ProbeUretprobe, ProbeKretprobe, ProbeKretfunc),
 		probeMsg: "The %[1]s builtin can only be used with 'kretprobe' and 'uretprobe' and 'kfunc' probes"},
 	VarFunc: {name: "func", class: classVar, typ: Type{Kind: KindUsym},
-		probes:   probeSet(ProbeUprobe, ProbeUretprobe, ProbeKprobe, ProbeKretprobe),
+		probes:   probeSet(ProbeUprobe, ProbeUretprobe, ProbeKprobe, ProbeKretprobe, ProbeKfunc, ProbeKretfunc),
 		probeMsg: "The %[1]s builtin can not be used with '%[2]s' probes"},
 	// USDT argN is unsigned as bpftrace 0.17 types it; codegen reads it
 	// with the note's size and sign and widens.
@@ -266,7 +266,7 @@ var builtins = [numBuiltins]builtin{
 	// args is typed per probe from its tracepoints' records (argsType);
 	// void * stands for a record Resolve did not find.
 	VarArgs: {name: "args", class: classVar, typ: Type{Kind: KindPointer, Size: 8},
-		probes:   probeSet(ProbeTracepoint),
+		probes:   probeSet(ProbeTracepoint, ProbeKfunc, ProbeKretfunc),
 		probeMsg: "The %[1]s builtin can only be used with tracepoint/kfunc/uprobeprobes (%[2]s used here)"},
 	// sargN is the Nth 8-byte argument on the stack of the probed
 	// function, above its return address.

@@ -78,6 +78,9 @@ func (c *checker) builtin(e *Builtin) Type {
 	if e.ID == VarArgs && c.tracepointArgs(e) {
 		return argsType(c.probe.Attach[0].Tracepoints[0])
 	}
+	if t, ok := c.kernelFuncBuiltin(e); ok {
+		return t
+	}
 	// curtask is a struct task_struct * where the kernel's BTF is known,
 	// a u64 elsewhere, as in bpftrace.
 	if e.ID == VarCurtask && c.structDef(taskStruct) != nil {

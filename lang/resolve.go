@@ -37,6 +37,12 @@ func Resolve(p *Program, cfg Config) error {
 				errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
 				continue
 			}
+			if (ap.Kind == ProbeKfunc || ap.Kind == ProbeKretfunc) && cfg.Kernel != nil {
+				if err := resolveKfunc(ap, cfg.Kernel); err != nil {
+					errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
+				}
+				continue
+			}
 			if th, ok := cfg.Host.(TracepointHost); ok && ap.Kind == ProbeTracepoint {
 				if err := resolveTracepoint(ap, th); err != nil {
 					errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})

@@ -21,11 +21,16 @@ type TracepointHost interface {
 	IntTypedef(name string) (size int, signed bool, ok bool)
 }
 
-// Tracepoint is one kernel tracepoint and the fields of its record.
+// Tracepoint is one kernel tracepoint and the fields of its record, or
+// for kfunc and kretfunc probes a kernel function and its parameters
+// (IsKernelFunc).
 type Tracepoint struct {
 	Category, Name string
 	// Fields are the record's fields after the common ones, in order.
 	Fields []TracepointField
+	// Retval is a kernel function's return value, nil for a tracepoint
+	// and for a function that returns void.
+	Retval *TracepointField
 }
 
 // TracepointField is one field of a tracepoint's record, as its format
@@ -48,8 +53,11 @@ type TracepointField struct {
 }
 
 // StructName is the name bpftrace 0.17 gives the record of tp in its
-// messages.
+// messages (a kernel function's: kfunc:NAME).
 func (tp *Tracepoint) StructName() string {
+	if tp.IsKernelFunc() {
+		return "kfunc:" + tp.Name
+	}
 	return "_tracepoint_" + tp.Category + "_" + tp.Name
 }
 
@@ -170,7 +178,7 @@ func (c *checker) tracepointArgs(e Expr) bool {
 		return false
 	}
 	for _, ap := range c.probe.Attach {
-		if ap.Kind != ProbeTracepoint || len(ap.Tracepoints) == 0 {
+		if len(ap.Tracepoints) == 0 {
 			return false
 		}
 	}

@@ -3,8 +3,10 @@ package runtime
 import (
 	"debug/elf"
 	"fmt"
+	"os"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -40,7 +42,8 @@ func planSites(spec *codegen.Spec, files *usdt.Files) ([]site, error) {
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
 		switch a.Kind {
-		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval, lang.ProbeProfile, lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint:
+		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval, lang.ProbeProfile, lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint,
+			lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
 			sites = append(sites, site{att: a})
 		case lang.ProbeUSDT:
 			path, err := absPath(a.Path)
@@ -235,4 +238,45 @@ func (s site) where() string {
 // notation, or the name itself when it is not a mangled name.
 func demangle(name string) string {
 	return cxxdemangle.Filter(name, cxxdemangle.NoClones)
+}
+
+// attachKernelFunc attaches a kprobe, kretprobe, kfunc or kretfunc program
+// to its kernel function. A refusal names what the kernel lacks: kprobes
+// (CONFIG_KPROBES) or BPF trampolines for fentry and fexit programs.
+func attachKernelFunc(a *codegen.Attachment, prog *ebpf.Program) (link.Link, error) {
+	var l link.Link
+	var err error
+	switch a.Kind {
+	case lang.ProbeKprobe:
+		l, err = link.Kprobe(a.Symbol, prog, nil)
+	case lang.ProbeKretprobe:
+		l, err = link.Kretprobe(a.Symbol, prog, nil)
+	default:
+		l, err = link.AttachTracing(link.TracingOptions{Program: prog})
+	}
+	if err == nil {
+		return l, nil
+	}
+	_, statErr := os.Stat(kprobePMU)
+	switch {
+	case (a.Kind == lang.ProbeKprobe || a.Kind == lang.ProbeKretprobe) && statErr != nil:
+		return nil, fmt.Errorf("attach %s: kprobes are not available in this kernel (CONFIG_KPROBES off): %w", a.ProbeName, err)
+	case a.Kind == lang.ProbeKfunc || a.Kind == lang.ProbeKretfunc:
+		return nil, fmt.Errorf("attach %s: the kernel refuses fentry/fexit programs: %w", a.ProbeName, err)
+	}
+	return nil, fmt.Errorf("attach %s: %w", a.ProbeName, err)
+}
+
+// kernelFuncLoadError turns the kernel's refusal to load the program of a
+// kfunc or kretfunc attach point into an error at that attach point,
+// saying that it is fentry/fexit programs the kernel refuses (this
+// project's kernels refuse them with EPERM, even to root); other errors
+// are returned as they are.
+func kernelFuncLoadError(spec *codegen.Spec, err error) error {
+	for _, a := range spec.Attachments {
+		if (a.Kind == lang.ProbeKfunc || a.Kind == lang.ProbeKretfunc) && strings.Contains(err.Error(), "program "+a.Program+":") {
+			return spanError(a.ProbePos, "", "%s: the kernel refuses to load fentry/fexit programs (kfunc, kretfunc): %v", a.ProbeName, err)
+		}
+	}
+	return err
 }

@@ -34,6 +34,9 @@ type kernelProbes struct {
 	pmu bool
 }
 
+// kprobePMU is the perf event source of a kernel built with kprobes.
+const kprobePMU = "/sys/bus/event_source/devices/kprobe"
+
 // hostKernelProbes looks at this host.
 func hostKernelProbes() kernelProbes {
 	exists := func(path string) bool {
@@ -41,7 +44,7 @@ func hostKernelProbes() kernelProbes {
 		return err == nil
 	}
 	return kernelProbes{
-		kprobes: exists("/sys/bus/event_source/devices/kprobe"),
+		kprobes: exists(kprobePMU),
 		tracefs: exists("/sys/kernel/tracing/events"),
 		pmu:     HasHardwarePMU(),
 	}
@@ -72,7 +75,6 @@ func checkKernelSupport(p *lang.Program, host kernelProbes) error {
 				if !host.kprobes {
 					return attachError(ap, "kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no /sys/bus/event_source/devices/kprobe")
 				}
-				return attachError(ap, "gotrace attaches only to user space (usdt, uprobe, uretprobe), BEGIN, END, interval, profile and tracepoint probes")
 			case lang.ProbeHardware:
 				if !host.pmu {
 					return attachError(ap, "hardware probes are not available: this machine has no hardware PMU (perf_event_open refuses hardware events, as in most virtual machines)")

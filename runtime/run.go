@@ -154,7 +154,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		fmt.Fprintln(opts.Err)
 	}
 	if t.coll, err = load(t.loadSpec(t.spec), nil); err != nil {
-		return err
+		return kernelFuncLoadError(t.spec, err)
 	}
 	if err := t.openReaders(); err != nil {
 		return err
@@ -364,7 +364,8 @@ func (t *tracer) attach(s site) error {
 		links, err := attachProfile(s.att, prog)
 		t.links = append(t.links, links...)
 		return err
-	case lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint:
+	case lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint,
+		lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
 		t.afterBegin = append(t.afterBegin, s)
 		return nil
 	}
@@ -383,6 +384,13 @@ func (t *tracer) attachKernel(s site) error {
 		links, err := attachWatchpoint(s.att, prog, t.pid, t.child != nil)
 		t.links = append(t.links, links...)
 		return err
+	case lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
+		l, err := attachKernelFunc(s.att, prog)
+		if err != nil {
+			return err
+		}
+		t.links = append(t.links, l)
+		return nil
 	}
 	tp := s.att.Tracepoint
 	l, err := link.Tracepoint(tp.Category, tp.Name, prog, nil)

@@ -8,8 +8,9 @@ package attachpoint
 // Kind says what an attach point attaches to.
 type Kind int
 
-// The probe kinds gotrace parses. Kprobe and Kretprobe are parsed and then
-// refused where the kernel has no kprobes.
+// The probe kinds gotrace parses. Kprobe, Kretprobe, Kfunc and Kretfunc
+// (fentry and fexit programs) are compiled and loaded everywhere, and
+// refused at attach time by kernels without kprobes or BPF trampolines.
 const (
 	Unknown Kind = iota
 	Begin
@@ -25,6 +26,8 @@ const (
 	Software
 	Hardware
 	Watchpoint
+	Kfunc
+	Kretfunc
 )
 
 // kindNames are each kind's name, as bpftrace writes it in its messages,
@@ -45,6 +48,8 @@ var kindNames = [...]struct{ name, alias string }{
 	Software:   {"software", "s"},
 	Hardware:   {"hardware", "h"},
 	Watchpoint: {"watchpoint", "w"},
+	Kfunc:      {"kfunc", "f"},
+	Kretfunc:   {"kretfunc", "fr"},
 }
 
 // String returns bpftrace's name of k.
@@ -71,8 +76,6 @@ func LookupKind(name string) (Kind, bool) {
 // and alias.
 var unattached = []struct{ name, alias string }{
 	{"asyncwatchpoint", "aw"},
-	{"kfunc", "f"},
-	{"kretfunc", "fr"},
 	{"fentry", ""},
 	{"fexit", ""},
 	{"iter", "it"},

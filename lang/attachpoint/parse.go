@@ -119,7 +119,7 @@ func Parse(raw string) (Point, []error) {
 		if need(2, "2 arguments") {
 			p.Target, p.Func = args[0], args[1]
 		}
-	case Kprobe, Kretprobe:
+	case Kprobe, Kretprobe, Kfunc, Kretfunc:
 		if need(1, "1 argument") {
 			p.Func = args[0]
 		}

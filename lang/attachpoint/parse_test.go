@@ -53,7 +53,10 @@ func TestParse(t *testing.T) {
 		{"watchpoint:0x14:8:w", Point{Kind: Watchpoint, Address: 0x14, Len: 8, Mode: "w"}, []string{"watchpoint address 0x14 is not a multiple of its length 8"}},
 		{"watchpoint:main+arg0:8:w", Point{Kind: Watchpoint}, []string{"watchpoints on a function's argument (main+arg0) are not supported by gotrace: give the address to watch"}},
 		{"aw:0x10:8:w", Point{}, []string{"probe type asyncwatchpoint is not supported by gotrace"}},
-		{"fr:x", Point{}, []string{"probe type kretfunc is not supported by gotrace"}},
+		{"fr:x", Point{Kind: Kretfunc, Func: "x"}, nil},
+		{"kfunc:vfs_read", Point{Kind: Kfunc, Func: "vfs_read"}, nil},
+		{"kfunc:a:b", Point{Kind: Kfunc}, []string{"kfunc probe type requires 1 argument"}},
+		{"fentry:x", Point{}, []string{"probe type fentry is not supported by gotrace"}},
 		{"usdtx:/bin/true:a:b", Point{}, []string{"Invalid probe type: usdtx"}},
 	} {
 		got, errs := Parse(tc.raw)

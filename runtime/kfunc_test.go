@@ -1,0 +1,83 @@
+package runtime
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/lang"
+)
+
+// compileKernel parses, resolves, checks and compiles src with the
+// running kernel's BTF, without the runtime's check that the kernel can
+// attach its probes.
+func compileKernel(t *testing.T, src string) *codegen.Spec {
+	t.Helper()
+	p := checkScript(t, src, lang.Config{Host: NewHost(0, ""), Kernel: NewKernel()})
+	spec, err := codegen.Compile(p, codegenOptions(Options{}, nil, 0))
+	if err != nil {
+		t.Fatalf("compile: %v", err)
+	}
+	return spec
+}
+
+// TestKprobeProgramsLoad loads kprobe and kretprobe programs that use
+// every builtin particular to them: the verifier accepts them, though
+// this project's kernels cannot attach them; attaching then names the
+// kernel's refusal, or succeeds where the kernel has kprobes.
+func TestKprobeProgramsLoad(t *testing.T) {
+	testenv.RequireRoot(t)
+	spec := compileKernel(t, `
+kprobe:vfs_read {
+	@calls[func, comm] = count();
+	@sizes = hist(arg2);
+	printf("%d %s %d %d\n", arg0, str(arg1), sarg0, reg("ip"));
+	@task[curtask->pid] = count();
+	@stack[kstack] = count();
+}
+kretprobe:vfs_read { @ret[func] = hist(retval); }`)
+	coll, err := load(spec.Collection, nil)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	defer coll.Close()
+	for _, a := range spec.Attachments {
+		l, err := attachKernelFunc(&a, coll.Programs[a.Program])
+		switch {
+		case err == nil:
+			l.Close()
+		case !hostKernelProbes().kprobes:
+			if !strings.Contains(err.Error(), "kprobes are not available in this kernel (CONFIG_KPROBES off)") {
+				t.Errorf("attach %s: %v; want the kernel's lack of kprobes named", a.ProbeName, err)
+			}
+		default:
+			t.Errorf("attach %s: %v", a.ProbeName, err)
+		}
+	}
+}
+
+// TestKfuncPrograms runs kfunc and kretfunc probes reading BTF-typed
+// arguments and the return value: where the kernel loads and attaches
+// fentry/fexit programs they print a read's size and result; where it
+// refuses (this project's kernels, with EPERM even to root) the error is
+// at the attach point and says so.
+func TestKfuncPrograms(t *testing.T) {
+	testenv.RequireRoot(t)
+	src := `kfunc:vfs_read /args->count > 0/ { @count = max(args->count); @f[func] = count(); }
+kretfunc:vfs_read { @ret = max(retval); if (retval > 0) { exit(); } }`
+	p := checkScript(t, src, lang.Config{Host: NewHost(0, ""), Kernel: NewKernel()})
+	out := newSyncBuffer("")
+	err := Run(context.Background(), p, Options{Out: out, Err: out})
+	checkNoBPFFiles(t)
+	if err == nil {
+		return
+	}
+	var list lang.ErrorList
+	if !errors.As(err, &list) || !strings.Contains(err.Error(), "the kernel refuses to load fentry/fexit programs (kfunc, kretfunc): ") ||
+		list[0].Span.Start.Line != 1 && list[0].Span.Start.Line != 2 {
+		t.Fatalf("Run: %v; want the kernel's refusal at a kfunc attach point", err)
+	}
+}
