@@ -16,7 +16,7 @@ func TestCompileErrors(t *testing.T) {
 		src, want   string
 		unsupported bool
 	}{
-		{`kprobe:foo { printf("x\n"); }`, "t.bt:1:1: compile kprobe:foo: this probe type is not supported", true},
+		{`kfunc:foo { printf("x\n"); }`, "t.bt:1:1: compile kfunc:foo: no kernel function matched", false},
 		{`tracepoint:a:b { printf("x\n"); }`, "t.bt:1:1: compile tracepoint:a:b: no tracepoint matched", false},
 		{`BEGIN { $x = ` + deep + `; }`, "expression too complex: out of BPF stack (512 bytes)", false},
 		{`usdt:/bin/x:p:n { printf("x\n"); }`, "t.bt:1:1: compile usdt:/bin/x:p:n: no USDT probe matched", false},
