@@ -71,6 +71,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncUaddr:       `uprobe:` + python + `:main { @ = *uaddr("Py_DebugFlag"); }`,
 		lang.FuncNtop:        `BEGIN { @ = ntop(0x0100007f); }`,
 		lang.FuncKaddr:       `BEGIN { @ = kaddr("vfs_read"); }`,
+		lang.FuncCgroupid:    `BEGIN { @ = cgroupid("/sys/fs/cgroup/unified"); }`,
 		lang.FuncKsym:        `BEGIN { @ = ksym(kaddr("vfs_read")); }`,
 		lang.VarKstack:       `profile:hz:99 { @[kstack] = count(); }`,
 		lang.FuncKstack:      `profile:hz:99 { @[kstack(perf, 3)] = count(); }`,
@@ -168,8 +169,9 @@ func TestUncheckedProgramPanics(t *testing.T) {
 // types.
 type symbolKernel struct{}
 
-func (symbolKernel) Types() (*btf.Spec, error)     { return nil, errors.New("no BTF") }
-func (symbolKernel) Symbol(string) (uint64, error) { return 0xffffffff81000000, nil }
+func (symbolKernel) Types() (*btf.Spec, error)       { return nil, errors.New("no BTF") }
+func (symbolKernel) Symbol(string) (uint64, error)   { return 0xffffffff81000000, nil }
+func (symbolKernel) CgroupID(string) (uint64, error) { return 35, nil }
 
 // tracepointHost is a lang.Host that knows one tracepoint,
 // syscalls:sys_enter_openat, as this kernel's format file describes it.

@@ -1391,10 +1391,10 @@ func (f *fn) intCall(e *lang.Call) error {
 	switch e.ID {
 	case lang.FuncUptr, lang.FuncKptr, lang.FuncUsym, lang.FuncKsym, lang.FuncStrerror, lang.FuncSignalName, lang.FuncSyscallName:
 		return f.intExpr(e.Args[0])
-	case lang.FuncKaddr:
-		addr, ok := lang.ConstInt(e)
-		assert(ok, e, "kaddr() without the address the checker resolved")
-		f.emit(movImm(asm.R0, addr))
+	case lang.FuncKaddr, lang.FuncCgroupid:
+		v, ok := lang.ConstInt(e)
+		assert(ok, e, e.Name+"() without the value the checker resolved")
+		f.emit(movImm(asm.R0, v))
 		return nil
 	case lang.FuncSizeof:
 		size, err := f.sizeofType(e, lang.TypeOf(e.Args[0]))

@@ -346,7 +346,7 @@ var builtins = [numBuiltins]builtin{
 	FuncMacaddr:     {name: "macaddr", class: classFunc, support: notSupported},
 	FuncCgroupPath:  {name: "cgroup_path", class: classFunc, support: notSupported},
 	FuncSkboutput:   {name: "skboutput", class: classFunc, support: notSupported},
-	FuncCgroupid:    {name: "cgroupid", class: classFunc, support: notSupported},
+	FuncCgroupid:    {name: "cgroupid", class: classFunc, min: 1, max: 1, result: Uint64, args: literalArgs},
 	FuncDebugf:      {name: "debugf", class: classFunc, support: notSupported},
 	FuncUnwatch:     {name: "unwatch", class: classFunc, support: notSupported},
 	// has_key(@m, k...) is whether @m[k...] exists (bpftrace 0.22).

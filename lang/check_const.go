@@ -51,8 +51,11 @@ func (c *checker) constValue(e Expr) constant.Value {
 			return constant.MakeInt64(-v)
 		}
 	case *Call:
-		if e.ID == FuncKaddr {
+		switch e.ID {
+		case FuncKaddr:
 			return c.kernelAddr(e)
+		case FuncCgroupid:
+			return c.cgroupID(e)
 		}
 	case *PositionalParam:
 		if e.Count {

@@ -21,6 +21,9 @@ type Kernel interface {
 	// Symbol returns the address of the kernel symbol name
 	// (/proc/kallsyms), which kaddr() reads.
 	Symbol(name string) (uint64, error)
+	// CgroupID returns the id of the cgroup at path (its inode in the
+	// cgroup file system), which cgroupid() reads.
+	CgroupID(path string) (uint64, error)
 }
 
 // StructDef returns the struct called name: the script's own, else one of
@@ -182,10 +185,27 @@ func kernelType(t btf.Type) Type {
 	return Type{Kind: KindPointer, Size: 8}
 }
 
+// cgroupID resolves cgroupid("path") through the Kernel, on the host at
+// check time as bpftrace does: the cgroup's id, or nil with a positioned
+// error (bpftrace 0.17's message, which 0.17 gives without a position,
+// and the reason).
+func (c *checker) cgroupID(e *Call) constant.Value {
+	return c.kernelConst(e, "Failed to get `cgroupid` for path: %q", false, Kernel.CgroupID)
+}
+
 // kernelAddr resolves kaddr("name") through the Kernel: the symbol's
 // address, or nil with a positioned error where the kernel has no such
-// symbol (bpftrace 0.17 fails to compile without saying where).
+// symbol (bpftrace 0.17 fails to compile without saying where), the
+// reason as its hint.
 func (c *checker) kernelAddr(e *Call) constant.Value {
+	return c.kernelConst(e, "Failed to resolve kernel symbol: %s", true, Kernel.Symbol)
+}
+
+// kernelConst resolves a call of one string literal through the Kernel
+// with resolve: the value's bits, as codegen's 64-bit immediates take
+// them, or nil with a positioned error, msg formatted with the literal,
+// whose reason is the hint or follows the message.
+func (c *checker) kernelConst(e *Call, msg string, hint bool, resolve func(Kernel, string) (uint64, error)) constant.Value {
 	if len(e.Args) != 1 {
 		return nil
 	}
@@ -194,14 +214,17 @@ func (c *checker) kernelAddr(e *Call) constant.Value {
 		return nil
 	}
 	if c.cfg.Kernel == nil {
-		c.errorf(e.Loc, "Failed to resolve kernel symbol: %s", lit.Value)
+		c.errorf(e.Loc, msg, lit.Value)
 		return nil
 	}
-	addr, err := c.cfg.Kernel.Symbol(lit.Value)
-	if err != nil {
-		c.hintf(e.Loc, err.Error(), "Failed to resolve kernel symbol: %s", lit.Value)
+	v, err := resolve(c.cfg.Kernel, lit.Value)
+	switch {
+	case err != nil && hint:
+		c.hintf(e.Loc, err.Error(), msg, lit.Value)
+		return nil
+	case err != nil:
+		c.errorf(e.Loc, msg+": %v", lit.Value, err)
 		return nil
 	}
-	// The address's bits, as codegen's 64-bit immediates take them.
-	return constant.MakeInt64(int64(addr))
+	return constant.MakeInt64(int64(v))
 }

@@ -13,6 +13,13 @@ type fakeKernel struct{ spec *btf.Spec }
 
 func (k fakeKernel) Types() (*btf.Spec, error) { return k.spec, nil }
 
+func (k fakeKernel) CgroupID(path string) (uint64, error) {
+	if path == "/sys/fs/cgroup/x" {
+		return 35, nil
+	}
+	return 0, errors.New("no such file or directory")
+}
+
 func (k fakeKernel) Symbol(name string) (uint64, error) {
 	if name == "do_sys_openat2" {
 		return 0xffffffff816d4d70, nil
@@ -91,6 +98,9 @@ func TestCheckKernelTypes(t *testing.T) {
 		{`BEGIN { $t = (struct nosuch *)0; }`, "1:14-31: Unknown struct/union: 'struct nosuch'"},
 		{`BEGIN { @ = kaddr("do_sys_openat2") + 1; }`, ""},
 		{`BEGIN { @ = kaddr("jiffies"); }`, "1:13-29: Failed to resolve kernel symbol: jiffies"},
+		{`BEGIN { @ = cgroupid("/sys/fs/cgroup/x") + 1; }`, ""},
+		{`BEGIN { @ = cgroupid("/nosuch"); }`, "1:13-32: Failed to get `cgroupid` for path: \"/nosuch\": no such file or directory"},
+		{`BEGIN { $p = "/x"; @ = cgroupid($p); }`, "1:24-36: cgroupid() expects a string literal (string provided)"},
 		{`BEGIN { @ = ksym(1); @k[kstack(perf, 3)] = count(); @u[ustack(2)] = count(); }`, ""},
 		{`BEGIN { @ = kstack; @ = ustack; }`, "1:21-22: Type mismatch for @: trying to assign value of type 'ustack' when map already contains a value of type 'kstack"},
 	}

@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"fmt"
 	"sync"
 
 	"github.com/cilium/ebpf/btf"
+	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/lang"
 )
@@ -28,6 +30,21 @@ func (k *kernel) Symbol(name string) (uint64, error) {
 		return 0, err
 	}
 	return syms.lookup(name)
+}
+
+// CgroupID returns the id of the cgroup at path: the 64-bit handle the
+// cgroup file system gives its directories, which is what
+// bpf_get_current_cgroup_id returns.
+func (k *kernel) CgroupID(path string) (uint64, error) {
+	h, _, err := unix.NameToHandleAt(unix.AT_FDCWD, path, 0)
+	if err != nil {
+		return 0, err
+	}
+	b := h.Bytes()
+	if len(b) != 8 {
+		return 0, fmt.Errorf("%s is not in a cgroup file system (a handle of %d bytes)", path, len(b))
+	}
+	return binary.LittleEndian.Uint64(b), nil
 }
 
 // Types returns the kernel's BTF, loaded on the first call.

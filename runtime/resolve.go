@@ -400,6 +400,40 @@ func expandUprobes(p *lang.Program, files *usdt.Files) (map[*lang.AttachPoint][]
 	return res, nil
 }
 
+// expandKprobes adds to res, for each kprobe or kretprobe attach point of
+// p with a wildcard, one attach point per kernel symbol of /proc/kallsyms
+// its pattern matches, in name order (bpftrace 0.17 matches its list of
+// traceable functions; a symbol the kernel cannot probe fails to attach).
+func expandKprobes(p *lang.Program, res map[*lang.AttachPoint][]*lang.AttachPoint) error {
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if (ap.Kind != lang.ProbeKprobe && ap.Kind != lang.ProbeKretprobe) || !strings.Contains(ap.Func, "*") {
+				continue
+			}
+			syms, err := kernelSymbols()
+			if err != nil {
+				return attachError(ap, "%v", err)
+			}
+			var names []string
+			for _, s := range syms {
+				if attachpoint.Star.Match(ap.Func, s.name) {
+					names = append(names, s.name)
+				}
+			}
+			slices.Sort(names)
+			aps := []*lang.AttachPoint{}
+			for _, name := range slices.Compact(names) {
+				one := *ap
+				one.Func = name
+				one.Raw = ap.Kind.String() + ":" + name
+				aps = append(aps, &one)
+			}
+			res[ap] = aps
+		}
+	}
+	return nil
+}
+
 // expandWildcard returns an attach point per symbol name that uprobe
 // attach point ap matched, each with suffix (an offset, +2) after the name.
 func expandWildcard(ap *lang.AttachPoint, names []string, suffix string) []*lang.AttachPoint {

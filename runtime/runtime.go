@@ -223,6 +223,9 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 	if err != nil {
 		return nil, err
 	}
+	if err := expandKprobes(p, uprobes); err != nil {
+		return nil, err
+	}
 	for ap, ps := range probes {
 		if len(ps) > 0 {
 			uprobes[ap] = []*lang.AttachPoint{ap}
