@@ -101,7 +101,67 @@ func (f *fn) print(call *lang.Call) error {
 		return f.event(call, ev, nil, eventsMapName)
 	}
 	assert(len(call.Args) == 1, call, "print() of a value with more arguments")
+	if t := lang.TypeOf(call.Args[0]); t.Kind == lang.KindStruct {
+		return f.printStruct(call, call.Args[0], t)
+	}
 	return f.event(call, Event{Kind: EventPrint}, call.Args, eventsMapName)
+}
+
+// printStruct lowers print() of a struct value, e of type t: a record of
+// its members, printed as bpftrace prints a struct, { .a = 1, .b = x }
+// (nested structs nested).
+func (f *fn) printStruct(call *lang.Call, e lang.Expr, t lang.Type) error {
+	rec, err := f.structRecord(e, t)
+	if err != nil {
+		return err
+	}
+	return f.eventOf(call, Event{Kind: EventPrint}, []lang.Type{rec}, eventsMapName, func(off int, _ []layout.Field) error {
+		return f.structInto(e, t, rec, off)
+	})
+}
+
+// structRecord returns the record type print() writes for a struct of
+// type t: the members' names and types, a nested struct's a record too.
+func (f *fn) structRecord(n lang.Node, t lang.Type) (lang.Type, error) {
+	sd := f.structDef(t.Struct)
+	assert(sd != nil, n, "a struct value of an unknown struct")
+	rec := lang.Type{Kind: lang.KindTuple}
+	for _, m := range sd.Fields {
+		mt := m.Type
+		switch mt.Kind {
+		case lang.KindStruct:
+			var err error
+			if mt, err = f.structRecord(n, mt); err != nil {
+				return lang.Type{}, err
+			}
+		case lang.KindArray:
+			return lang.Type{}, f.c.errorf(n, "print() of struct %s: member %s is an array: %w", t.Struct, m.Name, ErrUnsupported)
+		}
+		rec.Elems = append(rec.Elems, mt)
+		rec.Names = append(rec.Names, m.Name)
+	}
+	return rec, nil
+}
+
+// structInto writes the members of struct value e, of type t, into the
+// record of type rec (structRecord) at scratch offset off, each read as
+// the script's e.member would read it.
+func (f *fn) structInto(e lang.Expr, t, rec lang.Type, off int) error {
+	fields, _ := Layout(rec.Elems...)
+	for i, m := range f.structDef(t.Struct).Fields {
+		member := &lang.FieldAccess{ExprBase: lang.ExprBase{Loc: e.Span()}, X: e, Field: m.Name}
+		lang.SetType(member, m.Type)
+		var err error
+		if m.Type.Kind == lang.KindStruct {
+			err = f.structInto(member, m.Type, rec.Elems[i], off+fields[i].Offset)
+		} else {
+			err = f.valueAs(member, off+fields[i].Offset, rec.Elems[i])
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // event adds ev to Spec.Events and emits code that writes its record:
@@ -113,13 +173,25 @@ func (f *fn) event(call *lang.Call, ev Event, args []lang.Expr, ring string) err
 	if err != nil {
 		return err
 	}
+	return f.eventOf(call, ev, types, ring, func(off int, fields []layout.Field) error {
+		for i, a := range args {
+			if err := f.valueAs(a, off+fields[i].Offset, types[i]); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+}
+
+// eventOf adds ev, whose arguments have types, to Spec.Events and emits
+// code that writes its record: the u64 event index, then the arguments,
+// which write puts at scratch offset off as fields lays them out.
+func (f *fn) eventOf(call *lang.Call, ev Event, types []lang.Type, ring string, write func(off int, fields []layout.Field) error) error {
 	fields, size := Layout(types...)
 	id := f.addEvent(call, ev, fields)
 	rec := f.alloc(8 + size)
-	for i, a := range args {
-		if err := f.valueAs(a, rec+8+fields[i].Offset, types[i]); err != nil {
-			return err
-		}
+	if err := write(rec+8, fields); err != nil {
+		return err
 	}
 	f.emit(storeImm64(regScratch, rec, int32(id)))
 	f.output(ring, rec, asm.Mov.Imm(asm.R3, int32(8+size)))

@@ -428,6 +428,11 @@ func (c *checker) printCall(e *Call) {
 	// print(@m[k]) prints the element's value, as bpftrace 0.21 does.
 	if !isMap || len(m.Keys) > 0 {
 		t := c.expr(e.Args[0], useValue)
+		if t.Kind == KindStruct {
+			// Printed member by member: codegen needs every nested
+			// struct's definition.
+			c.memberStructs(t.Struct, map[string]bool{})
+		}
 		if c.tracepointArgs(e.Args[0]) {
 			// bpftrace 0.17 prints no record; later versions print it as a struct.
 			c.errorf(e.Loc, "(ctx) %s type passed to print() is not printable", typeName(t))
@@ -445,6 +450,21 @@ func (c *checker) printCall(e *Call) {
 		t := c.expr(a, useValue)
 		if _, ok := ConstInt(a); !ok {
 			c.laterf(e.Loc, "print() expects a integer literal (%s provided)", formatTypeName(t))
+		}
+	}
+}
+
+// memberStructs looks up the structs that the members of struct name
+// are, and theirs, so that Program.StructDef knows them all.
+func (c *checker) memberStructs(name string, seen map[string]bool) {
+	sd := c.structDef(name)
+	if sd == nil || seen[name] {
+		return
+	}
+	seen[name] = true
+	for _, m := range sd.Fields {
+		if m.Type.Kind == KindStruct {
+			c.memberStructs(m.Type.Struct, seen)
 		}
 	}
 }
