@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bufio"
+	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -60,11 +61,41 @@ func (s *symbolizer) file(path string) *elfSymbols {
 	if f, err := s.files.Open(path); err == nil {
 		if syms, err := f.PlainFunctions(); err == nil {
 			es = &elfSymbols{file: f, syms: slices.Clone(syms)}
-			sort.Slice(es.syms, func(i, j int) bool { return es.syms[i].Value < es.syms[j].Value })
+			slices.SortStableFunc(es.syms, func(a, b elf.Symbol) int {
+				if a.Value != b.Value {
+					return cmp.Compare(a.Value, b.Value)
+				}
+				return cmp.Compare(symbolRank(a), symbolRank(b))
+			})
 		}
 	}
 	s.symbols[path] = es
 	return es
+}
+
+// symbolRank orders the names of one address so that the one a stack
+// prints, as bpftrace does, comes last (symbolAt takes the last): a sized
+// symbol over one of size 0, then the public name of an alias
+// (pthread_create over libc's local __GI___pthread_create and
+// __pthread_create_2_1): global over weak over local binding, then a name
+// without a version, then the name with fewer leading underscores.
+func symbolRank(s elf.Symbol) int {
+	rank := 0
+	if s.Size > 0 {
+		rank += 1000
+	}
+	switch elf.ST_BIND(s.Info) {
+	case elf.STB_GLOBAL:
+		rank += 200
+	case elf.STB_WEAK:
+		rank += 100
+	}
+	if !strings.Contains(s.Name, "@") {
+		// The dynamic symbol's name, not the symbol table's versioned
+		// copy (pthread_create@@GLIBC_2.34).
+		rank += 50
+	}
+	return rank - (len(s.Name) - len(strings.TrimLeft(s.Name, "_")))
 }
 
 // at returns the symbol whose code holds file offset off.

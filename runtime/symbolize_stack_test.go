@@ -1,10 +1,13 @@
 package runtime
 
 import (
+	"cmp"
 	"context"
+	"debug/elf"
 	"fmt"
 	"os/exec"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -125,5 +128,30 @@ func TestRunUstackMatchesBpftrace(t *testing.T) {
 				t.Errorf("no named frame in\n%s", got)
 			}
 		})
+	}
+}
+
+// TestSymbolRank checks which of the names of one address a stack prints:
+// libc's pthread_create has a local __GI___pthread_create and
+// __pthread_create_2_1 and a versioned copy in its debug file's symbol
+// table, and bpftrace prints pthread_create.
+func TestSymbolRank(t *testing.T) {
+	sym := func(name string, bind elf.SymBind, size uint64) elf.Symbol {
+		return elf.Symbol{Name: name, Info: elf.ST_INFO(bind, elf.STT_FUNC), Size: size, Value: 0x89380}
+	}
+	syms := []elf.Symbol{
+		sym("pthread_create", elf.STB_GLOBAL, 0x60),
+		sym("__GI___pthread_create", elf.STB_LOCAL, 0x60),
+		sym("pthread_create@@GLIBC_2.34", elf.STB_GLOBAL, 0x60),
+		sym("__pthread_create_2_1", elf.STB_LOCAL, 0x60),
+		sym("pthread_create_alias", elf.STB_WEAK, 0x60),
+		sym("zero_size", elf.STB_GLOBAL, 0),
+	}
+	best := slices.MaxFunc(syms, func(a, b elf.Symbol) int { return cmp.Compare(symbolRank(a), symbolRank(b)) })
+	if best.Name != "pthread_create" {
+		t.Errorf("the name printed is %s, want pthread_create", best.Name)
+	}
+	if symbolRank(sym("__x", elf.STB_LOCAL, 1)) >= symbolRank(sym("x", elf.STB_LOCAL, 1)) {
+		t.Errorf("a name with more leading underscores ranks as high")
 	}
 }
