@@ -33,8 +33,8 @@ func (f *fn) forMap(s *lang.ForStmt) error {
 	if err != nil {
 		return err
 	}
-	if m.Array || m.PerCPU {
-		return f.c.errorf(s.Map, "loop over map %s of %s: %w", s.Map.Name, m.Info.Value, ErrUnsupported)
+	if m.Array {
+		return f.c.errorf(s.Map, "loop over map %s without keys: %w", s.Map.Name, ErrUnsupported)
 	}
 	v, ok := f.vars[s.Var.Name]
 	if !ok || v.typ.Kind != lang.KindTuple || len(v.typ.Elems) != 2 {
@@ -66,7 +66,11 @@ func (f *fn) forMap(s *lang.ForStmt) error {
 		if err := f.convert(regScratch, v.off, key, regCtx, 0, m.Info.Key); err != nil {
 			return f.c.errorf(s.Var, "%w", err)
 		}
-		if err := f.convert(regScratch, v.off+sizeOf(key), value, asm.R7, 0, m.Info.Value); err != nil {
+		if m.PerCPU {
+			if err := f.mergeCPUs(s, s.Map.Name, m, v.off+sizeOf(key)); err != nil {
+				return err
+			}
+		} else if err := f.convert(regScratch, v.off+sizeOf(key), value, asm.R7, 0, m.Info.Value); err != nil {
 			return f.c.errorf(s.Var, "%w", err)
 		}
 		f.emit(asm.LoadMem(regCtx, regFrame, shared.ctxSlot, asm.DWord))
@@ -89,6 +93,122 @@ func (f *fn) forMap(s *lang.ForStmt) error {
 	f.endProbe()
 	f.place(done)
 	return nil
+}
+
+// mergeCPUs stores at scratch offset off the value of the per-CPU map
+// m's element whose key regCtx points to, merged over the CPUs as user
+// space merges it for printing (see the values in aggregate): counts and
+// sums added, the least or greatest of the CPUs that set a min or max, an
+// avg's totals over its counts. bpf_loop calls a callback for each CPU:
+// the verifier checks its body once, where a loop would be checked once
+// per CPU of the machine.
+func (f *fn) mergeCPUs(n lang.Node, name string, m userMap, off int) error {
+	slots, err := f.pushSlots(n, 2)
+	if err != nil {
+		return err
+	}
+	defer f.popSlots(len(slots))
+	acc, aux := slots[0], slots[1]
+	key := f.alloc(m.KeySize)
+	f.copyMem(regScratch, key, regCtx, 0, m.KeySize)
+	f.emit(
+		storeImm64(f.fp, int(acc), 0),
+		storeImm64(f.fp, int(aux), 0),
+	)
+	kind := m.Info.Value.Kind
+	cb := f.label("cpus")
+	err = f.callback(n, cb, f.loop, func() error {
+		next, take := f.label("cpunext"), f.label("cputake")
+		f.emit(
+			asm.Mov.Reg(regFrame, asm.R2),
+			asm.LoadMem(regScratch, regFrame, f.loop.scratchSlot, asm.DWord),
+			asm.Mov.Reg(asm.R3, asm.R1),
+			asm.LoadMapPtr(asm.R1, 0).WithReference(name),
+			asm.Mov.Reg(asm.R2, regScratch),
+			asm.Add.Imm(asm.R2, int32(key)),
+			asm.FnMapLookupPercpuElem.Call(),
+			asm.JEq.Imm(asm.R0, 0, next),
+		)
+		add := func(slot int16, at int16) {
+			f.emit(
+				asm.LoadMem(asm.R1, asm.R0, at, asm.DWord),
+				asm.LoadMem(asm.R2, f.fp, slot, asm.DWord),
+				asm.Add.Reg(asm.R2, asm.R1),
+				asm.StoreMem(f.fp, slot, asm.R2, asm.DWord),
+			)
+		}
+		switch kind {
+		case lang.KindCount, lang.KindSum:
+			add(acc, 0)
+		case lang.KindAvg:
+			add(aux, 0)
+			add(acc, 8)
+		case lang.KindMin, lang.KindMax:
+			// aux says whether some CPU set a value yet.
+			skip := asm.JSGE
+			if kind == lang.KindMax {
+				skip = asm.JSLE
+			}
+			f.emit(
+				asm.LoadMem(asm.R1, asm.R0, 8, asm.DWord),
+				asm.JEq.Imm(asm.R1, 0, next),
+				asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
+				asm.LoadMem(asm.R2, f.fp, aux, asm.DWord),
+				asm.JEq.Imm(asm.R2, 0, take),
+				asm.LoadMem(asm.R2, f.fp, acc, asm.DWord),
+				skip.Reg(asm.R1, asm.R2, next),
+			)
+			f.place(take)
+			f.emit(
+				asm.StoreMem(f.fp, acc, asm.R1, asm.DWord),
+				storeImm64(f.fp, int(aux), 1),
+			)
+		default:
+			return f.c.errorf(n, "loop over a map of %v: %w", kind, ErrUnsupported)
+		}
+		f.place(next)
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	f.emit(
+		movImm(asm.R1, int64(max(f.c.opts.CPUs, 1))),
+		funcPtr(asm.R2, cb),
+		asm.Mov.Reg(asm.R3, f.fp),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnLoop.Call(),
+		asm.LoadMem(asm.R0, f.fp, acc, asm.DWord),
+	)
+	if kind == lang.KindAvg {
+		// The total over the count, rounded toward zero; 0 without one.
+		f.emit(asm.LoadMem(asm.R1, f.fp, aux, asm.DWord))
+		f.avgDivide()
+	}
+	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off))
+	return nil
+}
+
+// avgDivide sets R0, a signed total, to R0 / R1, a count, rounded toward
+// zero, and to 0 when R1 is 0.
+func (f *fn) avgDivide() {
+	zero, neg, done := f.label("avgzero"), f.label("avgneg"), f.label("avgdone")
+	f.emit(
+		asm.JEq.Imm(asm.R1, 0, zero),
+		asm.JSLT.Imm(asm.R0, 0, neg),
+		asm.Div.Reg(asm.R0, asm.R1),
+		asm.Ja.Label(done),
+	)
+	f.place(neg)
+	f.emit(
+		asm.Neg.Imm(asm.R0, 0),
+		asm.Div.Reg(asm.R0, asm.R1),
+		asm.Neg.Imm(asm.R0, 0),
+		asm.Ja.Label(done),
+	)
+	f.place(zero)
+	f.emit(asm.Mov.Imm(asm.R0, 0))
+	f.place(done)
 }
 
 // callback lowers a callback subprogram named sym for node n, the

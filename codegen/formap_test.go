@@ -4,6 +4,8 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/cilium/ebpf"
+
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -73,6 +75,15 @@ func TestMapLoops(t *testing.T) {
 			printf("%d %d %d\n", $n, $sum, len(@m)); }`,
 		want: []string{"1000 999000 1000"},
 	}, {
+		name: "aggregations merged over the CPUs",
+		src: `BEGIN { @c[1, 2] = count(); @c[1, 2] = count(); @c[3, 4] = count(); @s[1] = sum(-7); @s[1] = sum(2);
+			@lo[1] = min(5); @lo[1] = min(-3); @hi[1] = max(5); @hi[1] = max(9); @a[1] = avg(-7); @a[1] = avg(2); @a[2] = avg(9);
+			for ($kv : @c) { printf("count %d %d %d\n", $kv.0.0, $kv.0.1, $kv.1); }
+			for ($kv : @s) { printf("sum %d\n", $kv.1); } for ($kv : @lo) { printf("min %d\n", $kv.1); }
+			for ($kv : @hi) { printf("max %d\n", $kv.1); } for ($kv : @a) { printf("avg %d %d\n", $kv.0, $kv.1); } }`,
+		want:   []string{"-3", "-5", "1 -2", "1 2 2", "2 9", "3 4 1", "9"},
+		sorted: true,
+	}, {
 		name:   "long strings keep the scratch area in its map",
 		src:    `BEGIN { @m["k"] = str(0, 2000); $s = "abc"; for ($kv : @m) { printf("%s %s\n", $kv.0, $s); } }`,
 		want:   []string{"k abc"},
@@ -80,7 +91,22 @@ func TestMapLoops(t *testing.T) {
 	}}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			l := load(t, compileSource(t, tt.src))
+			p, err := lang.Parse("test.bt", tt.src)
+			if err != nil {
+				t.Fatalf("parse: %v", err)
+			}
+			if err := lang.Check(p, lang.Config{}); err != nil {
+				t.Fatalf("check: %v", err)
+			}
+			cpus, err := ebpf.PossibleCPU()
+			if err != nil {
+				t.Fatal(err)
+			}
+			spec, err := Compile(p, Options{CPUs: cpus})
+			if err != nil {
+				t.Fatalf("compile: %v", err)
+			}
+			l := load(t, spec)
 			got := printfs(t, l)
 			if tt.sorted {
 				slices.Sort(got)
@@ -119,4 +145,21 @@ func TestMapLoopsInProbes(t *testing.T) {
 		}
 		load(t, spec)
 	}
+}
+
+// TestMapLoopManyCPUs loads a loop over a count() map compiled for a
+// machine of 1024 CPUs: the verifier walks the merging loop once per CPU.
+func TestMapLoopManyCPUs(t *testing.T) {
+	p, err := lang.Parse("t.bt", `BEGIN { @c[1] = count(); @m[1] = min(1); for ($kv : @c) { for ($x : @m) { @s = $kv.1 + $x.1; } } }`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := lang.Check(p, lang.Config{}); err != nil {
+		t.Fatal(err)
+	}
+	spec, err := Compile(p, Options{CPUs: 1024})
+	if err != nil {
+		t.Fatal(err)
+	}
+	load(t, spec)
 }

@@ -47,6 +47,19 @@ func scopeLoopVars(prog *Program) {
 	}
 }
 
+// LoopValue is the type a map loop's tuple gives a value of map value
+// type t: the value itself, and an aggregation's value merged over the
+// CPUs, count() unsigned, sum(), min(), max() and avg() signed.
+func LoopValue(t Type) Type {
+	switch t.Kind {
+	case KindCount:
+		return Uint64
+	case KindSum, KindMin, KindMax, KindAvg:
+		return Int64
+	}
+	return t
+}
+
 // mapLoop checks `for ($kv : @m) Body`: @m must hold keys and values a
 // tuple can, and $kv is the tuple (key, value), the key a tuple itself
 // for a map of several keys.
@@ -58,12 +71,10 @@ func (c *checker) mapLoop(s *ForStmt) {
 		c.laterf(s.Map.Loc, "Undefined map: %s", s.Map.Name)
 	case m.keySet && m.info.Key.Kind == KindNone:
 		c.errorf(s.Map.Loc, "%s has no explicit keys (scalar map), and cannot be used for iteration", s.Map.Name)
-	case v.Kind == KindHist || v.Kind == KindLhist || v.Kind == KindStats:
+	case v.Kind == KindHist || v.Kind == KindLhist || v.Kind == KindStats || v.Kind == KindTseries:
 		c.errorf(s.Map.Loc, "Loop expression does not support type: %s", typeName(v))
-	case v.IsAggregation():
-		c.errorf(s.Map.Loc, "gotrace does not loop over maps of %s() yet", v)
 	case m.keySet:
-		kv = Type{Kind: KindTuple, Elems: []Type{m.info.Key, v}}
+		kv = Type{Kind: KindTuple, Elems: []Type{m.info.Key, LoopValue(v)}}
 	}
 	SetType(s.Map, m.info.Value)
 	if kv.Kind != KindNone {

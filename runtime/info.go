@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
 )
@@ -70,6 +71,12 @@ func WriteInfo(w io.Writer, version string) {
 	probed("raw tracepoint programs", raw, "BEGIN, END and interval run as these")
 	perf := features.HaveProgramType(ebpf.PerfEvent)
 	probed("perf event programs", perf, "profile")
+	forEach := features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnForEachMapElem)
+	probed("for_each_map_elem", forEach, "for ($kv : @m), len(@m)")
+	loop := features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnLoop)
+	probed("loop", loop, "for ($kv : @m) over count(), sum(), min(), max(), avg()")
+	percpu := features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnMapLookupPercpuElem)
+	probed("lookup_percpu_elem", percpu, "for ($kv : @m) over count(), sum(), min(), max(), avg()")
 
 	p := CurrentPrivileges()
 	p.Try()
