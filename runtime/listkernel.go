@@ -58,6 +58,17 @@ func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, erro
 		}
 		return true, listTracepoints(w, fields[1], fields[2], verbose)
 	}
+	switch kind {
+	case attachpoint.Kfunc, attachpoint.Kretfunc:
+		if len(fields) != 2 {
+			return true, &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, "1 argument").Error()}
+		}
+		return true, listKernelFuncs(w, kind, fields[1], verbose)
+	case attachpoint.Watchpoint:
+		// Nothing to list: 0.17 asks for the three fields of a script's
+		// watchpoint.
+		return true, &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, "3 arguments").Error()}
+	}
 	name, _ := attachpoint.Unattached(typ)
 	if kind == attachpoint.Software || kind == attachpoint.Hardware {
 		name = kind.String()
@@ -91,6 +102,69 @@ func listIters(w io.Writer, pattern string, verbose bool) {
 			}
 		}
 	}
+}
+
+// listKernelFuncs prints the kernel functions of the kernel's BTF whose
+// name matches pattern, as kfunc or kretfunc probes (kind), in BTF order;
+// verbose adds each parameter and, for kretfunc, the return value, as
+// "    TYPE NAME". bpftrace 0.17 lists none on kernels that refuse fentry
+// programs.
+func listKernelFuncs(w io.Writer, kind attachpoint.Kind, pattern string, verbose bool) error {
+	spec, err := btf.LoadKernelSpec()
+	if err != nil {
+		return fmt.Errorf("list %s probes: %w", kind, err)
+	}
+	seen := map[string]bool{}
+	for t, err := range spec.All() {
+		if err != nil {
+			return fmt.Errorf("list %s probes: %w", kind, err)
+		}
+		fn, ok := t.(*btf.Func)
+		if !ok || seen[fn.Name] || !attachpoint.Glob.Match(pattern, fn.Name) {
+			continue
+		}
+		seen[fn.Name] = true
+		fmt.Fprintf(w, "%s:%s\n", kind, fn.Name)
+		proto, ok := fn.Type.(*btf.FuncProto)
+		if !verbose || !ok {
+			continue
+		}
+		for _, p := range proto.Params {
+			fmt.Fprintf(w, "    %s %s\n", cTypeName(p.Type), p.Name)
+		}
+		if _, void := proto.Return.(*btf.Void); kind == attachpoint.Kretfunc && !void {
+			fmt.Fprintf(w, "    %s retval\n", cTypeName(proto.Return))
+		}
+	}
+	return nil
+}
+
+// cTypeName spells a BTF type as C declares it, without qualifiers:
+// "struct file *", "size_t", "char *".
+func cTypeName(t btf.Type) string {
+	switch t := t.(type) {
+	case *btf.Pointer:
+		return cTypeName(t.Target) + " *"
+	case *btf.Const:
+		return cTypeName(t.Type)
+	case *btf.Volatile:
+		return cTypeName(t.Type)
+	case *btf.Restrict:
+		return cTypeName(t.Type)
+	case *btf.TypeTag:
+		return cTypeName(t.Type)
+	case *btf.Struct:
+		return "struct " + t.Name
+	case *btf.Union:
+		return "union " + t.Name
+	case *btf.Enum:
+		return "enum " + t.Name
+	case *btf.Void:
+		return "void"
+	case *btf.FuncProto:
+		return "void (*)()"
+	}
+	return t.TypeName()
 }
 
 // listTracepoints prints the tracepoints whose category and name match.
