@@ -227,7 +227,13 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, Tseries: m.Tseries, Entries: make([]output.Entry, 0, len(entries))}
+	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, Tseries: m.Tseries}
+	if t.capture != nil && !resolvesFields(m.KeyFields) && !resolvesFields([]layout.Field{m.Value}) {
+		// Under -w nothing is printed: the entries are recorded, and
+		// decoding them would record nothing more.
+		return om, nil
+	}
+	om.Entries = make([]output.Entry, 0, len(entries))
 	// Every key's values come from one allocation.
 	keys := make([]output.Value, len(entries)*len(m.KeyFields))
 	for _, e := range entries {

@@ -110,6 +110,10 @@ type Writer struct {
 // burst cost one write per MiB.
 const writeBuffer = 1 << 20
 
+// readBuffer is how much a Reader reads at once; larger records are read
+// past it.
+const readBuffer = 64 << 10
+
 // NewWriter writes the magic, the version and h to w and returns a Writer
 // for the records.
 func NewWriter(w io.Writer, h *Header) (*Writer, error) {
@@ -208,11 +212,13 @@ type Reader struct {
 	// Header is the capture's header.
 	Header Header
 	ended  bool
+	// err is the damage Next met: it is where the reading stops.
+	err error
 }
 
 // NewReader reads and checks the magic, the version and the header.
 func NewReader(r io.Reader) (*Reader, error) {
-	cr := &Reader{r: bufio.NewReaderSize(r, writeBuffer)}
+	cr := &Reader{r: bufio.NewReaderSize(r, readBuffer)}
 	var fixed [len(Magic) + 12]byte
 	n, err := io.ReadFull(cr.r, fixed[:])
 	if !bytes.HasPrefix(fixed[:n], []byte(Magic)) && !bytes.HasPrefix([]byte(Magic), fixed[:n]) || n == 0 {
@@ -272,8 +278,20 @@ func (r *Reader) corrupt(format string, args ...any) *CorruptError {
 
 // Next returns the next record. After the End record it returns io.EOF;
 // a capture that stops before it, or whose bytes are damaged, gives a
-// *CorruptError.
+// *CorruptError, then the same error at every call.
 func (r *Reader) Next() (Record, error) {
+	if r.err != nil {
+		return Record{}, r.err
+	}
+	rec, err := r.next()
+	if err != nil && !errors.Is(err, io.EOF) {
+		r.err = err
+	}
+	return rec, err
+}
+
+// next is Next before the damage.
+func (r *Reader) next() (Record, error) {
 	if r.ended {
 		return Record{}, io.EOF
 	}

@@ -2,6 +2,8 @@ package capture
 
 import (
 	"bytes"
+	"errors"
+	"io"
 	"strings"
 	"testing"
 
@@ -53,4 +55,37 @@ func TestCheckHeader(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzReader reads fuzzed captures: a Reader never panics, every error
+// it returns is a *CorruptError, and it reads no record past one.
+func FuzzReader(f *testing.F) {
+	var b bytes.Buffer
+	w, err := NewWriter(&b, &Header{Events: []codegen.Event{{Kind: codegen.EventPrintf}}})
+	if err != nil {
+		f.Fatal(err)
+	}
+	w.WriteUint64(Attached, 1)
+	w.Write(Event, make([]byte, 8))
+	w.Write(Input, []byte("main+4"))
+	if err := w.Close(); err != nil {
+		f.Fatal(err)
+	}
+	f.Add(b.Bytes())
+	f.Add(b.Bytes()[:b.Len()-5])
+	f.Fuzz(func(t *testing.T, file []byte) {
+		r, err := NewReader(bytes.NewReader(file))
+		for err == nil {
+			_, err = r.Next()
+		}
+		var ce *CorruptError
+		if !errors.Is(err, io.EOF) && !errors.As(err, &ce) {
+			t.Fatalf("error %v is not a corrupt capture's", err)
+		}
+		if r != nil {
+			if _, again := r.Next(); !errors.Is(again, io.EOF) && !errors.As(again, &ce) {
+				t.Fatalf("after %v, Next returned %v", err, again)
+			}
+		}
+	})
 }
