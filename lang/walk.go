@@ -1,7 +1,5 @@
 package lang
 
-import "slices"
-
 // InspectProbe calls visit for every node of a probe's predicate and
 // body, in source order.
 func InspectProbe(probe *Probe, visit func(Node)) {
@@ -21,23 +19,49 @@ func Inspect(n Node, visit func(Node)) {
 	for len(todo) > 0 {
 		n := todo[len(todo)-1]
 		todo = todo[:len(todo)-1]
-		if n == nil {
+		switch x := n.(type) {
+		case nil:
 			continue
+		case *rightOperands:
+			y := x.spine[x.next].Y
+			if x.next--; x.next >= 0 {
+				todo = append(todo, x)
+			}
+			todo = append(todo, y)
+			continue
+		case *Binary:
+			if _, chain := x.X.(*Binary); chain {
+				// A left-nested chain (1+1+...+1): its operators in
+				// order, then its innermost left operand, then the
+				// right operands innermost first, from one entry
+				// here rather than one for each.
+				spine := x.LeftSpine()
+				for _, b := range spine {
+					visit(b)
+				}
+				todo = append(todo, &rightOperands{spine: spine, next: len(spine) - 1}, spine[len(spine)-1].X)
+				continue
+			}
 		}
 		visit(n)
 		children = appendChildren(children[:0], n)
-		if len(todo)+len(children) > cap(todo) {
-			// Doubled: a left-nested chain of 200,000 operators keeps
-			// its right operands here, and append would grow by a
-			// quarter and copy them many times.
-			todo = slices.Grow(todo, len(todo)+len(children))
-		}
 		// Pushed last first, so that the first child is visited next.
 		for i := len(children) - 1; i >= 0; i-- {
 			todo = append(todo, children[i])
 		}
 	}
 }
+
+// rightOperands is Inspect's entry for the right operands of a chain
+// still to visit: spine[next].Y and those of the operators outside it.
+type rightOperands struct {
+	spine []*Binary
+	next  int
+}
+
+// Span is never called: rightOperands is a Node only to sit on
+// Inspect's stack.
+func (r *rightOperands) Span() Span { return Span{} }
 
 // appendChildren appends n's children to out in source order.
 func appendChildren(out []Node, n Node) []Node {

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"testing"
 )
 
@@ -72,6 +73,40 @@ func TestInspectVisitsEveryNode(t *testing.T) {
 					t.Errorf("%s: Inspect does not reach a %T at %v", file, n, n.Span())
 				}
 			}
+		}
+	}
+}
+
+// preorder is the order Inspect keeps, by recursion.
+func preorder(n Node, out []Node) []Node {
+	if n == nil {
+		return out
+	}
+	out = append(out, n)
+	for _, c := range appendChildren(nil, n) {
+		out = preorder(c, out)
+	}
+	return out
+}
+
+// TestInspectOrder checks that Inspect visits in source order, nodes
+// before their children, where left-nested chains are walked from a
+// stack entry of their own.
+func TestInspectOrder(t *testing.T) {
+	for _, src := range []string{
+		`BEGIN { @ = 1 + 2 * 3 + 4 + (5 + 6 - 7) + 8; }`,
+		`BEGIN { $x = 1; if ($x && 2 && (3 || 4 || 5)) { @[$x + 1 + 2, 3 - 4 - 5] = count(); } }`,
+		`BEGIN { @ = (1 + 2 + 3) + (4 + 5 + 6) * 7; @b = -(1 + 2 + 3); }`,
+	} {
+		p, err := Parse("stdin", src)
+		if err != nil {
+			t.Fatalf("%s: %v", src, err)
+		}
+		var got []Node
+		InspectProbe(p.Probes[0], func(n Node) { got = append(got, n) })
+		want := preorder(p.Probes[0].Body, nil)
+		if !slices.Equal(got, want) {
+			t.Errorf("%s: Inspect visits %d nodes in another order than the %d of a recursive walk", src, len(got), len(want))
 		}
 	}
 }
