@@ -151,7 +151,7 @@ func uprobeAddress(field string, address uint64, syms []elf.Symbol) (uint64, elf
 		return 0, elf.Symbol{}, fmt.Errorf("function %s not found", name)
 	}
 	if off != 0 && off >= sym.Size {
-		return 0, sym, fmt.Errorf("offset %d is outside %s, which is %d bytes long", off, sym.Name, sym.Size)
+		return 0, sym, fmt.Errorf("Offset outside the function bounds ('%s' size is %d): +%d", sym.Name, sym.Size, off)
 	}
 	return sym.Value + off, sym, nil
 }

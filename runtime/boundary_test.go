@@ -171,7 +171,7 @@ func TestCheckAddressErrors(t *testing.T) {
 			fmt.Sprintf("main+1 (address %#x) is inside an instruction of main", main.Value+1), false},
 		{"hexadecimal offset", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: bin, Func: fmt.Sprintf("main+%#x", second-main.Value)}}, "", false},
 		{"offset past the end", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: bin, Func: "main+99999"}},
-			fmt.Sprintf("offset 99999 is outside main, which is %d bytes long", main.Size), false},
+			fmt.Sprintf("Offset outside the function bounds ('main' size is %d): +99999", main.Size), false},
 		{"uretprobe with an offset", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUretprobe, Target: bin, Func: "main+2"}},
 			"main+2: a uretprobe attaches only at a function's entry, without an offset", false},
 		{"uretprobe at offset 0", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUretprobe, Target: bin, Func: "main+0"}}, "", false},

@@ -1,6 +1,7 @@
 package runtime
 
 import (
+	"errors"
 	"strconv"
 	"syscall"
 	"unicode"
@@ -28,6 +29,17 @@ func errnoText(n int64) string {
 		return unknown
 	}
 	return capitalized(text)
+}
+
+// Strerror is the C library's message for the errno err carries, as
+// bpftrace prints it ("No such file or directory"), or err's own text when
+// it carries none.
+func Strerror(err error) string {
+	var errno syscall.Errno
+	if errors.As(err, &errno) {
+		return errnoText(int64(errno))
+	}
+	return err.Error()
 }
 
 // signalText is signal_name()'s text for signal n: the C library's

@@ -51,6 +51,9 @@ func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, erro
 		return true, listTracepoints(w, "*", search, verbose)
 	}
 	typ := fields[0]
+	if strings.ContainsAny(typ, "*?") {
+		return listKernelKinds(w, fields, verbose)
+	}
 	kind, _ := attachpoint.LookupKind(typ)
 	if kind == attachpoint.Tracepoint {
 		if len(fields) != 3 {
@@ -82,6 +85,27 @@ func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, erro
 		return true, nil
 	}
 	return false, nil
+}
+
+// listKernelKinds lists, for a pattern whose probe type is a glob
+// (bpftrace's "*ware:*"), each kernel kind the glob names as -l lists it
+// by name, and reports whether that was all: false when the glob names no
+// kernel kind or names a user-space kind too, which the caller lists.
+func listKernelKinds(w io.Writer, fields []string, verbose bool) (bool, error) {
+	typ, listed := fields[0], false
+	for _, k := range []attachpoint.Kind{attachpoint.Hardware, attachpoint.Software} {
+		if attachpoint.Glob.Match(typ, k.String()) && len(fields) == 2 {
+			fmt.Fprintf(w, "%s:%s:\n", k, fields[1])
+			listed = true
+		}
+	}
+	if attachpoint.Glob.Match(typ, attachpoint.Tracepoint.String()) && len(fields) == 3 {
+		if err := listTracepoints(w, fields[1], fields[2], verbose); err != nil {
+			return true, err
+		}
+		listed = true
+	}
+	return listed && len(attachpoint.WildcardUserKinds(typ)) == 0, nil
 }
 
 // listIters prints the iterators whose name matches pattern.

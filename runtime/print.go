@@ -10,7 +10,6 @@ import (
 	"os/user"
 	"strconv"
 	"strings"
-	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -352,13 +351,7 @@ func (t *tracer) cat(ev *codegen.Event, data []byte) error {
 			return ""
 		}
 		// bpftrace's message, with strerror's text.
-		reason := err.Error()
-		var errno syscall.Errno
-		if errors.As(err, &errno) {
-			reason = errno.Error()
-			reason = strings.ToUpper(reason[:1]) + reason[1:]
-		}
-		return reason
+		return Strerror(err)
 	})
 	if reason != "" {
 		t.flushOut()

@@ -3,6 +3,7 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -101,7 +102,9 @@ type siteGroup struct {
 
 // groupSites splits sites into the runtime's own sites (BEGIN, END,
 // interval, profile), kept one by one in order, and the groups of
-// locations of each attachment and file.
+// locations of each attachment and file, last probe first: the kernel runs
+// the handlers of one location newest first, so attaching in reverse runs
+// two probes of one function in script order, as bpftrace does.
 func groupSites(sites []site) (own []site, groups []siteGroup) {
 	index := map[[2]any]int{}
 	for _, s := range sites {
@@ -118,6 +121,7 @@ func groupSites(sites []site) (own []site, groups []siteGroup) {
 		}
 		groups[i].sites = append(groups[i].sites, s)
 	}
+	slices.Reverse(groups)
 	return own, groups
 }
 

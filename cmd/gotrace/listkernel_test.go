@@ -20,6 +20,7 @@ func TestDiffListKernel(t *testing.T) {
 	for _, pattern := range []string{
 		"", "tracepoint:sched:sched_sw*", "t:syscalls:sys_enter_open*", "tracepoint:*:sys_enter_openat",
 		"tracepoint:nosuch:*", "sched*", "h*", "software:cpu*", "s:*", "iter:t*", "tracepoint:sched",
+		"*ware:*", "*ware:cpu*", "trace*:sched:sched_sw*", "*:/bin/bash:echo_b*",
 	} {
 		for _, flag := range []string{"-l", "-lv"} {
 			args := []string{flag}

@@ -115,6 +115,11 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
+	// bpftrace's heading, which its users' scripts and tests look for.
+	cmd.SetUsageTemplate(strings.Replace(cmd.UsageTemplate(), "Usage:", "USAGE:", 1))
+	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
+		return &usageError{err: err, useLine: c.UseLine(), command: c.CommandPath()}
+	})
 	fs := cmd.Flags()
 	// Flags may follow the script file, as with bpftrace's getopt; a
 	// positional parameter such as -5 goes after "--".
@@ -156,12 +161,28 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	defer stop()
 	if err := cmd.ExecuteContext(ctx); err != nil {
 		fmt.Fprintf(stderr, "ERROR: %v\n", err)
+		if u, ok := errors.AsType[*usageError](err); ok {
+			fmt.Fprintf(stderr, "USAGE:\n  %s\nRun '%s -h' for the options.\n", u.useLine, u.command)
+		}
 		if code == 0 {
 			code = 1
 		}
 	}
 	return code
 }
+
+// usageError is a command line that cobra cannot parse (an unknown flag, a
+// flag without its value): as bpftrace does, the error is followed by the
+// usage, here its first line.
+type usageError struct {
+	err     error
+	useLine string
+	// command is the command's path, "gotrace replay" for the subcommand.
+	command string
+}
+
+func (e *usageError) Error() string { return e.err.Error() }
+func (e *usageError) Unwrap() error { return e.err }
 
 // signalContext returns a context that SIGINT, SIGTERM and SIGHUP cancel
 // (the trace ends, END runs, the maps are printed, a -c command is
@@ -200,6 +221,15 @@ func signalContext() (context.Context, func()) {
 	}
 }
 
+// checkOutputFormat refuses an -f FORMAT other than text and json, in
+// bpftrace's words.
+func checkOutputFormat(format string) error {
+	if format != "text" && format != "json" {
+		return fmt.Errorf("Invalid output format %q\nValid formats: 'text', 'json'", format)
+	}
+	return nil
+}
+
 // quitCode is the exit code after SIGQUIT: the shell's for a process that
 // SIGQUIT ended.
 const quitCode = 128 + int(syscall.SIGQUIT)
@@ -223,8 +253,8 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		runtime.WriteInfo(stderr, version)
 		return 0, nil
 	}
-	if f.format != "text" && f.format != "json" {
-		return 1, fmt.Errorf("invalid output format %q: valid formats are 'text' and 'json'", f.format)
+	if err := checkOutputFormat(f.format); err != nil {
+		return 1, err
 	}
 	if f.missing != "" {
 		if _, err := runtime.ParseMissingProbes(f.missing); err != nil {
@@ -471,7 +501,8 @@ func script(f *flags, args []string) (file, src string, params []string, err err
 		file = args[0]
 	}
 	if err != nil {
-		return "", "", nil, fmt.Errorf("read script: %w", err)
+		// bpftrace's message, with strerror's text.
+		return "", "", nil, fmt.Errorf("failed to open file '%s': %s", args[0], runtime.Strerror(err))
 	}
 	return file, string(b), args[1:], nil
 }

@@ -28,9 +28,9 @@ says where it is. docs/capture.md describes the format.
 A script file named replay runs as 'gotrace ./replay' or 'gotrace -- replay'.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if format != "text" && format != "json" {
+			if err := checkOutputFormat(format); err != nil {
 				*code = 1
-				return fmt.Errorf("invalid output format %q: valid formats are 'text' and 'json'", format)
+				return err
 			}
 			in, err := os.Open(args[0])
 			if err != nil {

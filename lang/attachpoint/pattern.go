@@ -35,7 +35,7 @@ func ParsePattern(s string, withPID bool) ([]Point, error) {
 	if k, ok := LookupKind(typ); ok && slices.Contains(listed, k) {
 		kinds = []Kind{k}
 	} else if wildcard {
-		kinds = slices.DeleteFunc(slices.Clone(wildcardKinds), func(k Kind) bool { return !Glob.Match(typ, k.String()) })
+		kinds = WildcardUserKinds(typ)
 		if len(kinds) == 0 {
 			return nil, fmt.Errorf("No probe type matched for %s: gotrace -l lists uprobe, uretprobe and usdt probes, and a wildcard stands for uprobe and usdt", typ)
 		}
@@ -63,6 +63,13 @@ func ParsePattern(s string, withPID bool) ([]Point, error) {
 		return nil, fmt.Errorf("'%s' names no probe that gotrace lists: they are 'uprobe:FILE:FUNCTION' and 'usdt:FILE:[PROVIDER:]NAME', or with -p PID 'uprobe:FUNCTION' and 'usdt:NAME'; gotrace has no kernel probes", s)
 	}
 	return points, nil
+}
+
+// WildcardUserKinds are the user-space kinds -l lists for a probe type
+// glob such as "u*" (the kernel's, hardware and software for "*ware", are
+// the runtime's to list).
+func WildcardUserKinds(typ string) []Kind {
+	return slices.DeleteFunc(slices.Clone(wildcardKinds), func(k Kind) bool { return !Glob.Match(typ, k.String()) })
 }
 
 // parseUSDTPattern reads the fields of a usdt pattern: PATH:NAME or
