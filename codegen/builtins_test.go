@@ -96,7 +96,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.VarUsermode:     `BEGIN { @ = usermode; } profile:hz:99 { @u = usermode; }`,
 		lang.FuncHasKey:      `BEGIN { @[1] = 1; @b = has_key(@, 1); @d = delete(@, 1); }`,
 		lang.FuncStrerror:    `BEGIN { @ = strerror(2); }`,
-		lang.FuncLen:         `BEGIN { @m[1] = 1; @ = len(@m); }`,
+		lang.FuncLen:         `BEGIN { @m[1] = 1; @ = len(@m); } uprobe:/bin/sh:main { @u = len(ustack(3)); @k = len(kstack); }`,
 	}
 	for _, id := range lang.Builtins() {
 		src, ok := scripts[id]

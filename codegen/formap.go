@@ -261,7 +261,9 @@ func (f *fn) endProbe() {
 // it visited, all of them when the callback always goes on.
 func (f *fn) mapLen(call *lang.Call) error {
 	e, ok := call.Args[0].(*lang.MapExpr)
-	assert(ok, call, "len() of what is not a map")
+	if !ok {
+		return f.stackLen(call.Args[0])
+	}
 	if _, _, err := f.mapOf(e, e.Name); err != nil {
 		return err
 	}
@@ -279,6 +281,33 @@ func (f *fn) mapLen(call *lang.Call) error {
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnForEachMapElem.Call(),
 	)
+	return nil
+}
+
+// stackLen lowers len(s) of a ustack or kstack value s: the number of
+// frames bpf_get_stack walks, up to s's limit, 0 where it cannot. A
+// stack trace map cannot be read in BPF, so the stack is walked again:
+// within one run of a probe it is the same stack.
+func (f *fn) stackLen(s lang.Expr) error {
+	t := lang.TypeOf(s)
+	assert(t.Kind == lang.KindStack && t.StackFrames > 0, s, "len() of what is not a stack")
+	buf := f.alloc(8 * t.StackFrames)
+	flags := int32(bpfFUserStack)
+	if t.StackKernel {
+		flags = 0
+	}
+	done := f.label("stacklen")
+	f.emit(asm.Mov.Reg(asm.R1, regCtx))
+	f.scratchPtr(asm.R2, buf)
+	f.emit(
+		asm.Mov.Imm(asm.R3, int32(8*t.StackFrames)),
+		asm.Mov.Imm(asm.R4, flags),
+		asm.FnGetStack.Call(),
+		asm.JSGT.Imm(asm.R0, 0, done),
+		asm.Mov.Imm(asm.R0, 0),
+	)
+	f.place(done)
+	f.emit(asm.RSh.Imm(asm.R0, 3))
 	return nil
 }
 

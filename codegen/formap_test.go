@@ -84,6 +84,10 @@ func TestMapLoops(t *testing.T) {
 		want:   []string{"-3", "-5", "1 -2", "1 2 2", "2 9", "3 4 1", "9"},
 		sorted: true,
 	}, {
+		name: "len of stacks",
+		src:  `BEGIN { $s = ustack(3); printf("%d %d %d\n", len($s), len(ustack(2)), len(kstack(4))); }`,
+		want: []string{"3 2 4"},
+	}, {
 		name:   "long strings keep the scratch area in its map",
 		src:    `BEGIN { @m["k"] = str(0, 2000); $s = "abc"; for ($kv : @m) { printf("%s %s\n", $kv.0, $s); } }`,
 		want:   []string{"k abc"},

@@ -367,7 +367,8 @@ var builtins = [numBuiltins]builtin{
 	// syscall_name(n) is the name of x86-64 system call n (bpftrace 0.25).
 	FuncSyscallName: {name: "syscall_name", class: classFunc, min: 1, max: 1, result: Type{Kind: KindSyscall}, args: intArgs},
 
-	// len(@m) is the number of elements of map @m (bpftrace 0.21).
+	// len(@m) is the number of elements of map @m (bpftrace 0.21), len(s)
+	// the number of frames of stack s (0.23).
 	FuncLen: {name: "len", class: classFunc, min: 1, max: 1, result: Int64},
 }
 

@@ -164,8 +164,10 @@ func (c *checker) callArgs(e *Call) {
 	case FuncLen:
 		m, ok := args[0].(*MapExpr)
 		if !ok || len(m.Keys) > 0 {
-			c.expr(args[0], useValue)
-			c.errorf(e.Loc, "len() expects a map, not an expression or a map element")
+			// len(ustack), len(kstack): the number of frames (bpftrace 0.23).
+			if t := c.expr(args[0], useValue); t.Kind != KindStack && t.Kind != KindNone {
+				c.errorf(e.Loc, "len() expects a map or a stack (ustack, kstack), not %s", typeName(t))
+			}
 			return
 		}
 		c.mapRef(m)
