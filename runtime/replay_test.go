@@ -120,7 +120,7 @@ func TestReplayCorrupt(t *testing.T) {
 			`not a gotrace capture: the file does not start with "GOTRACE\x00"`, ""},
 		{"a text file", func([]byte) []byte { return []byte("Attaching 1 probe...\n") },
 			"not a gotrace capture", ""},
-		{"empty", func([]byte) []byte { return nil }, "not a gotrace capture", ""},
+		{"empty", func([]byte) []byte { return nil }, "the file is empty", ""},
 		{"wrong version", func(b []byte) []byte { b[8] = 2; return b },
 			"capture format version 2: this gotrace reads version 1", ""},
 		{"header cut short", func(b []byte) []byte { return b[:40] }, "the header is cut short", ""},
@@ -158,14 +158,21 @@ func recordOffsets(t *testing.T, b []byte) []int {
 	return offs
 }
 
-// syntheticCapture is a capture written without a kernel: two printf
-// records, a print of a map, the maps at exit.
+// syntheticCapture is a capture written without a kernel: printf records
+// with a resolved symbol, prints of a count map, a hist and a record with
+// a user name, time(), cat() and system() with their inputs, the maps at
+// exit.
 func syntheticCapture(tb testing.TB) []byte {
 	parts, err := printf.Parse("%d %s %s\n")
 	if err != nil {
 		tb.Fatal(err)
 	}
+	literal, err := printf.Parse("/not/read/again")
+	if err != nil {
+		tb.Fatal(err)
+	}
 	key := layout.Field{Kind: layout.Int, Size: 8}
+	u64Field := key
 	h := &capture.Header{
 		File: "s.bt", Source: "BEGIN {}",
 		Events: []codegen.Event{
@@ -175,8 +182,16 @@ func syntheticCapture(tb testing.TB) []byte {
 				{Kind: layout.Usym, Offset: 24, Size: 8}}},
 			{Kind: codegen.EventPrint, Map: "@c"},
 			{Kind: codegen.EventExit},
+			{Kind: codegen.EventTime, Format: "%Y\n"},
+			{Kind: codegen.EventCat, Parts: literal},
+			{Kind: codegen.EventSystem, Parts: literal},
+			{Kind: codegen.EventPrint, Args: []layout.Field{{Kind: layout.Tuple, Size: 16, Elems: []layout.Field{u64Field, {Kind: layout.Username, Offset: 8, Size: 8}}, Names: []string{"n", "user"}}}},
+			{Kind: codegen.EventPrint, Map: "@h"},
 		},
-		Maps:   []codegen.Map{{Name: "@c", Kind: layout.MapCount, KeyFields: []layout.Field{key}, KeySize: 8, ValueSize: 8, PerCPU: true}},
+		Maps: []codegen.Map{
+			{Name: "@c", Kind: layout.MapCount, KeyFields: []layout.Field{key}, KeySize: 8, ValueSize: 8, PerCPU: true},
+			{Name: "@h", Kind: layout.MapHist, KeySize: 8, ValueSize: 8, PerCPU: true},
+		},
 		Probes: []string{"BEGIN"},
 	}
 	var b bytes.Buffer
@@ -202,9 +217,21 @@ func syntheticCapture(tb testing.TB) []byte {
 	w.Write(capture.Entries, entries)
 	w.Write(capture.Event, event(0, u64(^uint64(2)), str("min"), u64(0x2000)))
 	w.Write(capture.Input, []byte("0x2000"))
+	w.Write(capture.Event, event(3))
+	w.Write(capture.Input, []byte("1700000000000000000"))
+	w.Write(capture.Event, event(4))
+	w.Write(capture.Input, []byte(""))
+	w.Write(capture.Input, []byte("cat text\n"))
+	w.Write(capture.Event, event(5))
+	w.Write(capture.Input, []byte("system text\n"))
+	w.Write(capture.Event, event(6, u64(1), u64(0)))
+	w.Write(capture.Input, []byte("root"))
+	w.Write(capture.Event, event(7))
+	w.Write(capture.Entries, encodeEntries([]*mapEntry{{Buckets: []uint64{0, 1, 0, 2}}}))
 	w.Write(capture.Event, event(2))
 	w.Write(capture.ExitMaps, nil)
 	w.Write(capture.Entries, entries)
+	w.Write(capture.Entries, encodeEntries(nil))
 	if err := w.Close(); err != nil {
 		tb.Fatal(err)
 	}
@@ -216,7 +243,14 @@ func TestReplaySynthetic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := "Attaching 1 probe...\n5 five main+4\n@c[9]: 1\n@c[7]: 3\n-3 min 0x2000\n\n\n@c[9]: 1\n@c[7]: 3\n"
+	want := "Attaching 1 probe...\n5 five main+4\n@c[9]: 1\n@c[7]: 3\n-3 min 0x2000\n" +
+		// time(), cat() and system() print what was recorded: the
+		// file is not read and the command not run again.
+		"2023\ncat text\nsystem text\n{ .n = 1, .user = root }\n" +
+		"@h: \n[0]                    1 |@@@@@@@@@@@@@@@@@@@@@@@@@@                          |\n" +
+		"[1]                    0 |                                                    |\n" +
+		"[2, 4)                 2 |@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@@|\n\n" +
+		"\n\n@c[9]: 1\n@c[7]: 3\n\n"
 	if got != want {
 		t.Errorf("replay:\n%q\nwant:\n%q", got, want)
 	}

@@ -221,7 +221,11 @@ func NewReader(r io.Reader) (*Reader, error) {
 	cr := &Reader{r: bufio.NewReaderSize(r, readBuffer)}
 	var fixed [len(Magic) + 12]byte
 	n, err := io.ReadFull(cr.r, fixed[:])
-	if !bytes.HasPrefix(fixed[:n], []byte(Magic)) && !bytes.HasPrefix([]byte(Magic), fixed[:n]) || n == 0 {
+	if n == 0 {
+		// What -w leaves when the trace failed before it started.
+		return nil, cr.corrupt("the file is empty")
+	}
+	if !bytes.HasPrefix(fixed[:n], []byte(Magic)) && !bytes.HasPrefix([]byte(Magic), fixed[:n]) {
 		return nil, cr.corrupt("not a gotrace capture: the file does not start with %q", Magic)
 	}
 	if err != nil {
