@@ -195,6 +195,7 @@ type CorruptError struct {
 	Msg    string
 }
 
+// Error says where the damage is and what it is.
 func (e *CorruptError) Error() string {
 	return fmt.Sprintf("corrupt capture at byte %d (after %d records): %s", e.Offset, e.Record, e.Msg)
 }
