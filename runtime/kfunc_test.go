@@ -103,3 +103,24 @@ func TestExpandKprobes(t *testing.T) {
 		t.Errorf("kprobe:vfs_rea* expanded to %q, want kprobe:vfs_read among sorted names", raws)
 	}
 }
+
+// TestListKprobes lists kprobes from tracefs's traceable functions where
+// the kernel has kprobes, and says it has none elsewhere (bpftrace 0.17
+// aborts reading the list on this project's kernels).
+func TestListKprobes(t *testing.T) {
+	testenv.RequireRoot(t)
+	var out strings.Builder
+	kernel, err := ListKernel(&out, "kprobe:vfs_rea*", true, false)
+	if !kernel {
+		t.Fatalf("kprobe:vfs_rea* is not a kernel pattern")
+	}
+	if hostKernelProbes().kprobes {
+		if err != nil || !strings.Contains(out.String(), "kprobe:vfs_read\n") {
+			t.Errorf("listed %q, %v; want kprobe:vfs_read", out.String(), err)
+		}
+		return
+	}
+	if err == nil || !strings.Contains(err.Error(), noKprobes) || out.Len() != 0 {
+		t.Errorf("listed %q, %v; want no kprobes named", out.String(), err)
+	}
+}

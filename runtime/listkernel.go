@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
@@ -67,6 +68,14 @@ func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, erro
 			return true, &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, "1 argument").Error()}
 		}
 		return true, listKernelFuncs(w, kind, fields[1], verbose)
+	case attachpoint.Kprobe, attachpoint.Kretprobe:
+		if len(fields) != 2 {
+			return true, &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, "1 argument").Error()}
+		}
+		if _, err := os.Stat(kprobePMU); err != nil {
+			return true, &usdt.PatternError{Pattern: pattern, Msg: noKprobes}
+		}
+		return true, listKprobes(w, kind, fields[1])
 	case attachpoint.Watchpoint:
 		// Nothing to list: 0.17 asks for the three fields of a script's
 		// watchpoint.
@@ -126,6 +135,28 @@ func listIters(w io.Writer, pattern string, verbose bool) {
 			}
 		}
 	}
+}
+
+// listKprobes prints the functions of tracefs's available_filter_functions
+// (those the kernel can probe) whose name matches pattern, as kprobe or
+// kretprobe probes (kind).
+func listKprobes(w io.Writer, kind attachpoint.Kind, pattern string) error {
+	dir, err := tracefs.Find(os.Geteuid() == 0)
+	if err != nil {
+		return err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "available_filter_functions"))
+	if err != nil {
+		return fmt.Errorf("list %s probes: %w", kind, err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		// "name" or "name [module]".
+		name, _, _ := strings.Cut(line, " ")
+		if name != "" && attachpoint.Glob.Match(pattern, name) {
+			fmt.Fprintf(w, "%s:%s\n", kind, name)
+		}
+	}
+	return nil
 }
 
 // listKernelFuncs prints the kernel functions of the kernel's BTF whose

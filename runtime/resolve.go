@@ -37,6 +37,10 @@ type kernelProbes struct {
 // kprobePMU is the perf event source of a kernel built with kprobes.
 const kprobePMU = "/sys/bus/event_source/devices/kprobe"
 
+// noKprobes says why a kprobe cannot be attached or listed where the
+// kernel has no kprobes.
+const noKprobes = "kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no " + kprobePMU
+
 // hostKernelProbes looks at this host.
 func hostKernelProbes() kernelProbes {
 	exists := func(path string) bool {
@@ -73,7 +77,7 @@ func checkKernelSupport(p *lang.Program, host kernelProbes) error {
 			switch ap.Kind {
 			case lang.ProbeKprobe, lang.ProbeKretprobe:
 				if !host.kprobes {
-					return attachError(ap, "kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no /sys/bus/event_source/devices/kprobe")
+					return attachError(ap, "%s", noKprobes)
 				}
 			case lang.ProbeHardware:
 				if !host.pmu {
