@@ -59,8 +59,8 @@ package lang
 //   - Tuple: KindTuple with the element types. FieldAccess: the tuple
 //     element or the struct field's type. IndexExpr: the element type.
 //   - Call: str() string[StrLen] (str(p, n) reads at most n bytes into
-//     it); buf(p, n) KindBuf with Size min(n, StrLen) data bytes, or
-//     StrLen when n is not a constant; strftime() KindTimestamp; usym()
+//     it); buf(p, n) KindBuf with Size min(n, BufLen) data bytes, or
+//     BufLen when n is not a constant; strftime() KindTimestamp; usym()
 //     KindUsym; ntop() KindInet; ustack() KindStack; count() KindCount,
 //     sum() KindSum ... lhist() KindLhist (only as a map's value); uptr(),
 //     kptr() the pointer type given or int64; sizeof(), strncmp(),
@@ -80,6 +80,10 @@ type Config struct {
 	// StrLen is the size of str()'s buffer (BPFTRACE_STRLEN); 0 means
 	// DefaultStrLen.
 	StrLen int
+	// BufLen is the most data buf() holds (the max_buflen config key);
+	// 0 means StrLen, as in bpftrace. It lets a script take whole
+	// messages in bufs while its strings keep a small size.
+	BufLen int
 	// Params are the positional parameters $1, $2, ...
 	Params []string
 	// Unsafe allows system(), signal() and override() (--unsafe).
@@ -105,7 +109,7 @@ const (
 	DefaultMapKeysMax = 4096
 )
 
-// MaxStrLen bounds Config.StrLen: 4,000,000 bytes, Bitcoin Core's
+// MaxStrLen bounds Config.StrLen and Config.BufLen: 4,000,000 bytes, Bitcoin Core's
 // largest P2P message (MAX_PROTOCOL_MESSAGE_LENGTH), so that str() and
 // buf() hold whole messages. bpftrace 0.17 stops at 200 because its
 // strings live on the 512-byte BPF stack; gotrace keeps values in scratch
@@ -130,8 +134,14 @@ func Check(p *Program, cfg Config) error {
 	if cfg.MapKeysMax == 0 {
 		cfg.MapKeysMax = DefaultMapKeysMax
 	}
+	if cfg.BufLen == 0 {
+		cfg.BufLen = cfg.StrLen
+	}
 	if cfg.StrLen < 0 || cfg.StrLen > MaxStrLen {
 		return fmt.Errorf("check program: string length %d is outside 1..%d", cfg.StrLen, MaxStrLen)
+	}
+	if cfg.BufLen < 0 || cfg.BufLen > MaxStrLen {
+		return fmt.Errorf("check program: buf length %d is outside 1..%d", cfg.BufLen, MaxStrLen)
 	}
 	if cfg.MapKeysMax < 0 {
 		return fmt.Errorf("check program: map size %d is negative", cfg.MapKeysMax)

@@ -90,20 +90,24 @@ func (c *checker) callResult(e *Call, sig *builtin) Type {
 }
 
 // warnTooLong warns that str(p, n) or buf(p, n) reads at most StrLen
-// bytes when the constant n asks for more, in bpftrace 0.17's words for
-// buf() (it says nothing of str()).
+// (BufLen) bytes when the constant n asks for more, in bpftrace 0.17's
+// words for buf() (it says nothing of str()).
 func (c *checker) warnTooLong(e *Call) {
 	if len(e.Args) != 2 {
 		return
 	}
-	if n, ok := ConstInt(e.Args[1]); ok && n > int64(c.cfg.StrLen) {
-		c.warnf(e.Loc, "%s() length is too long and will be shortened to %d bytes (see BPFTRACE_STRLEN)", e.Name, c.cfg.StrLen)
+	limit, setting := c.cfg.StrLen, "BPFTRACE_STRLEN"
+	if e.ID == FuncBuf && c.cfg.BufLen != c.cfg.StrLen {
+		limit, setting = c.cfg.BufLen, "max_buflen"
+	}
+	if n, ok := ConstInt(e.Args[1]); ok && n > int64(limit) {
+		c.warnf(e.Loc, "%s() length is too long and will be shortened to %d bytes (see %s)", e.Name, limit, setting)
 	}
 }
 
-// bufType is buf(p[, n])'s type: n data bytes, at most StrLen.
+// bufType is buf(p[, n])'s type: n data bytes, at most BufLen.
 func (c *checker) bufType(e *Call) Type {
-	size := c.cfg.StrLen
+	size := c.cfg.BufLen
 	switch {
 	case len(e.Args) == 2:
 		if n, ok := ConstInt(e.Args[1]); ok && n >= 0 && n < int64(size) {

@@ -268,6 +268,10 @@ func diffScriptRun(t *testing.T, s *diffScript, bpftrace, gotrace string) {
 	if want.Err != nil {
 		t.Fatalf("bpftrace: %v\nstdout:\n%s\nstderr:\n%s", want.Err, want.Stdout, want.Stderr)
 	}
+	if s.Refused != nil {
+		diffRefusedRun(t, s, want, gotrace)
+		return
+	}
 	if err := s.CheckExpect(want.Stdout); err != nil {
 		t.Errorf("bpftrace does not meet the script's expect lines (fix the script): %v", err)
 	}
@@ -306,6 +310,23 @@ func diffCaptureRun(t *testing.T, s *diffScript, want diffRun, gotrace string) {
 	if msg := compareRuns(s.Script, want, got); msg != "" {
 		t.Errorf("gotrace replay of a capture differs from bpftrace on %s:\n%s", s.Name, msg)
 	}
+}
+
+// diffRefusedRun checks a script that bpftrace 0.17 cannot run: that it
+// refuses it as the header says, that gotrace runs it and meets its
+// expect lines, and that a capture replays as gotrace's live run printed.
+func diffRefusedRun(t *testing.T, s *diffScript, bpftrace diffRun, gotrace string) {
+	if bpftrace.Code == 0 || !s.Refused.MatchString(bpftrace.Stderr) {
+		t.Errorf("bpftrace ran %s (exit code %d) or refused it otherwise than %q:\n%s", s.Name, bpftrace.Code, s.Refused, bpftrace.Stderr)
+	}
+	got := runScript(t, s, gotrace, s.Gotrace...)
+	if got.Err != nil || got.Code != 0 {
+		t.Fatalf("gotrace: exit code %d, %v\nstderr:\n%s", got.Code, got.Err, got.Stderr)
+	}
+	if err := s.CheckExpect(got.Stdout); err != nil {
+		t.Errorf("gotrace: %v", err)
+	}
+	diffCaptureRun(t, s, got, gotrace)
 }
 
 // runScript runs s under tool, with toolArgs before the script, in a fresh

@@ -314,7 +314,8 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		strSize = setting(prog, "max_strlen", strSize, strLenVars...)
 		keysMax = setting(prog, "max_map_keys", keysMax, "BPFTRACE_MAP_KEYS_MAX")
 		cfg.StrLen, cfg.MapKeysMax = strSize, keysMax
-		err = strLenSetting(prog, strSize)
+		cfg.BufLen = setting(prog, "max_buflen", 0)
+		err = joinDiagnostics(sizeSetting(prog, "max_strlen", strSize), sizeSetting(prog, "max_buflen", cfg.BufLen))
 	}
 	var missing runtime.MissingProbes
 	if err == nil {
@@ -557,15 +558,15 @@ func strLen() (int, error) {
 	return lang.DefaultStrLen, nil
 }
 
-// strLenSetting refuses a string size n above lang.MaxStrLen that the
-// script's max_strlen config key set, at that key.
-func strLenSetting(prog *lang.Program, n int) error {
+// sizeSetting refuses a string or buf size n above lang.MaxStrLen that the
+// script's config key set, at that key.
+func sizeSetting(prog *lang.Program, key string, n int) error {
 	if n <= lang.MaxStrLen {
 		return nil
 	}
 	for i := len(prog.Config) - 1; i >= 0; i-- {
-		if c := prog.Config[i]; c.Key == "max_strlen" {
-			return lang.ErrorList{{Span: c.Loc, Msg: fmt.Sprintf("max_strlen %d exceeds the maximum string size of %d bytes", n, lang.MaxStrLen)}}
+		if c := prog.Config[i]; c.Key == key {
+			return lang.ErrorList{{Span: c.Loc, Msg: fmt.Sprintf("%s %d exceeds the maximum of %d bytes", key, n, lang.MaxStrLen)}}
 		}
 	}
 	return nil
