@@ -101,8 +101,13 @@ func (f *fn) print(call *lang.Call) error {
 		return f.event(call, ev, nil, eventsMapName)
 	}
 	assert(len(call.Args) == 1, call, "print() of a value with more arguments")
-	if t := lang.TypeOf(call.Args[0]); t.Kind == lang.KindStruct {
+	t := lang.TypeOf(call.Args[0])
+	switch {
+	case t.Kind == lang.KindStruct:
 		return f.printStruct(call, call.Args[0], t)
+	case t.Kind == lang.KindBuf && packs(t):
+		// A whole message takes its length in the ring, not 4 MB.
+		return f.packedEvent(call, Event{Kind: EventPrint}, call.Args)
 	}
 	return f.event(call, Event{Kind: EventPrint}, call.Args, eventsMapName)
 }
@@ -223,9 +228,11 @@ func (f *fn) addEvent(call *lang.Call, ev Event, fields []layout.Field) int {
 // packedEvent is event for printf, system, cat, errorf and warnf, whose
 // records are sent at the length of their strings rather than of their
 // buffers: the other arguments come first, laid out by Layout, then the
-// strings one after the other, each up to and with its NUL (see
-// layout.Field's Packed). A burst of lines with short strings then takes
-// a fraction of the ring buffer, and of the reader's copying.
+// strings one after the other, each up to and with its NUL, and the bufs
+// of more than packedBufMin bytes at their length (see layout.Field's
+// Packed). A burst of lines with short strings then takes a fraction of
+// the ring buffer, and of the reader's copying, and a 100-byte message in
+// a buf of 4 MB takes 108 bytes.
 func (f *fn) packedEvent(call *lang.Call, ev Event, args []lang.Expr) error {
 	types, err := f.eventTypes(call, args)
 	if err != nil {
@@ -242,22 +249,34 @@ func (f *fn) packedEvent(call *lang.Call, ev Event, args []lang.Expr) error {
 	}
 	fixedFields, fixedSize := Layout(fixed...)
 	fields := make([]layout.Field, len(types))
-	most := make([]int, len(types)) // the bytes each string can take
-	strings := 0
+	most := make([]int, len(types)) // the bytes each string or buf can take
+	strings, bufs := 0, false
 	for i, t := range types {
-		if !packs(t) {
+		switch {
+		case !packs(t):
 			fields[i], fixedFields = fixedFields[0], fixedFields[1:]
 			continue
+		case t.Kind == lang.KindBuf:
+			fields[i] = field(t)
+			most[i], bufs = fields[i].Size, true
+		default:
+			fields[i] = layout.Field{Kind: layout.String, Size: t.Size}
+			most[i] = packedStringSize(args[i], t)
 		}
-		fields[i] = layout.Field{Kind: layout.String, Offset: fixedSize, Size: t.Size, Packed: true}
-		most[i] = packedStringSize(args[i], t)
+		fields[i].Offset, fields[i].Packed = fixedSize, true
 		strings += most[i]
 	}
 	id := f.addEvent(call, ev, fields)
 	rec := f.alloc(8 + fixedSize + strings)
-	// A string is written at an offset known only at run time, which
-	// the verifier allows in memory that is already initialized.
-	f.zero(regScratch, rec+8+fixedSize, strings)
+	if bufs {
+		// The area is large: the scratch map's value, which is
+		// initialized memory and takes the unaligned length words.
+		f.unalignedScratch = true
+	} else {
+		// A string is written at an offset known only at run time, which
+		// the verifier allows in memory that is already initialized.
+		f.zero(regScratch, rec+8+fixedSize, strings)
+	}
 	end, err := f.pushSlot(call)
 	if err != nil {
 		return err
@@ -274,7 +293,12 @@ func (f *fn) packedEvent(call *lang.Call, ev Event, args []lang.Expr) error {
 			}
 			continue
 		}
-		if err := f.packString(a, types[i], rec, end, most[i]); err != nil {
+		if types[i].Kind == lang.KindBuf {
+			err = f.packBuf(a, types[i], rec, end)
+		} else {
+			err = f.packString(a, types[i], rec, end, most[i])
+		}
+		if err != nil {
 			return err
 		}
 	}
@@ -284,10 +308,74 @@ func (f *fn) packedEvent(call *lang.Call, ev Event, args []lang.Expr) error {
 }
 
 // packs reports whether packedEvent packs values of type t: strings
-// whose buffer is larger than a comm's. A literal or comm costs less at
-// its place than the helper call that packs it.
+// whose buffer is larger than a comm's, bufs of more than packedBufMin
+// bytes. A literal or comm costs less at its place than the helper call
+// that packs it.
 func packs(t lang.Type) bool {
-	return t.Kind == lang.KindString && t.Size > 16
+	return t.Kind == lang.KindString && t.Size > 16 || t.Kind == lang.KindBuf && t.Size > packedBufMin
+}
+
+// packedBufMin is the capacity above which a buf is packed: the bufs of
+// bpftrace's sizes keep their place (and their records their bytes).
+const packedBufMin = 1024
+
+// packBuf writes the buf e of type t into the record at rec, at the offset
+// kept in the stack slot end, as its u64 length and that many bytes, and
+// moves end past them. buf(p, n) reads straight there, with no zeroing of
+// the capacity; another buf is made in scratch and copied. It clobbers
+// R0-R5.
+func (f *fn) packBuf(e lang.Expr, t lang.Type, rec int, end int16) error {
+	call, direct := e.(*lang.Call)
+	direct = direct && call.ID == lang.FuncBuf && len(call.Args) == 2 && lang.TypeOf(call.Args[0]).Kind != lang.KindString
+	src, read := 0, asm.FnProbeReadKernel
+	var ptr int16
+	if direct {
+		if err := f.intExpr(call.Args[0]); err != nil {
+			return err
+		}
+		var err error
+		if ptr, err = f.pushSlot(call); err != nil {
+			return err
+		}
+		defer f.popSlot()
+		f.emit(asm.StoreMem(f.fp, ptr, asm.R0, asm.DWord))
+		if err := f.intExpr(call.Args[1]); err != nil {
+			return err
+		}
+		read = asm.FnProbeReadUser
+	} else {
+		src = f.alloc(sizeOf(t))
+		if err := f.valueAs(e, src, t); err != nil {
+			return err
+		}
+		f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), src))
+	}
+	capped := f.label("bufcap")
+	f.emit(
+		asm.JLE.Imm(asm.R0, int32(t.Size), capped),
+		asm.Mov.Imm(asm.R0, int32(t.Size)),
+	)
+	f.place(capped)
+	// R1 = the record's end, where the length goes; end moves past the
+	// data; R2 = the length, R1 its data's address.
+	f.scratchPtr(asm.R1, rec)
+	f.emit(
+		asm.LoadMem(asm.R5, asm.RFP, end, asm.DWord),
+		asm.Add.Reg(asm.R1, asm.R5),
+		asm.StoreMem(asm.R1, 0, asm.R0, asm.DWord),
+		asm.Add.Imm(asm.R5, 8),
+		asm.Add.Reg(asm.R5, asm.R0),
+		asm.StoreMem(asm.RFP, end, asm.R5, asm.DWord),
+		asm.Add.Imm(asm.R1, 8),
+		asm.Mov.Reg(asm.R2, asm.R0),
+	)
+	if direct {
+		f.emit(asm.LoadMem(asm.R3, f.fp, ptr, asm.DWord))
+	} else {
+		f.scratchPtr(asm.R3, src+8)
+	}
+	f.emit(read.Call())
+	return nil
 }
 
 // packedStringSize is how many bytes packString can write for the string

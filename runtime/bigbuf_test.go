@@ -21,14 +21,7 @@ func TestRunBigStrings(t *testing.T) {
 	testenv.RequireRoot(t)
 	testenv.RequireFile(t, "/sys/kernel/tracing/events/syscalls/sys_enter_write")
 	const strLen = 64 << 10
-	data := make([]byte, 70000)
-	for i := range data {
-		data[i] = 'a' + byte(i%26)
-	}
-	file := filepath.Join(t.TempDir(), "data")
-	if err := os.WriteFile(file, data, 0o644); err != nil {
-		t.Fatal(err)
-	}
+	data, file := letterFile(t, 70000)
 	src := `tracepoint:syscalls:sys_enter_write /pid == cpid/ {
 	printf("%s|\n", str(args->buf));
 	printf("%rx|\n", buf(args->buf, args->count));
@@ -64,4 +57,56 @@ func TestRunBigStrings(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestRunPackedBufs checks that a buf of more than 1024 bytes in a printf
+// or print() record takes only its length in the ring buffer, and that a
+// string after it comes through: with bufs of 4,000,000 bytes a record's full
+// size is more than the 1 MiB ring holds, and every one of dd's 100
+// writes of 1000 bytes still arrives.
+func TestRunPackedBufs(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireFile(t, "/sys/kernel/tracing/events/syscalls/sys_enter_write")
+	data, file := letterFile(t, 100000)
+	command := fmt.Sprintf("dd if=%s of=/dev/null bs=1000 count=100 status=none", file)
+	src := `tracepoint:syscalls:sys_enter_write /pid == cpid/ { printf("%r|%s|%d\n", buf(args->buf, args->count), str(args->buf, 4), args->count); print(buf(args->buf, args->count)); }`
+	p := checkScript(t, src, lang.Config{BufLen: lang.MaxStrLen, Child: true, Host: NewHost(0, command), Kernel: NewKernel()})
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	out, errOut := newSyncBuffer(""), newSyncBuffer("")
+	opts := Options{BufferPages: 256, Out: out, Err: errOut, Command: command}
+	if err := Run(ctx, p, opts); err != nil {
+		t.Fatalf("%v\n%s", err, errOut)
+	}
+	// Each write printed, then print() of it.
+	want := map[string]int{}
+	for i := 0; i < len(data); i += 1000 {
+		want[string(data[i:i+1000])+"|"+string(data[i:i+4])+"|1000"]++
+		want[string(data[i:i+1000])]++
+	}
+	got := 0
+	for _, line := range strings.Split(out.String(), "\n") {
+		if want[line] > 0 {
+			got++
+			want[line]--
+		}
+	}
+	if got != 200 || strings.Contains(errOut.String(), "Lost") {
+		t.Errorf("%d of 200 lines; stderr %q; output %.300q", got, errOut, out)
+	}
+}
+
+// letterFile writes n bytes of the alphabet over and over to a file and
+// returns them and the file's path.
+func letterFile(t *testing.T, n int) ([]byte, string) {
+	t.Helper()
+	data := make([]byte, n)
+	for i := range data {
+		data[i] = 'a' + byte(i%26)
+	}
+	file := filepath.Join(t.TempDir(), "data")
+	if err := os.WriteFile(file, data, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return data, file
 }

@@ -7,6 +7,7 @@ import (
 	"unsafe"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/codegen/layout"
 )
 
 // recordHeader is the size of the event id every ring-buffer record starts
@@ -25,10 +26,19 @@ func splitRecord(events []codegen.Event, raw []byte) (*codegen.Event, []byte, er
 	}
 	ev := &events[id]
 	data := raw[recordHeader:]
+	var c layout.Cursor
 	for _, f := range ev.Args {
 		size := f.Size
-		if f.Packed {
+		switch {
+		case f.Packed && f.Kind == layout.Buf:
+			// Its length word and that many bytes, wherever it starts.
+			if c.Field(f, data) == nil {
+				return nil, nil, fmt.Errorf("decode record: event %d is %d bytes, too short for its fields", id, len(raw))
+			}
+			continue
+		case f.Packed:
 			size = 1 // its NUL, at least
+			c.Field(f, data)
 		}
 		if f.Offset+size > len(data) {
 			return nil, nil, fmt.Errorf("decode record: event %d is %d bytes, too short for its fields", id, len(raw))

@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -33,6 +34,28 @@ func TestSplitRecord(t *testing.T) {
 	} {
 		if _, _, err := splitRecord(events, tc.rec); err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("record of %d bytes: error %v, want %q", len(tc.rec), err, tc.want)
+		}
+	}
+}
+
+// TestSplitRecordPackedBuf checks a record with a packed buf: it may end
+// with the buf's data, and no sooner.
+func TestSplitRecordPackedBuf(t *testing.T) {
+	fields := []layout.Field{
+		{Kind: layout.Int, Offset: 0, Size: 8},
+		{Kind: layout.Buf, Offset: 8, Size: 8 + 4096, Packed: true},
+	}
+	events := []codegen.Event{{Kind: codegen.EventPrintf, Format: "%d %r\n", Args: fields}}
+	rec := binary.LittleEndian.AppendUint64(nil, 0)
+	rec = binary.LittleEndian.AppendUint64(rec, 42)
+	rec = binary.LittleEndian.AppendUint64(rec, 3)
+	rec = append(rec, "abc"...)
+	if _, _, err := splitRecord(events, rec); err != nil {
+		t.Fatal(err)
+	}
+	for _, short := range [][]byte{rec[:len(rec)-1], rec[:20]} {
+		if _, _, err := splitRecord(events, short); err == nil || !strings.Contains(err.Error(), "too short for its fields") {
+			t.Errorf("record of %d bytes: error %v", len(short), err)
 		}
 	}
 }

@@ -57,7 +57,7 @@ func (t *tracer) recordArgs(fields []layout.Field, data []byte) []output.Value {
 		b := c.Field(f, data)
 		var v output.Value
 		switch {
-		case f.Packed:
+		case f.Packed && f.Kind == layout.String:
 			v = output.Str(borrowedCString(b))
 		case f.Kind == layout.String:
 			v = output.Str(borrowedCString(b[:f.Size]))
@@ -217,7 +217,8 @@ func (t *tracer) printValue(ev *codegen.Event, data []byte) error {
 	if len(ev.Args) != 1 {
 		return fmt.Errorf("decode print record: %d values, want 1", len(ev.Args))
 	}
-	return t.out.Value(t.value(ev.Args[0], data[ev.Args[0].Offset:]))
+	var c layout.Cursor // a large buf is packed
+	return t.out.Value(t.value(ev.Args[0], c.Field(ev.Args[0], data)))
 }
 
 // outputMap reads a user map and converts it for printing.

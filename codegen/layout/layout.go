@@ -7,7 +7,10 @@
 // gotrace.
 package layout
 
-import "bytes"
+import (
+	"bytes"
+	"encoding/binary"
+)
 
 // Kind says what a field holds, and so how its bytes decode and print.
 type Kind int
@@ -77,9 +80,10 @@ type Field struct {
 	Size int
 	// Signed says whether an Int prints as signed.
 	Signed bool
-	// Packed says a String of a record is sent at its length: its bytes
-	// up to and with its NUL follow those of the record's previous packed
-	// string, or start at Offset for the first; Size is its buffer size,
+	// Packed says a String or Buf of a record is sent at its length: a
+	// string's bytes up to and with its NUL, a buf's u64 length (at any
+	// alignment) and that many bytes, follow those of the record's
+	// previous packed field, or start at Offset for the first; Size is
 	// the most it holds.
 	Packed bool
 	// Elems are a Tuple's elements; Names are a record's field names,
@@ -166,20 +170,35 @@ type Tseries struct {
 }
 
 // Cursor finds the fields of a record in its data, taken in order: a
-// packed string (Field.Packed) starts just after the previous one's NUL.
+// packed field (Field.Packed) starts just after the previous one.
 // The zero Cursor is at the start of a record.
 type Cursor struct {
-	next int // where the next packed string starts, once past the first
+	next int // where the next packed field starts, once past the first
 }
 
 // Field returns the bytes of f in data, a record after its event id: from
 // f's Offset to the end for a field at a fixed place; for a packed string
-// its bytes before its NUL, at most f.Size, empty past the end of data.
+// its bytes before its NUL, at most f.Size, empty past the end of data;
+// for a packed buf its length word and data, nil when data ends before
+// them.
 func (c *Cursor) Field(f Field, data []byte) []byte {
 	if !f.Packed {
 		return data[f.Offset:]
 	}
 	c.next = max(c.next, f.Offset)
+	if f.Kind == Buf {
+		start := c.next
+		if start+8 > len(data) {
+			c.next = len(data)
+			return nil
+		}
+		n := min(binary.LittleEndian.Uint64(data[start:]), uint64(f.Size-8))
+		c.next = min(start+8+int(n), len(data))
+		if start+8+int(n) > len(data) {
+			return nil
+		}
+		return data[start:c.next]
+	}
 	if c.next >= len(data) {
 		return nil
 	}

@@ -48,3 +48,34 @@ func TestCursor(t *testing.T) {
 		}
 	}
 }
+
+// TestCursorPackedBuf finds a packed buf between packed strings: its
+// length word at any alignment and that many bytes, no more than its
+// capacity; nil when the record ends before them.
+func TestCursorPackedBuf(t *testing.T) {
+	fields := []Field{
+		{Kind: String, Offset: 0, Size: 64, Packed: true},
+		{Kind: Buf, Offset: 0, Size: 8 + 2048, Packed: true},
+		{Kind: String, Offset: 0, Size: 64, Packed: true},
+	}
+	buf := "\x03\x00\x00\x00\x00\x00\x00\x00xyz"
+	zeros := "\x00\x00\x00\x00\x00\x00\x00\x00"
+	for _, tc := range []struct {
+		name string
+		data string
+		want []string
+	}{
+		{"whole", "ab\x00" + buf + "cd\x00", []string{"ab", buf, "cd"}},
+		{"empty buf", "\x00" + zeros + "cd\x00", []string{"", zeros, "cd"}},
+		{"cut in the data", "ab\x00" + buf[:10], []string{"ab", "", ""}},
+		{"cut in the length", "ab\x00\x03\x00", []string{"ab", "", ""}},
+	} {
+		var c Cursor
+		for i, f := range fields {
+			got := c.Field(f, []byte(tc.data))
+			if string(got) != tc.want[i] || (tc.want[i] == "" && f.Kind == Buf && got != nil) {
+				t.Errorf("%s: field %d = %q, want %q", tc.name, i, got, tc.want[i])
+			}
+		}
+	}
+}
