@@ -234,6 +234,10 @@ func (c *checker) callArgs(e *Call) {
 				SetType(b, t)
 				return
 			}
+			if t, ok := c.kernelSizeofName(b.Name); ok {
+				SetType(b, t)
+				return
+			}
 			if _, name, ok := strings.Cut(b.Name, " "); ok {
 				if def := c.structDef(name); def != nil {
 					SetType(b, Type{Kind: KindStruct, Struct: name, Size: def.Size})

@@ -9,6 +9,8 @@ import (
 	"errors"
 	"fmt"
 	"go/constant"
+	"slices"
+	"strings"
 
 	"github.com/cilium/ebpf/btf"
 )
@@ -191,6 +193,41 @@ func kernelType(t btf.Type) Type {
 // and the reason).
 func (c *checker) cgroupID(e *Call) constant.Value {
 	return c.kernelConst(e, "Failed to get `cgroupid` for path: %q", false, Kernel.CgroupID)
+}
+
+// kernelSizeofName types sizeof(name) of a name the script does not
+// define from the kernel's BTF: a type (uint64_t, a typedef of a
+// struct), or an enumerator, whose value bpftrace holds in 8 bytes. 0.17
+// knows none of them, and its error stays the default.
+func (c *checker) kernelSizeofName(name string) (Type, bool) {
+	if !c.prog.Newer || c.cfg.Kernel == nil || strings.Contains(name, " ") {
+		return Type{}, false
+	}
+	spec, err := c.cfg.Kernel.Types()
+	if err != nil {
+		return Type{}, false
+	}
+	if types, err := spec.AnyTypesByName(name); err == nil {
+		for _, t := range types {
+			switch u := btf.UnderlyingType(t).(type) {
+			case *btf.Struct, *btf.Union:
+				if def := c.structDef(u.TypeName()); def != nil {
+					return Type{Kind: KindStruct, Struct: def.Name, Size: def.Size}, true
+				}
+			case *btf.Int, *btf.Enum, *btf.Pointer, *btf.Array:
+				return kernelType(u), true
+			}
+		}
+	}
+	for t, err := range spec.All() {
+		if err != nil {
+			break
+		}
+		if e, ok := t.(*btf.Enum); ok && slices.ContainsFunc(e.Values, func(v btf.EnumValue) bool { return v.Name == name }) {
+			return Int64, true
+		}
+	}
+	return Type{}, false
 }
 
 // kernelAddr resolves kaddr("name") through the Kernel: the symbol's

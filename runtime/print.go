@@ -265,7 +265,26 @@ func (t *tracer) printMap(name string, top, div int64) error {
 	if err != nil {
 		return err
 	}
+	if len(om.Entries) == 0 && len(m.KeyFields) == 0 && t.prog.Newer {
+		t.addZeroEntry(om, m)
+	}
 	return t.out.Map(om, uint64(max(top, 0)), uint64(max(div, 0)))
+}
+
+// addZeroEntry gives om, a map without keys that holds no value yet, the
+// zero value of its kind: bpftrace 0.24 prints an unset map of assigned
+// values, counts, sums, mins and maxes as zero (@: 0, @: { .a = 0 }).
+func (t *tracer) addZeroEntry(om *output.Map, m *codegen.Map) {
+	switch m.Kind {
+	case layout.MapValue:
+		// A value's fields end within Size bytes; 8 more cover the
+		// u64 of a kind of Size 0.
+		om.Entries = append(om.Entries, output.Entry{Value: t.value(m.Value, make([]byte, m.Value.Size+8))})
+	case layout.MapCount:
+		om.Entries = append(om.Entries, output.Entry{Value: output.Uint(0)})
+	case layout.MapSum, layout.MapMin, layout.MapMax:
+		om.Entries = append(om.Entries, output.Entry{Value: output.Int(0)})
+	}
 }
 
 // outputMaps reads every map for printing. The caller holds t.mu.
