@@ -377,8 +377,18 @@ func (p *parser) probe() *Probe {
 		if p.taken > 0 {
 			loc.Start = posAt(p.prevEnd)
 		}
-		pr.Attach = append(pr.Attach, p.attach(t.Value, loc))
 		p.next()
+		// A positional parameter written against a word is part of the
+		// attach point, and so is what follows it without a blank
+		// (BEG$1, as bpftrace 0.17 reads it): Resolve parses it once
+		// the parameters are in.
+		raw := t.Value
+		for n := p.tok(); n.Pos.Offset == p.prevEnd.Offset && (n.Type == tokParam || strings.Contains(raw, "$") && (n.Type == tokIdent || n.Type == tokInt || n.Type == tokAttach)); n = p.tok() {
+			raw += n.Value
+			p.next()
+		}
+		loc.End = posAt(p.prevEnd)
+		pr.Attach = append(pr.Attach, p.attach(raw, loc))
 		// bpftrace glues words after an attach point onto it ("BEGIN
 		// exit(" fails at the "("), unless a "{", "," or "/" follows the
 		// word, which points at a missing comma. Either way the probe
@@ -1202,6 +1212,11 @@ func hexVal(c byte) int {
 // attach splits the attach point raw, written at loc, into its fields.
 func (p *parser) attach(raw string, loc Span) *AttachPoint {
 	pt, errs := attachpoint.Parse(raw)
+	if kind, _, _ := strings.Cut(raw, ":"); len(errs) > 0 && strings.Contains(kind, "$") {
+		// A parameter in the probe type (BEG$1): Resolve parses the
+		// attach point after substituting it.
+		return &AttachPoint{Loc: loc, Raw: raw}
+	}
 	for _, err := range errs {
 		p.errorf(loc, "%v", err)
 	}

@@ -78,6 +78,20 @@ func Resolve(p *Program, cfg Config) error {
 // of attach point ap by the Nth positional parameter, as bpftrace does
 // (usdt:$1:net:inbound_message), and sets a rate given as one.
 func substituteParams(ap *AttachPoint, params []string) error {
+	if kind, _, _ := strings.Cut(ap.Raw, ":"); ap.Kind == ProbeUnknown && strings.Contains(kind, "$") {
+		// A parameter in the probe type (BEG$1) that the parser left
+		// for now.
+		raw, err := expandParams(ap.Raw, params)
+		if err != nil {
+			return err
+		}
+		pt, errs := attachpoint.Parse(raw)
+		if len(errs) > 0 {
+			return errs[0]
+		}
+		ap.Raw, ap.Point = raw, pt
+		return nil
+	}
 	for _, f := range []*string{&ap.Target, &ap.Provider, &ap.Func, &ap.Raw} {
 		s, err := expandParams(*f, params)
 		if err != nil {
