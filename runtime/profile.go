@@ -54,10 +54,10 @@ func attachPerfCounter(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, 
 
 // attachWatchpoint attaches a watchpoint program to a hardware breakpoint
 // on its address, every hit: on every online CPU for every process when
-// pid is 0, else on the traced process's threads. A -c command (child) is
-// one thread until it execs, and its event follows it through exec;
-// bpftrace 0.17 watches only the main thread of a -p process too, where
-// gotrace watches each thread it has when the trace starts.
+// pid is 0, else on the traced process's threads, those it has and those
+// it starts. A -c command (child) is one thread until it execs, and its
+// event follows it through exec. bpftrace 0.17 watches only the main
+// thread of the -c or -p process.
 func attachWatchpoint(a *codegen.Attachment, prog *ebpf.Program, pid int, child bool) ([]link.Link, error) {
 	attr := perfEvent(unix.PERF_TYPE_BREAKPOINT, 0, 1)
 	attr.Bp_type = a.WatchAccess
@@ -65,6 +65,9 @@ func attachWatchpoint(a *codegen.Attachment, prog *ebpf.Program, pid int, child 
 	if pid == 0 {
 		return attachPerfEvents(a, prog, &attr)
 	}
+	// The threads the process starts later inherit the watchpoint;
+	// processes it forks, whose memory is their own, do not.
+	attr.Bits |= unix.PerfBitInherit | perfBitInheritThread
 	tids := []int{pid}
 	if !child {
 		var err error
@@ -88,6 +91,11 @@ func attachWatchpoint(a *codegen.Attachment, prog *ebpf.Program, pid int, child 
 	}
 	return links, nil
 }
+
+// perfBitInheritThread is perf_event_attr's inherit_thread bit (Linux
+// 5.13), which golang.org/x/sys/unix does not name: with inherit, only
+// the threads a thread creates inherit its event.
+const perfBitInheritThread = 1 << 35
 
 // processThreads lists the threads of process pid.
 func processThreads(pid int) ([]int, error) {

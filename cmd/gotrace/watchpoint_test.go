@@ -118,3 +118,20 @@ func TestWatchpointUnmappedCommand(t *testing.T) {
 		t.Errorf("exit %d, stdout %q, stderr %q; want exit 1 and %q", r.Code, r.Stdout, r.Stderr, want)
 	}
 }
+
+// TestWatchpointCommandThreads watches a -c command whose writes come from
+// a thread it starts after the trace began: the thread inherits the
+// watchpoint (bpftrace 0.17 watches only the main thread and never fires).
+func TestWatchpointCommandThreads(t *testing.T) {
+	testenv.RequireRoot(t)
+	gotrace := buildGotrace(t)
+	bin, counter, _ := buildWatchTarget(t)
+	script := fmt.Sprintf(`watchpoint:%#x:8:w /tid != pid/ { printf("write by another thread of %%s\n", comm); exit(); }`, counter)
+	r := runTool(gotrace, t.TempDir(), []string{"-c", bin + " thread", "-e", script})
+	if r.Err != nil || r.Code != 0 {
+		t.Fatalf("run: %v, exit %d\nstdout:\n%s\nstderr:\n%s", r.Err, r.Code, r.Stdout, r.Stderr)
+	}
+	if want := "Attaching 1 probe...\nwrite by another thread of watch\n\n\n"; r.Stdout != want {
+		t.Errorf("stdout %q, want %q", r.Stdout, want)
+	}
+}
