@@ -120,6 +120,12 @@ func cases() []Case {
 		hit("hist-tuple-key", "@h[arg1, str(arg2)] = hist(arg0);"),
 		hit("hist", "@ = hist(arg0);"),
 		hit("lhist", "@ = lhist(arg1, 0, 16, 1);"),
+		// Two maps keyed by two strings of bench:burst (name, i, other
+		// name, i % KEYS): a string read and a hash map operation each.
+		{Name: "hit-two-maps", Kind: KindHit, Args: []string{
+			"-c", fmt.Sprintf("LOOP %d", hitIterations),
+			"-e", "usdt:LOOP:bench:burst { @b[str(arg2)] = hist(arg3); @n[str(arg0), arg3]++; }",
+		}},
 		// Every process's system calls hit it; the loop makes one per
 		// iteration (LOOP_SYSCALL), traced and untraced.
 		{Name: "hit-tracepoint-count", Kind: KindHit, Env: []string{"LOOP_SYSCALL=1"}, Args: []string{
