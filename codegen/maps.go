@@ -238,13 +238,29 @@ func (f *fn) mapIncDec(e *lang.IncDec, x *lang.MapExpr, delta int32) error {
 		return err
 	}
 	voff := f.alloc(8)
-	f.lookupInt(x.Name, koff)
+	found, done := f.label("incfound"), f.label("incdone")
+	f.lookup(x.Name, koff)
 	f.emit(
-		asm.Add.Imm(asm.R0, delta),
+		asm.JNE.Imm(asm.R0, 0, found),
+		asm.Mov.Imm(asm.R0, delta),
 		memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), voff),
 	)
 	f.update(x.Name, index, koff, voff)
-	f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), voff))
+	f.emit(
+		memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), voff),
+		asm.Ja.Label(done),
+	)
+	// A key that is there changes in place: an update would build a new
+	// element and free the old one, a second hash operation per hit. Like
+	// the update, the add is not atomic, as in bpftrace.
+	f.place(found)
+	f.emit(
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.LoadMem(asm.R0, asm.R1, 0, asm.DWord),
+		asm.Add.Imm(asm.R0, delta),
+		asm.StoreMem(asm.R1, 0, asm.R0, asm.DWord),
+	)
+	f.place(done)
 	if e.Post {
 		f.emit(asm.Add.Imm(asm.R0, -delta))
 	}

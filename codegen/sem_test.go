@@ -48,6 +48,14 @@ sh 4611686018427387904 0 5 0
 bool 0 1 0
 x fffffffffffffff9
 `},
+	// Increments of a map's elements that are there (changed in place)
+	// and of missing ones (stored), as values before and after.
+	{"increments", `BEGIN {
+  @m["a"] = 5;
+  $p = @m["a"]++; $q = ++@m["a"]; $r = @m["b"]--; $s = --@m["b"];
+  printf("%ld %ld %ld %ld %ld %ld\n", $p, $q, $r, $s, @m["a"], @m["b"]);
+  exit();
+}`, nil, "5 7 0 -2 7 -2\n"},
 	{"language", `BEGIN {
   $s = "hello";
   $t = $s;
