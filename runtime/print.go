@@ -341,7 +341,7 @@ func (t *tracer) system(ev *codegen.Event, data []byte) error {
 		c.Stdout = &out
 		c.Stderr = t.opts.Err
 		t.flushOut() // before the command's own errors
-		err := startWithNice(c, t.nice)
+		err := startUnfavoured(c, t.favoured)
 		if err == nil {
 			err = c.Wait()
 		}

@@ -300,9 +300,9 @@ type tracer struct {
 	runErr error
 	// exitStatus is the code of the first exit(code) record.
 	exitStatus ExitStatus
-	// nice is the process's nice value before the readers started (see
-	// favour); commands that system() runs get it.
-	nice int
+	// favoured is the weight the readers run with (see favour); the
+	// commands system() runs get the process's own.
+	favoured *favoured
 }
 
 // interval is an interval probe's program and period.
@@ -464,7 +464,7 @@ func (t *tracer) startReaders() {
 	t.eventsDone = make(chan struct{})
 	t.stop = make(chan struct{})
 	t.readers.Add(2)
-	t.nice = favour()
+	t.favoured = favour()
 	go func() {
 		defer close(t.eventsDone)
 		t.read(t.events, t.flushed, lostPoll)
@@ -777,8 +777,8 @@ func (t *tracer) close() error {
 		t.control.Close()
 	}
 	t.readers.Wait()
-	if t.stop != nil {
-		unfavour(t.nice)
+	if t.favoured != nil {
+		t.favoured.undo()
 	}
 	t.files.Close()
 	for _, c := range t.extra {

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"testing"
+
+	"golang.org/x/sys/unix"
 	"time"
 
 	"github.com/gotrace/gotrace/internal/fixture"
@@ -602,6 +604,29 @@ func TestRunUnsafeBuiltinsMatchBpftrace(t *testing.T) {
 	const catErr = "ERROR: failed to open file '/no/such/file': No such file or directory\n"
 	if !strings.Contains(stderr, catErr) || !strings.Contains(refErr.String(), catErr) {
 		t.Errorf("standard error of gotrace %q and of bpftrace %q, want both to hold %q", stderr, refErr.String(), catErr)
+	}
+}
+
+// TestRunWeight checks the readers' raised weight: a command system()
+// runs (from an interval probe, once every thread is favoured) has the
+// nice value the test process had, not the readers', and the process has
+// its own back after the run.
+func TestRunWeight(t *testing.T) {
+	testenv.RequireRoot(t)
+	// getpriority returns 20 - nice.
+	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, stderr, err := runScript(t, context.Background(), `interval:ms:100 { system("cut -d' ' -f19 /proc/self/stat"); exit(); }`, Options{Unsafe: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if want := fmt.Sprintf("probe...\n%d\n", 20-prio); !strings.Contains(out, want) {
+		t.Errorf("system() printed %q, want its nice value %q", out, want)
+	}
+	if after, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err != nil || after != prio {
+		t.Errorf("nice value after the run %d (%v), want %d", 20-after, err, 20-prio)
 	}
 }
 

@@ -25,23 +25,36 @@ const readerNice = -10
 
 // favour raises the scheduling weight of every thread of the process to
 // readerNice; threads started later inherit it from the thread that starts
-// them. It returns the nice value the process had, for unfavour. Without
-// the right to (no CAP_SYS_NICE) the threads keep their weight.
-func favour() int {
+// them. It does so on a goroutine of its own, so that the readers start at
+// once (a -c command's first output waits for them). Without the right to
+// (no CAP_SYS_NICE) the threads keep their weight.
+func favour() *favoured {
+	f := &favoured{done: make(chan struct{})}
 	// getpriority returns 20 - nice.
-	prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0)
-	if err != nil {
-		return 0
+	if prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil {
+		f.nice = 20 - prio
 	}
-	setThreadsNice(readerNice)
-	return 20 - prio
+	go func() {
+		defer close(f.done)
+		setThreadsNice(readerNice)
+	}()
+	return f
 }
 
-// unfavour gives every thread of the process the nice value favour
-// returned, so that a process that runs the tracer again and again (the
+// favoured is the process's weight raised by favour.
+type favoured struct {
+	// nice is the nice value the process had.
+	nice int
+	// done is closed when every thread has the raised weight.
+	done chan struct{}
+}
+
+// undo gives every thread of the process its nice value from before
+// favour, so that a process that runs the tracer again and again (the
 // tests) keeps its weight.
-func unfavour(nice int) {
-	setThreadsNice(nice)
+func (f *favoured) undo() {
+	<-f.done
+	setThreadsNice(f.nice)
 }
 
 // setThreadsNice sets the nice value of every thread of the process. It
@@ -70,16 +83,19 @@ func setThreadsNice(nice int) {
 	}
 }
 
-// startWithNice starts c from a thread of its own with the given nice
-// value, which c inherits (a new process takes its thread's), rather
-// than the favoured weight of the tracer's threads. The thread ends with
-// the call.
-func startWithNice(c *exec.Cmd, nice int) error {
+// startUnfavoured starts c with the nice value the process had before f
+// raised it (a new process takes its thread's), from a thread of its own
+// that ends with the call. With no raised weight (nil f) it is c.Start.
+func startUnfavoured(c *exec.Cmd, f *favoured) error {
+	if f == nil {
+		return c.Start()
+	}
+	<-f.done // or the sweep could favour the new thread after all
 	started := make(chan error)
 	go func() {
 		// Never unlocked: the thread exits when the goroutine returns.
 		goruntime.LockOSThread()
-		unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), nice)
+		unix.Setpriority(unix.PRIO_PROCESS, unix.Gettid(), f.nice)
 		started <- c.Start()
 	}()
 	return <-started
