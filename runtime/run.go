@@ -218,7 +218,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	}
 	t.wait(ctx, usr1)
 	if errors.Is(context.Cause(ctx), ErrQuit) {
-		// close detaches, stops the command and writes what was printed.
+		// close detaches, stops the command and writes what was printed,
+		// with the records sent before the signal.
+		t.drain()
 		return ErrQuit
 	}
 	return t.finish()
@@ -622,6 +624,9 @@ func (t *tracer) wait(ctx context.Context, usr1 <-chan os.Signal) {
 		case <-gone:
 			return
 		case <-usr1:
+			// What the probes sent before the signal comes first,
+			// however far behind the reader is.
+			t.drain()
 			t.mu.Lock()
 			t.flushOut()
 			t.record(capture.PrintMaps, nil)
