@@ -186,15 +186,21 @@ func (f *fn) tseries(e *lang.MapExpr, m userMap, index int, slot int16) error {
 		asm.StoreMem(koff.base, int16(koff.off+m.KeySize-8), asm.R0, asm.DWord),
 	)
 	// R7 points to the element, in the map or, for a new one, in scratch
-	// (R8 set), zeroed and of this epoch.
+	// (the slot isNew set), zeroed and of this epoch. Not R8: in a map
+	// loop's callback it is the frame pointer (regFrame).
+	isNew, err := f.pushSlot(e)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
 	voff := f.alloc(m.ValueSize)
 	found, update := f.label("tsfound"), f.label("tsupdate")
 	f.lookup(e.Name, koff)
 	f.emit(
 		asm.Mov.Reg(asm.R7, asm.R0),
-		asm.Mov.Imm(asm.R8, 0),
+		storeImm64(f.fp, int(isNew), 0),
 		asm.JNE.Imm(asm.R0, 0, found),
-		asm.Mov.Imm(asm.R8, 1),
+		storeImm64(f.fp, int(isNew), 1),
 	)
 	f.scratchPtr(asm.R7, voff)
 	f.zero(asm.R7, 0, m.ValueSize)
@@ -252,7 +258,8 @@ func (f *fn) tseries(e *lang.MapExpr, m userMap, index int, slot int16) error {
 	f.emit(
 		asm.LoadMem(asm.R1, f.fp, epoch, asm.DWord),
 		asm.StoreMem(asm.R7, 16, asm.R1, asm.DWord),
-		asm.JNE.Imm(asm.R8, 0, update),
+		asm.LoadMem(asm.R1, f.fp, isNew, asm.DWord),
+		asm.JNE.Imm(asm.R1, 0, update),
 		asm.Ja.Label(done),
 	)
 	f.place(update)

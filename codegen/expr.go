@@ -13,7 +13,7 @@ import (
 
 // intExpr lowers an integer, pointer or struct-address expression into R0,
 // as a 64-bit value sign- or zero-extended from its type. It clobbers
-// R0-R5 and R7-R8.
+// R0-R5 and R7.
 func (f *fn) intExpr(e lang.Expr) error {
 	f.mark(e)
 	switch e := e.(type) {

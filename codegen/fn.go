@@ -291,7 +291,7 @@ func (f *fn) scratchPtr(r asm.Register, off int) {
 }
 
 // zero clears size bytes at *(base+off), where base is the scratch
-// register or a map value pointer kept in R7/R8.
+// register or a map value pointer kept in R7.
 func (f *fn) zero(base asm.Register, off, size int) {
 	size = align8(size)
 	if size <= 256 {

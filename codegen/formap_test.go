@@ -125,12 +125,13 @@ func TestMapLoops(t *testing.T) {
 // TestMapLoopsInProbes loads map loops in programs of other contexts,
 // which the callbacks reach through the saved context pointer: a
 // uprobe's arguments and stacks, a tracepoint's fields, a profile
-// probe's kernel stack.
+// probe's kernel stack; and every aggregation in a callback's body.
 func TestMapLoopsInProbes(t *testing.T) {
 	for _, src := range []string{
 		`uprobe:/bin/sh:main { @m[arg0] = 1; for ($kv : @m) { @s[ustack, arg1] = $kv.1; printf("%d\n", arg2); } }`,
 		`tracepoint:syscalls:sys_enter_openat { @m[args->dfd] = 1; for ($kv : @m) { @f[str(args->filename)] = $kv.0; } }`,
 		`profile:hz:99 { @m[cpu] = 1; for ($kv : @m) { @r[kstack, tid] = len(@m); } }`,
+		`BEGIN { @m[1] = 5; for ($kv : @m) { @c = count(); @k[$kv.0] = sum($kv.1); @h = hist($kv.1); @l = lhist($kv.1, 0, 100, 50); @st = stats($kv.1); @t = tseries($kv.1, 1s, 3); @n = len(@m); } }`,
 	} {
 		p, err := lang.Parse("t.bt", src)
 		if err != nil {
