@@ -70,6 +70,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncUsym:        `uprobe:/bin/sh:main { @ = usym(arg0); }`,
 		lang.FuncUaddr:       `uprobe:` + python + `:main { @ = *uaddr("Py_DebugFlag"); }`,
 		lang.FuncNtop:        `BEGIN { @ = ntop(0x0100007f); }`,
+		lang.FuncPton:        `BEGIN { printf("%s %s", ntop(pton("127.0.0.1")), ntop(10, pton("::1"))); }`,
 		lang.FuncKaddr:       `BEGIN { @ = kaddr("vfs_read"); }`,
 		lang.FuncCgroupid:    `BEGIN { @ = cgroupid("/sys/fs/cgroup/unified"); }`,
 		lang.FuncKsym:        `BEGIN { @ = ksym(kaddr("vfs_read")); }`,

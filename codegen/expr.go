@@ -841,6 +841,13 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 			return f.buf(e, off)
 		case lang.FuncNtop:
 			return f.ntop(e, off)
+		case lang.FuncPton:
+			// A buf of the address's bytes, which the checker knows.
+			addr, ok := lang.ConstString(e)
+			assert(ok, e, "pton() without its address")
+			f.emit(storeImm64(regScratch, off, int32(len(addr))))
+			f.writeBytes(off+8, []byte(addr))
+			return nil
 		case lang.FuncStrftime:
 			return f.strftime(e, off)
 		}
@@ -1049,6 +1056,14 @@ func (f *fn) writeString(off int, s string, size int) {
 	}
 	buf := make([]byte, align8(size))
 	copy(buf, s)
+	f.writeBytes(off, buf)
+}
+
+// writeBytes stores data at scratch+off, in 8-byte stores of constants
+// (data padded with zeroes to a multiple of 8).
+func (f *fn) writeBytes(off int, data []byte) {
+	buf := make([]byte, align8(len(data)))
+	copy(buf, data)
 	for i := 0; i < len(buf); i += 8 {
 		lo := int32(binary.LittleEndian.Uint32(buf[i:]))
 		hi := int32(binary.LittleEndian.Uint32(buf[i+4:]))

@@ -87,6 +87,7 @@ const (
 	FuncUsym
 	FuncUaddr
 	FuncNtop
+	FuncPton
 	FuncKaddr
 	FuncReg
 	FuncSizeof
@@ -328,7 +329,10 @@ var builtins = [numBuiltins]builtin{
 	FuncUsym:   {name: "usym", class: classFunc, min: 1, max: 1, result: Type{Kind: KindUsym}},
 	FuncUaddr: {name: "uaddr", class: classFunc, min: 1, max: 1, args: literalArgs,
 		probes: userProbes, probeMsg: userProbeMsg},
-	FuncNtop:  {name: "ntop", class: classFunc, min: 1, max: 2, result: Type{Kind: KindInet}},
+	FuncNtop: {name: "ntop", class: classFunc, min: 1, max: 2, result: Type{Kind: KindInet}},
+	// pton(s) is the address a literal IPv4 or IPv6 address names, in
+	// network order; gotrace has it as ntop()'s argument.
+	FuncPton:  {name: "pton", class: classFunc, min: 1, max: 1},
 	FuncKaddr: {name: "kaddr", class: classFunc, min: 1, max: 1, result: Uint64, args: literalArgs},
 	FuncReg: {name: "reg", class: classFunc, min: 1, max: 1, result: Uint64, args: literalArgs,
 		probes: userProbes, probeMsg: userProbeMsg},

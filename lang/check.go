@@ -209,6 +209,9 @@ type checker struct {
 	defined   map[string]bool
 	loops     int
 	numParams int
+	// ntopArg is the argument of the ntop() being checked, where pton()
+	// may appear.
+	ntopArg Expr
 }
 
 // use says where an expression appears, for the functions that are only

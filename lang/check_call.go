@@ -7,6 +7,8 @@ import (
 	"errors"
 	"fmt"
 	"go/constant"
+	"net"
+	"net/netip"
 	"slices"
 	"strings"
 
@@ -79,6 +81,11 @@ func (c *checker) callResult(e *Call, sig *builtin) Type {
 			return TypeOf(e.Args[0])
 		}
 		return Int64
+	case FuncPton:
+		if a, ok := ptonAddress(e); ok {
+			return Type{Kind: KindBuf, Size: len(a)}
+		}
+		return Type{Kind: KindBuf, Size: net.IPv4len}
 	case FuncBswap:
 		// The bytes of the argument's own width, reversed, unsigned.
 		if len(e.Args) == 1 && TypeOf(e.Args[0]).Kind == KindInt {
@@ -218,7 +225,9 @@ func (c *checker) callArgs(e *Call) {
 			c.intArg(e, args[0], "only supports integer arguments")
 		}
 		addr := args[len(args)-1]
+		c.ntopArg = addr
 		t := c.expr(addr, useValue)
+		c.ntopArg = nil
 		switch t.Kind {
 		case KindInt, KindPointer, KindNone:
 		case KindString, KindBuf, KindArray:
@@ -228,6 +237,8 @@ func (c *checker) callArgs(e *Call) {
 		default:
 			c.errorf(e.Loc, "ntop() expects an integer or array argument, got %s", formatTypeName(t))
 		}
+	case FuncPton:
+		c.ptonCall(e)
 	case FuncSizeof:
 		if b, ok := args[0].(*Builtin); ok {
 			if t, ok := intTypeByName(b.Name); ok {
@@ -324,6 +335,47 @@ func (c *checker) tableArgs(e *Call) {
 			c.constArg(e, a)
 		}
 	}
+}
+
+// ptonCall checks pton(s): s a literal IPv4 or IPv6 address (its bytes
+// in network order are the call's constant, constValue). Its value is
+// bpftrace's array of int8, which gotrace has only as ntop()'s argument
+// (a buf of those bytes there).
+func (c *checker) ptonCall(e *Call) {
+	c.expr(e.Args[0], useValue)
+	lit, ok := e.Args[0].(*StrLit)
+	switch _, valid := ptonAddress(e); {
+	case !ok:
+		// bpftrace 0.17's message, which leaves the type out.
+		c.errorf(e.Loc, "pton() expects an string argument of an IPv4/IPv6 address, got ")
+	case !valid:
+		c.errorf(e.Loc, "pton() expects a valid IPv4/IPv6 address, got %s", lit.Value)
+	case e != c.ntopArg:
+		c.errorf(e.Loc, "pton() is only supported by gotrace as the argument of ntop()")
+	}
+}
+
+// ptonAddress returns the bytes, in network order, of the address that
+// pton(s)'s literal names: 16 for an IPv6 address (one with a colon), 4
+// for an IPv4 one.
+func ptonAddress(e *Call) ([]byte, bool) {
+	if len(e.Args) != 1 {
+		return nil, false
+	}
+	lit, ok := e.Args[0].(*StrLit)
+	if !ok {
+		return nil, false
+	}
+	addr, err := netip.ParseAddr(lit.Value)
+	switch {
+	case err != nil || addr.Zone() != "":
+		return nil, false
+	case strings.Contains(lit.Value, ":"):
+		b := addr.As16()
+		return b[:], true
+	}
+	b := addr.As4()
+	return b[:], true
 }
 
 // intArg checks an argument that must be an integer; msg completes

@@ -56,6 +56,10 @@ func (c *checker) constValue(e Expr) constant.Value {
 			return c.kernelAddr(e)
 		case FuncCgroupid:
 			return c.cgroupID(e)
+		case FuncPton:
+			if b, ok := ptonAddress(e); ok {
+				return constant.MakeString(string(b))
+			}
 		}
 	case *PositionalParam:
 		if e.Count {
