@@ -48,7 +48,7 @@ func (f *fn) aggregate(e *lang.MapExpr, call *lang.Call) error {
 	switch kind {
 	case lang.KindHist:
 		f.emit(asm.LoadMem(asm.R0, f.fp, slot, asm.DWord))
-		f.histBucket()
+		f.histBucket(m.HistBits)
 		f.emit(memAt(asm.StoreMem(koff.base, 0, asm.R0, asm.DWord), koff.off+m.KeySize-8))
 	case lang.KindLhist:
 		p := m.Info.Lhist
@@ -295,7 +295,7 @@ func (f *fn) tseriesNow(n lang.Node) error {
 func (f *fn) arrayHist(e *lang.MapExpr, m userMap, call *lang.Call, slot int16) error {
 	f.emit(asm.LoadMem(asm.R0, f.fp, slot, asm.DWord))
 	if m.Info.Value.Kind == lang.KindHist {
-		f.histBucket()
+		f.histBucket(m.HistBits)
 	} else {
 		f.lhistBucket(m.Info.Lhist)
 	}
@@ -321,16 +321,32 @@ func (f *fn) arrayHist(e *lang.MapExpr, m userMap, call *lang.Call, slot int16) 
 
 // histBucket replaces the value in R0 with its hist() bucket: 0 for
 // v < 0, 1 for v == 0, k+2 for 2^k <= v < 2^(k+1). log2 is a binary
-// search over shifts, without loops. It clobbers R1 and R2.
-func (f *fn) histBucket() {
+// search over shifts, without loops. With bits, each power of two has
+// 2^bits buckets: v+1 for 0 <= v < 2^bits, and above, for the highest set
+// bit l of v, ((l-bits+1) << bits) + the bits bits below l, + 1. It
+// clobbers R1 to R3.
+func (f *fn) histBucket(bits int) {
 	done := f.label("histdone")
+	mask := int32(1)<<bits - 1
 	f.emit(
 		asm.Mov.Imm(asm.R1, 0),
 		asm.JSLT.Imm(asm.R0, 0, done),
-		asm.Mov.Imm(asm.R1, 1),
-		asm.JEq.Imm(asm.R0, 0, done),
-		asm.Mov.Imm(asm.R1, 2),
 	)
+	if bits == 0 {
+		f.emit(
+			asm.Mov.Imm(asm.R1, 1),
+			asm.JEq.Imm(asm.R0, 0, done),
+			asm.Mov.Imm(asm.R1, 2),
+		)
+	} else {
+		f.emit(
+			asm.Mov.Reg(asm.R1, asm.R0),
+			asm.Add.Imm(asm.R1, 1),
+			asm.JLE.Imm(asm.R0, mask, done),
+			asm.Mov.Reg(asm.R3, asm.R0),
+			asm.Mov.Imm(asm.R1, 0),
+		)
+	}
 	for _, s := range []int32{32, 16, 8, 4, 2, 1} {
 		skip := f.label("histskip")
 		f.emit(
@@ -341,6 +357,19 @@ func (f *fn) histBucket() {
 			asm.Add.Imm(asm.R1, s),
 		)
 		f.place(skip)
+	}
+	if bits > 0 {
+		// R1 is l: the bucket is ((l-bits+1) << bits) +
+		// ((v >> (l-bits)) & mask) + 1.
+		f.emit(
+			asm.Sub.Imm(asm.R1, int32(bits)),
+			asm.RSh.Reg(asm.R3, asm.R1),
+			asm.And.Imm(asm.R3, mask),
+			asm.Add.Imm(asm.R1, 1),
+			asm.LSh.Imm(asm.R1, int32(bits)),
+			asm.Add.Reg(asm.R1, asm.R3),
+			asm.Add.Imm(asm.R1, 1),
+		)
 	}
 	f.place(done)
 	f.emit(asm.Mov.Reg(asm.R0, asm.R1))

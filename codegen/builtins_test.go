@@ -48,7 +48,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncMin:         `BEGIN { @ = min(1); }`,
 		lang.FuncMax:         `BEGIN { @ = max(1); }`,
 		lang.FuncStats:       `BEGIN { @ = stats(1); }`,
-		lang.FuncHist:        `BEGIN { @ = hist(1); }`,
+		lang.FuncHist:        `BEGIN { @ = hist(1); @b[1] = hist(3000, 5); @c = hist(-1, 2); }`,
 		lang.FuncLhist:       `BEGIN { @ = lhist(1, 0, 10, 1); }`,
 		lang.FuncTseries:     `BEGIN { @ = tseries(1, 1s, 5); @k[1] = tseries(2, 100ms, 3, "avg"); @n = tseries(-1, 1ms, 2, "min"); }`,
 		lang.FuncPrintf:      `BEGIN { printf("%d\n", 1); }`,

@@ -230,6 +230,8 @@ func (c *compiler) layoutMaps() error {
 		switch m.Kind {
 		case layout.MapLhist:
 			m.Lhist = layout.Lhist(info.Lhist)
+		case layout.MapHist:
+			m.HistBits = info.HistBits
 		case layout.MapTseries:
 			m.Tseries = layout.Tseries(info.Tseries)
 		}
@@ -319,7 +321,7 @@ const maxArrayBuckets = 1024
 func bucketCount(info *lang.MapInfo) int64 {
 	switch info.Value.Kind {
 	case lang.KindHist:
-		return layout.HistBuckets
+		return layout.HistBucketsOf(info.HistBits)
 	case lang.KindLhist:
 		return layout.Lhist(info.Lhist).Buckets()
 	case lang.KindTseries:

@@ -182,6 +182,8 @@ type Map struct {
 	Kind layout.MapKind
 	// Lhist holds lhist()'s bounds when Kind is MapLhist.
 	Lhist layout.Lhist
+	// HistBits is hist(v, bits)'s bits when Kind is MapHist.
+	HistBits int
 	// Tseries holds tseries()'s arguments when Kind is MapTseries.
 	Tseries layout.Tseries
 	// Value lays out the value of a MapValue map.

@@ -403,13 +403,15 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 	top, body, end := f.label("while"), f.label("whilebody"), f.label("endwhile")
 	f.emit(storeImm64(f.fp, int(counter), 0))
 	f.place(top)
-	f.countIteration(counter, end)
 	f.mark(s.Cond)
 	if err := f.intExpr(s.Cond); err != nil {
 		return err
 	}
 	f.emit(asm.JNE.Imm(asm.R0, 0, body), asm.LongJump(end))
 	f.place(body)
+	// Counted once the condition holds: a loop of exactly
+	// MaxLoopIterations iterations ends without a warning.
+	f.countIteration(counter, end)
 	f.loops = append(f.loops, loopLabels{brk: end, cont: top})
 	err = f.block(s.Body)
 	f.loops = f.loops[:len(f.loops)-1]
@@ -449,7 +451,6 @@ func (f *fn) forRange(s *lang.ForStmt) error {
 	top, next, done, inRange := f.label("for"), f.label("fornext"), f.label("endfor"), f.label("forin")
 	f.emit(storeImm64(f.fp, int(counter), 0))
 	f.place(top)
-	f.countIteration(counter, done)
 	f.emit(
 		asm.LoadMem(asm.R0, f.fp, idx, asm.DWord),
 		asm.LoadMem(asm.R1, f.fp, end, asm.DWord),
@@ -457,6 +458,8 @@ func (f *fn) forRange(s *lang.ForStmt) error {
 		asm.LongJump(done),
 	)
 	f.place(inRange)
+	f.countIteration(counter, done)
+	f.emit(asm.LoadMem(asm.R0, f.fp, idx, asm.DWord))
 	f.emit(asm.StoreMem(f.fp, v.slot, asm.R0, asm.DWord))
 	f.loops = append(f.loops, loopLabels{brk: done, cont: next})
 	err = f.block(s.Body)

@@ -134,6 +134,9 @@ type MapInfo struct {
 	// Lhist holds lhist(v, min, max, step)'s constant arguments when Value
 	// is KindLhist.
 	Lhist LhistParams
+	// HistBits is hist(v, bits)'s bits when Value is KindHist: each power
+	// of two has 2^HistBits buckets.
+	HistBits int
 	// Tseries holds tseries(v, interval, n[, agg])'s constant arguments
 	// when Value is KindTseries.
 	Tseries TseriesParams

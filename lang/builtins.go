@@ -166,6 +166,10 @@ type builtin struct {
 	// strftime().
 	min, max int
 	varargs  bool
+	// newerMax, when above max, is the most arguments a later bpftrace
+	// takes (hist(v, bits)): calls with up to newerMax are accepted, and
+	// the arity messages stay 0.17's.
+	newerMax int
 	// void functions produce no value: they are statements.
 	void bool
 	// agg is the aggregation kind of count(), sum() ...; KindNone
@@ -295,7 +299,9 @@ var builtins = [numBuiltins]builtin{
 	FuncMin:   {name: "min", class: classFunc, min: 1, max: 1, agg: KindMin, args: intArgs},
 	FuncMax:   {name: "max", class: classFunc, min: 1, max: 1, agg: KindMax, args: intArgs},
 	FuncStats: {name: "stats", class: classFunc, min: 1, max: 1, agg: KindStats, args: intArgs},
-	FuncHist:  {name: "hist", class: classFunc, min: 1, max: 1, agg: KindHist, args: intArgs},
+	// hist(v, bits) splits each power of two into 2^bits buckets
+	// (bpftrace 0.20).
+	FuncHist:  {name: "hist", class: classFunc, min: 1, max: 1, newerMax: 2, agg: KindHist, args: []argKind{argInt, argConst}},
 	FuncLhist: {name: "lhist", class: classFunc, min: 4, max: 4, agg: KindLhist},
 	// tseries(v, interval, n[, agg]) keeps v by interval of time, the
 	// last n intervals (bpftrace 0.24).
@@ -531,6 +537,8 @@ func (e *Builtin) ArgIndex() int {
 // arguments that the function b does not allow, or "".
 func arityError(name string, b *builtin, n int) string {
 	switch {
+	case n >= b.min && n <= b.newerMax:
+		return ""
 	case b.min == b.max && n != b.min && !b.varargs:
 		switch b.min {
 		case 0:

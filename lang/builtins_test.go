@@ -38,8 +38,10 @@ func TestBuiltinTable(t *testing.T) {
 			t.Errorf("%v: function columns on a %d", id, b.class)
 		case isFunc && b.typ.Kind != KindNone:
 			t.Errorf("%v: a function with a variable's type", id)
-		case isFunc && b.support == supported && (b.min < 0 || b.max >= 0 && (b.max < b.min || len(b.args) > b.max)):
+		case isFunc && b.support == supported && (b.min < 0 || b.max >= 0 && (b.max < b.min || len(b.args) > max(b.max, b.newerMax))):
 			t.Errorf("%v: arity %d..%d", id, b.min, b.max)
+		case b.newerMax != 0 && (b.max < 0 || b.newerMax <= b.max):
+			t.Errorf("%v: newer arity %d not above %d", id, b.newerMax, b.max)
 		case isFunc && (b.agg != KindNone && (b.void || b.result.Kind != KindNone) || b.void && b.result.Kind != KindNone):
 			t.Errorf("%v: more than one of aggregation, void and result", id)
 		}

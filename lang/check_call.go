@@ -239,6 +239,13 @@ func (c *checker) callArgs(e *Call) {
 		}
 	case FuncPton:
 		c.ptonCall(e)
+	case FuncHist:
+		c.tableArgs(e)
+		if len(args) == 2 {
+			if bits, isConst := ConstInt(args[1]); isConst && (bits < 0 || bits > maxHistBits) {
+				c.laterf(e.Loc, "hist: bits %d must be 0..%d", bits, maxHistBits)
+			}
+		}
 	case FuncSizeof:
 		if b, ok := args[0].(*Builtin); ok {
 			if t, ok := intTypeByName(b.Name); ok {

@@ -14,6 +14,8 @@ type mapState struct {
 	keySet   bool
 	valueSet bool
 	lhistSet bool
+	// histSet says info.HistBits holds the map's hist() bits.
+	histSet bool
 	// tseriesSet says info.Tseries holds the map's tseries() arguments.
 	tseriesSet bool
 }
@@ -264,6 +266,29 @@ func (c *checker) lhistParams(e *Call) (LhistParams, bool) {
 		vals[i] = v
 	}
 	return LhistParams{Min: vals[0], Max: vals[1], Step: vals[2]}, true
+}
+
+// maxHistBits bounds hist(v, bits)'s bits, as in bpftrace.
+const maxHistBits = 5
+
+// histBits returns hist()'s bits, 0 without the argument, and whether
+// they are valid (a constant 0 to maxHistBits).
+func histBits(e *Call) (int, bool) {
+	if len(e.Args) < 2 {
+		return 0, true
+	}
+	bits, ok := ConstInt(e.Args[1])
+	return int(bits), ok && bits >= 0 && bits <= maxHistBits
+}
+
+// histStore checks that every hist() stored in a map has the same bits,
+// and records them.
+func (c *checker) histStore(m *mapState, call *Call) {
+	bits, ok := histBits(call)
+	if !ok || m.info.Value.Kind != KindHist {
+		return
+	}
+	storeParams(c, &m.histSet, &m.info.HistBits, bits, call.Loc, "hist")
 }
 
 // tseriesArgs checks tseries()'s constant interval and number of

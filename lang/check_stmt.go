@@ -146,6 +146,9 @@ func (c *checker) assign(s *AssignStmt) {
 		if call, ok := s.RHS.(*Call); ok && t.Kind == KindTseries {
 			c.tseriesStore(m, call)
 		}
+		if call, ok := s.RHS.(*Call); ok && t.Kind == KindHist {
+			c.histStore(m, call)
+		}
 		SetType(lhs, m.info.Value)
 	default:
 		c.expr(s.LHS, useValue)

@@ -227,7 +227,7 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, Tseries: m.Tseries}
+	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, HistBits: m.HistBits, Tseries: m.Tseries}
 	if t.capture != nil && !resolvesFields(m.KeyFields) && !resolvesFields([]layout.Field{m.Value}) {
 		// Under -w nothing is printed: the entries are recorded, and
 		// decoding them would record nothing more.

@@ -137,9 +137,14 @@ const (
 // index (hist, lhist and tseries).
 func (k MapKind) Bucketed() bool { return k == MapHist || k == MapLhist || k == MapTseries }
 
-// HistBuckets is the number of buckets of a hist map: negative values,
-// zero, and one per power of two up to 2^63.
+// HistBuckets is the number of buckets of a hist(v) map: negative values,
+// zero, and one per power of two up to 2^63 (HistBucketsOf(0)).
 const HistBuckets = 66
+
+// HistBucketsOf is the number of buckets of a hist(v, bits) map: negative
+// values, one per value below 2^bits, then 2^bits for each power of two
+// from 2^bits up to 2^63.
+func HistBucketsOf(bits int) int64 { return int64(65-bits)<<bits + 1 }
 
 // Lhist holds the constant bounds of an lhist(v, min, max, step) map.
 type Lhist struct {

@@ -79,3 +79,16 @@ func TestCursorPackedBuf(t *testing.T) {
 		}
 	}
 }
+
+// TestHistBucketsOf checks the bucket counts of hist(v, bits): bits 0 is
+// hist(v)'s 66, and the top bucket of each holds values up to 2^64-1.
+func TestHistBucketsOf(t *testing.T) {
+	if got := HistBucketsOf(0); got != HistBuckets {
+		t.Errorf("HistBucketsOf(0) = %d, want HistBuckets (%d)", got, HistBuckets)
+	}
+	for bits, want := range []int64{66, 129, 253, 497, 977, 1921} {
+		if got := HistBucketsOf(bits); got != want {
+			t.Errorf("HistBucketsOf(%d) = %d, want %d", bits, got, want)
+		}
+	}
+}

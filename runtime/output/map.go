@@ -18,6 +18,8 @@ type Map struct {
 	Kind layout.MapKind
 	// Lhist holds lhist()'s bounds when Kind is layout.MapLhist.
 	Lhist layout.Lhist
+	// HistBits is hist(v, bits)'s bits when Kind is layout.MapHist.
+	HistBits int
 	// Tseries holds tseries()'s arguments when Kind is layout.MapTseries.
 	Tseries layout.Tseries
 	// Entries are the map's entries in any order; the writer sorts them.
@@ -168,7 +170,7 @@ func histBuckets(m *Map, e *Entry, div uint64) []bucket {
 		if m.Kind == layout.MapLhist {
 			bk = lhistBucket(m.Lhist, i)
 		} else {
-			bk = histBucket(i)
+			bk = histBucketOf(m, i)
 		}
 		bk.raw = e.Buckets[i]
 		bk.count = bk.raw
@@ -189,8 +191,53 @@ func BucketRange(m *Map, i int) (min, max string) {
 		b := lhistBucket(m.Lhist, i)
 		return b.min, b.max
 	}
-	b := histBucket(i)
+	b := histBucketOf(m, i)
 	return b.min, b.max
+}
+
+// histBucketOf describes bucket i of hist map m, of bits 0 (bpftrace
+// 0.17's labels) or more.
+func histBucketOf(m *Map, i int) bucket {
+	if m.HistBits == 0 {
+		return histBucket(i)
+	}
+	return histBucketBits(i, m.HistBits)
+}
+
+// histBucketBits describes bucket i of a hist(v, bits) map with bits > 0,
+// labelled as bpftrace 0.20 labels it: [v] for a bucket of one value,
+// [lo, hi) for the others, where a bound m*2^p past 2^(bits+1) is
+// written m*2^(p mod 10) with a K, M ... for each 10 in p (2K, 3K, but
+// 1536 and 2048 = 4*2^9).
+func histBucketBits(i, bits int) bucket {
+	if i == 0 {
+		return bucket{label: "(..., 0)", max: "-1"}
+	}
+	loText, lo, loPlain := histBitsBound(i-1, bits)
+	hiText, hi, hiPlain := histBitsBound(i, bits)
+	label := "[" + loText + ", " + hiText + ")"
+	if loPlain && hiPlain && lo+1 == hi {
+		label = "[" + loText + "]"
+	}
+	return bucket{label: label, min: strconv.FormatUint(lo, 10), max: strconv.FormatUint(hi-1, 10)}
+}
+
+// histBitsBound returns the bound between buckets j and j+1 of a
+// hist(v, bits) map, the least value of bucket j+1: its label, its value
+// (wrapping to 0 at 2^64), and whether bpftrace prints it as a plain
+// number, which it does up to bucket 2^(bits+1).
+func histBitsBound(j, bits int) (string, uint64, bool) {
+	if j <= 2<<bits {
+		return strconv.Itoa(j), uint64(j), true
+	}
+	n := 1 << bits
+	power := j>>bits - 1
+	mult := uint64(n + j&(n-1))
+	label := strconv.FormatUint(mult<<(power%10), 10)
+	if power >= 10 {
+		label += string(" KMGTPE"[power/10])
+	}
+	return label, mult << power, false
 }
 
 // histBucket describes hist() bucket i.
