@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -25,11 +26,18 @@ import (
 // BPFTRACE_CAT_BYTES_MAX default.
 const catBytesMax = 10 * 1024
 
-// attaching prints "Attaching N probes...".
+// attaching prints "Attaching N probes...", or with the newer behaviour
+// bpftrace 0.24's "Attached N probes" on standard error (text) or JSON
+// object.
 func (t *tracer) attaching(n int) error {
 	t.recordUint64(capture.Attached, uint64(n))
-	if err := t.out.AttachedProbes(n); err != nil {
+	if err := t.out.AttachedProbes(n, t.prog.Newer); err != nil {
 		return err
+	}
+	if t.prog.Newer && t.opts.Format != "json" && t.opts.Err != nil {
+		if _, err := io.WriteString(t.opts.Err, output.AttachedNotice(n)); err != nil {
+			return fmt.Errorf("write attached probes: %w", err)
+		}
 	}
 	return t.out.Flush()
 }

@@ -162,16 +162,23 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if err := t.startCapture(); err != nil {
 		return err
 	}
-	if !opts.Quiet {
-		// An attach point waiting for a library the command loads later
-		// counts as one probe: it is attached, if found, before the
-		// library's code runs.
-		if err := t.attaching(len(sites) + len(t.waiting())); err != nil {
+	// An attach point waiting for a library the command loads later
+	// counts as one probe: it is attached, if found, before the
+	// library's code runs. 0.17 says it is attaching them, the newer
+	// behaviour that it has (bpftrace 0.24).
+	probes := len(sites) + len(t.waiting())
+	if !opts.Quiet && !p.Newer {
+		if err := t.attaching(probes); err != nil {
 			return err
 		}
 	}
 	if err := t.attachAll(sites, t.coll, t.spec.Collection); err != nil {
 		return err
+	}
+	if !opts.Quiet && p.Newer {
+		if err := t.attaching(probes); err != nil {
+			return err
+		}
 	}
 	if err := t.watchLoader(objs); err != nil {
 		return err

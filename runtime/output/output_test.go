@@ -159,7 +159,7 @@ func (failWriter) Write([]byte) (int, error) { return 0, errDiskFull }
 func TestWriteErrors(t *testing.T) {
 	w := NewWriter(failWriter{}, JSON)
 	for name, err := range map[string]error{
-		"AttachedProbes": w.AttachedProbes(2),
+		"AttachedProbes": w.AttachedProbes(2, false),
 		"LostEvents":     w.LostEvents(3),
 		"Value":          w.Value(Int(1)),
 		"Exit":           w.Exit(nil),
@@ -177,9 +177,12 @@ func TestMessages(t *testing.T) {
 		do   func(w *Writer) error
 		want string
 	}{
-		{Text, func(w *Writer) error { return w.AttachedProbes(1) }, "Attaching 1 probe...\n"},
-		{Text, func(w *Writer) error { return w.AttachedProbes(3) }, "Attaching 3 probes...\n"},
-		{JSON, func(w *Writer) error { return w.AttachedProbes(2) }, `{"type": "attached_probes", "data": {"probes": 2}}` + "\n"},
+		{Text, func(w *Writer) error { return w.AttachedProbes(1, false) }, "Attaching 1 probe...\n"},
+		{Text, func(w *Writer) error { return w.AttachedProbes(3, false) }, "Attaching 3 probes...\n"},
+		{JSON, func(w *Writer) error { return w.AttachedProbes(2, false) }, `{"type": "attached_probes", "data": {"probes": 2}}` + "\n"},
+		// bpftrace 0.24's: in text on standard error (AttachedNotice).
+		{Text, func(w *Writer) error { return w.AttachedProbes(3, true) }, ""},
+		{JSON, func(w *Writer) error { return w.AttachedProbes(2, true) }, `{"type": "attached_probes", "count": 2, "data": {"probes": 2}}` + "\n"},
 		{Text, func(w *Writer) error { return w.LostEvents(17) }, "Lost 17 events\n"},
 		{JSON, func(w *Writer) error { return w.LostEvents(17) }, `{"type": "lost_events", "data": {"events": 17}}` + "\n"},
 		{Text, func(w *Writer) error { return w.Message(MessageSyscall, "hi\n") }, "hi\n"},
@@ -292,5 +295,14 @@ func TestHold(t *testing.T) {
 	}
 	if want := []string{"0\n100\n200\n", "7\n"}; !slices.Equal(c.writes, want) {
 		t.Errorf("after Flush twice: writes %q, want %q", c.writes, want)
+	}
+}
+
+// TestAttachedNotice checks bpftrace 0.24's line for the probes attached.
+func TestAttachedNotice(t *testing.T) {
+	for n, want := range map[int]string{1: "Attached 1 probe\n", 2: "Attached 2 probes\n", 0: "Attached 0 probes\n"} {
+		if got := AttachedNotice(n); got != want {
+			t.Errorf("AttachedNotice(%d) = %q, want %q", n, got, want)
+		}
 	}
 }

@@ -91,16 +91,34 @@ func (w *Writer) Flush() error {
 }
 
 // AttachedProbes prints "Attaching N probes..." (text) or the
-// attached_probes object (JSON).
-func (w *Writer) AttachedProbes(n int) error {
+// attached_probes object (JSON), as bpftrace 0.17 does; with newer, as
+// bpftrace 0.24 does: in JSON the object has a "count" too, and text has
+// nothing here but AttachedNotice on standard error.
+func (w *Writer) AttachedProbes(n int, newer bool) error {
 	if w.format == JSON {
-		w.buf = fmt.Appendf(w.buf, "{\"type\": \"attached_probes\", \"data\": {\"probes\": %d}}\n", n)
+		count := ""
+		if newer {
+			count = fmt.Sprintf(" \"count\": %d,", n)
+		}
+		w.buf = fmt.Appendf(w.buf, "{\"type\": \"attached_probes\",%s \"data\": {\"probes\": %d}}\n", count, n)
+	} else if newer {
+		return nil
 	} else if n == 1 {
 		w.buf = append(w.buf, "Attaching 1 probe...\n"...)
 	} else {
 		w.buf = fmt.Appendf(w.buf, "Attaching %d probes...\n", n)
 	}
 	return w.flush()
+}
+
+// AttachedNotice is bpftrace 0.24's line for n probes attached, which it
+// prints on standard error in text mode: "Attached 1 probe", "Attached 2
+// probes".
+func AttachedNotice(n int) string {
+	if n == 1 {
+		return "Attached 1 probe\n"
+	}
+	return fmt.Sprintf("Attached %d probes\n", n)
 }
 
 // LostEvents prints "Lost N events" (text) or the lost_events object
