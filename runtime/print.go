@@ -235,7 +235,7 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, HistBits: m.HistBits, Tseries: m.Tseries}
+	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, HistBits: m.HistBits, Tseries: m.Tseries, Newer: t.prog.Newer}
 	if t.capture != nil && !resolvesFields(m.KeyFields) && !resolvesFields([]layout.Field{m.Value}) {
 		// Under -w nothing is printed: the entries are recorded, and
 		// decoding them would record nothing more.

@@ -18,6 +18,10 @@ type Map struct {
 	Kind layout.MapKind
 	// Lhist holds lhist()'s bounds when Kind is layout.MapLhist.
 	Lhist layout.Lhist
+	// Newer prints avg and stats maps as bpftrace 0.24 does: a stats
+	// value as a record ({ .count = 3, .average = 2, .total = 6 }), and
+	// no empty line after either kind of map.
+	Newer bool
 	// HistBits is hist(v, bits)'s bits when Kind is layout.MapHist.
 	HistBits int
 	// Tseries holds tseries()'s arguments when Kind is layout.MapTseries.

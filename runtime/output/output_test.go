@@ -306,3 +306,21 @@ func TestAttachedNotice(t *testing.T) {
 		}
 	}
 }
+
+// TestStatsNewer checks avg and stats maps printed as bpftrace 0.24 does
+// (Map.Newer): stats as a record, no empty line after either map.
+func TestStatsNewer(t *testing.T) {
+	var b bytes.Buffer
+	w := NewWriter(&b, Text)
+	maps := []*Map{
+		{Name: "@s", Kind: layout.MapStats, Newer: true, Entries: []Entry{{Count: 3, Total: -10}}},
+		{Name: "@a", Kind: layout.MapAvg, Newer: true, Entries: []Entry{{Key: []Value{Int(1)}, Count: 2, Total: 7}}},
+	}
+	if err := w.Maps(maps); err != nil {
+		t.Fatal(err)
+	}
+	want := "@a[1]: 3\n@s: { .count = 3, .average = -3, .total = -10 }\n"
+	if b.String() != want {
+		t.Errorf("got %q, want %q", b.String(), want)
+	}
+}

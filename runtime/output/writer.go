@@ -250,7 +250,7 @@ func appendKeyText(b []byte, name string, key []Value) []byte {
 
 // appendMapText prints entries es of m as text. Like bpftrace 0.17, an
 // empty map prints an empty line, each hist is followed by an empty line,
-// and so is a whole avg or stats map.
+// and so is a whole avg or stats map (not with Map.Newer).
 func (w *Writer) appendMapText(m *Map, es []*Entry, div uint64) {
 	b := w.buf
 	if len(es) == 0 {
@@ -275,7 +275,11 @@ func (w *Writer) appendMapText(m *Map, es []*Entry, div uint64) {
 			b = append(b, '\n')
 			continue
 		case layout.MapStats:
-			b = fmt.Appendf(b, "count %d, average %d, total %d", e.Count, e.average(), e.Total)
+			format := "count %d, average %d, total %d"
+			if m.Newer {
+				format = "{ .count = %d, .average = %d, .total = %d }"
+			}
+			b = fmt.Appendf(b, format, e.Count, e.average(), e.Total)
 		case layout.MapAvg:
 			b = appendInt(b, divide(Int(e.average()), div))
 		default:
@@ -283,7 +287,7 @@ func (w *Writer) appendMapText(m *Map, es []*Entry, div uint64) {
 		}
 		b = append(b, '\n')
 	}
-	if m.Kind == layout.MapAvg || m.Kind == layout.MapStats {
+	if (m.Kind == layout.MapAvg || m.Kind == layout.MapStats) && !m.Newer {
 		b = append(b, '\n')
 	}
 	w.buf = b
