@@ -87,7 +87,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.FuncStrcontains: `BEGIN { @ = strcontains("ab", "b"); }`,
 		lang.FuncSignalName:  `BEGIN { @ = signal_name(2); }`,
 		lang.FuncSyscallName: `BEGIN { @ = syscall_name(0); }`,
-		lang.FuncNsecs:       `BEGIN { @ = nsecs(boot); @t = nsecs(tai); @m = nsecs(); }`,
+		lang.FuncNsecs:       `BEGIN { @ = nsecs(boot); @t = nsecs(tai); @s = nsecs(sw_tai); @m = nsecs(); }`,
 		lang.FuncStrlen:      `BEGIN { @ = strlen("abc"); }`,
 		lang.FuncErrorf:      `BEGIN { errorf("bad %d", 1); }`,
 		lang.FuncWarnf:       `BEGIN { warnf("odd %s", "x"); }`,

@@ -1034,6 +1034,10 @@ func (f *fn) convert(dst asm.Register, dstOff int, dt lang.Type, src asm.Registe
 		for i := dt.Size - 1; i < sizeOf(dt); i++ {
 			f.emit(memAt(asm.StoreImm(dst, 0, 0, asm.Byte), dstOff+i))
 		}
+	case dt.Kind == lang.KindBuf && st.Kind == lang.KindBuf && st.Size <= dt.Size && dt.Hash == st.Hash:
+		// The length and the data, into a larger buffer.
+		f.copyMem(dst, dstOff, src, srcOff, sizeOf(st))
+		f.zero(dst, dstOff+sizeOf(st), sizeOf(dt)-sizeOf(st))
 	case dt.Kind == lang.KindTuple && st.Kind == lang.KindTuple && len(dt.Elems) == len(st.Elems):
 		df, _ := Layout(dt.Elems...)
 		sf, _ := Layout(st.Elems...)
@@ -1437,7 +1441,7 @@ func (f *fn) intCall(e *lang.Call) error {
 			switch b, _ := e.Args[0].(*lang.Builtin); b.Name {
 			case "boot":
 				clock = asm.FnKtimeGetBootNs
-			case "tai":
+			case "tai", "sw_tai":
 				clock = asm.FnKtimeGetTaiNs
 			}
 		}

@@ -315,8 +315,10 @@ func (c *checker) elementCall(e *Call) {
 	e.Args = []Expr{elem}
 }
 
-// nsecsClocks are the clocks nsecs() reads.
-var nsecsClocks = []string{"monotonic", "boot", "tai"}
+// nsecsClocks are the clocks nsecs() reads. sw_tai is bpftrace's
+// approximation of TAI for kernels without bpf_ktime_get_tai_ns, which
+// gotrace reads as tai.
+var nsecsClocks = []string{"monotonic", "boot", "tai", "sw_tai"}
 
 // tableArgs checks a call's arguments as the builtins table describes
 // them (builtin.args); those it does not describe may be any value.

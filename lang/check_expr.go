@@ -262,11 +262,18 @@ func (c *checker) ternary(e *Ternary, u use) Type {
 		return Int(8, a.Signed && b.Signed)
 	case a.Kind == KindString && b.Kind == KindString:
 		return String(c.cfg.StrLen)
-	case a.Kind == KindTuple && b.Kind == KindTuple:
-		c.errorf(e.Loc, "Ternary return type unsupported tuple")
-		return Type{}
 	case a.Equal(b):
 		return a
+	case a.Kind == KindTuple && b.Kind == KindTuple || a.Kind == KindBuf && b.Kind == KindBuf:
+		// Tuples and buffers of different sizes, which bpftrace 0.17
+		// refuses, take the larger sizes, as in later bpftrace.
+		if t, ok := mergeTypes(a, b); ok {
+			return t
+		}
+		if a.Kind == KindTuple {
+			c.errorf(e.Loc, "Ternary return type unsupported tuple")
+			return Type{}
+		}
 	}
 	c.laterf(e.Loc, "Ternary operator must return the same type: have '%s' and '%s'", formatTypeName(a), formatTypeName(b))
 	return Type{}
