@@ -137,6 +137,7 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 	}
 	c.callsExit = callsExit(p)
 	c.spec.Loops = hasLoop(p)
+	c.spec.BufCuts = hasLargeBuf(p)
 	if e := opts.Extends; e != nil {
 		c.callsExit = e.ExitedMap != ""
 		c.events = slices.Clone(e.Events)
@@ -197,6 +198,15 @@ func hasLoop(p *lang.Program) bool {
 			return true
 		}
 		return false
+	})
+}
+
+// hasLargeBuf reports whether p has a buf() of more than 1024 bytes
+// (largeBuf), whichever probes a spec extending another compiles.
+func hasLargeBuf(p *lang.Program) bool {
+	return anyNode(p, func(n lang.Node) bool {
+		call, ok := n.(*lang.Call)
+		return ok && call.ID == lang.FuncBuf && largeBuf(lang.TypeOf(call))
 	})
 }
 

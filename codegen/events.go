@@ -312,12 +312,16 @@ func (f *fn) packedEvent(call *lang.Call, ev Event, args []lang.Expr) error {
 // bytes. A literal or comm costs less at its place than the helper call
 // that packs it.
 func packs(t lang.Type) bool {
-	return t.Kind == lang.KindString && t.Size > 16 || t.Kind == lang.KindBuf && t.Size > packedBufMin
+	return t.Kind == lang.KindString && t.Size > 16 || largeBuf(t)
 }
 
-// packedBufMin is the capacity above which a buf is packed: the bufs of
-// bpftrace's sizes keep their place (and their records their bytes).
-const packedBufMin = 1024
+// largeBuf reports whether t is a buf of more than 1024 bytes, beyond
+// bpftrace 0.17's sizes: packed in records, and its reads that are cut to
+// its size counted (Counters.BufCut). The bufs of bpftrace's sizes keep
+// their place, their records their bytes and their cuts their silence.
+func largeBuf(t lang.Type) bool {
+	return t.Kind == lang.KindBuf && t.Size > 1024
+}
 
 // packBuf writes the buf e of type t into the record at rec, at the offset
 // kept in the stack slot end, as its u64 length and that many bytes, and
@@ -350,12 +354,9 @@ func (f *fn) packBuf(e lang.Expr, t lang.Type, rec int, end int16) error {
 		}
 		f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), src))
 	}
-	capped := f.label("bufcap")
-	f.emit(
-		asm.JLE.Imm(asm.R0, int32(t.Size), capped),
-		asm.Mov.Imm(asm.R0, int32(t.Size)),
-	)
-	f.place(capped)
+	// A length loaded from the made buf is capped already, but the
+	// verifier needs to see its bound.
+	f.capBufLen(t, direct)
 	// R1 = the record's end, where the length goes; end moves past the
 	// data; R2 = the length, R1 its data's address.
 	f.scratchPtr(asm.R1, rec)

@@ -1174,12 +1174,7 @@ func (f *fn) buf(e *lang.Call, off int) error {
 			return err
 		}
 	}
-	ok := f.label("buflen")
-	f.emit(
-		asm.JLE.Imm(asm.R0, int32(t.Size), ok),
-		asm.Mov.Imm(asm.R0, int32(t.Size)),
-	)
-	f.place(ok)
+	f.capBufLen(t, true)
 	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off))
 	read := asm.FnProbeReadUser
 	if st := lang.TypeOf(e.Args[0]); st.Kind == lang.KindString {
@@ -1210,6 +1205,21 @@ func (f *fn) buf(e *lang.Call, off int) error {
 	f.scratchPtr(asm.R1, off+8)
 	f.emit(read.Call())
 	return nil
+}
+
+// capBufLen caps the length in R0 of a buf of type t at its size. With
+// count, the length is the one asked for, and the cut of a large buf is
+// counted (Counters.BufCut). It clobbers R1 and R2.
+func (f *fn) capBufLen(t lang.Type, count bool) {
+	ok := f.label("buflen")
+	f.emit(
+		asm.JLE.Imm(asm.R0, int32(t.Size), ok),
+		asm.Mov.Imm(asm.R0, int32(t.Size)),
+	)
+	if count && largeBuf(t) {
+		f.incrementCounter(f.c.spec.bufCutCounter())
+	}
+	f.place(ok)
 }
 
 // builtin lowers an integer builtin variable.

@@ -48,6 +48,9 @@ type Spec struct {
 	// Loops says the script has a while or for loop, whose stops at
 	// MaxLoopIterations CountersMap counts too.
 	Loops bool
+	// BufCuts says the script has a buf() of more than 1024 bytes, whose
+	// reads cut to its size CountersMap counts too.
+	BufCuts bool
 	// StartMap is a one-entry u64 array: the runtime stores the start time
 	// (bpf_ktime_get_ns clock, CLOCK_MONOTONIC) in it before running BEGIN;
 	// the elapsed builtin subtracts it from nsecs.
@@ -221,12 +224,22 @@ func fullCounter(i int) int { return 8 * (1 + i) }
 // keep their layout.
 func (s *Spec) loopCounter() int { return fullCounter(len(s.Maps)) }
 
-// countersSize is the size of CountersMap's value.
-func (s *Spec) countersSize() int {
+// bufCutCounter is the offset of the count of buf() reads cut to the
+// buf's size, after the loop counter; the value holds it only when the
+// script has a buf of more than 1024 bytes (Spec.BufCuts).
+func (s *Spec) bufCutCounter() int {
 	if s.Loops {
 		return s.loopCounter() + 8
 	}
-	return fullCounter(len(s.Maps))
+	return s.loopCounter()
+}
+
+// countersSize is the size of CountersMap's value.
+func (s *Spec) countersSize() int {
+	if s.BufCuts {
+		return s.bufCutCounter() + 8
+	}
+	return s.bufCutCounter()
 }
 
 // Counters are the counts CountersMap holds.
@@ -237,6 +250,9 @@ type Counters struct {
 	Full []uint64
 	// LoopCapped counts the while and for loops stopped at MaxLoopIterations.
 	LoopCapped uint64
+	// BufCut counts the reads of a buf() of more than 1024 bytes that
+	// were longer than the buf and cut to its size.
+	BufCut uint64
 }
 
 // DecodeCounters decodes CountersMap's value, read as bytes.
@@ -250,6 +266,9 @@ func (s *Spec) DecodeCounters(value []byte) (Counters, error) {
 	}
 	if s.Loops {
 		c.LoopCapped = binary.NativeEndian.Uint64(value[s.loopCounter():])
+	}
+	if s.BufCuts {
+		c.BufCut = binary.NativeEndian.Uint64(value[s.bufCutCounter():])
 	}
 	return c, nil
 }

@@ -141,6 +141,9 @@ func (t *tracer) reportFull() {
 	if c.LoopCapped > 0 {
 		fmt.Fprintf(t.opts.Err, "WARNING: a loop reached its limit of %d iterations and was stopped (%d times)\n", codegen.MaxLoopIterations, c.LoopCapped)
 	}
+	if c.BufCut > 0 {
+		fmt.Fprintf(t.opts.Err, "WARNING: buf() was asked for more bytes than it holds and was cut to its size (%d times; max_buflen sets it, up to %d bytes)\n", c.BufCut, lang.MaxStrLen)
+	}
 }
 
 func (t *tracer) mapKeysMax() int {
