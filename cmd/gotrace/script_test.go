@@ -9,6 +9,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -102,17 +103,26 @@ func cmdExits(ts *testscript.TestScript, neg bool, args []string) {
 
 // cmdSignals runs a program, sends it signals and checks its exit code:
 //
-//	signals [-watch=FILE] CODE SIG[,SIG...] PROGRAM [ARG...]
+//	signals [-watch=FILE] [-ready=REGEXP] CODE SIG[,SIG...] PROGRAM [ARG...]
 //
 // Each signal (USR1, INT, TERM, HUP, QUIT) is sent once the program has written
-// to standard output (or to FILE), and after each the command waits until
+// to standard output (or to FILE), or with -ready once that output matches
+// REGEXP (a line BEGIN prints: a signal that comes before BEGIN's output is
+// read races with it), and after each the command waits until
 // that output grows, the program exits or a second passes. The program's standard
 // output and error are left in the files signals.stdout and
 // signals.stderr of the work directory, for cmp.
 func cmdSignals(ts *testscript.TestScript, neg bool, args []string) {
-	watch := ""
-	if len(args) > 0 && strings.HasPrefix(args[0], "-watch=") {
-		watch = ts.MkAbs(strings.TrimPrefix(args[0], "-watch="))
+	watch, ready := "", regexp.MustCompile(".")
+	for len(args) > 0 && strings.HasPrefix(args[0], "-") {
+		switch name, value, _ := strings.Cut(args[0], "="); name {
+		case "-watch":
+			watch = ts.MkAbs(value)
+		case "-ready":
+			ready = regexp.MustCompile(value)
+		default:
+			ts.Fatalf("signals: unknown option %s", args[0])
+		}
 		args = args[1:]
 	}
 	if neg || len(args) < 3 {
@@ -157,18 +167,15 @@ func cmdSignals(ts *testscript.TestScript, neg bool, args []string) {
 		cmd.Wait()
 		close(done)
 	}()
-	size := func() int64 {
+	output := func() []byte {
+		name := stdout.Name()
 		if watch != "" {
-			fi, err := os.Stat(watch)
-			if err != nil {
-				return 0
-			}
-			return fi.Size()
+			name = watch
 		}
-		fi, err := stdout.Stat()
-		ts.Check(err)
-		return fi.Size()
+		b, _ := os.ReadFile(name)
+		return b
 	}
+	size := func() int64 { return int64(len(output())) }
 	// waitGrowth waits until the output is longer than n bytes, the
 	// program has exited or limit has passed.
 	waitGrowth := func(n int64, limit time.Duration) {
@@ -183,7 +190,13 @@ func cmdSignals(ts *testscript.TestScript, neg bool, args []string) {
 			}
 		}
 	}
-	waitGrowth(0, 10*time.Second)
+	for end := time.Now().Add(10 * time.Second); !ready.Match(output()) && time.Now().Before(end); {
+		select {
+		case <-done:
+			end = time.Now()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
 	for _, sig := range sigs {
 		n := size()
 		if err := cmd.Process.Signal(sig); err != nil {
