@@ -284,7 +284,7 @@ func (f *fn) packedEvent(call *lang.Call, ev Event, args []lang.Expr) error {
 	defer f.popSlot()
 	f.emit(
 		asm.Mov.Imm(asm.R0, int32(8+fixedSize)),
-		asm.StoreMem(asm.RFP, end, asm.R0, asm.DWord),
+		asm.StoreMem(f.fp, end, asm.R0, asm.DWord),
 	)
 	for i, a := range args {
 		if !fields[i].Packed {
@@ -303,7 +303,7 @@ func (f *fn) packedEvent(call *lang.Call, ev Event, args []lang.Expr) error {
 		}
 	}
 	f.emit(storeImm64(regScratch, rec, int32(id)))
-	f.output(eventsMapName, rec, asm.LoadMem(asm.R3, asm.RFP, end, asm.DWord))
+	f.output(eventsMapName, rec, asm.LoadMem(asm.R3, f.fp, end, asm.DWord))
 	return nil
 }
 
@@ -361,12 +361,12 @@ func (f *fn) packBuf(e lang.Expr, t lang.Type, rec int, end int16) error {
 	// data; R2 = the length, R1 its data's address.
 	f.scratchPtr(asm.R1, rec)
 	f.emit(
-		asm.LoadMem(asm.R5, asm.RFP, end, asm.DWord),
+		asm.LoadMem(asm.R5, f.fp, end, asm.DWord),
 		asm.Add.Reg(asm.R1, asm.R5),
 		asm.StoreMem(asm.R1, 0, asm.R0, asm.DWord),
 		asm.Add.Imm(asm.R5, 8),
 		asm.Add.Reg(asm.R5, asm.R0),
-		asm.StoreMem(asm.RFP, end, asm.R5, asm.DWord),
+		asm.StoreMem(f.fp, end, asm.R5, asm.DWord),
 		asm.Add.Imm(asm.R1, 8),
 		asm.Mov.Reg(asm.R2, asm.R0),
 	)
@@ -404,7 +404,7 @@ func (f *fn) packString(e lang.Expr, t lang.Type, rec int, end int16, most int) 
 	dst := func() {
 		f.scratchPtr(asm.R1, rec)
 		f.emit(
-			asm.LoadMem(asm.R5, asm.RFP, end, asm.DWord),
+			asm.LoadMem(asm.R5, f.fp, end, asm.DWord),
 			asm.Add.Reg(asm.R1, asm.R5),
 		)
 	}
@@ -439,9 +439,9 @@ func (f *fn) packString(e lang.Expr, t lang.Type, rec int, end int16, most int) 
 	)
 	f.place(bounded)
 	f.emit(
-		asm.LoadMem(asm.R1, asm.RFP, end, asm.DWord),
+		asm.LoadMem(asm.R1, f.fp, end, asm.DWord),
 		asm.Add.Reg(asm.R0, asm.R1),
-		asm.StoreMem(asm.RFP, end, asm.R0, asm.DWord),
+		asm.StoreMem(f.fp, end, asm.R0, asm.DWord),
 	)
 	return nil
 }

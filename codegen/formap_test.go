@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
@@ -26,8 +28,8 @@ func TestMapLoops(t *testing.T) {
 		sorted: true,
 	}, {
 		name:   "several keys and strings",
-		src:    `BEGIN { @m[1, "ab"] = "x"; @m[2, "cd"] = "y"; for ($kv : @m) { printf("%d %s %s\n", $kv.0.0, $kv.0.1, $kv.1); } }`,
-		want:   []string{"1 ab x", "2 cd y"},
+		src:    `BEGIN { @m[1, "ab"] = "x"; @m[2, "cd"] = "y"; for ($kv : @m) { printf("%d %s %s%s\n", $kv.0.0, $kv.0.1, $kv.1, str(0)); } }`,
+		want:   []string{"1 ab x ", "2 cd y "},
 		sorted: true,
 	}, {
 		name: "outer variables are shared",
@@ -110,6 +112,7 @@ func TestMapLoops(t *testing.T) {
 			if err != nil {
 				t.Fatalf("compile: %v", err)
 			}
+			callbackFrameUnused(t, spec)
 			l := load(t, spec)
 			got := printfs(t, l)
 			if tt.sorted {
@@ -119,6 +122,24 @@ func TestMapLoops(t *testing.T) {
 				t.Errorf("got %q, want %q", got, tt.want)
 			}
 		})
+	}
+}
+
+// callbackFrameUnused fails t when a callback of spec's programs uses its
+// own stack frame (R10): its slots live in the probe program's frame, and
+// the kernel counts both frames against one 512-byte stack.
+func callbackFrameUnused(t *testing.T, spec *Spec) {
+	t.Helper()
+	for name, p := range spec.Collection.Programs {
+		inCallback := false
+		for i, ins := range p.Instructions {
+			if i > 0 && btf.FuncMetadata(&ins) != nil {
+				inCallback = true
+			}
+			if inCallback && (ins.Dst == asm.RFP || ins.Src == asm.RFP) {
+				t.Errorf("%s: instruction %d of a callback uses R10: %v", name, i, ins)
+			}
+		}
 	}
 }
 
