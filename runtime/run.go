@@ -133,6 +133,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if t.spec, err = compile(p, opts, objs, childPID, t.files); err != nil {
 		return err
 	}
+	if opts.Compiled != nil {
+		opts.Compiled()
+	}
 	if err := t.checkMetrics(); err != nil {
 		return err
 	}

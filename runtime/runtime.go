@@ -31,6 +31,10 @@ import (
 
 // Options configure a run; the command line fills them in.
 type Options struct {
+	// Compiled, when set, is called once the script is compiled, before
+	// anything is loaded: the caller's front end (parsing, checking,
+	// compiling) is over.
+	Compiled func()
 	// Out receives the trace: printf output, "Attaching N probes..." and
 	// the maps (standard output or the -o file).
 	Out io.Writer
