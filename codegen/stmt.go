@@ -290,7 +290,13 @@ func (f *fn) assign(s *lang.AssignStmt) error {
 	case *lang.Var:
 		return f.assignVar(s, lhs)
 	case *lang.MapExpr:
-		if call, ok := s.RHS.(*lang.Call); ok && s.Op == "=" && call.ID.Aggregation() != lang.KindNone {
+		if call := lang.ValueCall(s.RHS); call != nil && s.Op == "=" && call.ID.Aggregation() != lang.KindNone {
+			// The statements of block expressions around it run first.
+			for b, ok := s.RHS.(*lang.BlockExpr); ok; b, ok = b.Value.(*lang.BlockExpr) {
+				if err := f.stmts(b.Stmts); err != nil {
+					return err
+				}
+			}
 			return f.aggregate(lhs, call)
 		}
 		return f.assignMap(s, lhs)

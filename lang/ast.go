@@ -597,6 +597,22 @@ type BlockExpr struct {
 	Value Expr
 }
 
+// ValueCall returns the call that gives e its value: e itself, or the
+// value of a block expression (`@m = { let $a = 1; avg($a) }`, bpftrace
+// 0.24), innermost first; nil for other expressions.
+func ValueCall(e Expr) *Call {
+	for {
+		switch x := e.(type) {
+		case *Call:
+			return x
+		case *BlockExpr:
+			e = x.Value
+		default:
+			return nil
+		}
+	}
+}
+
 // IndexExpr is `X[I]` on a pointer or array (maps use MapExpr).
 type IndexExpr struct {
 	ExprBase

@@ -122,7 +122,7 @@ func (c *checker) assign(s *AssignStmt) {
 		var t Type
 		if s.Op == "=" {
 			u := useAssign
-			if _, ok := s.RHS.(*Call); ok {
+			if ValueCall(s.RHS) != nil {
 				u = useMapAssign
 			}
 			t = c.expr(s.RHS, u)
