@@ -418,9 +418,12 @@ func (f *fn) unary(e *lang.Unary) error {
 // slot, or of its place in the scratch area.
 func (f *fn) addressOf(e *lang.Unary) error {
 	x, ok := e.X.(*lang.Var)
-	v, declared := f.vars[x.Name]
-	if !ok || !declared {
+	if !ok {
 		return f.c.errorf(e, "the address of %s: %w", lang.TypeOf(e.X), ErrUnsupported)
+	}
+	v, declared := f.vars[x.Name]
+	if !declared {
+		return f.c.errorf(e, "the address of undeclared %s: %w", x.Name, ErrUnsupported)
 	}
 	if isScalar(v.typ) {
 		f.emit(asm.Mov.Reg(asm.R0, f.fp), asm.Add.Imm(asm.R0, int32(v.slot)))
@@ -772,6 +775,8 @@ func (f *fn) index(e *lang.IndexExpr) error {
 		return nil
 	case lang.KindString:
 		return f.stringByte(e)
+	case lang.KindIntArray:
+		return f.arrayElem(e)
 	}
 	assert(xt.Kind == lang.KindPointer || xt.Kind == lang.KindArray, e, "indexing what is neither a pointer nor an array")
 	if err := f.intExpr(e.X); err != nil {
@@ -794,6 +799,37 @@ func (f *fn) index(e *lang.IndexExpr) error {
 		asm.Add.Reg(asm.R0, asm.R1),
 	)
 	return f.load(e, f.pointee(xt), f.inKernel(e.X))
+}
+
+// arrayElem lowers `a[N]` of an array value into R0: the element the
+// checker's constant index selects, extended from its size.
+func (f *fn) arrayElem(e *lang.IndexExpr) error {
+	xt := lang.TypeOf(e.X)
+	tmp := f.alloc(sizeOf(xt))
+	if err := f.valueInto(e.X, tmp); err != nil {
+		return err
+	}
+	size := xt.Elem.Size
+	f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, memSize[size]), tmp+e.TupleIndex*size))
+	f.emit(extend(asm.R0, size, xt.Elem.Signed)...)
+	return nil
+}
+
+// memSize is the load and store width of an integer of each size.
+var memSize = map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWord}
+
+// arrayCast lowers a cast to an array value into the scratch area at
+// off: the bytes of the string, or of the integer as it is stored (eight
+// bytes, little-endian, of which the array takes its size).
+func (f *fn) arrayCast(e *lang.Cast, off int) error {
+	if lang.TypeOf(e.X).Kind == lang.KindString {
+		return f.valueInto(e.X, off)
+	}
+	if err := f.intExpr(e.X); err != nil {
+		return err
+	}
+	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off))
+	return nil
 }
 
 // valueInto lowers a string, buf or tuple expression into the scratch
@@ -883,6 +919,10 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 	case *lang.Unary:
 		if e.Op == "*" {
 			return f.derefInto(e, off)
+		}
+	case *lang.Cast:
+		if t.Kind == lang.KindIntArray {
+			return f.arrayCast(e, off)
 		}
 	}
 	return f.c.errorf(e, "%T of type %s as a value: %w", e, t, ErrUnsupported)

@@ -35,6 +35,10 @@ func field(t lang.Type) layout.Field {
 	case lang.KindTuple:
 		f.Elems, _ = Layout(t.Elems...)
 		f.Names = t.Names
+	case lang.KindIntArray:
+		elem := field(*t.Elem)
+		elem.Size = t.Elem.Size
+		f.Size, f.Elems = t.Size, []layout.Field{elem}
 	case lang.KindStack:
 		f.StackFrames, f.StackPerf, f.StackKernel = t.StackFrames, t.StackPerf, t.StackKernel
 	}
@@ -64,7 +68,7 @@ var fieldKinds = map[lang.Kind]layout.Kind{
 	lang.KindPointer: layout.Pointer, lang.KindString: layout.String, lang.KindBuf: layout.Buf,
 	lang.KindTuple: layout.Tuple, lang.KindInet: layout.Inet, lang.KindTimestamp: layout.Timestamp,
 	lang.KindUsym: layout.Usym, lang.KindKsym: layout.Ksym, lang.KindErrno: layout.Errno, lang.KindSignal: layout.Signal, lang.KindSyscall: layout.Syscall, lang.KindUsername: layout.Username,
-	lang.KindStack: layout.Stack, lang.KindProbe: layout.Probe,
+	lang.KindStack: layout.Stack, lang.KindProbe: layout.Probe, lang.KindIntArray: layout.Array,
 }
 
 // mapKinds are the layout kinds of maps whose values are aggregations;
@@ -79,7 +83,7 @@ var mapKinds = map[lang.Kind]layout.MapKind{
 // area, a record or a map: a multiple of 8.
 func sizeOf(t lang.Type) int {
 	switch t.Kind {
-	case lang.KindString:
+	case lang.KindString, lang.KindIntArray:
 		return align8(t.Size)
 	case lang.KindBuf:
 		return 8 + align8(t.Size)
@@ -113,7 +117,7 @@ const timestampSize = 16
 // (integers, pointers, struct addresses) rather than into memory.
 func isScalar(t lang.Type) bool {
 	switch t.Kind {
-	case lang.KindString, lang.KindBuf, lang.KindTuple, lang.KindInet, lang.KindTimestamp:
+	case lang.KindString, lang.KindBuf, lang.KindTuple, lang.KindInet, lang.KindTimestamp, lang.KindIntArray:
 		return false
 	}
 	return true

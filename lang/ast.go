@@ -618,7 +618,7 @@ type IndexExpr struct {
 	ExprBase
 	X     Expr
 	Index Expr
-	// TupleIndex is filled in by the checker when X is a tuple: the
-	// element the constant Index selects.
+	// TupleIndex is filled in by the checker when X is a tuple or an
+	// array value (KindIntArray): the element the constant Index selects.
 	TupleIndex int
 }

@@ -300,12 +300,40 @@ func (c *checker) cast(e *Cast) Type {
 		c.errorf(span, "Cannot cast to \"%s\"", typeName(to))
 		return Type{}
 	}
+	if to.Kind == KindIntArray {
+		return c.arrayCast(e, x, to)
+	}
 	if x.Kind != KindNone && !isIntLike(x) {
 		c.errorf(span, "Casts are not supported for type: \"%s\"", typeName(x))
 		return Type{}
 	}
 	// A cast pointer still points where & pointed.
 	to.Local = to.Kind == KindPointer && x.Kind == KindPointer && x.Local
+	return to
+}
+
+// arrayCast types a cast of an integer or a string to an array of
+// integers: the bytes of the value, as many elements as fit when the
+// length is not written, which must then fill the value exactly.
+func (c *checker) arrayCast(e *Cast, x, to Type) Type {
+	var size int
+	switch x.Kind {
+	case KindNone:
+		return Type{}
+	case KindInt, KindString:
+		size = x.Size
+	default:
+		c.errorf(e.TypeLoc, "Cannot cast from \"%s\" to \"%s\"", typeName(x), e.TypeName)
+		return Type{}
+	}
+	if to.Len == 0 && size%to.Elem.Size == 0 {
+		to.Len = size / to.Elem.Size
+	}
+	if to.Len*to.Elem.Size != size {
+		c.errorf(e.TypeLoc, "Cannot cast from \"%s\" to \"%s\": the sizes differ (%d and %d bytes)", typeName(x), e.TypeName, size, to.Len*to.Elem.Size)
+		return Type{}
+	}
+	to.Size = size
 	return to
 }
 
@@ -398,6 +426,18 @@ func (c *checker) index(e *IndexExpr) Type {
 	switch {
 	case x.Kind == KindNone:
 		return Type{}
+	case x.Kind == KindIntArray:
+		n, ok := foldInt(e.Index)
+		if !ok {
+			c.laterf(e.Index.Span(), "The index of an array value must be a constant integer")
+			return Type{}
+		}
+		if n < 0 || n >= int64(x.Len) {
+			c.laterf(e.Loc, "the index %d is out of bounds for array of size %d", n, x.Len)
+			return Type{}
+		}
+		e.TupleIndex = int(n)
+		return *x.Elem
 	case (x.Kind == KindPointer || x.Kind == KindArray) && x.Elem != nil:
 		return c.resolve(*x.Elem)
 	case x.Kind == KindPointer:

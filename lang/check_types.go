@@ -47,7 +47,7 @@ func mergeTypes(a, b Type) (Type, bool) {
 		}
 		a.Elems = elems
 		return a, true
-	case KindPointer, KindStruct, KindArray:
+	case KindPointer, KindStruct, KindArray, KindIntArray:
 		return a, a.Equal(b)
 	case KindStack:
 		return a, a.StackKernel == b.StackKernel

@@ -777,6 +777,30 @@ func (p *parser) cast() *Cast {
 		e.To = Type{Kind: KindStruct, Struct: p.tok().Value}
 	}
 	p.next()
+	if p.is("[") && e.To.Kind == KindInt {
+		// A cast to an array (bpftrace 0.19): (int8[8]), or (int8[])
+		// whose length the checker takes from the value's size.
+		p.next()
+		elem := e.To
+		e.To = Type{Kind: KindIntArray, Elem: &elem}
+		if t := p.tok(); t.Type == tokInt {
+			n, err := parseInt(t.Value)
+			if err != nil || n < 1 || n > 4096 {
+				p.errorf(tokSpan(t), "array length %s is outside 1..4096", t.Value)
+			}
+			e.To.Len = int(n)
+			e.TypeName += "[" + t.Value + "]"
+			p.next()
+		} else {
+			e.TypeName += "[]"
+		}
+		p.expect("]", "]")
+		p.expect(")", expectArgs)
+		e.TypeLoc = p.span(start)
+		e.X, _ = p.operand()
+		e.Loc = p.span(start)
+		return e
+	}
 	expect, stars := expectArgs, 0
 	for p.is("*") {
 		p.next()

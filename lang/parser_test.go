@@ -160,6 +160,8 @@ func TestParseExpressions(t *testing.T) {
 		// (its trailing if too) and block expressions.
 		{"&$a + 1", "(+ (& $a) 1)"},
 		{"$a ?: 2", "(? $a $a 2)"},
+		{"((int8[8])12345)[0]", "([] (cast[int8[8]] 12345) 0)"},
+		{"(bool[])$x", "(cast[bool[]] $x)"},
 		{"*&@m", "(* (& @m))"},
 		{"(a = 1, b = (2, \"x\")).b", "(.b (record a=1 b=(tuple 2 \"x\")))"},
 		{"(a=$x)", "(record a=$x)"},

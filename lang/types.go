@@ -71,6 +71,11 @@ const (
 	// that fired (usdt:PATH:PROVIDER:NAME), known to user space by the
 	// attachment it came from rather than carried as text.
 	KindProbe
+	// KindIntArray is an array value (bpftrace 0.19's casts to arrays,
+	// `(int8[8])12345`, `(uint8[])"ab"`): Len elements of the integer
+	// or bool type Elem, packed as in C, Size bytes, held as strings are
+	// rather than addressed as KindArray is.
+	KindIntArray
 )
 
 // Type is the type of an expression, a map key or a map value.
@@ -250,7 +255,7 @@ func (t Type) String() string {
 		return "none"
 	case KindProbe:
 		return "probe"
-	case KindArray:
+	case KindArray, KindIntArray:
 		return fmt.Sprintf("%s[%d]", t.Elem.String(), t.Len)
 	}
 	return fmt.Sprintf("kind(%d)", int(t.Kind))

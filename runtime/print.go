@@ -134,6 +134,8 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		v := output.Tuple(elems...)
 		v.Names = f.Names
 		return v
+	case layout.Array:
+		return arrayValue(f, b)
 	case layout.Probe:
 		i := u64(b, 0)
 		if i < uint64(len(t.spec.Attachments)) {
@@ -158,6 +160,30 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 	if f.EnumNames != nil {
 		v.Enum, v.Name = true, f.EnumNames[int64(v.Bits)]
 	}
+	return v
+}
+
+// arrayValue decodes an array value: Size bytes of little-endian
+// integers of the size of its element, Elems[0].
+func arrayValue(f layout.Field, b []byte) output.Value {
+	elem := f.Elems[0]
+	elems := make([]output.Value, 0, f.Size/elem.Size)
+	for off := 0; off+elem.Size <= f.Size; off += elem.Size {
+		var bits uint64
+		for i := elem.Size - 1; i >= 0; i-- {
+			bits = bits<<8 | uint64(b[off+i])
+		}
+		if shift := 64 - 8*elem.Size; elem.Signed {
+			bits = uint64(int64(bits<<shift) >> shift)
+		}
+		v := output.Value{Kind: output.ValueInt, Bits: bits, Signed: elem.Signed}
+		if elem.Kind == layout.Bool {
+			v = output.Boolean(bits != 0)
+		}
+		elems = append(elems, v)
+	}
+	v := output.Tuple(elems...)
+	v.Array = true
 	return v
 }
 

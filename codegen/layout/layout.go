@@ -65,6 +65,10 @@ const (
 	// Hash is a Buf whose data print in reverse order as one hex number
 	// (hash256()).
 	Hash
+	// Array is an array value (lang.KindIntArray): Size bytes of
+	// integers packed as in C, each as Elems[0] describes it (Size is
+	// then the element's size in bytes), printed as [1,2,3].
+	Array
 )
 
 // Field is one value inside a record, a map key, a map value or a tuple.

@@ -61,6 +61,8 @@ type Value struct {
 	// names, one per element (nil for a tuple).
 	Elems []Value
 	Names []string
+	// Array says the tuple is an array value, printed [1,2,3].
+	Array bool
 }
 
 // Int returns a signed integer value.
@@ -160,29 +162,43 @@ func appendText(b []byte, v Value) []byte {
 	case ValueBuf:
 		return appendBuf(b, v)
 	case ValueTuple:
-		if v.Names != nil {
+		switch {
+		case v.Array:
+			return appendElems(b, v, "[", ",", "]", nil, appendText)
+		case v.Names != nil:
 			// A record: { .a = 1, .b = x }, as bpftrace 0.25 prints it.
-			b = append(b, '{')
-			for i, e := range v.Elems {
-				if i > 0 {
-					b = append(b, ',')
-				}
-				b = append(b, " ."...)
-				b = append(b, v.Names[i]...)
-				b = appendText(append(b, " = "...), e)
-			}
-			return append(b, " }"...)
+			return appendElems(b, v, "{", ",", " }", textName, appendText)
 		}
-		b = append(b, '(')
-		for i, e := range v.Elems {
-			if i > 0 {
-				b = append(b, ", "...)
-			}
-			b = appendText(b, e)
-		}
-		return append(b, ')')
+		return appendElems(b, v, "(", ", ", ")", nil, appendText)
 	}
 	return append(b, "<invalid value>"...)
+}
+
+// appendElems appends the elements of tuple v between open and close,
+// sep between them, each written by elem after its name written by name
+// (a record's; nil for the others).
+func appendElems(b []byte, v Value, open, sep, close string, name func([]byte, string) []byte, elem func([]byte, Value) []byte) []byte {
+	b = append(b, open...)
+	for i, e := range v.Elems {
+		if i > 0 {
+			b = append(b, sep...)
+		}
+		if name != nil {
+			b = name(b, v.Names[i])
+		}
+		b = elem(b, e)
+	}
+	return append(b, close...)
+}
+
+// textName writes a record's field name in text: " .a = ".
+func textName(b []byte, name string) []byte {
+	return append(append(append(b, " ."...), name...), " = "...)
+}
+
+// jsonName writes a record's field name in JSON: "a": .
+func jsonName(b []byte, name string) []byte {
+	return append(appendJSONString(b, name), ": "...)
 }
 
 // appendJSON appends v as a JSON value the way bpftrace writes it:
@@ -200,23 +216,9 @@ func appendJSON(b []byte, v Value) []byte {
 	case ValueTuple:
 		if v.Names != nil {
 			// A record is an object, with blanks after ":" and ",".
-			b = append(b, '{')
-			for i, e := range v.Elems {
-				if i > 0 {
-					b = append(b, ", "...)
-				}
-				b = appendJSON(append(appendJSONString(b, v.Names[i]), ": "...), e)
-			}
-			return append(b, '}')
+			return appendElems(b, v, "{", ", ", "}", jsonName, appendJSON)
 		}
-		b = append(b, '[')
-		for i, e := range v.Elems {
-			if i > 0 {
-				b = append(b, ',')
-			}
-			b = appendJSON(b, e)
-		}
-		return append(b, ']')
+		return appendElems(b, v, "[", ",", "]", nil, appendJSON)
 	}
 	return append(b, "null"...)
 }
