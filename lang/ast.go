@@ -567,6 +567,9 @@ type Cast struct {
 	TypeLoc Span
 	To      Type
 	X       Expr
+	// Decl says the cast converts the value of a typed declaration,
+	// `$x: TYPE = X`, whose type is written before the "=".
+	Decl bool
 }
 
 // Tuple is `(a, b, ...)` with at least two elements, or a record

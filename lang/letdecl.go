@@ -111,11 +111,15 @@ func (p *parser) declaration(start, v lexToken) Stmt {
 		return &LetStmt{Loc: p.span(start), Var: x}
 	}
 	if value == nil {
-		value = &IntLit{ExprBase: ExprBase{Loc: x.Loc}}
+		// `$x: TYPE` without a value: zero, and no "=", where the
+		// type ends.
+		end := tokSpan(typ).End
+		opLoc = Span{Start: end, End: end}
+		value = &IntLit{ExprBase: ExprBase{Loc: opLoc}}
 	}
 	if typed {
-		c := &Cast{TypeName: typ.Value, TypeLoc: tokSpan(typ), To: to, X: value}
-		c.Loc = p.span(start)
+		c := &Cast{TypeName: typ.Value, TypeLoc: tokSpan(typ), To: to, X: value, Decl: true}
+		c.Loc = Span{Start: c.TypeLoc.Start, End: value.Span().End}
 		value = c
 	}
 	return &AssignStmt{Loc: p.span(start), Op: "=", OpLoc: opLoc, LHS: x, RHS: value}

@@ -30,7 +30,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("struct S { int a; char b[4]; struct S *n; } u:/b:\"f(int, char)\" { $s = (struct S *)arg0; $s->n->a; }")
 	f.Add("#define A 1\n#define B (A + \\\n A)\n#define R R\n#undef A\n#include <x.h>\nBEGIN { $x = B + R; }")
 	f.Add("BEGIN { $x = -(1 + 2) * ((3)); @[(1, 2)] = ($x ? \"a\\t\\\"\" : \"\\001\"); ($x)++; --@; (@m)[1]; unroll(-2) { } }")
-	f.Add("begin { let $a; $b = &$a; _ = (x = 1, y = (2, \"s\")).y; $c = if ($a) { 1 } else if (2) { $d = 3; $d } else { 4 }; $e = { if (1) { 5 } else { 6 } }; $f = $a ?: 7; return $c; }")
+	f.Add("begin { let $a; $b = &$a; _ = (x = 1, y = (2, \"s\")).y; $c = if ($a) { 1 } else if (2) { $d = 3; $d } else { 4 }; $e = { if (1) { 5 } else { 6 } }; $f = $a ?: 7; let $g: uint16 = 5; $h:int8; return $c; }")
 	f.Fuzz(func(t *testing.T, src string) {
 		start := time.Now()
 		p, err := Parse("fuzz.bt", src)
@@ -359,7 +359,12 @@ func checkSpans(t *testing.T, p *Program) {
 		case *AssignStmt:
 			expr(s.LHS, loc)
 			expr(s.RHS, loc)
-			ordered("assignment", s.LHS.Span(), s.OpLoc, s.RHS.Span())
+			if c, ok := s.RHS.(*Cast); ok && c.Decl {
+				// $x: TYPE = VALUE: the cast's type comes before the "=".
+				ordered("declaration", s.LHS.Span(), c.TypeLoc, s.OpLoc, c.X.Span())
+			} else {
+				ordered("assignment", s.LHS.Span(), s.OpLoc, s.RHS.Span())
+			}
 		case *IfStmt:
 			expr(s.Cond, loc)
 			stmt(s.Then, loc)
