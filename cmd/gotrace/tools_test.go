@@ -103,9 +103,7 @@ var shippedTools = []shippedTool{
 // (the same "Attaching N probes..." line and BEGIN's lines, before any
 // event) and the workload's events must show.
 func TestShippedTools(t *testing.T) {
-	testenv.RequireFile(t, "/sys/kernel/tracing/events")
-	bpftrace := testenv.RequireBpftrace(t)
-	gotrace := buildGotrace(t)
+	bpftrace, gotrace := kernelTracers(t)
 	for _, tool := range shippedTools {
 		t.Run(tool.name, func(t *testing.T) {
 			script := "/usr/sbin/" + tool.name + ".bt"
@@ -132,6 +130,13 @@ func TestShippedTools(t *testing.T) {
 			}
 		})
 	}
+}
+
+// kernelTracers returns bpftrace's path and a gotrace built for the test,
+// for tests that trace the kernel with both (they need tracefs).
+func kernelTracers(t *testing.T) (bpftrace, gotrace string) {
+	testenv.RequireFile(t, "/sys/kernel/tracing/events")
+	return testenv.RequireBpftrace(t), buildGotrace(t)
 }
 
 // traceTool runs script under tool until its header (header lines after
