@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"testing"
 	"time"
-
 )
 
 // tutorialOneLiner is a one-liner of bpftrace's tutorial whose output
