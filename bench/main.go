@@ -73,7 +73,29 @@ const (
 	KindPrintf Kind = "printf"
 	// KindPrintMap: time from the traced process's end to the tool's.
 	KindPrintMap Kind = "printmap"
+	// KindAttach: on a running Target, time from the tool's start until
+	// BEGIN's "ready" line (both tools run BEGIN after attaching every
+	// probe), then, after a second of tracing, from SIGINT to its exit.
+	KindAttach Kind = "attach"
 )
+
+// exitBound is how long a KindAttach run waits for the tool to exit after
+// SIGINT: bpftrace 0.17 takes a minute or more to detach hundreds of
+// perf-event uprobes one by one, so its exit is reported as "> 20 s".
+const exitBound = 20 * time.Second
+
+// sleepJava is the Java program the libjvm case traces: it sleeps.
+const sleepJava = `class Sleep {
+	public static void main(String[] args) throws Exception {
+		System.out.println("sleeping");
+		Thread.sleep(Long.MAX_VALUE);
+	}
+}
+`
+
+// attachScript is the script of the KindAttach cases, with PROBE standing
+// for the probe.
+const attachScript = `BEGIN { printf("ready\n"); } PROBE { @ = count(); }`
 
 // Case is one thing both tools are run on.
 type Case struct {
@@ -91,6 +113,11 @@ type Case struct {
 	Script string
 	// Env is added to the tools' environment.
 	Env []string
+	// Target is the command a KindAttach case traces with -p PID ("PID"
+	// in Args), started once for all the case's runs; "DIR" stands for
+	// the work directory, which holds Sleep.java. It must print a line
+	// once it is up.
+	Target []string
 	// Keys is the number of map entries a KindPrintMap case prints.
 	Keys int
 	// TimeTarget and RSSTarget are the ratios gotrace/bpftrace the project
@@ -171,6 +198,11 @@ func cases() []Case {
 				"-c", fmt.Sprintf("LOOP %d %d", bigMapKeys, bigMapKeys),
 				"-e", "usdt:LOOP:bench:hit { @[arg1] = count(); }",
 			}},
+		// Hundreds of probe locations on a running process: USDT probes
+		// of the JVM (531) and a wildcard uprobe (939 functions).
+		attach("attach-libjvm-usdt", "usdt:"+libjvm+":*", "java", "DIR/Sleep.java"),
+		attach("attach-python-uprobes", "uprobe:/usr/bin/python3.11:Py*",
+			"/usr/bin/python3.11", "-c", "import time; print('sleeping', flush=True); time.sleep(86400)"),
 		check("check-expr-400k", "BEGIN { @ = 1"+strings.Repeat("+1", 200_000)+"; }"),
 		check("check-probes-10", probes(10)),
 		check("check-probes-100", probes(100)),
@@ -183,6 +215,14 @@ func cases() []Case {
 // check is a case that checks and compiles script without loading it.
 func check(name, script string) Case {
 	return Case{Name: name, Kind: KindWall, Args: []string{"DRYRUN", "SCRIPT"}, Script: script,
+		// bpftrace refuses more than 512 probes or programs by default.
+		Env: []string{"BPFTRACE_MAX_PROBES=100000", "BPFTRACE_MAX_BPF_PROGS=100000"}}
+}
+
+// attach is a case that attaches probe to a running target.
+func attach(name, probe string, target ...string) Case {
+	return Case{Name: name, Kind: KindAttach, Target: target,
+		Args: []string{"-p", "PID", "-e", strings.ReplaceAll(attachScript, "PROBE", probe)},
 		// bpftrace refuses more than 512 probes or programs by default.
 		Env: []string{"BPFTRACE_MAX_PROBES=100000", "BPFTRACE_MAX_BPF_PROGS=100000"}}
 }
@@ -225,6 +265,11 @@ type Run struct {
 	// Rate is, for KindPrintf, the events per second the traced loop
 	// fired over its whole run (its mean_ns).
 	Rate float64
+	// Exit is, for KindAttach, the seconds from SIGINT to the tool's
+	// exit; Cut says the tool was still running exitBound after SIGINT
+	// and was killed.
+	Exit float64
+	Cut  bool
 }
 
 // Stats are the medians of a tool's runs of a case.
@@ -238,6 +283,10 @@ type Stats struct {
 	ProgNS float64 `json:"bpf_ns_per_run,omitempty"`
 	// Rate is the median of the runs' Rate (KindPrintf).
 	Rate float64 `json:"events_per_second,omitempty"`
+	// Exit is the median of the runs' Exit (KindAttach), exitBound's
+	// seconds for a run cut there; Cut counts such runs.
+	Exit float64 `json:"exit_seconds,omitempty"`
+	Cut  int     `json:"exit_cut_runs,omitempty"`
 	// Min and Max are the smallest and largest Value of the runs.
 	Min float64 `json:"min_value"`
 	Max float64 `json:"max_value"`
@@ -319,6 +368,10 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 				return err
 			}
 		}
+		target, err := startTarget(c, dir)
+		if err != nil {
+			return err
+		}
 		var bRuns, gRuns []Run
 		var bErr, gErr error
 		for i := 0; i < n; i++ {
@@ -331,12 +384,12 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 				switch {
 				case isB && bErr == nil:
 					var run Run
-					if run, bErr = measure(bpftrace, loop, c, dir); bErr == nil {
+					if run, bErr = measure(bpftrace, loop, c, dir, target); bErr == nil {
 						bRuns = append(bRuns, run)
 					}
 				case !isB && gErr == nil:
 					var run Run
-					if run, gErr = measure(gotrace, loop, c, dir); gErr == nil {
+					if run, gErr = measure(gotrace, loop, c, dir, target); gErr == nil {
 						gRuns = append(gRuns, run)
 					}
 				}
@@ -344,6 +397,10 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 			if bErr != nil && gErr != nil {
 				break
 			}
+		}
+		if target != nil {
+			target.Process.Kill()
+			target.Wait()
 		}
 		r.Bpftrace = summarize(bRuns, bErr, c.Kind, r.Untraced)
 		r.Gotrace = summarize(gRuns, gErr, c.Kind, r.Untraced)
@@ -382,6 +439,9 @@ func build(dir string) (gotrace, loop string, err error) {
 	if err := os.WriteFile(src, loopSource, 0o644); err != nil {
 		return "", "", fmt.Errorf("write loop.c: %w", err)
 	}
+	if err := os.WriteFile(filepath.Join(dir, "Sleep.java"), []byte(sleepJava), 0o644); err != nil {
+		return "", "", fmt.Errorf("write Sleep.java: %w", err)
+	}
 	loop = filepath.Join(dir, "loop")
 	out, err = exec.Command("gcc", "-O2", "-Wall", "-o", loop, src).CombinedOutput()
 	if err != nil {
@@ -399,6 +459,8 @@ func unit(k Kind) string {
 		return "lines"
 	case KindPrintMap:
 		return "s"
+	case KindAttach:
+		return "s to ready"
 	}
 	return "s"
 }
@@ -433,8 +495,95 @@ func untraced(loop string, n int, env []string) (float64, error) {
 	return median(v), nil
 }
 
-// measure runs tool on c once in dir and takes its measures.
-func measure(tool, loop string, c Case, dir string) (Run, error) {
+// startTarget starts the process a KindAttach case traces and waits for
+// its first line; it returns nil for other cases.
+func startTarget(c Case, dir string) (*exec.Cmd, error) {
+	if len(c.Target) == 0 {
+		return nil, nil
+	}
+	var argv []string
+	for _, a := range c.Target {
+		argv = append(argv, strings.ReplaceAll(a, "DIR", dir))
+	}
+	cmd := exec.Command(argv[0], argv[1:]...)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	if err := cmd.Start(); err != nil {
+		return nil, fmt.Errorf("start %s: %w", argv[0], err)
+	}
+	if _, err := bufio.NewReader(out).ReadString('\n'); err != nil {
+		cmd.Process.Kill()
+		cmd.Wait()
+		return nil, fmt.Errorf("start %s: no line from it: %w", argv[0], err)
+	}
+	return cmd, nil
+}
+
+// measureAttach runs tool on a KindAttach case: the time until its
+// "ready" line, a second of tracing, then the time from SIGINT to its
+// exit, cut at exitBound. A tool cut there is killed and reaped in the
+// background, so that the bench goes on while the kernel tears its
+// probes down.
+func measureAttach(cmd *exec.Cmd) (Run, error) {
+	name := filepath.Base(cmd.Path)
+	out, err := cmd.StdoutPipe()
+	if err != nil {
+		return Run{}, fmt.Errorf("start %s: %w", name, err)
+	}
+	var stderr bytes.Buffer
+	cmd.Stderr = &stderr
+	start := time.Now()
+	if err := cmd.Start(); err != nil {
+		return Run{}, fmt.Errorf("start %s: %w", name, err)
+	}
+	ready := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(out)
+		for sc.Scan() {
+			if sc.Text() == "ready" {
+				close(ready)
+				break
+			}
+		}
+		io.Copy(io.Discard, out)
+	}()
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var r Run
+	select {
+	case <-ready:
+		r.Value = time.Since(start).Seconds()
+	case err := <-exited:
+		return Run{}, fmt.Errorf("%s exited before it was ready: %v: %s", name, err, firstLine(stderr.String()))
+	case <-time.After(5 * time.Minute):
+		cmd.Process.Kill()
+		return Run{}, fmt.Errorf("%s not ready after 5 minutes", name)
+	}
+	time.Sleep(time.Second)
+	interrupted := time.Now()
+	cmd.Process.Signal(os.Interrupt)
+	select {
+	case err := <-exited:
+		r.Exit = time.Since(interrupted).Seconds()
+		if err != nil {
+			return Run{}, fmt.Errorf("%w: %s", err, firstLine(stderr.String()))
+		}
+		if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
+			r.MaxRSS = ru.Maxrss * 1024
+		}
+	case <-time.After(exitBound):
+		r.Exit, r.Cut = exitBound.Seconds(), true
+		cmd.Process.Kill()
+	}
+	r.Wall = time.Since(start)
+	return r, nil
+}
+
+// measure runs tool on c once in dir and takes its measures; target is
+// the process a KindAttach case traces.
+func measure(tool, loop string, c Case, dir string, target *exec.Cmd) (Run, error) {
 	out := filepath.Join(dir, "out.txt")
 	defer os.Remove(out)
 	capture := filepath.Join(dir, "out.cap")
@@ -457,6 +606,8 @@ func measure(tool, loop string, c Case, dir string) (Run, error) {
 			} else {
 				args = append(args, "--dry-run")
 			}
+		case "PID":
+			args = append(args, strconv.Itoa(target.Process.Pid))
 		case "SCRIPT":
 			script := filepath.Join(dir, c.Name+".bt")
 			if err := os.WriteFile(script, []byte(strings.ReplaceAll(c.Script, "LOOP", loop)), 0o644); err != nil {
@@ -470,6 +621,9 @@ func measure(tool, loop string, c Case, dir string) (Run, error) {
 	cmd := exec.Command(tool, args...)
 	cmd.Dir = dir
 	cmd.Env = append(os.Environ(), c.Env...)
+	if c.Kind == KindAttach {
+		return measureAttach(cmd)
+	}
 	var stdout lineFilter
 	var stderr bytes.Buffer
 	cmd.Stdout = &stdout
@@ -630,9 +784,14 @@ func summarize(runs []Run, err error, k Kind, untraced float64) Stats {
 	if err != nil {
 		return Stats{Runs: len(runs), Err: err.Error()}
 	}
-	var wall, value, progNS, rate []float64
+	var wall, value, progNS, rate, exit []float64
 	var rss, lost []int64
+	cut := 0
 	for _, r := range runs {
+		exit = append(exit, r.Exit)
+		if r.Cut {
+			cut++
+		}
 		wall = append(wall, r.Wall.Seconds())
 		progNS = append(progNS, r.ProgNS)
 		rate = append(rate, r.Rate)
@@ -641,7 +800,7 @@ func summarize(runs []Run, err error, k Kind, untraced float64) Stats {
 		lost = append(lost, r.Lost)
 	}
 	s := Stats{Runs: len(runs), Wall: median(wall), Value: median(value), MaxRSS: medianInt(rss), Lost: medianInt(lost), ProgNS: median(progNS), Rate: median(rate),
-		Min: slices.Min(value), Max: slices.Max(value)}
+		Min: slices.Min(value), Max: slices.Max(value), Exit: median(exit), Cut: cut}
 	if k == KindHit {
 		s.Value -= untraced
 	}
@@ -698,14 +857,20 @@ func brief(s Stats, k Kind) string {
 	if k == KindPrintf {
 		b += fmt.Sprintf(" %.0f events/s, %d lost", s.Rate, s.Lost)
 	}
+	if k == KindAttach {
+		b += ", exit " + exitCell(s)
+	}
 	return b
 }
 
 // measureCell is a table's cell for a tool's measure: for printf, the
 // median lines with the fewest and most of the runs.
 func measureCell(s Stats, k Kind) string {
-	if k == KindPrintf {
+	switch k {
+	case KindPrintf:
 		return fmt.Sprintf("%.0f (%.0f-%.0f) lines", s.Value, s.Min, s.Max)
+	case KindAttach:
+		return fmt.Sprintf("ready %.3f s (%.3f-%.3f), exit %s", s.Value, s.Min, s.Max, exitCell(s))
 	}
 	return formatMeasure(s.measureOf(k), k)
 }
@@ -719,6 +884,15 @@ func formatMeasure(v float64, k Kind) string {
 		return fmt.Sprintf("%.0f lines", v)
 	}
 	return fmt.Sprintf("%.3f s", v)
+}
+
+// exitCell is a KindAttach case's median exit time, "> 20 s" when most
+// runs were cut at exitBound.
+func exitCell(s Stats) string {
+	if s.Cut > s.Runs/2 {
+		return fmt.Sprintf("> %.0f s (%d of %d runs)", exitBound.Seconds(), s.Cut, s.Runs)
+	}
+	return fmt.Sprintf("%.3f s", s.Exit)
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.1f MiB", float64(b)/(1<<20)) }
