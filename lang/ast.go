@@ -570,6 +570,9 @@ type Cast struct {
 	// Decl says the cast converts the value of a typed declaration,
 	// `$x: TYPE = X`, whose type is written before the "=".
 	Decl bool
+	// TypeOf is EXPR of a declaration's `typeof(EXPR)`: the checker sets
+	// To to its type; it is not evaluated.
+	TypeOf Expr
 }
 
 // Tuple is `(a, b, ...)` with at least two elements, or a record

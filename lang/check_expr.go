@@ -280,6 +280,13 @@ func (c *checker) ternary(e *Ternary, u use) Type {
 }
 
 func (c *checker) cast(e *Cast) Type {
+	if e.TypeOf != nil {
+		t := c.expr(e.TypeOf, useValue)
+		if t.Kind != KindInt && t.Kind != KindNone {
+			c.errorf(e.TypeLoc, "gotrace declares variables of integer types and bool only, not %s", typeName(t))
+		}
+		e.To = t
+	}
 	x := c.expr(e.X, useValue)
 	to := c.resolve(e.To)
 	if !c.prog.Newer {

@@ -261,6 +261,7 @@ func TestCheckTypes(t *testing.T) {
 		{"begin", "let $a; $v = $a; $a = (int16)2", "int16"},
 		{"begin", "$v = if (1) { 2 } else { 3 }", "int64"},
 		{"begin", `$v = (int8[])"hello"`, "int8[6]"},
+		{"begin", "$a = (int16)1; $v: typeof($a) = 3", "int16"},
 		{"begin", "$v = (bool[2])(uint16)1", "bool[2]"},
 		{"begin", "$v = ((uint16[4])1)[3]", "unsigned int16"},
 		{"BEGIN", `$v = 1 ? "a" : "bcd"`, "string[64]"},

@@ -93,7 +93,16 @@ func (p *parser) declaration(start, v lexToken) Stmt {
 		p.next()
 	}
 	var to Type
-	if typed {
+	typeLoc := tokSpan(typ)
+	var typeOf Expr
+	if typed && typ.Value == "typeof" && p.is("(") {
+		// `$x: typeof(EXPR)` (bpftrace 0.24): the type of EXPR, which
+		// the checker gives; EXPR is not evaluated.
+		p.next()
+		typeOf, _ = p.expr(expectParen)
+		p.expect(")", expectParen)
+		typeLoc = Span{Start: typeLoc.Start, End: posAt(p.prevEnd)}
+	} else if typed {
 		it, ok := castIntTypes[typ.Value]
 		if typ.Type != tokIdent && typ.Type != tokAttach || !ok {
 			p.errorf(tokSpan(typ), "gotrace declares variables of integer types and bool only, not %s", typ.Value)
@@ -113,12 +122,12 @@ func (p *parser) declaration(start, v lexToken) Stmt {
 	if value == nil {
 		// `$x: TYPE` without a value: zero, and no "=", where the
 		// type ends.
-		end := tokSpan(typ).End
+		end := typeLoc.End
 		opLoc = Span{Start: end, End: end}
 		value = &IntLit{ExprBase: ExprBase{Loc: opLoc}}
 	}
 	if typed {
-		c := &Cast{TypeName: typ.Value, TypeLoc: tokSpan(typ), To: to, X: value, Decl: true}
+		c := &Cast{TypeName: typ.Value, TypeLoc: typeLoc, To: to, X: value, Decl: true, TypeOf: typeOf}
 		c.Loc = Span{Start: c.TypeLoc.Start, End: value.Span().End}
 		value = c
 	}

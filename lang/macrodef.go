@@ -250,7 +250,7 @@ func mapExpr(e Expr, f func(Expr) Expr) Expr {
 		return f(&c)
 	case *Cast:
 		c := *e
-		c.X = m(e.X)
+		c.X, c.TypeOf = m(e.X), m(e.TypeOf)
 		return f(&c)
 	case *Tuple:
 		c := *e

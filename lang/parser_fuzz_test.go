@@ -30,7 +30,7 @@ func FuzzParse(f *testing.F) {
 	f.Add("struct S { int a; char b[4]; struct S *n; } u:/b:\"f(int, char)\" { $s = (struct S *)arg0; $s->n->a; }")
 	f.Add("#define A 1\n#define B (A + \\\n A)\n#define R R\n#undef A\n#include <x.h>\nBEGIN { $x = B + R; }")
 	f.Add("BEGIN { $x = -(1 + 2) * ((3)); @[(1, 2)] = ($x ? \"a\\t\\\"\" : \"\\001\"); ($x)++; --@; (@m)[1]; unroll(-2) { } }")
-	f.Add("begin { let $a; $b = &$a; _ = (x = 1, y = (2, \"s\")).y; $c = if ($a) { 1 } else if (2) { $d = 3; $d } else { 4 }; $e = { if (1) { 5 } else { 6 } }; $f = $a ?: 7; let $g: uint16 = 5; $h:int8; return $c; }")
+	f.Add("begin { let $a; $b = &$a; _ = (x = 1, y = (2, \"s\")).y; $c = if ($a) { 1 } else if (2) { $d = 3; $d } else { 4 }; $e = { if (1) { 5 } else { 6 } }; $f = $a ?: 7; let $g: uint16 = 5; $h:int8; let $i: typeof($g + 1) = 2; $j:typeof($c); return $c; }")
 	f.Fuzz(func(t *testing.T, src string) {
 		start := time.Now()
 		p, err := Parse("fuzz.bt", src)
@@ -109,6 +109,9 @@ func stmtSource(s Stmt) string {
 		}
 		return exprSource(s.X, precTernary) + ";"
 	case *AssignStmt:
+		if c, ok := s.RHS.(*Cast); ok && c.TypeOf != nil {
+			return exprSource(s.LHS, precTernary) + ": typeof(" + exprSource(c.TypeOf, precTernary) + ") = " + exprSource(c.X, precTernary) + ";"
+		}
 		return exprSource(s.LHS, precTernary) + " " + s.Op + " " + exprSource(s.RHS, precTernary) + ";"
 	case *IfStmt:
 		out := "if (" + exprSource(s.Cond, precTernary) + ") " + blockSource(s.Then)

@@ -196,6 +196,9 @@ func (d *dumper) expr(depth int, e Expr) {
 		d.exprs(depth+1, e.Cond, e.Then, e.Else)
 	case *Cast:
 		typed("cast (%s)", e.TypeName)
+		if e.TypeOf != nil {
+			d.expr(depth+1, e.TypeOf)
+		}
 		d.expr(depth+1, e.X)
 	case *Tuple:
 		if e.Names != nil {

@@ -114,6 +114,9 @@ func appendChildren(out []Node, n Node) []Node {
 	case *Ternary:
 		out = append(out, n.Cond, n.Then, n.Else)
 	case *Cast:
+		if n.TypeOf != nil {
+			out = append(out, n.TypeOf)
+		}
 		out = append(out, n.X)
 	case *Tuple:
 		for _, e := range n.Elems {
