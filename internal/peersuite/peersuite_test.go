@@ -16,8 +16,8 @@ import (
 // the measured population and in all, than when they were last raised.
 // Raise them as the language grows.
 const (
-	floorCore = 334
-	floorAll  = 469
+	floorCore = 335
+	floorAll  = 471
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).
