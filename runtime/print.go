@@ -262,31 +262,48 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 		return nil, err
 	}
 	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, HistBits: m.HistBits, Tseries: m.Tseries, Newer: t.prog.Newer}
-	if t.capture != nil && !resolvesFields(m.KeyFields) && !resolvesFields([]layout.Field{m.Value}) {
+	resolves := resolvesFields(m.KeyFields) || resolvesFields([]layout.Field{m.Value})
+	if t.capture != nil && !resolves {
 		// Under -w nothing is printed: the entries are recorded, and
 		// decoding them would record nothing more.
+		return om, nil
+	}
+	if len(entries) > 0 && !resolves {
+		// Decoded one entry at a time while printing: a map of a million
+		// keys is never held decoded. Fields that resolve stay decoded
+		// once, in order, as capture and replay record their inputs.
+		om.Len = len(entries)
+		om.Decode = func(i int, oe *output.Entry) {
+			*oe = t.outputEntry(m, entries[i], oe.Key[:0])
+		}
 		return om, nil
 	}
 	om.Entries = make([]output.Entry, 0, len(entries))
 	// Every key's values come from one allocation.
 	keys := make([]output.Value, len(entries)*len(m.KeyFields))
 	for _, e := range entries {
-		oe := output.Entry{Count: e.Count, Total: e.Total, Buckets: e.Buckets, Intervals: e.Intervals}
-		if e.Key != nil {
-			oe.Key = t.appendKeyArgs(keys[:0:len(m.KeyFields)], m.KeyFields, e.Key)
-			keys = keys[len(m.KeyFields):]
-		}
-		switch m.Kind {
-		case layout.MapCount:
-			oe.Value = output.Uint(e.Count)
-		case layout.MapSum, layout.MapMin, layout.MapMax:
-			oe.Value = output.Int(e.Total)
-		case layout.MapValue:
-			oe.Value = t.value(m.Value, e.Value)
-		}
-		om.Entries = append(om.Entries, oe)
+		om.Entries = append(om.Entries, t.outputEntry(m, e, keys[:0:len(m.KeyFields)]))
+		keys = keys[len(m.KeyFields):]
 	}
 	return om, nil
+}
+
+// outputEntry converts entry e of map m for printing, with its key's
+// values appended to key.
+func (t *tracer) outputEntry(m *codegen.Map, e *mapEntry, key []output.Value) output.Entry {
+	oe := output.Entry{Count: e.Count, Total: e.Total, Buckets: e.Buckets, Intervals: e.Intervals}
+	if e.Key != nil {
+		oe.Key = t.appendKeyArgs(key, m.KeyFields, e.Key)
+	}
+	switch m.Kind {
+	case layout.MapCount:
+		oe.Value = output.Uint(e.Count)
+	case layout.MapSum, layout.MapMin, layout.MapMax:
+		oe.Value = output.Int(e.Total)
+	case layout.MapValue:
+		oe.Value = t.value(m.Value, e.Value)
+	}
+	return oe
 }
 
 // printMap prints one map for print(@m, top, div).

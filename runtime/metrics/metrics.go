@@ -198,10 +198,11 @@ func (c *Collector) labelNames(mapName string, n int) ([]string, error) {
 // histogram's buckets are one series here), and says how many it left
 // out.
 func (c *Collector) mapMetrics(m *output.Map) (metrics []prometheus.Metric, dropped int) {
-	if len(m.Entries) == 0 {
+	all := m.AllEntries()
+	if len(all) == 0 {
 		return nil, 0
 	}
-	keyLen := len(m.Entries[0].Key)
+	keyLen := len(all[0].Key)
 	labels, err := c.labelNames(m.Name, keyLen)
 	if err != nil {
 		return []prometheus.Metric{prometheus.NewInvalidMetric(prometheus.NewDesc(c.cfg.MetricName(m.Name), "", nil, nil), err)}, 0
@@ -210,7 +211,7 @@ func (c *Collector) mapMetrics(m *output.Map) (metrics []prometheus.Metric, drop
 	help := fmt.Sprintf("The map %s of the gotrace script.", m.Name)
 	// A stable order, so that the series kept under the cap are the same
 	// from one scrape to the next while the keys stay.
-	entries := slices.Clone(m.Entries)
+	entries := slices.Clone(all)
 	slices.SortFunc(entries, func(a, b output.Entry) int { return compareKeys(a.Key, b.Key) })
 	if len(entries) > c.cfg.MaxSeries {
 		dropped = len(entries) - c.cfg.MaxSeries

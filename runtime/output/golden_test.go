@@ -91,12 +91,15 @@ func TestGolden(t *testing.T) {
 				if !ok {
 					t.Fatalf("no %s section", f.name)
 				}
-				var got bytes.Buffer
-				if err := runFeed(NewWriter(&got, f.format), string(feed)); err != nil {
-					t.Fatalf("feed: %v", err)
-				}
-				if !bytes.Equal(got.Bytes(), want) {
-					t.Errorf("%s output differs\n got:\n%s\nwant:\n%s\ndiff:\n%s", f.name, got.Bytes(), want, lineDiff(string(want), got.String()))
+				// Maps print the same from Entries and through Decode.
+				for _, lazy := range []bool{false, true} {
+					var got bytes.Buffer
+					if err := runFeed(NewWriter(&got, f.format), string(feed), lazy); err != nil {
+						t.Fatalf("feed: %v", err)
+					}
+					if !bytes.Equal(got.Bytes(), want) {
+						t.Errorf("%s output differs (lazy %v)\n got:\n%s\nwant:\n%s\ndiff:\n%s", f.name, lazy, got.Bytes(), want, lineDiff(string(want), got.String()))
+					}
 				}
 			}
 		})
@@ -188,7 +191,9 @@ func lineDiff(want, got string) string {
 }
 
 // runFeed interprets a feed (see the comment on update) against w.
-func runFeed(w *Writer, feed string) error {
+// runFeed prints what feed says to w; with lazy, maps give their entries
+// through Decode.
+func runFeed(w *Writer, feed string, lazy bool) error {
 	maps := map[string]*Map{}
 	var order []string
 	var cur *Map
@@ -199,14 +204,20 @@ func runFeed(w *Writer, feed string) error {
 		if strings.TrimSpace(line) == "" {
 			continue
 		}
-		if err := feedLine(w, maps, &order, &cur, line); err != nil {
+		if err := feedLine(w, maps, &order, &cur, line, lazy); err != nil {
 			return fmt.Errorf("line %d: %q: %w", n+1, line, err)
 		}
 	}
 	return nil
 }
 
-func feedLine(w *Writer, maps map[string]*Map, order *[]string, cur **Map, line string) error {
+func feedLine(w *Writer, maps map[string]*Map, order *[]string, cur **Map, line string, lazy bool) error {
+	printed := func(m *Map) *Map {
+		if lazy {
+			return decoded(m)
+		}
+		return m
+	}
 	if line[0] == ' ' || line[0] == '\t' {
 		if *cur == nil {
 			return fmt.Errorf("entry outside a map")
@@ -296,7 +307,7 @@ func feedLine(w *Writer, maps map[string]*Map, order *[]string, cur **Map, line 
 				return err
 			}
 		}
-		return w.Map(m, nums[0], nums[1])
+		return w.Map(printed(m), nums[0], nums[1])
 	case "lost":
 		n, err := strconv.ParseUint(rest, 10, 64)
 		if err != nil {
@@ -306,11 +317,24 @@ func feedLine(w *Writer, maps map[string]*Map, order *[]string, cur **Map, line 
 	case "exit":
 		var ms []*Map
 		for _, name := range *order {
-			ms = append(ms, maps[name])
+			ms = append(ms, printed(maps[name]))
 		}
 		return w.Exit(ms)
 	}
 	return fmt.Errorf("unknown command %q", cmd)
+}
+
+// decoded returns m with its entries behind Decode, as the runtime gives
+// a big map, reusing the memory of e.Key as Decode may.
+func decoded(m *Map) *Map {
+	d := *m
+	d.Entries, d.Len = nil, len(m.Entries)
+	d.Decode = func(i int, e *Entry) {
+		key := append(e.Key[:0], m.Entries[i].Key...)
+		*e = m.Entries[i]
+		e.Key = key
+	}
+	return &d
 }
 
 func feedEntry(m *Map, line string) error {

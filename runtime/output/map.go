@@ -31,6 +31,43 @@ type Map struct {
 	// 0.17 always prints a count() map without keys: give it one entry,
 	// zero when nothing was counted or it was cleared.
 	Entries []Entry
+	// Len and Decode stand for Entries when Decode is set: the map has
+	// Len entries and Decode(i, e) sets e to entry i, so that a map of a
+	// million keys is decoded one entry at a time as it prints rather
+	// than held decoded whole. Decode may reuse the memory of e.Key.
+	Len    int
+	Decode func(i int, e *Entry)
+}
+
+// entryCount is the number of m's entries.
+func (m *Map) entryCount() int {
+	if m.Decode != nil {
+		return m.Len
+	}
+	return len(m.Entries)
+}
+
+// entry returns m's entry i. With Decode it is decoded into scratch and
+// valid until the next call with scratch.
+func (m *Map) entry(i int, scratch *Entry) *Entry {
+	if m.Decode == nil {
+		return &m.Entries[i]
+	}
+	m.Decode(i, scratch)
+	return scratch
+}
+
+// AllEntries returns m's entries, each decoded into its own memory when m
+// has Decode.
+func (m *Map) AllEntries() []Entry {
+	if m.Decode == nil {
+		return m.Entries
+	}
+	es := make([]Entry, m.Len)
+	for i := range es {
+		m.Decode(i, &es[i])
+	}
+	return es
 }
 
 // Entry is one key of a map and its merged value.
@@ -78,16 +115,18 @@ func (e *Entry) bucketTotal() uint64 {
 // avg and stats by average, hist and lhist by their total count, maps of
 // strings, tuples and bufs and tseries maps by key. Equal values, which bpftrace leaves in
 // hash order, are ordered by key.
-func sortedEntries(m *Map) []*Entry {
+func sortedEntries(m *Map) *sortedList {
 	// The sort compares records that hold what it orders by, side by
 	// side in memory, rather than chasing each entry's pointers: a map of
-	// a million keys sorts in a fraction of the time.
-	rs := make([]sortRecord, len(m.Entries))
+	// a million keys sorts in a fraction of the time. Only keys that are
+	// not one integer are kept decoded for it.
+	rs := make([]sortRecord, m.entryCount())
 	intKeys := true
-	for i := range m.Entries {
-		e := &m.Entries[i]
+	var scratch Entry
+	for i := range rs {
+		e := m.entry(i, &scratch)
 		r := &rs[i]
-		r.e = e
+		r.index = int32(i)
 		switch m.Kind {
 		case layout.MapAvg, layout.MapStats:
 			r.value = orderedInt(e.average())
@@ -107,6 +146,14 @@ func sortedEntries(m *Map) []*Entry {
 			intKeys = false
 		}
 	}
+	var keys [][]Value
+	if !intKeys {
+		keys = make([][]Value, len(rs))
+		for i := range keys {
+			var e Entry
+			keys[i] = m.entry(i, &e).Key
+		}
+	}
 	slices.SortFunc(rs, func(a, b sortRecord) int {
 		if c := cmp.Compare(a.value, b.value); c != 0 {
 			return c
@@ -114,30 +161,44 @@ func sortedEntries(m *Map) []*Entry {
 		if intKeys {
 			return cmp.Compare(a.key, b.key)
 		}
-		return compareKeys(a.e.Key, b.e.Key)
+		return compareKeys(keys[a.index], keys[b.index])
 	})
-	es := make([]*Entry, len(rs))
+	order := make([]int32, len(rs))
 	for i := range rs {
-		es[i] = rs[i].e
+		order[i] = rs[i].index
 	}
-	return es
+	return &sortedList{m: m, order: order}
 }
 
 // sortRecord is an entry's place in sortedEntries' order: its value as an
 // unsigned integer of the same order (0 for values that are not integers),
-// and its key when every key is one integer.
+// its key when every key is one integer, and its index in the map.
 type sortRecord struct {
 	value, key uint64
-	e          *Entry
+	index      int32
 }
+
+// sortedList is a map's entries in the order they print, each decoded
+// only when asked for.
+type sortedList struct {
+	m       *Map
+	order   []int32
+	scratch Entry
+}
+
+// len is the number of entries in l.
+func (l *sortedList) len() int { return len(l.order) }
+
+// at returns the ith entry of l, valid until the next call.
+func (l *sortedList) at(i int) *Entry { return l.m.entry(int(l.order[i]), &l.scratch) }
 
 // orderedInt maps a signed integer to an unsigned one of the same order.
 func orderedInt(v int64) uint64 { return uint64(v) ^ 1<<63 }
 
-// topEntries returns the last top entries of es (all when top is 0).
-func topEntries(es []*Entry, top uint64) []*Entry {
-	if top > 0 && top < uint64(len(es)) {
-		return es[uint64(len(es))-top:]
+// topEntries keeps the last top entries of es (all when top is 0).
+func topEntries(es *sortedList, top uint64) *sortedList {
+	if top > 0 && top < uint64(len(es.order)) {
+		es.order = es.order[uint64(len(es.order))-top:]
 	}
 	return es
 }

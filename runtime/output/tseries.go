@@ -31,8 +31,9 @@ func tseriesEpochs(m *Map) (first, last uint64) {
 	if m.Kind != layout.MapTseries {
 		return 1, 0
 	}
-	for i := range m.Entries {
-		for _, iv := range m.Entries[i].Intervals {
+	var scratch Entry
+	for i := range m.entryCount() {
+		for _, iv := range m.entry(i, &scratch).Intervals {
 			last = max(last, iv.Epoch)
 		}
 	}

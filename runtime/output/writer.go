@@ -251,13 +251,14 @@ func appendKeyText(b []byte, name string, key []Value) []byte {
 // appendMapText prints entries es of m as text. Like bpftrace 0.17, an
 // empty map prints an empty line, each hist is followed by an empty line,
 // and so is a whole avg or stats map (not with Map.Newer).
-func (w *Writer) appendMapText(m *Map, es []*Entry, div uint64) {
+func (w *Writer) appendMapText(m *Map, es *sortedList, div uint64) {
 	b := w.buf
-	if len(es) == 0 {
+	if es.len() == 0 {
 		b = append(b, '\n')
 	}
 	first, last := tseriesEpochs(m)
-	for _, e := range es {
+	for i := range es.len() {
+		e := es.at(i)
 		b = appendKeyText(b, m.Name, e.Key)
 		if m.Kind == layout.MapTseries {
 			// A chart of the intervals all entries share, then an empty
@@ -347,8 +348,8 @@ func appendKeyJSON(b []byte, key []Value) []byte {
 // tseries or stats (avg maps are "stats" too), data {"@name": value} for a map
 // without keys or {"@name": {"key": value, ...}}. Empty maps print
 // nothing.
-func (w *Writer) appendMapJSON(m *Map, es []*Entry, div uint64) {
-	if len(es) == 0 {
+func (w *Writer) appendMapJSON(m *Map, es *sortedList, div uint64) {
+	if es.len() == 0 {
 		return
 	}
 	kind := "map"
@@ -367,11 +368,12 @@ func (w *Writer) appendMapJSON(m *Map, es []*Entry, div uint64) {
 	b = append(b, "\", \"data\": {"...)
 	b = appendJSONString(b, m.Name)
 	b = append(b, ": "...)
-	keyed := len(es[0].Key) > 0
+	keyed := len(es.at(0).Key) > 0
 	if keyed {
 		b = append(b, '{')
 	}
-	for i, e := range es {
+	for i := range es.len() {
+		e := es.at(i)
 		if keyed {
 			if i > 0 {
 				b = append(b, ", "...)
