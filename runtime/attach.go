@@ -185,8 +185,8 @@ func fileOffset(f *usdt.File, addr uint64) (uint64, error) {
 
 // attachSite attaches the program of a USDT or uprobe site, filtered on
 // pid when it is not 0.
-func attachSite(s site, prog *ebpf.Program, execs map[string]*link.Executable, pid int) (link.Link, error) {
-	ex, err := openExecutable(execs, s)
+func attachSite(s site, prog *ebpf.Program, execs *executables, pid int) (link.Link, error) {
+	ex, err := execs.open(s)
 	if err != nil {
 		return nil, err
 	}
@@ -212,17 +212,35 @@ func attachSite(s site, prog *ebpf.Program, execs map[string]*link.Executable, p
 	return l, nil
 }
 
-// openExecutable returns the executable of a site's file, opened once per
-// run in execs.
-func openExecutable(execs map[string]*link.Executable, s site) (*link.Executable, error) {
-	if ex, ok := execs[s.path]; ok {
+// executables are the files of a run's uprobes, each opened once. The
+// kernel is handed the descriptor files holds (File.KernelPath), not the
+// path: the file it attaches to is the one opened (with the user's rights,
+// see usdt.SetOpenRights) and read, even if the path (a symlink) has been
+// changed since.
+type executables struct {
+	files  *usdt.Files
+	byPath map[string]*link.Executable
+}
+
+// newExecutables returns the executables of a run whose files are files.
+func newExecutables(files *usdt.Files) *executables {
+	return &executables{files: files, byPath: map[string]*link.Executable{}}
+}
+
+// open returns the executable of a site's file.
+func (e *executables) open(s site) (*link.Executable, error) {
+	if ex, ok := e.byPath[s.path]; ok {
 		return ex, nil
 	}
-	ex, err := link.OpenExecutable(s.path)
+	f, err := e.files.Open(s.path)
 	if err != nil {
 		return nil, fmt.Errorf("attach %s: %w", s.att.Probe, err)
 	}
-	execs[s.path] = ex
+	ex, err := link.OpenExecutable(f.KernelPath())
+	if err != nil {
+		return nil, fmt.Errorf("attach %s: %w", s.att.Probe, err)
+	}
+	e.byPath[s.path] = ex
 	return ex, nil
 }
 

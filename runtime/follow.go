@@ -53,8 +53,13 @@ func newFollower(t *tracer, root int, sites []site) *follower {
 	f := &follower{t: t, root: root, groups: map[fileKey][]siteGroup{}, attached: map[int]bool{}, seen: map[int]bool{}}
 	_, groups := groupSites(sites)
 	for _, g := range groups {
+		// The file that was read and is attached to, by its descriptor.
+		file, err := t.files.Open(g.sites[0].path)
+		if err != nil {
+			continue
+		}
 		var st syscall.Stat_t
-		if err := syscall.Stat(g.sites[0].path, &st); err != nil {
+		if err := syscall.Stat(file.KernelPath(), &st); err != nil {
 			continue
 		}
 		k := fileKey{dev: st.Dev, ino: st.Ino}

@@ -76,7 +76,13 @@ func (t *tracer) watchLoader(objs []string) error {
 	if err != nil || interp == "" {
 		return err
 	}
-	ex, err := link.OpenExecutable(interp)
+	// The loader is read and attached to through its descriptor, as the
+	// targets are (executables).
+	loader, err := t.files.Open(interp)
+	if err != nil {
+		return fmt.Errorf("watch the loads of %s: %w", path, err)
+	}
+	ex, err := link.OpenExecutable(loader.KernelPath())
 	if err != nil {
 		return fmt.Errorf("watch the loads of %s: %w", path, err)
 	}

@@ -83,11 +83,11 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		opts:  opts,
 		prog:  p,
 		pid:   opts.PID,
-		execs: map[string]*link.Executable{},
 		exit:  make(chan struct{}),
 		out:   output.NewWriter(opts.Out, format),
 		files: &usdt.Files{},
 	}
+	t.execs = newExecutables(t.files)
 	if opts.Capture != nil {
 		t.out = output.NewWriter(io.Discard, format)
 	}
@@ -260,7 +260,7 @@ type tracer struct {
 	follow *follower
 	pidfd  int
 
-	execs map[string]*link.Executable
+	execs *executables
 	links []link.Link
 	// uprobes is how usdt and uprobe programs are attached.
 	uprobes uprobeMode

@@ -127,9 +127,9 @@ func groupSites(sites []site) (own []site, groups []siteGroup) {
 
 // attachMulti attaches prog at every location of g with one uprobe_multi
 // link, filtered on pid when it is not 0.
-func attachMulti(g siteGroup, prog *ebpf.Program, execs map[string]*link.Executable, pid int) (link.Link, error) {
+func attachMulti(g siteGroup, prog *ebpf.Program, execs *executables, pid int) (link.Link, error) {
 	first := g.sites[0]
-	ex, err := openExecutable(execs, first)
+	ex, err := execs.open(first)
 	if err != nil {
 		return nil, err
 	}

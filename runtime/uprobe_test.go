@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/usdt"
@@ -146,5 +147,62 @@ func TestRunUprobeDebugFileFunction(t *testing.T) {
 	}
 	if !strings.Contains(out, "@: ") || strings.Contains(out, "@: 0\n") {
 		t.Errorf("output %q, want malloc_consolidate counted", out)
+	}
+}
+
+// TestExecutablesUseDescriptor swaps the symlink a uprobe names, after
+// its file was read, for another file: the kernel is handed the
+// descriptor read (/proc/self/fd/N), never the name again, so the uprobe
+// still lands in the file read (with an elevated gotrace, the one opened
+// with the user's rights), not the one the symlink names now.
+func TestExecutablesUseDescriptor(t *testing.T) {
+	read := fixture.Build(t, "bitcoind")
+	other := fixture.Build(t, "bitcoind-stripped")
+	link := t.TempDir() + "/target"
+	if err := os.Symlink(read, link); err != nil {
+		t.Fatal(err)
+	}
+	files := &usdt.Files{}
+	defer files.Close()
+	if _, err := files.Open(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Remove(link); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Symlink(other, link); err != nil {
+		t.Fatal(err)
+	}
+
+	f, err := files.Open(link)
+	if err != nil {
+		t.Fatal(err)
+	}
+	kernelPath := f.KernelPath()
+	if !strings.HasPrefix(kernelPath, "/proc/self/fd/") {
+		t.Fatalf("KernelPath() = %q, want /proc/self/fd/N", kernelPath)
+	}
+	got, err := os.Stat(kernelPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := os.Stat(read)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !os.SameFile(got, want) {
+		t.Errorf("%s is not %s, the file read", kernelPath, read)
+	}
+
+	execs := newExecutables(files)
+	ex, err := execs.open(site{att: &codegen.Attachment{Probe: "uprobe:" + link + ":main"}, path: link})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The stripped file has no symbols: finding ConnectBlock's shows the
+	// executable reads the file read.
+	sym, err := ex.Symbol(symbolAddr(t, read, connectBlock))
+	if err != nil || sym.Symbol != connectBlock {
+		t.Errorf("the executable's symbol at ConnectBlock is %q (%v), want %s", sym.Symbol, err, connectBlock)
 	}
 }

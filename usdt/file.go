@@ -79,17 +79,27 @@ type part struct {
 	err  error
 }
 
+// openRights runs the opening of every ELF file gotrace reads: plainly
+// unless SetOpenRights has set it.
+var openRights = func(open func() error) error { return open() }
+
+// SetOpenRights makes every ELF file (a target, its libraries, the files
+// a listing reads) be opened by open run through with, which lowers the
+// rights it opens with: with privileges for a user who is not root, the
+// user's own. The descriptor opened is used for everything after, reading
+// and attaching (File.KernelPath), so the path is never looked up again
+// with the privileges. Set it before any file is opened.
+func SetOpenRights(with func(open func() error) error) { openRights = with }
+
 // OpenFile opens the ELF file at path on its own, outside any Files. It
 // must be a regular file: opening a FIFO or a device could block.
 func OpenFile(path string) (*File, error) {
-	// Checked before opening, which would block on a FIFO, and again on
-	// what was opened.
-	if st, err := os.Stat(path); err != nil {
-		return nil, err
-	} else if !st.Mode().IsRegular() {
-		return nil, fmt.Errorf("%s is not a regular file", path)
-	}
-	osf, err := os.Open(path)
+	var osf *os.File
+	err := openRights(func() error {
+		var err error
+		osf, err = openRegular(path)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -107,6 +117,18 @@ func OpenFile(path string) (*File, error) {
 	}
 	f.file = osf
 	return f, nil
+}
+
+// openRegular opens path for reading when it is a regular file, checked
+// before opening (which would block on a FIFO); the caller checks again
+// what was opened.
+func openRegular(path string) (*os.File, error) {
+	if st, err := os.Stat(path); err != nil {
+		return nil, err
+	} else if !st.Mode().IsRegular() {
+		return nil, fmt.Errorf("%s is not a regular file", path)
+	}
+	return os.Open(path)
 }
 
 // newFile reads the ELF headers of the size bytes of r, the file at path.
@@ -131,6 +153,17 @@ func (f *File) Close() error {
 
 // Path returns the path the file was opened by.
 func (f *File) Path() string { return f.path }
+
+// KernelPath returns the path to hand the kernel (a uprobe's file) and
+// other readers for this file: /proc/self/fd/N of its descriptor, which
+// leads to the very file opened, whatever its path names now; Path for a
+// File not opened from a descriptor.
+func (f *File) KernelPath() string {
+	if osf, ok := f.file.(*os.File); ok {
+		return fmt.Sprintf("/proc/self/fd/%d", osf.Fd())
+	}
+	return f.path
+}
 
 // Type returns the ELF file type: an executable, a shared object (or a
 // PIE), ...

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"encoding/binary"
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -210,4 +211,47 @@ func FuzzFile(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestSetOpenRights checks that every ELF file is opened through the
+// rights SetOpenRights sets (an elevated gotrace's user's): a refusal
+// there is the answer of OpenFile, Files.Open and a target's lookup, and
+// nothing opens the file another way.
+func TestSetOpenRights(t *testing.T) {
+	bin, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { SetOpenRights(func(open func() error) error { return open() }) })
+	opened := 0
+	SetOpenRights(func(open func() error) error {
+		opened++
+		return open()
+	})
+	f, err := OpenFile(bin)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	if opened != 1 {
+		t.Errorf("OpenFile opened through the rights %d times, want 1", opened)
+	}
+
+	t.Chdir(filepath.Dir(bin))
+	if got := FindTarget(filepath.Base(bin), nil, nil); got != filepath.Base(bin) {
+		t.Errorf("FindTarget(%s) = %q, want the file in the working directory", filepath.Base(bin), got)
+	}
+
+	refused := errors.New("refused with the user's rights")
+	SetOpenRights(func(func() error) error { return refused })
+	if _, err := OpenFile(bin); !errors.Is(err, refused) {
+		t.Errorf("OpenFile = %v, want %v", err, refused)
+	}
+	var files Files
+	if _, err := files.Open(bin); !errors.Is(err, refused) {
+		t.Errorf("Files.Open = %v, want %v", err, refused)
+	}
+	if got := FindTarget(filepath.Base(bin), nil, nil); got != "" {
+		t.Errorf("FindTarget found %s through refused rights", got)
+	}
 }

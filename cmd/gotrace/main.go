@@ -32,6 +32,9 @@ import (
 const version = "v0.1.0"
 
 func main() {
+	// Every ELF file is opened with the rights of the user who started
+	// gotrace (when it is elevated), and used by its descriptor after.
+	usdt.SetOpenRights(asUser)
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

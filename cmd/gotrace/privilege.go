@@ -170,7 +170,9 @@ func targetName(target string, params []string) string {
 }
 
 // userMayRead checks, with the user's rights, that every file a target
-// names can be read: a path or glob (with a slash) must match at least
+// names can be read, for a message at the attach point (the files are
+// read and attached to only through descriptors opened with those rights
+// too: usdt.SetOpenRights): a path or glob (with a slash) must match at least
 // one file the user can open; a bare name is looked up as attaching
 // looks it up (a library in the loader's cache, the working directory,
 // $PATH). An empty target (usdt::provider:name with -p or -c) names the
