@@ -100,12 +100,8 @@ func completeArgs(cmd *cobra.Command, args []string, toComplete string) ([]strin
 	if !ok || path == "" {
 		return nil, cobra.ShellCompDirectiveDefault
 	}
-	var probes []usdt.Probe
-	err := asUser(func() error {
-		var err error
-		probes, err = usdt.ReadFile(path)
-		return err
-	})
+	// Read with the user's rights, as every ELF file (usdt.SetOpenRights).
+	probes, err := usdt.ReadFile(path)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
