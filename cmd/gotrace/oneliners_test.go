@@ -35,7 +35,12 @@ var tutorialOneLiners = []tutorialOneLiner{
 		func(t *testing.T, marker string) { makeSyscalls(700 * time.Millisecond) },
 		`(?m)^@\[\n(?:    \w+\+\d+\n)+\]: [1-9]\d*$`},
 	{"block I/O sizes", `tracepoint:block:block_rq_issue { @ = hist(args->bytes); }`,
-		writeSynced,
+		func(t *testing.T, marker string) {
+			for range 3 {
+				writeSynced(t, marker)
+				time.Sleep(200 * time.Millisecond)
+			}
+		},
 		`(?m)^@: \n(?:\[.*\n)*\[\d+[KM]?, \d+[KM]?\)\s+[1-9]\d* \|@+ *\|$`},
 }
 
@@ -53,7 +58,12 @@ func TestTutorialOneLiners(t *testing.T) {
 			marker := filepath.Join(os.TempDir(), "gtm-oneliner-"+strconv.Itoa(os.Getpid()))
 			re := regexp.MustCompile(o.pattern)
 			for _, tool := range []string{bpftrace, gotrace} {
-				out := traceTool(t, tool, script, 0, func() { o.work(t, marker) })
+				out := traceTool(t, tool, script, 0, func() {
+					// "Attaching N probes..." comes before the
+					// probes are attached, and there is no BEGIN.
+					time.Sleep(500 * time.Millisecond)
+					o.work(t, marker)
+				})
 				if !re.MatchString(out) {
 					t.Errorf("%s printed no match of %s:\n%s", filepath.Base(tool), o.pattern, out)
 				}
