@@ -39,7 +39,7 @@ func (t *tracer) attaching(n int) error {
 			return fmt.Errorf("write attached probes: %w", err)
 		}
 	}
-	return t.out.Flush()
+	return t.passOut(true)
 }
 
 // printLost reports n records the programs could not reserve.

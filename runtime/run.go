@@ -88,8 +88,13 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		files: &usdt.Files{},
 	}
 	t.execs = newExecutables(t.files)
-	if opts.Capture != nil {
+	switch {
+	case opts.Capture != nil:
 		t.out = output.NewWriter(io.Discard, format)
+	case !opts.LineBuffered:
+		// -B line and -B none keep writing each line themselves.
+		t.queue = newOutQueue(opts.Out, t.requestExit)
+		t.out = output.NewWriter(t.queue, format)
 	}
 	if !opts.LineBuffered {
 		t.out.Hold(outHold)
@@ -288,6 +293,9 @@ type tracer struct {
 	// a burst of records costs one write per 64 KiB, not one per line, and
 	// a quiet trace still prints each line at once.
 	out *output.Writer
+	// queue, when not nil, is what out writes to: it writes held output
+	// on a goroutine of its own (see outQueue).
+	queue *outQueue
 	// capture receives the records under -w; replay gives them back in
 	// a Replay, where replayErr is the first record it could not read.
 	capture   *capture.Writer
@@ -530,7 +538,7 @@ func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}, poll time.Dur
 				t.reportLost()
 				// Also bounds how long a line can stay held should the
 				// emptiness check below ever miss it.
-				t.flushOut()
+				t.queueOut()
 				t.mu.Unlock()
 				next = now.Add(poll)
 				rd.SetDeadline(next)
@@ -546,7 +554,7 @@ func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}, poll time.Dur
 			// read: no second look at the producer's position, a
 			// cache line the kernel keeps writing.
 			if rec.Remaining == 0 {
-				t.flushOut()
+				t.queueOut()
 			}
 			t.mu.Unlock()
 			if err != nil {
@@ -810,17 +818,35 @@ func (t *tracer) close() error {
 	}
 	// What was printed before an error is still written.
 	t.out.Flush()
+	if t.queue != nil {
+		t.queue.Close()
+	}
 	if t.capture != nil {
 		return t.capture.Close()
 	}
 	return nil
 }
 
-// flushOut writes the output t.out holds. Output that cannot be written
-// (a closed pipe: EPIPE) ends the trace. The caller holds t.mu, or is the
-// only goroutine left.
+// flushOut writes the output t.out holds and waits until it is written,
+// so that what comes next on standard output or error (a system()
+// command's, a message, the maps after "\n\n") follows it. Output that
+// cannot be written (a closed pipe: EPIPE) ends the trace. The caller
+// holds t.mu, or is the only goroutine left.
 func (t *tracer) flushOut() {
-	err := t.out.Flush()
+	t.writeOut(true)
+}
+
+// queueOut is flushOut for the events reader: the output goes to the
+// writer goroutine (t.queue), and the reader goes on with the next record
+// while it is written.
+func (t *tracer) queueOut() {
+	t.writeOut(false)
+}
+
+// writeOut writes the output t.out holds; with wait, it returns once the
+// writer goroutine has written it.
+func (t *tracer) writeOut(wait bool) {
+	err := t.passOut(wait)
 	if t.capture != nil && err == nil {
 		err = t.capture.Flush()
 	}
@@ -828,6 +854,25 @@ func (t *tracer) flushOut() {
 		t.keepErr(err)
 		t.requestExit()
 	}
+}
+
+// passOut passes the output t.out holds to the writer goroutine, if any;
+// with wait, it returns once everything passed is written. It returns the
+// error of a failed write.
+func (t *tracer) passOut(wait bool) error {
+	err := t.out.Flush()
+	if t.queue == nil || err != nil {
+		return err
+	}
+	if wait {
+		err = t.queue.Sync()
+	} else {
+		err = t.queue.Err()
+	}
+	if err != nil {
+		return fmt.Errorf("write output: %w", err)
+	}
+	return nil
 }
 
 // keepErr records err (when not nil) as the run's error, unless an earlier
