@@ -2,6 +2,7 @@ package codegen
 
 import (
 	"fmt"
+	"strings"
 	"math"
 
 	"github.com/cilium/ebpf/asm"
@@ -142,7 +143,9 @@ func (f *fn) emit(insns ...asm.Instruction) {
 			f.dead = true
 		}
 		if f.comment != "" {
-			ins = ins.WithSource(asm.Comment(f.comment))
+			// The comment becomes BTF line info, whose strings end at
+			// a NUL: a script's NUL byte is written escaped.
+			ins = ins.WithSource(asm.Comment(strings.ReplaceAll(f.comment, "\x00", `\x00`)))
 			f.comment = ""
 		}
 		f.insns = append(f.insns, ins)
