@@ -2,8 +2,8 @@ package codegen
 
 import (
 	"fmt"
-	"strings"
 	"math"
+	"strings"
 
 	"github.com/cilium/ebpf/asm"
 
