@@ -55,22 +55,26 @@ func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, erro
 	if strings.ContainsAny(typ, "*?") {
 		return listKernelKinds(w, fields, verbose)
 	}
+	// argCount is bpftrace's error for a pattern of kind typ without the
+	// fields it takes.
+	argCount := func(want string) error {
+		return &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, want).Error()}
+	}
 	kind, _ := attachpoint.LookupKind(typ)
-	if kind == attachpoint.Tracepoint {
+	switch kind {
+	case attachpoint.Tracepoint:
 		if len(fields) != 3 {
-			return true, &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, "2 arguments").Error()}
+			return true, argCount("2 arguments")
 		}
 		return true, listTracepoints(w, fields[1], fields[2], verbose)
-	}
-	switch kind {
 	case attachpoint.Kfunc, attachpoint.Kretfunc:
 		if len(fields) != 2 {
-			return true, &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, "1 argument").Error()}
+			return true, argCount("1 argument")
 		}
 		return true, listKernelFuncs(w, kind, fields[1], verbose)
 	case attachpoint.Kprobe, attachpoint.Kretprobe:
 		if len(fields) != 2 {
-			return true, &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, "1 argument").Error()}
+			return true, argCount("1 argument")
 		}
 		if _, err := os.Stat(kprobePMU); err != nil {
 			return true, &usdt.PatternError{Pattern: pattern, Msg: noKprobes}
@@ -79,7 +83,7 @@ func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, erro
 	case attachpoint.Watchpoint:
 		// Nothing to list: 0.17 asks for the three fields of a script's
 		// watchpoint.
-		return true, &usdt.PatternError{Pattern: pattern, Msg: attachpoint.ArgCountError(typ, "3 arguments").Error()}
+		return true, argCount("3 arguments")
 	}
 	name, _ := attachpoint.Unattached(typ)
 	if kind == attachpoint.Software || kind == attachpoint.Hardware {
