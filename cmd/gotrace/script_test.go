@@ -176,33 +176,27 @@ func cmdSignals(ts *testscript.TestScript, neg bool, args []string) {
 		return b
 	}
 	size := func() int64 { return int64(len(output())) }
-	// waitGrowth waits until the output is longer than n bytes, the
-	// program has exited or limit has passed.
-	waitGrowth := func(n int64, limit time.Duration) {
+	// waitFor waits until cond holds, the program has exited or limit
+	// has passed.
+	waitFor := func(cond func() bool, limit time.Duration) {
 		for end := time.Now().Add(limit); time.Now().Before(end); {
 			select {
 			case <-done:
 				return
 			case <-time.After(20 * time.Millisecond):
 			}
-			if size() > n {
+			if cond() {
 				return
 			}
 		}
 	}
-	for end := time.Now().Add(10 * time.Second); !ready.Match(output()) && time.Now().Before(end); {
-		select {
-		case <-done:
-			end = time.Now()
-		case <-time.After(20 * time.Millisecond):
-		}
-	}
+	waitFor(func() bool { return ready.Match(output()) }, 10*time.Second)
 	for _, sig := range sigs {
 		n := size()
 		if err := cmd.Process.Signal(sig); err != nil {
 			break // exited already: its exit code tells
 		}
-		waitGrowth(n, time.Second)
+		waitFor(func() bool { return size() > n }, time.Second)
 	}
 	select {
 	case <-done:
