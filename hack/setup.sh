@@ -26,6 +26,9 @@ packages=(
 	man-db
 	file
 	prometheus
+	# qemu-user runs the arm64 gate program of -c (runtime/childgate.go)
+	# on an x86-64 host, and the x86-64 one on arm64.
+	qemu-user
 	# libc's separate debug file: the names of its local functions, for
 	# uprobes (malloc_consolidate) and stacks (__libc_start_call_main).
 	libc6-dbg
@@ -45,6 +48,7 @@ files=(
 	/usr/bin/man
 	/usr/bin/prometheus
 	/usr/bin/file
+	/usr/bin/qemu-aarch64
 )
 
 if [[ $(id -u) -ne 0 ]]; then

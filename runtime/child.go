@@ -1,8 +1,10 @@
 package runtime
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	goruntime "runtime"
@@ -11,56 +13,14 @@ import (
 	"time"
 )
 
-// childEnv names the environment variable that turns a re-executed gotrace
-// (or test binary) into the -c child: its value is the path of the command
-// to run. The child waits on file descriptor 3 until the tracer has attached
-// its probes, then replaces itself with the command, so the command's PID is
-// known (and filtered on) before it runs a single instruction.
-const childEnv = "GOTRACE_EXEC_CHILD"
-
-func init() {
-	path, ok := os.LookupEnv(childEnv)
-	if !ok {
-		return
-	}
-	// init runs on the main thread, the one that execs: the kernel keeps
-	// the death signal (become) of the thread that calls execve.
-	os.Exit(execChild(path, os.Args, os.NewFile(3, "gotrace-go")))
-}
-
-// execChild is the re-executed child: it waits for the go-ahead byte on gate,
-// becomes the user credEnv names, if any, and then execs path with argv. It
-// only returns on failure, with the exit status to use.
-func execChild(path string, argv []string, gate *os.File) int {
-	parent := os.Getppid()
-	var b [1]byte
-	if n, _ := gate.Read(b[:]); n != 1 {
-		// The tracer gave up before attaching: do not run the command.
-		return 1
-	}
-	gate.Close()
-	if spec, ok := os.LookupEnv(credEnv); ok {
-		if err := become(spec, parent); err != nil {
-			fmt.Fprintf(os.Stderr, "ERROR: run %s: %v\n", path, err)
-			return 126
-		}
-	}
-	env := make([]string, 0, len(os.Environ()))
-	for _, kv := range os.Environ() {
-		if !strings.HasPrefix(kv, childEnv+"=") && !strings.HasPrefix(kv, credEnv+"=") {
-			env = append(env, kv)
-		}
-	}
-	err := syscall.Exec(path, argv, env)
-	fmt.Fprintf(os.Stderr, "ERROR: execute %s: %v\n", path, err)
-	return 127
-}
-
-// child is a -c command that has been started but waits to exec until
-// release is called.
+// child is a -c command that has been started but waits, in the gate
+// program (childgate.go), to exec until release is called.
 type child struct {
-	cmd  *exec.Cmd
+	cmd *exec.Cmd
+	// gate lets the command run (one byte) or stops it (closed).
 	gate *os.File
+	// report says whether the command's execve failed (see childgate.go).
+	report *os.File
 	// Path is the resolved executable; PID is the process that becomes it.
 	Path string
 	PID  int
@@ -69,27 +29,39 @@ type child struct {
 }
 
 // startChild starts command held at the gate, to run as cred (nil: as
-// gotrace). It is split into words the way a shell would (quotes and
-// backslashes, no expansions) and its first word is looked up on PATH. The
-// child shares gotrace's standard input, output and error, as with bpftrace
-// (-o redirects only the trace). It gets childSignal when gotrace dies.
+// gotrace), and returns once the gate waits: from then on nothing of
+// gotrace runs in the child. The command is split into words the way a
+// shell would (quotes and backslashes, no expansions) and its first word
+// is looked up on PATH. The child shares gotrace's standard input, output
+// and error, as with bpftrace (-o redirects only the trace). It gets
+// childSignal when gotrace dies: the kernel keeps the request across the
+// change of user, which Go's fork makes before it, and across both execs.
 func startChild(command string, cred *credential) (*child, error) {
 	argv, path, err := lookCommand(command)
 	if err != nil {
 		return nil, err
 	}
-	self, err := os.Executable()
+	prog, err := gateFile()
 	if err != nil {
-		return nil, fmt.Errorf("find own executable: %w", err)
+		return nil, err
 	}
-	r, w, err := os.Pipe()
+	defer prog.Close()
+	gateR, gateW, err := os.Pipe()
 	if err != nil {
 		return nil, fmt.Errorf("create pipe: %w", err)
 	}
-	defer r.Close()
+	defer gateR.Close()
+	reportR, reportW, err := os.Pipe()
+	if err != nil {
+		gateW.Close()
+		return nil, fmt.Errorf("create pipe: %w", err)
+	}
+	defer reportW.Close()
 	env := os.Environ()
+	attr := &syscall.SysProcAttr{Pdeathsig: childSignal}
 	if cred != nil {
 		env = cred.env(env)
+		attr.Credential = cred.sys()
 	}
 	// A command named by a path is executed by that path, as bpftrace
 	// does: the kernel's exec events (sched_process_exec's filename) show
@@ -99,16 +71,16 @@ func startChild(command string, cred *credential) (*child, error) {
 		execPath = argv[0]
 	}
 	cmd := &exec.Cmd{
-		Path:        self,
-		Args:        argv,
-		Env:         append(env, childEnv+"="+execPath),
+		Path:        fmt.Sprintf("/proc/self/fd/%d", selfFD),
+		Args:        append([]string{execPath}, argv...),
+		Env:         env,
 		Stdin:       os.Stdin,
 		Stdout:      os.Stdout,
 		Stderr:      os.Stderr,
-		ExtraFiles:  []*os.File{r},
-		SysProcAttr: &syscall.SysProcAttr{Pdeathsig: childSignal},
+		ExtraFiles:  []*os.File{gateR, reportW, prog},
+		SysProcAttr: attr,
 	}
-	c := &child{cmd: cmd, gate: w, Path: path, done: make(chan struct{})}
+	c := &child{cmd: cmd, gate: gateW, report: reportR, Path: path, done: make(chan struct{})}
 	started := make(chan error)
 	go func() {
 		// The death signal comes when the thread that forked the child
@@ -125,19 +97,36 @@ func startChild(command string, cred *credential) (*child, error) {
 		close(c.done)
 	}()
 	if err := <-started; err != nil {
-		w.Close()
+		gateW.Close()
+		reportR.Close()
 		return nil, fmt.Errorf("start command: %w", err)
 	}
 	c.PID = cmd.Process.Pid
+	// Only the child may hold the write end now, so that the read below
+	// ends if the gate dies before it is ready.
+	reportW.Close()
+	var ready [1]byte
+	if n, _ := io.ReadFull(reportR, ready[:]); n != 1 || ready[0] != gateReady {
+		c.terminate(0)
+		return nil, fmt.Errorf("start command %s: the child exited before it was ready", path)
+	}
 	return c, nil
 }
 
-// release lets the child exec the command.
+// release lets the child exec the command and waits for the execve's
+// outcome: the command's error if it failed, in which case the child
+// exits with status 127 (a shell's "cannot execute").
 func (c *child) release() error {
 	_, err := c.gate.Write([]byte{1})
 	c.gate.Close()
 	if err != nil {
 		return fmt.Errorf("start command: %w", err)
+	}
+	var errno [4]byte
+	n, _ := io.ReadFull(c.report, errno[:])
+	c.report.Close()
+	if n == len(errno) {
+		return fmt.Errorf("execute %s: %w", c.Path, syscall.Errno(binary.NativeEndian.Uint32(errno[:])))
 	}
 	return nil
 }
@@ -149,6 +138,7 @@ func (c *child) release() error {
 // to be gone.
 func (c *child) terminate(grace time.Duration) {
 	c.gate.Close()
+	c.report.Close()
 	select {
 	case <-c.done:
 		return

@@ -8,13 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
-
-	"golang.org/x/sys/unix"
 )
-
-// credEnv names the environment variable that tells the re-executed child
-// whom to become before it execs the command: "UID GID GROUP,GROUP...".
-const credEnv = "GOTRACE_EXEC_CRED"
 
 // childSignal is the signal the -c command gets when gotrace dies without
 // ending the trace (SIGKILL, a crash): SIGTERM, which ends it at the normal
@@ -127,7 +121,7 @@ func sudoCredential(uidText, gidText, name string) (*credential, error) {
 }
 
 // env returns environ for a command run as c: HOME, USER and LOGNAME are
-// c's, and the variable that tells the child to become c is added.
+// c's.
 func (c *credential) env(environ []string) []string {
 	set := map[string]string{}
 	if c.home != "" {
@@ -148,45 +142,11 @@ func (c *credential) env(environ []string) []string {
 			out = append(out, k+"="+v)
 		}
 	}
-	groups := make([]string, len(c.groups))
-	for i, g := range c.groups {
-		groups[i] = strconv.FormatUint(uint64(g), 10)
-	}
-	return append(out, fmt.Sprintf("%s=%d %d %s", credEnv, c.uid, c.gid, strings.Join(groups, ",")))
+	return out
 }
 
-// become switches the re-executed child to the credential spec (credEnv's
-// value) on every thread, then asks again for childSignal at the tracer's
-// death: a change of user clears that request. parent is the tracer's PID
-// read before the switch; if the tracer died meanwhile, become fails.
-func become(spec string, parent int) error {
-	var uid, gid uint32
-	var groupList string
-	if _, err := fmt.Sscanf(spec, "%d %d %s", &uid, &gid, &groupList); err != nil {
-		return fmt.Errorf("read %s %q: %w", credEnv, spec, err)
-	}
-	var groups []int
-	for _, g := range strings.Split(groupList, ",") {
-		n, err := strconv.Atoi(g)
-		if err != nil {
-			return fmt.Errorf("read %s %q: %w", credEnv, spec, err)
-		}
-		groups = append(groups, n)
-	}
-	if err := syscall.Setgroups(groups); err != nil {
-		return fmt.Errorf("set groups: %w", err)
-	}
-	if err := syscall.Setgid(int(gid)); err != nil {
-		return fmt.Errorf("set gid %d: %w", gid, err)
-	}
-	if err := syscall.Setuid(int(uid)); err != nil {
-		return fmt.Errorf("set uid %d: %w", uid, err)
-	}
-	if err := unix.Prctl(unix.PR_SET_PDEATHSIG, uintptr(childSignal), 0, 0, 0); err != nil {
-		return fmt.Errorf("ask for a signal at gotrace's death: %w", err)
-	}
-	if os.Getppid() != parent {
-		return errors.New("gotrace is gone")
-	}
-	return nil
+// sys is c as the credential the child takes in Go's fork, before it
+// executes the gate: groups first, then the group, then the user.
+func (c *credential) sys() *syscall.Credential {
+	return &syscall.Credential{Uid: c.uid, Gid: c.gid, Groups: c.groups}
 }

@@ -213,9 +213,13 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	// any of its code, as in bpftrace; close kills it.
 	if t.child != nil && !t.exitedEarly() {
 		if err := t.child.release(); err != nil {
-			return err
-		}
-		if t.follow = newFollower(t, t.child.PID, sites); t.follow != nil {
+			// The command could not be executed: its child exits, which
+			// ends the trace as the command's exit would (BEGIN's output
+			// and the maps are printed), and the error is the run's.
+			t.mu.Lock()
+			t.keepErr(err)
+			t.mu.Unlock()
+		} else if t.follow = newFollower(t, t.child.PID, sites); t.follow != nil {
 			t.every(followPoll, t.follow.poll)
 		}
 	}

@@ -364,3 +364,68 @@ func TestChildWrapped(t *testing.T) {
 		t.Errorf("stderr %q, want %q", stderr, want)
 	}
 }
+
+// childSyscallsScript prints every system call the -c command enters or
+// leaves, with its comm, until it execs.
+const childSyscallsScript = `tracepoint:raw_syscalls:sys_enter /pid == cpid/ { printf("enter %d %s\n", args->id, comm); }
+tracepoint:raw_syscalls:sys_exit /pid == cpid/ { printf("exit %d %s\n", args->id, comm); }
+tracepoint:sched:sched_process_exec /pid == cpid/ { printf("exec %s\n", comm); exit(); }`
+
+// TestChildQuietUntilExec checks that under -c nothing of gotrace runs
+// as the child once the probes are attached: what a probe filtering on
+// cpid sees before the command's exec is the gate's read returning and
+// the execve, no more than bpftrace's forked child shows (its read, a
+// close and the execve), and never a comm of gotrace's. It also runs the
+// issue's openat one-liner under both tools: the command's own opens only.
+func TestChildQuietUntilExec(t *testing.T) {
+	testenv.RequireRoot(t)
+	bpftrace, gotrace := kernelTracers(t)
+	trueCmd := testenv.RequireTool(t, "true")
+	beforeExec := func(tool string) []string {
+		t.Helper()
+		r := runTool(tool, t.TempDir(), []string{"-c", trueCmd, "-e", childSyscallsScript})
+		if r.Err != nil || r.Code != 0 {
+			t.Fatalf("%s: exit %d, %v\nstdout:\n%s\nstderr:\n%s", filepath.Base(tool), r.Code, r.Err, r.Stdout, r.Stderr)
+		}
+		var events []string
+		for _, line := range strings.Split(r.Stdout, "\n") {
+			if strings.HasPrefix(line, "exec ") {
+				return events
+			}
+			if strings.HasPrefix(line, "enter ") || strings.HasPrefix(line, "exit ") {
+				events = append(events, line)
+			}
+		}
+		t.Fatalf("%s printed no exec:\n%s", filepath.Base(tool), r.Stdout)
+		return nil
+	}
+	got, want := beforeExec(gotrace), beforeExec(bpftrace)
+	t.Logf("before execve: gotrace %q, bpftrace %q", got, want)
+	var calls []string
+	for _, e := range got {
+		fields := strings.Fields(e)
+		if len(fields) == 3 && strings.Contains(fields[2], "gotrace") {
+			t.Errorf("the child ran as %q before its exec: %q", fields[2], e)
+		}
+		calls = append(calls, strings.Join(fields[:2], " "))
+	}
+	wantCalls := []string{fmt.Sprintf("exit %d", syscall.SYS_READ), fmt.Sprintf("enter %d", syscall.SYS_EXECVE)}
+	if !slices.Equal(calls, wantCalls) {
+		t.Errorf("the child's system calls before its exec = %q, want %q (bpftrace's child: %q)", calls, wantCalls, want)
+	}
+	if len(got) > len(want) {
+		t.Errorf("gotrace's child made %d system call events before its exec, bpftrace's %d", len(got), len(want))
+	}
+
+	const opens = `tracepoint:syscalls:sys_enter_openat /pid == cpid/ { printf("%s\n", str(args->filename)); }`
+	run := func(tool string) string {
+		r := runTool(tool, t.TempDir(), []string{"-c", trueCmd, "-e", opens})
+		if r.Err != nil || r.Code != 0 {
+			t.Fatalf("%s: exit %d, %v\nstderr:\n%s", filepath.Base(tool), r.Code, r.Err, r.Stderr)
+		}
+		return r.Stdout
+	}
+	if g, b := run(gotrace), run(bpftrace); g != b {
+		t.Errorf("openat of the -c command:\ngotrace:\n%s\nbpftrace:\n%s", g, b)
+	}
+}
