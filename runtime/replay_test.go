@@ -307,7 +307,7 @@ func FuzzReplay(f *testing.F) {
 // does (TestRunSIGUSR1), though the trace went on after.
 func TestCaptureSIGUSR1(t *testing.T) {
 	testenv.RequireRoot(t)
-	p := compileScript(t, `BEGIN { @a = 1; @c["x"] = count(); @s = stats(3); } interval:ms:20 { @c["y"] = count(); }`)
+	p := compileScript(t, `BEGIN { @a = 1; @c["x"] = count(); @s = stats(3); } interval:ms:20 { @c["y"] = count(); printf("tick\n"); }`)
 	file := newSyncBuffer("")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
@@ -321,18 +321,26 @@ func TestCaptureSIGUSR1(t *testing.T) {
 	case err := <-done:
 		t.Fatalf("Run: %v", err)
 	}
-	for range 2 {
-		size := len(file.String())
+	// ticked waits until the capture so far replays as prints prints of
+	// the maps followed by a tick: @c["y"] has grown since the last.
+	ticked := func(prints int) {
+		for deadline := time.Now().Add(10 * time.Second); ; time.Sleep(5 * time.Millisecond) {
+			// The capture is read while it is written: its end may be
+			// a record cut short, reported after what came before it.
+			text, _ := replayed([]byte(file.String()), "text")
+			if strings.Count(text, "@a: 1\n") == prints && strings.HasSuffix(text, "tick\n") {
+				return
+			}
+			if time.Now().After(deadline) {
+				t.Fatalf("no print %d followed by a tick:\n%s", prints, text)
+			}
+		}
+	}
+	for i := range 2 {
 		if err := syscall.Kill(syscall.Getpid(), syscall.SIGUSR1); err != nil {
 			t.Fatal(err)
 		}
-		for deadline := time.Now().Add(5 * time.Second); len(file.String()) == size; time.Sleep(5 * time.Millisecond) {
-			if time.Now().After(deadline) {
-				t.Fatal("SIGUSR1 recorded nothing")
-			}
-		}
-		// Let @c["y"] grow between the two prints.
-		time.Sleep(60 * time.Millisecond)
+		ticked(i + 1)
 	}
 	cancel()
 	if err := <-done; err != nil {
@@ -343,7 +351,8 @@ func TestCaptureSIGUSR1(t *testing.T) {
 		t.Fatal(err)
 	}
 	// Three prints of every map: two signals and the exit, @c["y"]
-	// counting up in between.
+	// counting up in between (the ticks' lines aside).
+	got = strings.ReplaceAll(got, "tick\n", "")
 	prints := regexp.MustCompile(`@a: 1\n@c\[x\]: 1\n(?:@c\[y\]: (\d+)\n)?@s: count 1, average 3, total 3\n\n`).FindAllStringSubmatch(got, -1)
 	if !strings.HasPrefix(got, "Attaching 2 probes...\n") || len(prints) != 3 || !strings.Contains(got, "\n\n\n@a: 1\n") {
 		t.Fatalf("replay:\n%s", got)

@@ -25,6 +25,9 @@ type shippedTool struct {
 	// work drives the workload and returns the regexp of what the tool
 	// must then print (one line, or a map's line at the end).
 	work func(t *testing.T, marker string) string
+	// atExit is set for a tool that prints what work looks for only at
+	// exit (a map): nothing can be waited for before stopping it.
+	atExit bool
 }
 
 // shippedTools are bpftrace's tools that 0.17 runs here.
@@ -32,7 +35,7 @@ var shippedTools = []shippedTool{
 	{"execsnoop", 1, func(t *testing.T, marker string) string {
 		runWorkload(t, "/bin/true", marker)
 		return `\s/bin/true ` + regexp.QuoteMeta(marker) + `$`
-	}},
+	}, false},
 	{"opensnoop", 2, func(t *testing.T, marker string) string {
 		f, err := os.Open(marker)
 		if err != nil {
@@ -40,19 +43,19 @@ var shippedTools = []shippedTool{
 		}
 		f.Close()
 		return `^` + strconv.Itoa(os.Getpid()) + `\s.*\s0\s+` + regexp.QuoteMeta(marker) + `$`
-	}},
+	}, false},
 	{"statsnoop", 2, func(t *testing.T, marker string) string {
 		pid := runWorkload(t, "/usr/bin/stat", marker)
 		return `^` + pid + `\s+stat\s+0\s+` + regexp.QuoteMeta(marker) + `$`
-	}},
+	}, false},
 	{"syncsnoop", 2, func(t *testing.T, marker string) string {
 		unix.Sync()
 		return `\s` + strconv.Itoa(os.Getpid()) + `\s.*\stracepoint:syscalls:sys_enter_sync$`
-	}},
+	}, false},
 	{"syscount", 1, func(t *testing.T, marker string) string {
 		runWorkload(t, "/bin/true", marker)
 		return `(?m)^@process\[gotrace\.test\]: \d+$`
-	}},
+	}, true},
 	{"killsnoop", 2, func(t *testing.T, marker string) string {
 		cmd := exec.Command("/bin/sleep", "30")
 		if err := cmd.Start(); err != nil {
@@ -64,38 +67,37 @@ var shippedTools = []shippedTool{
 		}
 		cmd.Wait()
 		return `\s` + strconv.Itoa(os.Getpid()) + `\s.*\s15\s+` + strconv.Itoa(cmd.Process.Pid) + `\s+0$`
-	}},
+	}, false},
 	{"setuids", 2, func(t *testing.T, marker string) string {
 		testenv.RequireFile(t, "/usr/bin/python3")
 		pid := runWorkload(t, "/usr/bin/python3", "-c", "import os; os.setuid(0)")
 		return `\s` + pid + `\s+python3\s+0\s+setuid\s+uid=0 \(0\)$`
-	}},
+	}, false},
 	{"pidpersec", 1, func(t *testing.T, marker string) string {
 		runWorkload(t, "/bin/true", marker)
-		time.Sleep(1100 * time.Millisecond)
 		return `^\d\d:\d\d:\d\d PIDs/sec: @: \d+$`
-	}},
+	}, false},
 	{"bitesize", 1, func(t *testing.T, marker string) string {
 		writeSynced(t, marker)
 		return `(?m)^@\[.+\]: ?$`
-	}},
+	}, true},
 	{"writeback", 2, func(t *testing.T, marker string) string {
 		writeSynced(t, marker)
 		return `^\d\d:\d\d:\d\d\s+\S+\s+\d+\s+\S+\s+\d+\.\d{3}$`
-	}},
+	}, false},
 	{"naptime", 2, func(t *testing.T, marker string) string {
 		// Go's runtime sleeps with nanosleep, whose argument naptime
 		// reads out of user memory.
 		time.Sleep(200 * time.Millisecond)
 		return `^\d\d:\d\d:\d\d \d+\s+\S+\s+\d+\s+\S+\s+\d+\.\d{3}$`
-	}},
+	}, false},
 	{"cpuwalk", 1, func(t *testing.T, marker string) string {
 		// cpuwalk samples only CPUs that run a process: keep one busy
 		// (sleeping, on an idle machine it got no sample at all).
 		for end := time.Now().Add(500 * time.Millisecond); time.Now().Before(end); {
 		}
 		return `(?m)^@cpu: ?$`
-	}},
+	}, true},
 }
 
 // TestShippedTools runs bpftrace's tools, read from /usr/sbin at test
@@ -115,18 +117,24 @@ func TestShippedTools(t *testing.T) {
 			}
 			t.Cleanup(func() { os.Remove(marker) })
 			want := traceTool(t, bpftrace, script, tool.header, nil)
-			var pattern string
-			got := traceTool(t, gotrace, script, tool.header, func() { pattern = tool.work(t, marker) })
+			var re *regexp.Regexp
+			got := traceTool(t, gotrace, script, tool.header, func() *regexp.Regexp {
+				pattern := tool.work(t, marker)
+				if !strings.HasPrefix(pattern, "(?m)") {
+					pattern = "(?m)" + pattern
+				}
+				re = regexp.MustCompile(pattern)
+				if tool.atExit {
+					return nil
+				}
+				return re
+			})
 			wantHead, gotHead := firstLines(want, tool.header+1), firstLines(got, tool.header+1)
 			if gotHead != wantHead {
 				t.Errorf("header:\n%s\nbpftrace's:\n%s", gotHead, wantHead)
 			}
-			re := regexp.MustCompile(pattern)
-			if !strings.HasPrefix(pattern, "(?m)") {
-				re = regexp.MustCompile("(?m)" + pattern)
-			}
 			if !re.MatchString(got) {
-				t.Errorf("no line matches %s in:\n%s", pattern, got)
+				t.Errorf("no line matches %s in:\n%s", re, got)
 			}
 		})
 	}
@@ -140,9 +148,12 @@ func kernelTracers(t *testing.T) (bpftrace, gotrace string) {
 }
 
 // traceTool runs script under tool until its header (header lines after
-// "Attaching N probes...") is out, runs work, and stops it with SIGINT as
-// Ctrl-C does; it returns what the tool printed on stdout.
-func traceTool(t *testing.T, tool, script string, header int, work func()) string {
+// "Attaching N probes...") is out: BEGIN's output, which both tools print
+// once every probe is attached. Then it runs work, if any, and waits until
+// the output matches the regexp work returns (none: a map printed at
+// exit, nothing to wait for), and stops the tool with SIGINT as Ctrl-C
+// does; it returns what the tool printed on stdout.
+func traceTool(t *testing.T, tool, script string, header int, work func() *regexp.Regexp) string {
 	t.Helper()
 	out := filepath.Join(t.TempDir(), "out")
 	f, err := os.Create(out)
@@ -166,9 +177,13 @@ func traceTool(t *testing.T, tool, script string, header int, work func()) strin
 		}
 	}
 	if work != nil {
-		work()
-		// Events are read within 100 ms.
-		time.Sleep(300 * time.Millisecond)
+		if live := work(); live != nil {
+			for deadline := time.Now().Add(30 * time.Second); !live.MatchString(read()); time.Sleep(20 * time.Millisecond) {
+				if time.Now().After(deadline) {
+					t.Fatalf("%s %s printed nothing that matches %s in 30s:\n%s", filepath.Base(tool), script, live, read())
+				}
+			}
+		}
 	}
 	done := make(chan error, 1)
 	go func() { done <- cmd.Wait() }()
