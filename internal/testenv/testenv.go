@@ -2,6 +2,12 @@
 // eBPF, gcc, bpftrace, a system binary) can run. In a developer's shell a
 // missing requirement skips the test; under CI (CI=true) it fails it, so that
 // CI never passes by skipping.
+//
+// There are two tiers. go test -short is the hermetic one: every test
+// that asks for something of the machine through this package is skipped,
+// so what runs needs neither root, nor bpftrace, nor a real target, and
+// runs as any user in about a minute. The full tier (no -short) is what
+// CI runs.
 package testenv
 
 import (
@@ -22,19 +28,24 @@ func init() {
 // InCI reports whether the tests run under CI (CI=true).
 func InCI() bool { return os.Getenv("CI") == "true" }
 
-// Unavailable skips t, or fails it under CI, saying why.
+// Unavailable skips t, or fails it under CI, saying why. Under -short
+// it skips t always: that tier asks nothing of the machine.
 func Unavailable(t testing.TB, format string, args ...any) {
 	t.Helper()
+	if testing.Short() {
+		t.Skipf("-short: "+format, args...)
+	}
 	if InCI() {
 		t.Fatalf("required under CI: "+format, args...)
 	}
 	t.Skipf(format, args...)
 }
 
-// RequireRoot stops t unless it runs as root, which loading eBPF needs.
+// RequireRoot stops t unless it runs as root, which loading eBPF needs,
+// and under -short.
 func RequireRoot(t testing.TB) {
 	t.Helper()
-	if os.Geteuid() != 0 {
+	if os.Geteuid() != 0 || testing.Short() {
 		Unavailable(t, "needs root to load eBPF programs")
 	}
 }
@@ -44,7 +55,7 @@ func RequireRoot(t testing.TB) {
 func RequireTool(t testing.TB, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
-	if err != nil {
+	if err != nil || testing.Short() {
 		Unavailable(t, "needs %s: %v", name, err)
 	}
 	return p
@@ -53,7 +64,7 @@ func RequireTool(t testing.TB, name string) string {
 // RequireFile stops t unless path exists (a system binary that a test reads).
 func RequireFile(t testing.TB, path string) {
 	t.Helper()
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Stat(path); err != nil || testing.Short() {
 		Unavailable(t, "needs %s: %v", path, err)
 	}
 }
