@@ -3,7 +3,6 @@ package runtime
 import (
 	"debug/elf"
 	"fmt"
-	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	cxxdemangle "github.com/ianlancetaylor/demangle"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
@@ -275,10 +275,9 @@ func attachKernelFunc(a *codegen.Attachment, prog *ebpf.Program) (link.Link, err
 	if err == nil {
 		return l, nil
 	}
-	_, statErr := os.Stat(kprobePMU)
 	switch {
-	case (a.Kind == lang.ProbeKprobe || a.Kind == lang.ProbeKretprobe) && statErr != nil:
-		return nil, fmt.Errorf("attach %s: kprobes are not available in this kernel (CONFIG_KPROBES off): %w", a.ProbeName, err)
+	case (a.Kind == lang.ProbeKprobe || a.Kind == lang.ProbeKretprobe) && !capability.Of(capability.Kprobes).Available:
+		return nil, fmt.Errorf("attach %s: %s: %w", a.ProbeName, notAvailable(capability.Of(capability.Kprobes)), err)
 	case a.Kind == lang.ProbeKfunc || a.Kind == lang.ProbeKretfunc:
 		return nil, fmt.Errorf("attach %s: the kernel refuses fentry/fexit programs: %w", a.ProbeName, err)
 	}

@@ -1,23 +1,21 @@
 package runtime
 
 import (
-	"errors"
 	"fmt"
 	"io"
-	"os"
 	goruntime "runtime"
 	"runtime/debug"
 	"strings"
 
-	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/asm"
-	"github.com/cilium/ebpf/features"
 	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/internal/capability"
 )
 
 // WriteInfo prints what gotrace finds on this system (--info): the
-// kernel, its build and the kernel features gotrace uses, each probed
-// for the way gotrace would use it.
+// kernel, its build, the kernel and CPU features gotrace uses, each tried
+// the way gotrace would use it (internal/capability), and the privileges
+// of the user.
 func WriteInfo(w io.Writer, version string) {
 	var u unix.Utsname
 	_ = unix.Uname(&u)
@@ -34,7 +32,13 @@ func WriteInfo(w io.Writer, version string) {
 		}
 	}
 
-	fmt.Fprintf(w, "\nKernel features\n")
+	// Every row comes from the table the runtime and the tests decide
+	// by, so what --info says is what gotrace does.
+	fmt.Fprintf(w, "\nKernel and CPU features (each tried here)\n")
+	for _, r := range capability.All() {
+		fmt.Fprintf(w, "  %s\n", r)
+	}
+
 	yes := func(what string, ok bool, note string) {
 		answer := "no"
 		if ok {
@@ -45,39 +49,6 @@ func WriteInfo(w io.Writer, version string) {
 		}
 		fmt.Fprintf(w, "  %s: %s\n", what, answer)
 	}
-	has := func(path string) bool {
-		_, err := os.Stat(path)
-		return err == nil
-	}
-	// probed prints a feature found by creating a map or loading a
-	// program, which a user without CAP_BPF cannot do: then it is not
-	// known.
-	probed := func(what string, err error, note string) {
-		if errors.Is(err, os.ErrPermission) {
-			fmt.Fprintf(w, "  %s: unknown (finding out needs CAP_BPF)\n", what)
-			return
-		}
-		yes(what, err == nil, note)
-	}
-	ringbuf := features.HaveMapType(ebpf.RingBuf)
-	probed("ring buffer maps", ringbuf, errNote(ringbuf))
-	yes("uprobes", has("/sys/bus/event_source/devices/uprobe"), "usdt, uprobe, uretprobe")
-	yes("uprobe reference counter", has("/sys/bus/event_source/devices/uprobe/format/ref_ctr_offset"), "USDT semaphores")
-	kernel := hostKernelProbes()
-	yes("kprobes", kernel.kprobes, "gotrace does not attach them")
-	yes("tracefs", kernel.tracefs, "tracepoint probes (gotrace mounts it as root)")
-	yes("btf", has("/sys/kernel/btf/vmlinux"), "gotrace does not read it")
-	raw := features.HaveProgramType(ebpf.RawTracepoint)
-	probed("raw tracepoint programs", raw, "BEGIN, END and interval run as these")
-	perf := features.HaveProgramType(ebpf.PerfEvent)
-	probed("perf event programs", perf, "profile")
-	forEach := features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnForEachMapElem)
-	probed("for_each_map_elem", forEach, "for ($kv : @m), len(@m)")
-	loop := features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnLoop)
-	probed("loop", loop, "for ($kv : @m) over count(), sum(), min(), max(), avg()")
-	percpu := features.HaveProgramHelper(ebpf.RawTracepoint, asm.FnMapLookupPercpuElem)
-	probed("lookup_percpu_elem", percpu, "for ($kv : @m) over count(), sum(), min(), max(), avg()")
-
 	p := CurrentPrivileges()
 	p.Try()
 	writePrivileges(w, p, yes)

@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
 )
@@ -50,8 +51,8 @@ kretprobe:vfs_read { @ret[func] = hist(retval); }`)
 		switch {
 		case err == nil:
 			l.Close()
-		case !hostKernelProbes().kprobes:
-			if !strings.Contains(err.Error(), "kprobes are not available in this kernel (CONFIG_KPROBES off)") {
+		case !capability.Of(capability.Kprobes).Available:
+			if !strings.Contains(err.Error(), "kprobes are not available: ") {
 				t.Errorf("attach %s: %v; want the kernel's lack of kprobes named", a.ProbeName, err)
 			}
 		default:
@@ -64,7 +65,8 @@ kretprobe:vfs_read { @ret[func] = hist(retval); }`)
 // arguments and the return value: where the kernel loads and attaches
 // fentry/fexit programs they print a read's size and result; where it
 // refuses (this project's kernels, with EPERM even to root) the error is
-// at the attach point and says so.
+// at the attach point and says so. Which of the two happens must be what
+// the capability table says of fentry.
 func TestKfuncPrograms(t *testing.T) {
 	testenv.RequireRoot(t)
 	src := `kfunc:vfs_read /args->count > 0/ { @count = max(args->count); @f[func] = count(); }
@@ -73,8 +75,15 @@ kretfunc:vfs_read { @ret = max(retval); if (retval > 0) { exit(); } }`
 	out := newSyncBuffer("")
 	err := Run(context.Background(), p, Options{Out: out, Err: out})
 	checkNoBPFFiles(t)
+	fentry := capability.Of(capability.Fentry)
 	if err == nil {
+		if !fentry.Available {
+			t.Fatalf("kfunc probes ran, but the capability table says fentry is not available: %s", fentry.Evidence)
+		}
 		return
+	}
+	if fentry.Available {
+		t.Fatalf("Run: %v; the capability table says fentry works here (%s)", err, fentry.Evidence)
 	}
 	var list lang.ErrorList
 	if !errors.As(err, &list) || !strings.Contains(err.Error(), "the kernel refuses to load fentry/fexit programs (kfunc, kretfunc): ") ||
@@ -114,13 +123,13 @@ func TestListKprobes(t *testing.T) {
 	if !kernel {
 		t.Fatalf("kprobe:vfs_rea* is not a kernel pattern")
 	}
-	if hostKernelProbes().kprobes {
+	if capability.Of(capability.Kprobes).Available {
 		if err != nil || !strings.Contains(out.String(), "kprobe:vfs_read\n") {
 			t.Errorf("listed %q, %v; want kprobe:vfs_read", out.String(), err)
 		}
 		return
 	}
-	if err == nil || !strings.Contains(err.Error(), noKprobes) || out.Len() != 0 {
+	if err == nil || !strings.Contains(err.Error(), "kprobes are not available: ") || out.Len() != 0 {
 		t.Errorf("listed %q, %v; want no kprobes named", out.String(), err)
 	}
 }

@@ -9,6 +9,7 @@ import (
 
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/runtime/tracefs"
 	"github.com/gotrace/gotrace/usdt"
@@ -76,8 +77,8 @@ func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, erro
 		if len(fields) != 2 {
 			return true, argCount("1 argument")
 		}
-		if _, err := os.Stat(kprobePMU); err != nil {
-			return true, &usdt.PatternError{Pattern: pattern, Msg: noKprobes}
+		if r := capability.Of(capability.Kprobes); !r.Available && !r.Unknown {
+			return true, &usdt.PatternError{Pattern: pattern, Msg: notAvailable(r)}
 		}
 		return true, listKprobes(w, kind, fields[1])
 	case attachpoint.Watchpoint:

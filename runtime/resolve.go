@@ -11,8 +11,7 @@ import (
 	"strings"
 	"syscall"
 
-	"golang.org/x/sys/unix"
-
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
@@ -22,66 +21,26 @@ import (
 // anything: bpftrace's wording.
 var errNoProbes = errors.New("No probes to attach")
 
-// kernelProbes says which kernel probe kinds the host offers, for the
-// messages that refuse them.
-type kernelProbes struct {
-	// kprobes: the kernel was built with kprobes (CONFIG_KPROBES).
-	kprobes bool
-	// tracefs: tracefs is mounted at /sys/kernel/tracing.
-	tracefs bool
-	// pmu: the CPU's performance monitoring unit counts hardware events
-	// (virtual machines often have none).
-	pmu bool
-}
+// capabilityOf answers what the machine can do: capability.Of, or a fixed
+// answer in tests.
+type capabilityOf func(capability.Feature) capability.Row
 
-// kprobePMU is the perf event source of a kernel built with kprobes.
-const kprobePMU = "/sys/bus/event_source/devices/kprobe"
-
-// noKprobes says why a kprobe cannot be attached or listed where the
-// kernel has no kprobes.
-const noKprobes = "kprobes are not available: this kernel was built without them (CONFIG_KPROBES), there is no " + kprobePMU
-
-// hostKernelProbes looks at this host.
-func hostKernelProbes() kernelProbes {
-	exists := func(path string) bool {
-		_, err := os.Stat(path)
-		return err == nil
-	}
-	return kernelProbes{
-		kprobes: exists(kprobePMU),
-		tracefs: exists("/sys/kernel/tracing/events"),
-		pmu:     HasHardwarePMU(),
-	}
-}
-
-// HasHardwarePMU reports whether the kernel counts CPU cycles for this
-// process: without a PMU, perf_event_open refuses every hardware event
-// (ENOENT or EOPNOTSUPP).
-func HasHardwarePMU() bool {
-	attr := perfEvent(unix.PERF_TYPE_HARDWARE, unix.PERF_COUNT_HW_CPU_CYCLES, 0)
-	attr.Bits |= unix.PerfBitDisabled
-	fd, err := unix.PerfEventOpen(&attr, 0, -1, -1, unix.PERF_FLAG_FD_CLOEXEC)
-	if err != nil {
-		return false
-	}
-	unix.Close(fd)
-	return true
-}
-
-// checkKernelSupport refuses attach points that a host offering host
-// cannot serve, before anything is loaded, so that the user learns why
-// instead of seeing a kernel error code.
-func checkKernelSupport(p *lang.Program, host kernelProbes) error {
+// checkKernelSupport refuses attach points that the machine cannot serve,
+// as the capability table has, before anything is loaded, so that the
+// user learns why instead of seeing a kernel error code. Only the features
+// the script's attach points need are asked about, so a script of BEGIN
+// and uprobes tries none.
+func checkKernelSupport(p *lang.Program, has capabilityOf) error {
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			switch ap.Kind {
 			case lang.ProbeKprobe, lang.ProbeKretprobe:
-				if !host.kprobes {
-					return attachError(ap, "%s", noKprobes)
+				if r := has(capability.Kprobes); !r.Available && !r.Unknown {
+					return attachError(ap, "%s", notAvailable(r))
 				}
 			case lang.ProbeHardware:
-				if !host.pmu {
-					return attachError(ap, "hardware probes are not available: this machine has no hardware PMU (perf_event_open refuses hardware events, as in most virtual machines)")
+				if r := has(capability.PMU); !r.Available && !r.Unknown {
+					return attachError(ap, "hardware probes are not available: this machine has no hardware PMU, as most virtual machines (%s)", r.Evidence)
 				}
 			case lang.ProbeUnknown:
 				return attachError(ap, "unknown probe type")
@@ -89,6 +48,11 @@ func checkKernelSupport(p *lang.Program, host kernelProbes) error {
 		}
 	}
 	return nil
+}
+
+// notAvailable says that a feature is not available and why.
+func notAvailable(r capability.Row) string {
+	return fmt.Sprintf("%s are not available: %s", r.Feature, r.Evidence)
 }
 
 // kernelSpace is where x86-64's kernel half of the address space starts.

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
@@ -405,8 +406,14 @@ func (t *tracer) attachKernel(s site) error {
 		t.links = append(t.links, links...)
 		return err
 	case lang.ProbeWatchpoint:
+		// Asked only here, so that scripts without watchpoints open no
+		// breakpoint of their own.
+		bp := capability.Of(capability.Breakpoints)
 		links, err := attachWatchpoint(s.att, prog, t.pid, t.child != nil)
 		t.links = append(t.links, links...)
+		if err == nil && !bp.Available && !bp.Unknown {
+			fmt.Fprintf(t.opts.Err, "WARNING: %s: the probe will not fire: hardware breakpoints attach on this machine but are not delivered (tried by gotrace: %s)\n", s.att.Probe, bp.Evidence)
+		}
 		return err
 	case lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
 		l, err := attachKernelFunc(s.att, prog)

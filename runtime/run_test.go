@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -18,6 +19,7 @@ import (
 	"golang.org/x/sys/unix"
 	"time"
 
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
@@ -194,21 +196,33 @@ func TestRunPIDUnmapped(t *testing.T) {
 	}
 }
 
+// fixedCapabilities answers that exactly the features have are available,
+// so that a test means the same on every machine.
+func fixedCapabilities(have ...capability.Feature) capabilityOf {
+	return func(f capability.Feature) capability.Row {
+		if slices.Contains(have, f) {
+			return capability.Row{Feature: f, Available: true, Evidence: "given by the test"}
+		}
+		return capability.Row{Feature: f, Evidence: "taken away by the test"}
+	}
+}
+
 // TestRunUnsupportedKinds checks that kprobes are refused before
-// anything is loaded where the kernel has none, saying why, and pass where
-// it has them. The state is given rather than read, so the test means the
-// same on every machine.
+// anything is loaded where the machine has none, saying why, and pass where
+// it has them. The state is given rather than tried, so the test means the
+// same on every machine; Compile then refuses them exactly where the
+// capability table says kprobes are missing.
 func TestRunUnsupportedKinds(t *testing.T) {
 	kprobe := `kprobe:do_nanosleep { exit(); }`
 	for _, tc := range []struct {
 		src  string
-		host kernelProbes
+		have []capability.Feature
 		// want is what the error says, "" for none: a kernel with
 		// kprobes attaches them.
 		want string
 	}{
-		{kprobe, kernelProbes{}, "kprobes are not available"},
-		{kprobe, kernelProbes{kprobes: true, tracefs: true}, ""},
+		{kprobe, nil, "kprobes are not available: taken away by the test"},
+		{kprobe, []capability.Feature{capability.Kprobes, capability.Tracefs}, ""},
 	} {
 		p, err := lang.Parse("test.bt", tc.src)
 		if err != nil {
@@ -217,12 +231,14 @@ func TestRunUnsupportedKinds(t *testing.T) {
 		if err := lang.Check(p, lang.Config{}); err != nil {
 			t.Fatalf("check %s: %v", tc.src, err)
 		}
-		err = checkKernelSupport(p, tc.host)
+		err = checkKernelSupport(p, fixedCapabilities(tc.have...))
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%s on a host with %+v: error %v, want one saying %q", tc.src, tc.host, err, tc.want)
+			t.Errorf("%s on a host with %v: error %v, want one saying %q", tc.src, tc.have, err, tc.want)
 		}
-		if _, err := Compile(p, Options{}); err == nil && !hostKernelProbes().kprobes {
-			t.Errorf("%s: compiled on this host, want it refused", tc.src)
+		if r := capability.Of(capability.Kprobes); !r.Available && !r.Unknown {
+			if _, err := Compile(p, Options{}); err == nil {
+				t.Errorf("%s: compiled on this host, want it refused", tc.src)
+			}
 		}
 	}
 }
@@ -234,12 +250,29 @@ func TestCheckHardwareProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = checkKernelSupport(p, kernelProbes{tracefs: true})
+	err = checkKernelSupport(p, fixedCapabilities(capability.Tracefs))
 	if err == nil || !strings.Contains(err.Error(), "hardware probes are not available: this machine has no hardware PMU") {
 		t.Errorf("no PMU: error %v, want a positioned one naming the missing PMU", err)
 	}
-	if err := checkKernelSupport(p, kernelProbes{pmu: true}); err != nil {
+	if err := checkKernelSupport(p, fixedCapabilities(capability.PMU)); err != nil {
 		t.Errorf("with a PMU: %v", err)
+	}
+}
+
+// TestCheckKernelSupportAsksOnlyWhatItNeeds checks that a script of BEGIN
+// asks the capability table nothing: start-up tries no feature.
+func TestCheckKernelSupportAsksOnlyWhatItNeeds(t *testing.T) {
+	p, err := lang.Parse("test.bt", "BEGIN { exit(); } uprobe:/bin/sh:main { }")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var asked []capability.Feature
+	err = checkKernelSupport(p, func(f capability.Feature) capability.Row {
+		asked = append(asked, f)
+		return capability.Row{Feature: f}
+	})
+	if err != nil || len(asked) != 0 {
+		t.Errorf("checkKernelSupport: %v, asked about %v; want no error and nothing asked", err, asked)
 	}
 }
 

@@ -19,6 +19,7 @@ package runtime
 import (
 	"bytes"
 	"fmt"
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/runtime/metrics"
 	"io"
 	"os"
@@ -213,7 +214,7 @@ func exitedNote(pid int) string {
 // the -c command's PID, the value of cpid; files are the ELF files the run
 // reads, kept open for attaching.
 func compile(p *lang.Program, opts Options, objs []string, childPID int, files *usdt.Files) (*codegen.Spec, error) {
-	if err := checkKernelSupport(p, hostKernelProbes()); err != nil {
+	if err := checkKernelSupport(p, capability.Of); err != nil {
 		return nil, err
 	}
 	if err := checkWatchpoints(p, opts, objs, files); err != nil {

@@ -8,11 +8,11 @@ import (
 	"strings"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -43,14 +43,14 @@ func (m uprobeMode) String() string {
 var pidFilterFixed = [2]int{6, 10}
 
 // chooseUprobeMode picks multiUprobes where the kernel has uprobe_multi
-// links (cilium/ebpf's feature test, run once per process) and, for a
+// links (the capability table's, tried once per process) and, for a
 // trace filtered by PID, filters by PID correctly; why says why not.
 func chooseUprobeMode(disabled bool, pid int) (mode uprobeMode, why string) {
 	if disabled {
 		return perfUprobes, "uprobe_multi disabled"
 	}
-	if err := features.HaveBPFLinkUprobeMulti(); err != nil {
-		return perfUprobes, fmt.Sprintf("no uprobe_multi links: %v", err)
+	if r := capability.Of(capability.UprobeMulti); !r.Available {
+		return perfUprobes, "no uprobe_multi links: " + r.Evidence
 	}
 	if pid != 0 {
 		if v, ok := kernelRelease(); !ok || v[0] < pidFilterFixed[0] || v[0] == pidFilterFixed[0] && v[1] < pidFilterFixed[1] {

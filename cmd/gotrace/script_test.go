@@ -18,9 +18,9 @@ import (
 
 	"github.com/rogpeppe/go-internal/testscript"
 
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
-	"github.com/gotrace/gotrace/runtime"
 )
 
 // TestScript runs testdata/script/*.txtar. Each script's work directory
@@ -64,7 +64,7 @@ func TestScript(t *testing.T) {
 			case "fixture":
 				return fixtureBin != "", nil
 			case "pmu":
-				return runtime.HasHardwarePMU(), nil
+				return capability.Of(capability.PMU).Available, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},

@@ -1,7 +1,8 @@
 // Package testenv decides whether a test that needs the machine (root for
 // eBPF, gcc, bpftrace, a system binary) can run. In a developer's shell a
 // missing requirement skips the test; under CI (CI=true) it fails it, so that
-// CI never passes by skipping.
+// CI never passes by skipping; only a feature the machine lacks
+// (RequireCapability) skips under CI too.
 //
 // There are two tiers. go test -short is the hermetic one: every test
 // that asks for something of the machine through this package is skipped,
@@ -11,9 +12,12 @@
 package testenv
 
 import (
+	"fmt"
 	"os"
 	"os/exec"
 	"testing"
+
+	"github.com/gotrace/gotrace/internal/capability"
 )
 
 // init drops what sudo sets: under sudo, gotrace runs a -c command as the
@@ -76,4 +80,30 @@ func RequireBpftrace(t testing.TB) string {
 	t.Helper()
 	RequireRoot(t)
 	return RequireTool(t, "bpftrace")
+}
+
+// RequireCapability stops t unless this machine has feature f, as
+// internal/capability finds by trying it (the table gotrace --info
+// prints), and returns f's row. A machine that lacks the feature is a fact
+// of the machine, not a set-up step missed, so t skips even under CI,
+// naming the feature and what trying it showed; notes (another tool's
+// result, say) are added to the message. Where this process may not try
+// the feature (no CAP_BPF), and under -short, t is Unavailable.
+func RequireCapability(t testing.TB, f capability.Feature, notes ...string) capability.Row {
+	t.Helper()
+	if testing.Short() {
+		Unavailable(t, "needs %s", f)
+	}
+	r := capability.Of(f)
+	msg := fmt.Sprintf("%s: %s", f, r.Evidence)
+	for _, n := range notes {
+		msg += "; " + n
+	}
+	switch {
+	case r.Unknown:
+		Unavailable(t, "needs %s", msg)
+	case !r.Available:
+		t.Skipf("this machine lacks %s", msg)
+	}
+	return r
 }
