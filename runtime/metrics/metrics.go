@@ -1,8 +1,12 @@
 // Package metrics serves a running script's maps to Prometheus: at each
 // scrape it reads the maps as they are then (through a function the
 // runtime gives it) and writes them in the Prometheus and OpenMetrics text
-// formats with the Prometheus client library. docs/metrics.md says how
-// each kind of map becomes a metric.
+// formats. docs/metrics.md says how each kind of map becomes a metric.
+//
+// It writes the formats itself rather than with the Prometheus client
+// library: that library and the protobuf runtime it needs cost every
+// gotrace run ~6 ms and ~4 MiB of start-up in package initialisers,
+// though only --metrics uses them (issue 24).
 package metrics
 
 import (
@@ -18,9 +22,6 @@ import (
 	"sync"
 	"time"
 	"unicode/utf8"
-
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/promhttp"
 
 	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/runtime/output"
@@ -51,16 +52,13 @@ type Config struct {
 // ReadMaps reads every map of the script as it is now.
 type ReadMaps func() ([]*output.Map, error)
 
-// Collector is a prometheus.Collector of a script's maps. Until SetSource
-// is called it collects nothing.
+// Collector turns a script's maps into metric families at each scrape.
+// Until SetSource is called it collects nothing.
 type Collector struct {
 	cfg Config
 
 	mu   sync.Mutex
 	read ReadMaps
-
-	dropped *prometheus.Desc
-	failed  *prometheus.Desc
 }
 
 // NewCollector returns a Collector with the configuration cfg, which
@@ -69,11 +67,7 @@ func NewCollector(cfg Config) *Collector {
 	if cfg.MaxSeries <= 0 {
 		cfg.MaxSeries = DefaultMaxSeries
 	}
-	return &Collector{
-		cfg:     cfg,
-		dropped: prometheus.NewDesc(Prefix+"series_dropped", "Series of a map left out of this scrape because the map had more than the cap (--metrics-max-series).", []string{"map"}, nil),
-		failed:  prometheus.NewDesc(Prefix+"maps_unreadable", "1 when the script's maps could not be read for this scrape.", nil, nil),
-	}
+	return &Collector{cfg: cfg}
 }
 
 // Config returns the collector's configuration.
@@ -87,32 +81,36 @@ func (c *Collector) SetSource(read ReadMaps) {
 	c.mu.Unlock()
 }
 
-// Describe sends nothing: the metrics depend on the maps' contents, so the
-// collector is unchecked.
-func (c *Collector) Describe(chan<- *prometheus.Desc) {}
-
-// Collect reads the maps and sends one metric per series.
-func (c *Collector) Collect(ch chan<- prometheus.Metric) {
+// collect reads the maps and returns their metric families, sorted by
+// name. A map whose family would clash with one already served (the same
+// name, or one of the _sum, _count or _bucket series of another) is left
+// out, as is a map whose keys do not fit its configured labels.
+func (c *Collector) collect() []*family {
 	c.mu.Lock()
 	read := c.read
 	c.mu.Unlock()
 	if read == nil {
-		return
+		return nil
 	}
 	maps, err := read()
 	if err != nil {
-		ch <- prometheus.MustNewConstMetric(c.failed, prometheus.GaugeValue, 1)
-		return
+		return []*family{{name: Prefix + "maps_unreadable", help: "1 when the script's maps could not be read for this scrape.", kind: gauge,
+			series: []series{{value: 1}}}}
 	}
+	var fams familySet
+	dropped := &family{name: Prefix + "series_dropped", kind: gauge,
+		help: "Series of a map left out of this scrape because the map had more than the cap (--metrics-max-series)."}
 	for _, m := range maps {
-		metrics, dropped := c.mapMetrics(m)
-		for _, mt := range metrics {
-			ch <- mt
+		mapFams, n := c.mapFamilies(m)
+		for _, f := range mapFams {
+			fams.add(f)
 		}
-		if dropped > 0 {
-			ch <- prometheus.MustNewConstMetric(c.dropped, prometheus.GaugeValue, float64(dropped), m.Name)
+		if n > 0 {
+			dropped.series = append(dropped.series, series{labels: []label{{"map", m.Name}}, value: float64(n)})
 		}
 	}
+	fams.add(dropped)
+	return fams.sorted()
 }
 
 // Exportable reports whether a map of kind k with values laid out as
@@ -194,18 +192,17 @@ func (c *Collector) labelNames(mapName string, n int) ([]string, error) {
 	return names, nil
 }
 
-// mapMetrics converts one map into metrics, at most MaxSeries of them (a
-// histogram's buckets are one series here), and says how many it left
-// out.
-func (c *Collector) mapMetrics(m *output.Map) (metrics []prometheus.Metric, dropped int) {
+// mapFamilies converts one map into metric families, with at most
+// MaxSeries series (a histogram's buckets are one series here), and says
+// how many it left out.
+func (c *Collector) mapFamilies(m *output.Map) (fams []*family, dropped int) {
 	all := m.AllEntries()
 	if len(all) == 0 {
 		return nil, 0
 	}
-	keyLen := len(all[0].Key)
-	labels, err := c.labelNames(m.Name, keyLen)
+	labelNames, err := c.labelNames(m.Name, len(all[0].Key))
 	if err != nil {
-		return []prometheus.Metric{prometheus.NewInvalidMetric(prometheus.NewDesc(c.cfg.MetricName(m.Name), "", nil, nil), err)}, 0
+		return nil, 0
 	}
 	name := c.cfg.MetricName(m.Name)
 	help := fmt.Sprintf("The map %s of the gotrace script.", m.Name)
@@ -217,42 +214,38 @@ func (c *Collector) mapMetrics(m *output.Map) (metrics []prometheus.Metric, drop
 		dropped = len(entries) - c.cfg.MaxSeries
 		entries = entries[:c.cfg.MaxSeries]
 	}
-	var desc, avgDesc *prometheus.Desc
+	f := &family{name: name, help: help, kind: gauge}
+	var avg *family
 	switch m.Kind {
 	case layout.MapCount, layout.MapSum:
-		desc = prometheus.NewDesc(name+"_total", help, labels, nil)
+		f.name, f.kind = name+"_total", counter
 	case layout.MapAvg, layout.MapStats:
-		desc = prometheus.NewDesc(name, help+" Its _count and _sum are the values' number and total.", labels, nil)
-		avgDesc = prometheus.NewDesc(name+"_avg", help+" The average of its values.", labels, nil)
-	default:
-		desc = prometheus.NewDesc(name, help, labels, nil)
+		f.help, f.kind = help+" Its _count and _sum are the values' number and total.", summary
+		avg = &family{name: name + "_avg", help: help + " The average of its values.", kind: gauge}
+	case layout.MapHist, layout.MapLhist:
+		f.kind = histogram
 	}
 	for _, e := range entries {
-		values := labelValues(e.Key)
-		var mt prometheus.Metric
-		var err error
+		s := series{labels: makeLabels(labelNames, e.Key)}
 		switch m.Kind {
 		case layout.MapCount:
-			mt, err = prometheus.NewConstMetric(desc, prometheus.CounterValue, float64(e.Value.Bits), values...)
-		case layout.MapSum:
-			mt, err = prometheus.NewConstMetric(desc, prometheus.CounterValue, intValue(e.Value), values...)
-		case layout.MapMin, layout.MapMax, layout.MapValue:
-			mt, err = prometheus.NewConstMetric(desc, prometheus.GaugeValue, intValue(e.Value), values...)
+			s.value = float64(e.Value.Bits)
 		case layout.MapAvg, layout.MapStats:
-			mt, err = prometheus.NewConstSummary(desc, e.Count, float64(e.Total), nil, values...)
-			if err == nil && e.Count > 0 {
-				metrics = append(metrics, prometheus.MustNewConstMetric(avgDesc, prometheus.GaugeValue, float64(e.Total/int64(e.Count)), values...))
+			s.count, s.sum = e.Count, float64(e.Total)
+			if e.Count > 0 {
+				avg.series = append(avg.series, series{labels: s.labels, value: float64(e.Total / int64(e.Count))})
 			}
 		case layout.MapHist, layout.MapLhist:
-			count, sum, buckets := histogram(m, e)
-			mt, err = prometheus.NewConstHistogram(desc, count, sum, buckets, values...)
+			s.count, s.sum, s.buckets = histogramOf(m, e)
+		default:
+			s.value = intValue(e.Value)
 		}
-		if err != nil {
-			mt = prometheus.NewInvalidMetric(desc, err)
-		}
-		metrics = append(metrics, mt)
+		f.series = append(f.series, s)
 	}
-	return metrics, dropped
+	if avg != nil {
+		return []*family{f, avg}, dropped
+	}
+	return []*family{f}, dropped
 }
 
 // intValue is an integer value as a float.
@@ -263,19 +256,19 @@ func intValue(v output.Value) float64 {
 	return float64(v.Bits)
 }
 
-// histogram turns a hist or lhist entry into Prometheus' form: the count,
+// histogramOf turns a hist or lhist entry into Prometheus' form: the count,
 // an estimate of the sum (each bucket's count times the middle of its
 // range; the two open-ended buckets count at their one bound), and the
 // cumulative counts of values at most each bucket's upper bound, for every
-// bucket up to the last non-empty one (le="+Inf" is the count).
-func histogram(m *output.Map, e output.Entry) (count uint64, sum float64, buckets map[float64]uint64) {
+// bucket up to the last non-empty one, in increasing order (le="+Inf" is
+// the count).
+func histogramOf(m *output.Map, e output.Entry) (count uint64, sum float64, buckets []bucket) {
 	last := -1
 	for i, n := range e.Buckets {
 		if n != 0 {
 			last = i
 		}
 	}
-	buckets = map[float64]uint64{}
 	for i := 0; i <= last; i++ {
 		n := e.Buckets[i]
 		lo, hi := BucketRange(m, i)
@@ -291,7 +284,7 @@ func histogram(m *output.Map, e output.Entry) (count uint64, sum float64, bucket
 		// hist's bucket of negative values appears only once it counts
 		// something, as bpftrace prints it.
 		if !math.IsInf(hi, 1) && (i > 0 || n > 0 || m.Kind == layout.MapLhist) {
-			buckets[hi] = count
+			buckets = append(buckets, bucket{le: hi, count: count})
 		}
 	}
 	return count, sum, buckets
@@ -311,15 +304,17 @@ func BucketRange(m *output.Map, i int) (lo, hi float64) {
 	return lo, hi
 }
 
-// labelValues returns a key's elements as label values: as bpftrace prints
-// them in text, with bytes that are not UTF-8 written as \xNN, which
-// Prometheus requires.
-func labelValues(key []output.Value) []string {
-	values := make([]string, len(key))
+// makeLabels pairs the label names with a key's elements, sorted by name
+// as the exposition lists them. The values are the elements as bpftrace
+// prints them in text, with bytes that are not UTF-8 written as \xNN,
+// which Prometheus requires.
+func makeLabels(names []string, key []output.Value) []label {
+	labels := make([]label, len(key))
 	for i, v := range key {
-		values[i] = validUTF8(v.String())
+		labels[i] = label{names[i], validUTF8(v.String())}
 	}
-	return values
+	slices.SortFunc(labels, func(a, b label) int { return strings.Compare(a.name, b.name) })
+	return labels
 }
 
 func validUTF8(s string) string {
@@ -371,19 +366,12 @@ var ErrServe = errors.New("serve metrics")
 // the OpenMetrics format to scrapers that ask for it and Prometheus' text
 // format otherwise.
 func Serve(addr string, c *Collector) (*Server, error) {
-	reg := prometheus.NewRegistry()
-	if err := reg.Register(c); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrServe, err)
-	}
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("%w on %s: %v", ErrServe, addr, err)
 	}
 	mux := http.NewServeMux()
-	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{
-		EnableOpenMetrics: true,
-		ErrorHandling:     promhttp.ContinueOnError,
-	}))
+	mux.Handle("/metrics", handler{c})
 	s := &Server{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, err: make(chan error, 1)}
 	go func() { s.err <- s.srv.Serve(ln) }()
 	return s, nil

@@ -2,15 +2,18 @@ package metrics
 
 import (
 	"bytes"
+	"compress/gzip"
+	"errors"
 	"flag"
 	"io"
+	"maps"
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
-	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
@@ -52,36 +55,39 @@ var mapsByKind = map[string][]*output.Map{
 	}}},
 }
 
-// gather serves maps through a Collector and returns the exposition text.
+// gather serves maps through a Collector and returns the exposition in
+// Prometheus' text format.
 func gather(t *testing.T, cfg Config, maps []*output.Map) string {
+	t.Helper()
+	return expose(t, textFormat, cfg, maps)
+}
+
+// expose serves maps through a Collector and returns the exposition in
+// the format ft.
+func expose(t *testing.T, ft format, cfg Config, maps []*output.Map) string {
 	t.Helper()
 	c := NewCollector(cfg)
 	c.SetSource(func() ([]*output.Map, error) { return maps, nil })
-	reg := prometheus.NewPedanticRegistry()
-	reg.MustRegister(c)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
 	var b bytes.Buffer
-	for _, f := range families {
-		if _, err := expfmt.MetricFamilyToText(&b, f); err != nil {
-			t.Fatal(err)
-		}
+	if err := ft.write(&b, c.collect()); err != nil {
+		t.Fatal(err)
 	}
 	return b.String()
 }
 
 // TestGolden compares the exposition of every map kind with
-// testdata/NAME.txt and parses it back with the client library's parser.
+// testdata/NAME.txt (written by the Prometheus client library when gotrace
+// used it), parses it back with the client library's parser, and checks
+// that the OpenMetrics exposition is what the library writes for the
+// families it parsed.
 func TestGolden(t *testing.T) {
-	for name, maps := range mapsByKind {
+	for name, ms := range mapsByKind {
 		t.Run(name, func(t *testing.T) {
 			cfg := Config{}
 			if name == "sum_tuple" {
 				cfg.Labels = map[string][]string{"@bytes": {"peer", "command"}}
 			}
-			got := gather(t, cfg, maps)
+			got := gather(t, cfg, ms)
 			path := filepath.Join("testdata", name+".txt")
 			if *update {
 				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
@@ -96,8 +102,19 @@ func TestGolden(t *testing.T) {
 				t.Errorf("exposition differs from %s:\n%s", path, got)
 			}
 			parser := expfmt.NewTextParser(model.UTF8Validation)
-			if _, err := parser.TextToMetricFamilies(strings.NewReader(got)); err != nil {
-				t.Errorf("the client library cannot parse it back: %v", err)
+			families, err := parser.TextToMetricFamilies(strings.NewReader(got))
+			if err != nil {
+				t.Fatalf("the client library cannot parse it back: %v", err)
+			}
+			var wantOM bytes.Buffer
+			for _, name := range slices.Sorted(maps.Keys(families)) {
+				if _, err := expfmt.MetricFamilyToOpenMetrics(&wantOM, families[name]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			expfmt.FinalizeOpenMetrics(&wantOM)
+			if om := expose(t, openMetricsFormat, cfg, ms); om != wantOM.String() {
+				t.Errorf("OpenMetrics exposition:\n%s\nthe client library's:\n%s", om, wantOM.String())
 			}
 		})
 	}
@@ -179,4 +196,118 @@ func httpGet(url string) (string, error) {
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
 	return string(b), err
+}
+
+// TestNegotiate picks the format from the Accept header as the client
+// library did: OpenMetrics only for a scraper that prefers it.
+func TestNegotiate(t *testing.T) {
+	for _, tc := range []struct {
+		accept string
+		want   format
+	}{
+		{"", textFormat},
+		{"*/*", textFormat},
+		{"text/plain;version=0.0.4", textFormat},
+		// Prometheus 2.x's header.
+		{"application/openmetrics-text;version=1.0.0,application/openmetrics-text;version=0.0.1;q=0.75,text/plain;version=0.0.4;q=0.5,*/*;q=0.1", openMetricsFormat},
+		{"application/openmetrics-text; version=1.0.0", openMetricsFormat},
+		{"text/plain;q=0.9,application/openmetrics-text;q=0.5", textFormat},
+		{"application/openmetrics-text;q=0", textFormat},
+	} {
+		if got := negotiate(tc.accept); got != tc.want {
+			t.Errorf("negotiate(%q) = %s, want %s", tc.accept, got.contentType, tc.want.contentType)
+		}
+	}
+}
+
+// TestServeFormats serves each format, plain and gzipped, over HTTP.
+func TestServeFormats(t *testing.T) {
+	c := NewCollector(Config{})
+	c.SetSource(func() ([]*output.Map, error) { return mapsByKind["count"], nil })
+	s, err := Serve("127.0.0.1:0", c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { s.Close() })
+	for _, tc := range []struct {
+		accept, encoding string
+		wantType         string
+		wantLine         string
+	}{
+		{"", "", textFormat.contentType, "gotrace_msgs_total{key=\"ping\"} 12\n"},
+		{"application/openmetrics-text;version=1.0.0", "", openMetricsFormat.contentType, "gotrace_msgs_total{key=\"ping\"} 12.0\n# EOF\n"},
+		{"application/openmetrics-text;version=1.0.0", "gzip", openMetricsFormat.contentType, "# TYPE gotrace_msgs counter\n"},
+		{"", "gzip", textFormat.contentType, "# TYPE gotrace_msgs_total counter\n"},
+	} {
+		req, err := http.NewRequest("GET", "http://"+s.Addr().String()+"/metrics", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Accept", tc.accept)
+		if tc.encoding != "" {
+			// Set by hand, the transport leaves the body compressed.
+			req.Header.Set("Accept-Encoding", tc.encoding)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var body io.Reader = resp.Body
+		if tc.encoding == "gzip" {
+			if resp.Header.Get("Content-Encoding") != "gzip" {
+				t.Errorf("Accept-Encoding gzip: Content-Encoding %q", resp.Header.Get("Content-Encoding"))
+			}
+			if body, err = gzip.NewReader(resp.Body); err != nil {
+				t.Fatal(err)
+			}
+		}
+		b, err := io.ReadAll(body)
+		resp.Body.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := resp.Header.Get("Content-Type"); got != tc.wantType {
+			t.Errorf("Accept %q: Content-Type %q, want %q", tc.accept, got, tc.wantType)
+		}
+		if !strings.Contains(string(b), tc.wantLine) {
+			t.Errorf("Accept %q, encoding %q: no %q in\n%s", tc.accept, tc.encoding, tc.wantLine, b)
+		}
+	}
+}
+
+// TestClashes leaves out a map whose metric would be mistaken for
+// another's, and a map whose keys do not fit its labels, serving the rest.
+func TestClashes(t *testing.T) {
+	one := []output.Entry{{Value: output.Uint(1)}}
+	got := gather(t, Config{Labels: map[string][]string{"@pair": {"a", "b"}}}, []*output.Map{
+		{Name: "@h", Kind: layout.MapHist, Entries: []output.Entry{{Buckets: []uint64{0, 1}}}},
+		{Name: "@h_count", Kind: layout.MapValue, Entries: one},
+		{Name: "@a", Kind: layout.MapCount, Entries: one},
+		{Name: "@a_total", Kind: layout.MapValue, Entries: one},
+		{Name: "@pair", Kind: layout.MapCount, Entries: one},
+	})
+	for _, want := range []string{"gotrace_h_count 1\n", "gotrace_a_total 1\n", "# TYPE gotrace_a_total counter\n"} {
+		if !strings.Contains(got, want) {
+			t.Errorf("no %q in\n%s", want, got)
+		}
+	}
+	for _, bad := range []string{"gauge", "pair"} {
+		if strings.Contains(got, bad) {
+			t.Errorf("%q served:\n%s", bad, got)
+		}
+	}
+}
+
+// TestUnreadable serves gotrace_maps_unreadable when the maps cannot be
+// read.
+func TestUnreadable(t *testing.T) {
+	c := NewCollector(Config{})
+	c.SetSource(func() ([]*output.Map, error) { return nil, errors.New("map gone") })
+	var b bytes.Buffer
+	if err := textFormat.write(&b, c.collect()); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(b.String(), "gotrace_maps_unreadable 1\n") {
+		t.Errorf("got\n%s", b.String())
+	}
 }
