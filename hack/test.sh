@@ -5,6 +5,11 @@
 # fuzz target. It runs every step even when one fails and exits non-zero if
 # any did, so one CI run shows every problem.
 #
+# The log starts with gotrace --info: what this machine can do (the
+# capability table that decides which tests skip) and who runs the tests.
+# Each phase's time is printed when it ends and again in a summary at the
+# end, with the set-up's when .ci/run passes it (SETUP_SECONDS).
+#
 # Environment:
 #   FUZZTIME   how long each Fuzz* target runs (default 20s; 0 skips fuzzing)
 #   TESTFLAGS  extra flags for the go test step (e.g. "-run TestDiff -v")
@@ -27,6 +32,20 @@ step() {
 	echo "==> $* ($(date -u +%H:%M:%S))"
 }
 
+# phase_done NAME ends the phase called NAME, which began when the last
+# one ended: its seconds are printed now and kept for the summary.
+phases=()
+if [[ -n ${SETUP_SECONDS:-} ]]; then
+	phases+=("$(printf '%-32s %5ss' 'set-up (hack/setup.sh)' "$SETUP_SECONDS")")
+fi
+phase_start=$SECONDS
+phase_done() {
+	local took=$((SECONDS - phase_start))
+	echo "hack/test.sh: $1 took ${took}s"
+	phases+=("$(printf '%-32s %5ss' "$1" "$took")")
+	phase_start=$SECONDS
+}
+
 # fuzz runs one fuzz target. On a loaded machine Go's fuzzing coordinator
 # can give up on a slow worker at the very end ("context deadline exceeded")
 # without any failing input: only that case is run once more. Minimizing is
@@ -44,6 +63,11 @@ fuzz() {
 	rm -f "$out"
 	return "$rc"
 }
+
+step gotrace --info
+# bpftrace prints --info on stderr, and so does gotrace.
+go run ./cmd/gotrace --info 2>&1 || echo "hack/test.sh: gotrace --info failed (the build errors show again below)"
+phase_done "capability table"
 
 step go vet ./...
 if ! go vet ./...; then
@@ -65,11 +89,15 @@ if [[ -n $unformatted ]]; then
 	failed+=("gofmt")
 fi
 
+phase_done "go vet, go mod tidy, gofmt"
+
 step go test -count=1 ./... ${TESTFLAGS:-}
 # shellcheck disable=SC2086 # TESTFLAGS is a list of flags.
 if ! go test -count=1 -timeout 30m ${TESTFLAGS:-} ./...; then
 	failed+=("go test")
 fi
+
+phase_done "go test"
 
 step hack/package-test.sh
 # The Debian package, installed with apt and removed again: needs root.
@@ -83,6 +111,8 @@ elif [[ ${CI:-} == true ]]; then
 else
 	echo "skipped: hack/package-test.sh needs root"
 fi
+
+phase_done "package test"
 
 if [[ $fuzztime != 0 && $fuzztime != 0s ]]; then
 	for pkg in $(go list ./...); do
@@ -98,7 +128,17 @@ if [[ $fuzztime != 0 && $fuzztime != 0s ]]; then
 	done
 fi
 
+if [[ $fuzztime != 0 && $fuzztime != 0s ]]; then
+	phase_done "fuzzing ($fuzztime a target)"
+else
+	phase_done "fuzzing (skipped: FUZZTIME=0)"
+fi
+
 echo
+echo "hack/test.sh: time by phase"
+for p in "${phases[@]}"; do
+	echo "  $p"
+done
 if ((${#failed[@]} > 0)); then
 	echo "hack/test.sh: FAIL after $((SECONDS - start))s: ${failed[*]}"
 	exit 1

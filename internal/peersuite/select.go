@@ -1,6 +1,7 @@
 package peersuite
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -8,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"syscall"
+
+	"github.com/gotrace/gotrace/internal/capability"
 )
 
 // hostArch returns the names an ARCH directive may use for this machine:
@@ -78,9 +81,19 @@ var probeTypes = map[string]string{
 	"iter": "iter", "it": "iter", "self": "self", "bench": "bench",
 }
 
-// kernelOnlyProbes are the probe types this machine cannot attach for any
-// tool: kprobes are compiled out of its kernel and fentry is refused.
-var kernelOnlyProbes = []string{"kprobe", "kretprobe", "fentry", "fexit"}
+// machineProbes are the probe types that need a feature of the machine,
+// which no tool has where the capability table says it is missing (this
+// project's machines: kprobes compiled out, fentry refused, hardware
+// breakpoints never delivered on AMD). Hardware probes are not among them:
+// the tests that name them list events, which needs no PMU.
+var machineProbes = map[string]capability.Feature{
+	"kprobe":          capability.Kprobes,
+	"kretprobe":       capability.Kprobes,
+	"fentry":          capability.Fentry,
+	"fexit":           capability.Fentry,
+	"watchpoint":      capability.Breakpoints,
+	"asyncwatchpoint": capability.Breakpoints,
+}
 
 // beginEndInterval are the probe types of the measured population.
 var beginEndInterval = []string{"BEGIN", "END", "begin", "end", "interval"}
@@ -172,14 +185,19 @@ var (
 )
 
 // Unavailable returns why the test needs what no tool can have on this
-// machine (a helper program, a kernel-only probe type), or "".
+// machine (a helper program, a probe type whose feature the machine
+// lacks), or "".
 func (t *Test) Unavailable(workDir string) string {
 	if t.helperProgram() {
 		return "needs a helper program from tests/testprogs"
 	}
 	for _, p := range Probes(t.Program(workDir)) {
-		if slices.Contains(kernelOnlyProbes, p) {
-			return "needs " + p + " probes, which this kernel does not offer"
+		f, ok := machineProbes[p]
+		if !ok {
+			continue
+		}
+		if r := capability.Of(f); !r.Available {
+			return fmt.Sprintf("needs %s probes, which this machine cannot serve: %s: %s", p, f, r.Evidence)
 		}
 	}
 	return ""
