@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up a fresh Debian 12 machine (root, Go at /usr/local/go) to build and
-# test gotrace. Idempotent: when every package and tool is already there it
-# does no apt work at all, so re-runs take well under a second.
+# test gotrace: the packages, mounts and users the tests need. Idempotent:
+# when every package, tool, mount and user is already there it changes
+# nothing and does no apt work at all, so re-runs take well under a second.
 set -euo pipefail
 
 # Debian packages the tests and the benchmark need:
@@ -32,6 +33,16 @@ packages=(
 	# libc's separate debug file: the names of its local functions, for
 	# uprobes (malloc_consolidate) and stacks (__libc_start_call_main).
 	libc6-dbg
+	# psql queries the PostgreSQL target (runtime's TestRunPostgresQueries); a
+	# dependency of postgresql-15, listed because the tests run it.
+	postgresql-client-15
+	# Tools the tests run that Debian usually has already: useradd,
+	# groupadd and usermod (the unprivileged test user), runuser
+	# (TestChildWrapped), ldconfig (usdt's library search tests), python3.
+	passwd
+	util-linux
+	libc-bin
+	python3-minimal
 )
 
 # Files that must exist once the packages are installed: checked as well as
@@ -49,6 +60,14 @@ files=(
 	/usr/bin/prometheus
 	/usr/bin/file
 	/usr/bin/qemu-aarch64
+	/usr/bin/psql
+	/usr/bin/java
+	/usr/bin/objdump
+	/usr/bin/nm
+	/usr/sbin/useradd
+	/usr/sbin/runuser
+	/sbin/ldconfig
+	/usr/bin/python3
 )
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -96,6 +115,39 @@ fi
 # depends on whether something else mounted them.
 mountpoint -q /sys/kernel/tracing || mount -t tracefs nodev /sys/kernel/tracing
 mountpoint -q /sys/kernel/debug || mount -t debugfs nodev /sys/kernel/debug
+
+# cgroupid()'s differential test (testdata/diff/cgroupid.bt) names a
+# cgroup v1 hierarchy and the cgroup2 one, where this kind of machine
+# mounts them: say so at once where they are missing rather than fail a
+# test later.
+for d in /sys/fs/cgroup/memory /sys/fs/cgroup/unified; do
+	if ! mountpoint -q "$d"; then
+		echo "hack/setup.sh: warning: $d is not a cgroup mount; TestDiff/cgroupid will fail" >&2
+	fi
+done
+
+# Users the tests need: nobody (uid 65534, a name the tests print) and
+# postgres (the PostgreSQL package's) must exist; the unprivileged user
+# and its supplementary group (cmd/gotrace's privileges.txtar and
+# TestChildUser) are created here, as the tests would create them, so
+# that a run never depends on which test created them first.
+test_user=gotrace-unpriv
+test_group=gotrace-test-extra
+for u in nobody postgres; do
+	if ! getent passwd "$u" >/dev/null; then
+		echo "hack/setup.sh: user $u is missing" >&2
+		exit 1
+	fi
+done
+if ! getent passwd "$test_user" >/dev/null; then
+	useradd --system --no-create-home --shell /usr/sbin/nologin "$test_user"
+fi
+if ! getent group "$test_group" >/dev/null; then
+	groupadd "$test_group"
+fi
+if ! id -nG "$test_user" | tr ' ' '\n' | grep -qx "$test_group"; then
+	usermod -a -G "$test_group" "$test_user"
+fi
 
 # Fetch module dependencies once so the tests do not each hit the network.
 cd "$(dirname "$0")/.."
