@@ -65,6 +65,8 @@ func TestScript(t *testing.T) {
 				return fixtureBin != "", nil
 			case "pmu":
 				return capability.Of(capability.PMU).Available, nil
+			case "kprobes":
+				return capability.Of(capability.Kprobes).Available, nil
 			}
 			return false, fmt.Errorf("unknown condition %q", cond)
 		},
