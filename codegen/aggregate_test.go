@@ -139,7 +139,7 @@ func TestFullAndLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lang.Check(p, lang.Config{}); err != nil {
+	if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	spec, err := Compile(p, Options{MapKeysMax: 2, EventsSize: 4096})

@@ -114,10 +114,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 			t.Fatalf("parse %s: %v", src, err)
 		}
 		cfg := lang.Config{Unsafe: true, Child: true, Host: tracepointHost{&usdt.Host{}}, Kernel: symbolKernel{}}
-		if err := lang.Resolve(p, cfg); err != nil {
-			t.Fatalf("resolve %s: %v", src, err)
-		}
-		if err := lang.Check(p, cfg); err != nil {
+		if err := lang.Analyze(p, cfg, nil); err != nil {
 			t.Errorf("check %s: %v", src, err)
 			continue
 		}

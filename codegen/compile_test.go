@@ -27,7 +27,7 @@ func TestCompileErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := lang.Check(p, lang.Config{}); err != nil {
+		if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
 			t.Fatalf("check %s: %v", tt.src, err)
 		}
 		_, err = Compile(p, Options{})
@@ -71,7 +71,7 @@ func TestProgramsLoad(t *testing.T) {
 			t.Fatalf("parse %s: %v", src, err)
 		}
 		params := []string{"a"}
-		if err := lang.Check(p, lang.Config{Params: params, Unsafe: true}); err != nil {
+		if err := lang.Analyze(p, lang.Config{Params: params, Unsafe: true}, nil); err != nil {
 			t.Fatalf("check %s: %v", src, err)
 		}
 		spec, err := Compile(p, Options{Params: params})

@@ -101,7 +101,7 @@ func TestMapLoops(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
-			if err := lang.Check(p, lang.Config{}); err != nil {
+			if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
 				t.Fatalf("check: %v", err)
 			}
 			cpus, err := ebpf.PossibleCPU()
@@ -159,10 +159,7 @@ func TestMapLoopsInProbes(t *testing.T) {
 			t.Fatalf("parse %s: %v", src, err)
 		}
 		cfg := lang.Config{Host: tracepointHost{&usdt.Host{}}}
-		if err := lang.Resolve(p, cfg); err != nil {
-			t.Fatalf("resolve %s: %v", src, err)
-		}
-		if err := lang.Check(p, cfg); err != nil {
+		if err := lang.Analyze(p, cfg, nil); err != nil {
 			t.Fatalf("check %s: %v", src, err)
 		}
 		spec, err := Compile(p, Options{})
@@ -180,7 +177,7 @@ func TestMapLoopManyCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lang.Check(p, lang.Config{}); err != nil {
+	if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	spec, err := Compile(p, Options{CPUs: 1024})

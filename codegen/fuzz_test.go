@@ -41,7 +41,7 @@ func FuzzCompile(f *testing.F) {
 			return
 		}
 		params := []string{"1", "two"}
-		if err := lang.Check(p, lang.Config{Params: params}); err != nil {
+		if err := lang.Analyze(p, lang.Config{Params: params}, nil); err != nil {
 			return
 		}
 		opts := Options{Params: params, EventsSize: 4096, ControlSize: 4096, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}

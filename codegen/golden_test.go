@@ -53,7 +53,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := lang.Check(p, lang.Config{}); err != nil {
+			if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
 				t.Fatal(err)
 			}
 			opts := Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{}}

@@ -145,7 +145,7 @@ func compileSource(t *testing.T, src string, params ...string) *Spec {
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if err := lang.Check(p, lang.Config{Params: params}); err != nil {
+	if err := lang.Analyze(p, lang.Config{Params: params}, nil); err != nil {
 		t.Fatalf("check: %v", err)
 	}
 	spec, err := Compile(p, Options{Params: params})

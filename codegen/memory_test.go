@@ -73,7 +73,7 @@ func TestLongStrings(t *testing.T) {
 		t.Fatal(err)
 	}
 	params := []string{long}
-	if err := lang.Check(p, lang.Config{Params: params, StrLen: 200}); err != nil {
+	if err := lang.Analyze(p, lang.Config{Params: params, StrLen: 200}, nil); err != nil {
 		t.Fatal(err)
 	}
 	spec, err := Compile(p, Options{Params: params, StrLen: 200})

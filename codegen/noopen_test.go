@@ -108,10 +108,7 @@ func compileWithoutFiles(path, src string, probes []usdt.Probe) (string, error) 
 	}
 	params := []string{"1", "100", "5"}
 	cfg := lang.Config{Params: params, Host: fakeHost{}}
-	if err := lang.Resolve(p, cfg); err != nil {
-		return "", err
-	}
-	if err := lang.Check(p, cfg); err != nil {
+	if err := lang.Analyze(p, cfg, nil); err != nil {
 		return "", err
 	}
 	opts := Options{Params: params, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}

@@ -128,7 +128,7 @@ func TestRandomPrograms(t *testing.T) {
 			t.Fatalf("parse: %v\n%s", err, src)
 		}
 		params := []string{"5", "word"}
-		if lang.Check(p, lang.Config{Params: params}) != nil {
+		if lang.Analyze(p, lang.Config{Params: params}, nil) != nil {
 			continue // the generator does not follow every typing rule
 		}
 		spec, err := Compile(p, Options{Params: params, EventsSize: 4096, ControlSize: 4096})

@@ -44,7 +44,7 @@ func TestScriptsLoad(t *testing.T) {
 					t.Fatal(err)
 				}
 				params := []string{"1", "100", "5"}
-				if err := lang.Check(p, lang.Config{Params: params}); err != nil {
+				if err := lang.Analyze(p, lang.Config{Params: params}, nil); err != nil {
 					t.Fatal(err)
 				}
 				opts := Options{Params: params, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}

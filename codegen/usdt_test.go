@@ -59,7 +59,7 @@ func TestUSDTEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lang.Check(p, lang.Config{}); err != nil {
+	if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	ap := p.Probes[0].Attach[0]

@@ -74,6 +74,11 @@ type Program struct {
 	// runs are the runs of characters without blanks that hold several
 	// tokens, in source order; runStart looks them up.
 	runs []tokenRun
+	// macros and enumValues are the script's macro definitions (by
+	// macroKey) and enumerators as parsed, for the passes that replace
+	// their uses (expandMacros, replaceEnumValues).
+	macros     map[string]*macroDef
+	enumValues map[string]enumerator
 }
 
 // ExitsAfterBegin reports whether the trace ends by itself once its begin

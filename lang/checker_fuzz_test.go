@@ -33,7 +33,7 @@ func FuzzCheck(f *testing.F) {
 		if err != nil {
 			return
 		}
-		err = Check(p, Config{Params: []string{param}, Unsafe: len(src)%2 == 0})
+		err = Analyze(p, Config{Params: []string{param}, Unsafe: len(src)%2 == 0}, nil)
 		if err == nil {
 			walkExprs(p, func(e Expr) {
 				if TypeOf(e).Kind == KindNone {

@@ -95,10 +95,11 @@ func (p *parser) enumDef() {
 	}
 }
 
-// replaceEnumValues makes every identifier that names an enumerator an
-// integer literal of its value and enum.
-func (p *parser) replaceEnumValues(prog *Program) {
-	if len(p.enumValues) == 0 {
+// replaceEnumValues is the pass that makes every identifier that names
+// an enumerator the parser recorded an integer literal of its value and
+// enum.
+func replaceEnumValues(prog *Program) {
+	if len(prog.enumValues) == 0 {
 		return
 	}
 	lit := func(e Expr) Expr {
@@ -106,7 +107,7 @@ func (p *parser) replaceEnumValues(prog *Program) {
 		if !ok {
 			return e
 		}
-		en, ok := p.enumValues[b.Name]
+		en, ok := prog.enumValues[b.Name]
 		if !ok {
 			return e
 		}

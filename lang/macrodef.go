@@ -67,26 +67,37 @@ func macroKey(name string, params int) string {
 	return fmt.Sprintf("%s/%d", name, params)
 }
 
-// expandMacros replaces the macro calls of every probe by their bodies.
-func (p *parser) expandMacros(prog *Program) {
-	if len(p.macros) == 0 {
-		return
+// expandMacros is the pass that replaces the macro calls of every probe
+// by their bodies, with the macros the parser recorded.
+func expandMacros(prog *Program) error {
+	if len(prog.macros) == 0 {
+		return nil
 	}
-	x := &expander{p: p}
+	x := &expander{macros: prog.macros}
 	for _, pr := range prog.Probes {
 		if pr.Pred != nil {
 			pr.Pred = mapExpr(pr.Pred, x.expand)
 		}
 		pr.Body = mapStmt(pr.Body, x.expand).(*Block)
 	}
+	if len(x.errs) > 0 {
+		return x.errs
+	}
+	return nil
 }
 
 // expander expands macro calls; n counts the expansions, which name the
-// renamed variables, and stack holds the macros being expanded.
+// renamed variables, stack holds the macros being expanded and errs the
+// misused macros.
 type expander struct {
-	p     *parser
-	n     int
-	stack []*macroDef
+	macros map[string]*macroDef
+	n      int
+	stack  []*macroDef
+	errs   ErrorList
+}
+
+func (x *expander) errorf(s Span, format string, args ...any) {
+	x.errs = append(x.errs, &Error{Span: s, Msg: fmt.Sprintf(format, args...)})
 }
 
 // expand is mapExpr's function: it returns the expansion of e when e is
@@ -102,7 +113,7 @@ func (x *expander) expand(e Expr) Expr {
 	default:
 		return e
 	}
-	m, ok := x.p.macros[macroKey(name, len(args))]
+	m, ok := x.macros[macroKey(name, len(args))]
 	if !ok {
 		return e
 	}
@@ -112,7 +123,7 @@ func (x *expander) expand(e Expr) Expr {
 			for _, c := range x.stack[i:] {
 				chain.WriteString(c.name + " > ")
 			}
-			x.p.errorf(e.Span(), "Recursive macro call detected. Call chain: %s%s", chain.String(), name)
+			x.errorf(e.Span(), "Recursive macro call detected. Call chain: %s%s", chain.String(), name)
 			return e
 		}
 	}
@@ -124,14 +135,14 @@ func (x *expander) expand(e Expr) Expr {
 		case tokVar:
 			v, ok := arg.(*Var)
 			if !ok {
-				x.p.errorf(arg.Span(), "Mismatched arg to macro call. Macro %s expects a variable for arg %s", name, prm.Value)
+				x.errorf(arg.Span(), "Mismatched arg to macro call. Macro %s expects a variable for arg %s", name, prm.Value)
 				return e
 			}
 			b.vars[prm.Value] = v.Name
 		case tokMap:
 			mp, ok := arg.(*MapExpr)
 			if !ok || mp.Keys != nil {
-				x.p.errorf(arg.Span(), "Mismatched arg to macro call. Macro %s expects a map for arg %s", name, prm.Value)
+				x.errorf(arg.Span(), "Mismatched arg to macro call. Macro %s expects a map for arg %s", name, prm.Value)
 				return e
 			}
 			b.maps[prm.Value] = mp.Name
@@ -177,173 +188,4 @@ func (b *binding) bind(e Expr) Expr {
 		}
 	}
 	return e
-}
-
-// keep is mapExpr's function for a plain copy.
-func keep(e Expr) Expr { return e }
-
-// mapExpr returns a copy of e whose every expression, children first, is
-// what f makes of the copy.
-func mapExpr(e Expr, f func(Expr) Expr) Expr {
-	m := func(x Expr) Expr {
-		if x == nil {
-			return nil
-		}
-		return mapExpr(x, f)
-	}
-	ms := func(xs []Expr) []Expr {
-		if xs == nil {
-			return nil
-		}
-		out := make([]Expr, len(xs))
-		for i, x := range xs {
-			out[i] = m(x)
-		}
-		return out
-	}
-	switch e := e.(type) {
-	case *IntLit:
-		c := *e
-		return f(&c)
-	case *StrLit:
-		c := *e
-		return f(&c)
-	case *Var:
-		c := *e
-		return f(&c)
-	case *Builtin:
-		c := *e
-		return f(&c)
-	case *PositionalParam:
-		c := *e
-		return f(&c)
-	case *MapExpr:
-		c := *e
-		c.Keys = ms(e.Keys)
-		return f(&c)
-	case *Call:
-		c := *e
-		c.Args = ms(e.Args)
-		return f(&c)
-	case *Binary:
-		// A left-nested chain (1+1+...+1) is copied in a loop, innermost
-		// first, rather than by recursion.
-		spine := e.LeftSpine()
-		x := m(spine[len(spine)-1].X)
-		for i := len(spine) - 1; i >= 0; i-- {
-			c := *spine[i]
-			c.X, c.Y = x, m(spine[i].Y)
-			x = f(&c)
-		}
-		return x
-	case *Unary:
-		c := *e
-		c.X = m(e.X)
-		return f(&c)
-	case *IncDec:
-		c := *e
-		c.X = m(e.X)
-		return f(&c)
-	case *Ternary:
-		c := *e
-		c.Cond, c.Then, c.Else = m(e.Cond), m(e.Then), m(e.Else)
-		return f(&c)
-	case *Cast:
-		c := *e
-		c.X, c.TypeOf = m(e.X), m(e.TypeOf)
-		return f(&c)
-	case *Tuple:
-		c := *e
-		c.Elems = ms(e.Elems)
-		return f(&c)
-	case *FieldAccess:
-		c := *e
-		c.X = m(e.X)
-		return f(&c)
-	case *IndexExpr:
-		c := *e
-		c.X, c.Index = m(e.X), m(e.Index)
-		return f(&c)
-	case *BlockExpr:
-		c := *e
-		c.Stmts = mapStmts(e.Stmts, f)
-		c.Value = m(e.Value)
-		return f(&c)
-	}
-	panic(fmt.Sprintf("mapExpr: unexpected %T", e))
-}
-
-func mapStmts(ss []Stmt, f func(Expr) Expr) []Stmt {
-	out := make([]Stmt, len(ss))
-	for i, s := range ss {
-		out[i] = mapStmt(s, f)
-	}
-	return out
-}
-
-// mapStmt returns a copy of s whose expressions are mapExpr's of f.
-func mapStmt(s Stmt, f func(Expr) Expr) Stmt {
-	switch s := s.(type) {
-	case *Block:
-		c := *s
-		c.Stmts = mapStmts(s.Stmts, f)
-		return &c
-	case *ExprStmt:
-		c := *s
-		c.X = mapExpr(s.X, f)
-		return &c
-	case *AssignStmt:
-		c := *s
-		c.LHS, c.RHS = mapExpr(s.LHS, f), mapExpr(s.RHS, f)
-		return &c
-	case *IfStmt:
-		// An else-if chain is copied in a loop, however long it is.
-		var first, last *IfStmt
-		for _, s := range s.Chain() {
-			c := *s
-			c.Cond = mapExpr(s.Cond, f)
-			c.Then = mapStmt(s.Then, f).(*Block)
-			if b, ok := s.Else.(*Block); ok {
-				c.Else = mapStmt(b, f)
-			}
-			if last == nil {
-				first = &c
-			} else {
-				last.Else = &c
-			}
-			last = &c
-		}
-		return first
-	case *UnrollStmt:
-		c := *s
-		c.Count = mapExpr(s.Count, f)
-		c.Body = mapStmt(s.Body, f).(*Block)
-		return &c
-	case *WhileStmt:
-		c := *s
-		c.Cond = mapExpr(s.Cond, f)
-		c.Body = mapStmt(s.Body, f).(*Block)
-		return &c
-	case *JumpStmt:
-		c := *s
-		if s.Value != nil {
-			c.Value = mapExpr(s.Value, f)
-		}
-		return &c
-	case *LetStmt:
-		c := *s
-		c.Var = mapExpr(s.Var, f).(*Var)
-		return &c
-	case *ForStmt:
-		c := *s
-		c.Var = mapExpr(s.Var, f).(*Var)
-		if s.Map != nil {
-			c.Map = mapExpr(s.Map, f).(*MapExpr)
-		} else {
-			c.Start, c.End = mapExpr(s.Start, f), mapExpr(s.End, f)
-		}
-		c.Body = mapStmt(s.Body, f).(*Block)
-		return &c
-	}
-	panic(fmt.Sprintf("mapStmt: unexpected %T", s))
 }

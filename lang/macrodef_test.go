@@ -39,11 +39,14 @@ func TestMacroExpansion(t *testing.T) {
 	}
 }
 
-// parsesAs parses src and fails t unless it prints back as want; it
-// returns the program, nil if it did not parse.
+// parsesAs parses and desugars src and fails t unless it prints back as
+// want; it returns the program, nil if it did not parse.
 func parsesAs(t *testing.T, src, want string) *Program {
 	t.Helper()
 	p, err := Parse("stdin", src)
+	if err == nil {
+		err = Desugar(p)
+	}
 	if err != nil {
 		t.Errorf("%s: %v", src, err)
 		return nil

@@ -56,6 +56,8 @@ func Parse(file, src string) (*Program, error) {
 		return nil, p.errs
 	}
 	prog.runs = s.runs
+	// Uses of macros and enumerators are replaced by their passes.
+	prog.macros, prog.enumValues = p.macros, p.enumValues
 	return prog, nil
 }
 
@@ -152,11 +154,6 @@ func (p *parser) parse(prog *Program) (err *Error) {
 	if !prog.Newer && p.returnValue != nil {
 		return p.returnValue
 	}
-	p.expandMacros(prog)
-	scopeLoopVars(prog)
-	p.replaceEnumValues(prog)
-	p.replaceTaskBuiltins(prog)
-	p.replaceAsserts(prog)
 	return nil
 }
 

@@ -513,10 +513,14 @@ func TestParseErrorScripts(t *testing.T) {
 	for _, f := range files {
 		src, want := readErrorScript(t, f)
 		name := filepath.Base(f)
-		_, err := Parse(name, src)
+		p, err := Parse(name, src)
+		if err == nil {
+			// Misused macros are found when they are expanded.
+			err = Desugar(p)
+		}
 		var list ErrorList
 		if !errors.As(err, &list) {
-			t.Errorf("%s: Parse = %v, want an ErrorList", name, err)
+			t.Errorf("%s: Parse and Desugar = %v, want an ErrorList", name, err)
 			continue
 		}
 		var b bytes.Buffer
@@ -562,10 +566,14 @@ func TestParseErrorScriptsAgainstBpftrace(t *testing.T) {
 		if lines[first] != want {
 			t.Errorf("%s: bpftrace says\n %s\nthe test expects\n %s", name, lines[first], want)
 		}
-		_, err := Parse(name, src)
+		p, err := Parse(name, src)
+		if err == nil {
+			// Misused macros are found when they are expanded.
+			err = Desugar(p)
+		}
 		var list ErrorList
 		if !errors.As(err, &list) {
-			t.Errorf("%s: Parse = %v, want an ErrorList", name, err)
+			t.Errorf("%s: Parse and Desugar = %v, want an ErrorList", name, err)
 			continue
 		}
 		var b bytes.Buffer

@@ -11,7 +11,7 @@ var taskFields = map[string]string{"ppid": "tgid", "pcomm": "comm"}
 // the default task, so that the checker's errors for a kernel without BTF
 // are those of curtask's fields. Macros and enum values of the same name
 // were replaced before.
-func (p *parser) replaceTaskBuiltins(prog *Program) {
+func replaceTaskBuiltins(prog *Program) {
 	parent := func(e Expr) Expr {
 		var name string
 		var task Expr
@@ -47,7 +47,7 @@ func (p *parser) replaceTaskBuiltins(prog *Program) {
 // replaceAsserts replaces assert(cond, msg) (bpftrace 0.24's standard
 // library) by what it stands for: when cond is false, a run-time error
 // "assert failed: msg" at the call, and exit with status 1.
-func (p *parser) replaceAsserts(prog *Program) {
+func replaceAsserts(prog *Program) {
 	mapProbes(prog, func(e Expr) Expr {
 		c, ok := e.(*Call)
 		if !ok || c.Name != "assert" || len(c.Args) != 2 {
@@ -62,34 +62,4 @@ func (p *parser) replaceAsserts(prog *Program) {
 		then := &Block{Loc: loc, Stmts: []Stmt{&ExprStmt{Loc: loc, X: report}, &ExprStmt{Loc: loc, X: exit}}}
 		return &BlockExpr{ExprBase: ExprBase{Loc: loc}, Stmts: []Stmt{&IfStmt{Loc: loc, Cond: not, Then: then}}}
 	})
-}
-
-// mapProbes replaces every expression of every probe's predicate and
-// body by what f makes of it, children first. A probe where f replaces
-// nothing is left as it is rather than copied: f is asked about each of
-// its nodes first, which allocates nothing where nothing matches, so a
-// script of 400,000 nodes is not copied once for every replacement.
-func mapProbes(prog *Program, f func(Expr) Expr) {
-	for _, pr := range prog.Probes {
-		if !replacesAny(pr, f) {
-			continue
-		}
-		if pr.Pred != nil {
-			pr.Pred = mapExpr(pr.Pred, f)
-		}
-		pr.Body = mapStmt(pr.Body, f).(*Block)
-	}
-}
-
-// replacesAny reports whether f replaces any expression of the probe as
-// it stands. Nodes whose children f does not replace are copied unchanged
-// by mapExpr, so a probe where this is false maps to itself.
-func replacesAny(pr *Probe, f func(Expr) Expr) bool {
-	found := false
-	InspectProbe(pr, func(n Node) {
-		if e, ok := n.(Expr); ok && !found && f(e) != e {
-			found = true
-		}
-	})
-	return found
 }

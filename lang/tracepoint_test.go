@@ -119,9 +119,7 @@ func resolveAndCheck(t *testing.T, src string, errs *ErrorList) *Program {
 		t.Fatalf("parse %q: %v", src, err)
 	}
 	cfg := Config{Host: fakeTracepoints{}}
-	if err = Resolve(p, cfg); err == nil {
-		err = Check(p, cfg)
-	}
+	err = Analyze(p, cfg, nil)
 	switch {
 	case err != nil && errs == nil:
 		t.Fatalf("%s: %v", src, err)

@@ -54,10 +54,7 @@ func TestUaddrResolvedTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := Config{Params: tc.params, Host: &usdt.Host{}}
-		if err := Resolve(p, cfg); err != nil {
-			t.Fatalf("%s: resolve: %v", tc.src, err)
-		}
-		if err := Check(p, cfg); err != nil {
+		if err := Analyze(p, cfg, nil); err != nil {
 			t.Fatalf("%s: check: %v", tc.src, err)
 		}
 		if got := p.Probes[0].Attach[0].Target; got != python {

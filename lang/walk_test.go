@@ -45,6 +45,27 @@ func reflectNodes(v reflect.Value, seen map[Node]bool) {
 // the tree finds, so that a node type added without its case in Inspect
 // fails here.
 func TestInspectVisitsEveryNode(t *testing.T) {
+	forEachScriptProbe(t, func(file string, probe *Probe) {
+		want := map[Node]bool{}
+		if probe.Pred != nil {
+			reflectNodes(reflect.ValueOf(&probe.Pred).Elem(), want)
+		}
+		reflectNodes(reflect.ValueOf(probe.Body), want)
+		got := map[Node]bool{}
+		InspectProbe(probe, func(n Node) { got[n] = true })
+		for n := range want {
+			if !got[n] {
+				t.Errorf("%s: Inspect does not reach a %T at %v", file, n, n.Span())
+			}
+		}
+	})
+}
+
+// forEachScriptProbe calls f with every probe of every script of the
+// repository's testdata that parses, as written: the trees the tests of
+// the walker and the rewriter go over.
+func forEachScriptProbe(t *testing.T, f func(file string, probe *Probe)) {
+	t.Helper()
 	files, _ := filepath.Glob("../testdata/*/*.bt")
 	more, _ := filepath.Glob("testdata/check/good/*.bt")
 	files = append(files, more...)
@@ -61,18 +82,7 @@ func TestInspectVisitsEveryNode(t *testing.T) {
 			continue
 		}
 		for _, probe := range p.Probes {
-			want := map[Node]bool{}
-			if probe.Pred != nil {
-				reflectNodes(reflect.ValueOf(&probe.Pred).Elem(), want)
-			}
-			reflectNodes(reflect.ValueOf(probe.Body), want)
-			got := map[Node]bool{}
-			InspectProbe(probe, func(n Node) { got[n] = true })
-			for n := range want {
-				if !got[n] {
-					t.Errorf("%s: Inspect does not reach a %T at %v", file, n, n.Span())
-				}
-			}
+			f(file, probe)
 		}
 	}
 }

@@ -200,7 +200,7 @@ func TestCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lang.Check(p, lang.Config{}); err != nil {
+	if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
 		t.Fatal(err)
 	}
 	spec, err := Compile(p, Options{MissingProbes: MissingIgnore})

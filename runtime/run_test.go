@@ -70,10 +70,7 @@ func checkScript(t *testing.T, src string, cfg lang.Config) *lang.Program {
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if err := lang.Resolve(p, cfg); err != nil {
-		t.Fatalf("resolve: %v", err)
-	}
-	if err := lang.Check(p, cfg); err != nil {
+	if err := lang.Analyze(p, cfg, nil); err != nil {
 		t.Fatalf("check: %v", err)
 	}
 	return p
@@ -228,7 +225,7 @@ func TestRunUnsupportedKinds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parse %s: %v", tc.src, err)
 		}
-		if err := lang.Check(p, lang.Config{}); err != nil {
+		if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
 			t.Fatalf("check %s: %v", tc.src, err)
 		}
 		err = checkKernelSupport(p, fixedCapabilities(tc.have...))

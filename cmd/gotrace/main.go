@@ -8,6 +8,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"os/signal"
 	"runtime/debug"
 	"runtime/pprof"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -140,7 +142,7 @@ default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
 	fs.StringVarP(&f.writeFile, "write", "w", "", "record the trace into the capture `FILE`, printing nothing of it; gotrace replay FILE prints it")
 	fs.StringVarP(&f.format, "format", "f", "text", "output `FORMAT`: text or json")
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print \"Attaching N probes...\"")
-	fs.VarP(&f.debug, "debug", "d", "(dry run) print the AST after parsing and after checking, then the eBPF maps and programs (-dd: the same); -d`[=STAGE]` prints only STAGE: ast or codegen")
+	fs.VarP(&f.debug, "debug", "d", "(dry run) print the AST after parsing and after checking, then the eBPF maps and programs (-dd: the same); -d`[=STAGE]` prints only the program after STAGE: parse, macros, loopvars, enums, stdlib, resolve, check (or ast), codegen")
 	fs.Lookup("debug").NoOptDefVal = debugBare
 	fs.BoolVar(&f.dryRun, "dry-run", false, "check and compile, but do not load or attach")
 	fs.StringVarP(&f.buffering, "buffering", "B", "full", "output buffering `MODE`: full (write when the ring buffer is empty), line or none (write each line at once)")
@@ -335,12 +337,19 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	}
 	keysMax := mapKeysMax()
 	defer limitFrontEndMemory()()
-	// Parse -> Resolve -> Check, then runtime.Compile or runtime.Run.
+	// lang.Parse, then the passes of lang.Passes (lang.Analyze), then
+	// runtime.Compile or runtime.Run.
 	cfg := lang.Config{
 		StrLen: strSize, Params: params, Unsafe: f.unsafe, MapKeysMax: keysMax,
 		Child: f.command != "", Host: runtime.NewHost(pid, f.command), Kernel: runtime.NewKernel(),
 	}
-	var parsed *lang.Program
+	// -d STAGE prints the program after that stage, a dry run; -d
+	// without a stage prints bpftrace's: after the parser (here: after
+	// the last desugaring pass) and after the semantic passes.
+	dump, err := debugDump(f.debug)
+	if err != nil {
+		return 1, err
+	}
 	prog, err := lang.Parse(file, src)
 	if err == nil {
 		// A config block's settings yield to the environment's.
@@ -348,26 +357,30 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		keysMax = setting(prog, "max_map_keys", keysMax, "BPFTRACE_MAP_KEYS_MAX")
 		cfg.StrLen, cfg.MapKeysMax = strSize, keysMax
 		cfg.BufLen = setting(prog, "max_buflen", 0)
-		err = joinDiagnostics(sizeSetting(prog, "max_strlen", strSize), sizeSetting(prog, "max_buflen", cfg.BufLen))
+		err = lang.JoinDiagnostics(sizeSetting(prog, "max_strlen", strSize), sizeSetting(prog, "max_buflen", cfg.BufLen))
 	}
 	var missing runtime.MissingProbes
 	if err == nil {
 		missing, err = missingProbes(f.missing, prog)
 	}
-	if err == nil && f.debug.level > 0 {
-		// The AST as parsed (Resolve and Check change prog).
-		parsed, _ = lang.Parse(file, src)
+	if err == nil && dump.stage == "parse" {
+		lang.Dump(stdout, prog)
+		return 0, nil
 	}
 	if err == nil {
-		// As in bpftrace, a target that cannot be resolved does not keep
-		// the checker from reporting the script's other errors.
-		err = joinDiagnostics(lang.Resolve(prog, cfg), lang.Check(prog, cfg))
+		err = lang.Analyze(prog, cfg, func(pass lang.Pass) { dump.after(pass, prog) })
 	}
 	if err != nil {
 		return diagnose(err)
 	}
 	if !f.noWarnings {
 		prog.Warnings.WriteWarnings(stderr, prog.File, prog.Source)
+	}
+	if _, err := dump.w.WriteTo(stdout); err != nil {
+		return 1, fmt.Errorf("write debug output: %w", err)
+	}
+	if dump.done {
+		return 0, nil
 	}
 	if err := checkProgram(f, prog, params, pid); err != nil {
 		return 1, err
@@ -401,32 +414,14 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		defer wf.Close()
 		opts.Capture = wf
 	}
-	switch f.debug.stage {
-	case "":
-	case "ast":
-		lang.Dump(stdout, prog)
-		return 0, nil
-	case "codegen":
+	if dump.stage == "codegen" || f.debug.level > 0 {
 		spec, err := runtime.Compile(prog, opts)
 		if err != nil {
 			return diagnose(err)
 		}
-		spec.WriteListing(stdout)
-		return 0, nil
-	default:
-		return 1, fmt.Errorf("unknown debug stage %q: the stages are: ast, codegen", f.debug.stage)
-	}
-	if f.debug.level > 0 {
-		// bpftrace's -d: every stage, a dry run.
-		debugHeader(stdout, "AST after: parser")
-		lang.Dump(stdout, parsed)
-		debugHeader(stdout, "AST after: semantic")
-		lang.Dump(stdout, prog)
-		spec, err := runtime.Compile(prog, opts)
-		if err != nil {
-			return diagnose(err)
+		if f.debug.level > 0 {
+			debugHeader(stdout, "eBPF after: codegen")
 		}
-		debugHeader(stdout, "eBPF after: codegen")
 		spec.WriteListing(stdout)
 		return 0, nil
 	}
@@ -468,22 +463,65 @@ func exitCode(err error) (int, bool) {
 	return int(status), ok
 }
 
-// joinDiagnostics returns the diagnostics of first and then, when both
-// are diagnostics, those of second; an error that is not diagnostics
-// (a bad setting) wins.
-func joinDiagnostics(first, second error) error {
-	var a, b lang.ErrorList
-	switch {
-	case first == nil:
-		return second
-	case second == nil:
-		return first
-	case !errors.As(second, &b):
-		return second
-	case !errors.As(first, &a):
-		return first
+// debugStages are the stages -d STAGE prints after: parse, each of the
+// front end's passes, and codegen; ast is check's old name.
+func debugStages() []string {
+	stages := []string{"parse"}
+	for _, p := range lang.Passes {
+		stages = append(stages, p.Name)
 	}
-	return append(a, b...)
+	return append(stages, "codegen")
+}
+
+// debugDumper prints the program after the passes -d asks for, held
+// until every pass has run: a script with errors prints only those.
+type debugDumper struct {
+	w bytes.Buffer
+	// stage is the one stage -d STAGE prints, level the count of a bare
+	// -d (bpftrace's: the AST after the parser and after the semantic
+	// passes, then the programs).
+	stage string
+	level int
+	// done is set once the stage asked for is printed: the run ends there.
+	done bool
+}
+
+// debugDump checks -d's stage and returns the dumper for it.
+func debugDump(d debugFlag) (*debugDumper, error) {
+	stage := d.stage
+	if stage == "ast" {
+		stage = "check"
+	}
+	if stage != "" && !slices.Contains(debugStages(), stage) {
+		return nil, fmt.Errorf("unknown debug stage %q: the stages are: %s (ast is check)", d.stage, strings.Join(debugStages(), ", "))
+	}
+	return &debugDumper{stage: stage, level: d.level}, nil
+}
+
+// after prints prog after pass when -d asks for it.
+func (d *debugDumper) after(pass lang.Pass, prog *lang.Program) {
+	switch {
+	case d.stage == pass.Name:
+		lang.Dump(&d.w, prog)
+		d.done = true
+	case d.level > 0 && pass.Name == lastDesugarPass():
+		debugHeader(&d.w, "AST after: parser")
+		lang.Dump(&d.w, prog)
+	case d.level > 0 && pass.Name == "check":
+		debugHeader(&d.w, "AST after: semantic")
+		lang.Dump(&d.w, prog)
+	}
+}
+
+// lastDesugarPass names the last of the front end's desugaring passes.
+func lastDesugarPass() string {
+	name := ""
+	for _, p := range lang.Passes {
+		if p.Desugar {
+			name = p.Name
+		}
+	}
+	return name
 }
 
 // debugHeader prints a stage's title as bpftrace's -d does.
