@@ -1,27 +1,34 @@
 package main
 
 import (
-	"bytes"
 	_ "embed"
 	"fmt"
 	"io"
+	"os"
 	"sort"
+	"strconv"
 	"strings"
+	"time"
 
-	"github.com/cpuguy83/go-md2man/v2/md2man"
 	"github.com/spf13/cobra"
-	"github.com/spf13/cobra/doc"
-	"github.com/spf13/pflag"
 
 	"github.com/gotrace/gotrace/usdt"
 )
 
-// manualSections is the hand-written part of gotrace(8), in go-md2man's
-// markdown: the language, the differences from bpftrace, privileges and
-// completion, which the command definitions cannot tell.
+// manualPage is gotrace(8) in roff, generated from the command line's
+// definitions and manual.md by TestManualPage (go generate rewrites it),
+// with dateMark where the date goes. It is generated at build time rather
+// than at run time because the generator (cobra's doc package and
+// go-md2man's markdown renderer) initialised on every gotrace run, about
+// 1.5 ms and 0.6 MiB of start-up (issue 24), for a page printed only at
+// installation.
 //
-//go:embed manual.md
-var manualSections []byte
+//go:generate go test -run ^TestManualPage$ -update-manual .
+//go:embed gotrace.8
+var manualPage string
+
+// dateMark stands for the page's date in manualPage.
+const dateMark = "@DATE@"
 
 // manCommandName is the hidden subcommand that prints gotrace(8); the
 // package script runs it. Its name cannot be mistaken for a script.
@@ -54,38 +61,23 @@ func addToolCommands(root *cobra.Command) {
 	root.ValidArgsFunction = completeArgs
 }
 
-// writeManual writes gotrace(8): cobra's pages of the command line (name,
-// synopsis, description, options) followed by the hand-written sections.
-func writeManual(w io.Writer, root *cobra.Command) error {
-	// The completion command is described in the hand-written part, not
-	// as a page of its own.
-	for _, c := range root.Commands() {
-		c.Hidden = true
-	}
-	root.DisableAutoGenTag = true
-	root.Flags().VisitAll(func(f *pflag.Flag) {
-		// "``" only hides the value's name from --help; a usage starting
-		// with "(" would follow the "[=VALUE]" that cobra writes and make
-		// a markdown link of the two.
-		f.Usage = strings.TrimPrefix(f.Usage, "``")
-		if strings.HasPrefix(f.Usage, "(") {
-			f.Usage = `\` + f.Usage
+// writeManual writes gotrace(8) for the __man command. It is a variable
+// for TestManualPage, which puts the generator in printManual's place to
+// get the command tree the page is generated from.
+var writeManual = printManual
+
+// printManual writes gotrace(8) with its date: SOURCE_DATE_EPOCH's, for
+// reproducible packages, or today's, as cobra's generator dates it.
+func printManual(w io.Writer, _ *cobra.Command) error {
+	date := time.Now()
+	if epoch := os.Getenv("SOURCE_DATE_EPOCH"); epoch != "" {
+		secs, err := strconv.ParseInt(epoch, 10, 64)
+		if err != nil {
+			return fmt.Errorf("read SOURCE_DATE_EPOCH %q: %w", epoch, err)
 		}
-	})
-	// NAME says "gotrace - what it is" without the name twice.
-	root.Short = strings.TrimPrefix(root.Short, root.Name()+": ")
-	var page bytes.Buffer
-	header := &doc.GenManHeader{Title: "GOTRACE", Section: "8", Source: "gotrace " + version, Manual: "System Manager's Manual"}
-	if err := doc.GenMan(root, header, &page); err != nil {
-		return fmt.Errorf("generate manual page: %w", err)
+		date = time.Unix(secs, 0)
 	}
-	// md2man makes a document's first heading the page title (.TH): a
-	// placeholder takes that place and is cut off with the preamble.
-	sections := md2man.Render(append([]byte("# gotrace\n"), manualSections...))
-	if i := bytes.Index(sections, []byte("\n.SH ")); i >= 0 {
-		page.Write(sections[i+1:])
-	}
-	_, err := w.Write(page.Bytes())
+	_, err := io.WriteString(w, strings.Replace(manualPage, dateMark, date.Format("Jan 2006"), 1))
 	return err
 }
 
