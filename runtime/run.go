@@ -15,11 +15,11 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/capability"
+	"github.com/gotrace/gotrace/internal/memlock"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
@@ -69,9 +69,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if opts.Err == nil {
 		opts.Err = io.Discard
 	}
-	// Kernels with memcg accounting need no RLIMIT_MEMLOCK; where raising
-	// it is refused, loading may still work.
-	_ = rlimit.RemoveMemlock()
+	memlock.Raise()
 
 	if opts.Format == "" {
 		opts.Format = "text"

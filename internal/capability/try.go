@@ -13,8 +13,9 @@ import (
 	"github.com/cilium/ebpf/btf"
 	"github.com/cilium/ebpf/features"
 	"github.com/cilium/ebpf/link"
-	"github.com/cilium/ebpf/rlimit"
 	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/internal/memlock"
 )
 
 // Each try function returns whether the feature worked, what it did in
@@ -102,7 +103,7 @@ func tryFentry() (bool, string, error) {
 // returnZero loads a program of type typ that returns 0, with the memory
 // lock limit removed as gotrace removes it before it loads anything.
 func returnZero(typ ebpf.ProgramType, attach ebpf.AttachType, to string) (*ebpf.Program, error) {
-	_ = rlimit.RemoveMemlock()
+	memlock.Raise()
 	return ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:         typ,
 		AttachType:   attach,

@@ -6,6 +6,8 @@ package syscalls
 
 // Name is the name of x86-64 system call n, and whether there is one.
 func Name(n int64) (string, bool) {
-	name, ok := x86_64[n]
-	return name, ok
+	if n < 0 || n >= int64(len(x86_64)) || x86_64[n] == "" {
+		return "", false
+	}
+	return x86_64[n], true
 }
