@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 )
 
 // BuiltinID identifies one of the language's builtins: a builtin variable
@@ -408,8 +409,9 @@ type builtinKey struct {
 	name  string
 }
 
-// builtinsByName indexes the builtins with plain names.
-var builtinsByName = func() map[builtinKey]BuiltinID {
+// builtinsByName indexes the builtins with plain names, built when a
+// script first names one rather than at every start of gotrace.
+var builtinsByName = sync.OnceValue(func() map[builtinKey]BuiltinID {
 	m := map[builtinKey]BuiltinID{}
 	for id := BuiltinInvalid + 1; id < numBuiltins; id++ {
 		if b := &builtins[id]; !b.numbered {
@@ -417,12 +419,12 @@ var builtinsByName = func() map[builtinKey]BuiltinID {
 		}
 	}
 	return m
-}()
+})
 
 // lookupBuiltin returns the builtin of class called name, or
 // BuiltinInvalid.
 func lookupBuiltin(class builtinClass, name string) BuiltinID {
-	if id, ok := builtinsByName[builtinKey{class, name}]; ok {
+	if id, ok := builtinsByName()[builtinKey{class, name}]; ok {
 		return id
 	}
 	for id := BuiltinInvalid + 1; id < numBuiltins; id++ {

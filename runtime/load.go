@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -143,8 +144,10 @@ func (e *VerifierError) Error() string {
 
 func (e *VerifierError) Unwrap() error { return e.Err }
 
-// insnLine matches a verifier log line about an instruction, "17: (85) call ...".
-var insnLine = regexp.MustCompile(`^(\d+): \(`)
+// insnLine matches a verifier log line about an instruction, "17: (85)
+// call ...". It is compiled when a program is rejected, not at every
+// start of gotrace.
+var insnLine = sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(`^(\d+): \(`) })
 
 // programName finds the rejected program in the loader's error, which
 // reads "program NAME: ...".
@@ -174,7 +177,7 @@ func verifierError(spec *ebpf.CollectionSpec, err error, ve *ebpf.VerifierError)
 	}
 	failed := -1
 	for i := len(log) - 1; i >= 0; i-- {
-		if m := insnLine.FindStringSubmatch(log[i]); m != nil {
+		if m := insnLine().FindStringSubmatch(log[i]); m != nil {
 			failed, _ = strconv.Atoi(m[1])
 			break
 		}

@@ -4,13 +4,15 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 
 	"github.com/gotrace/gotrace/internal/ptregs"
 )
 
 // registers maps every x86-64 register name an SDT operand may use to its
-// place in struct pt_regs and the width of the named part.
-var registers = buildRegisters()
+// place in struct pt_regs and the width of the named part. It is built
+// when the first operand is parsed, not at every start of gotrace.
+var registers = sync.OnceValue(buildRegisters)
 
 func buildRegisters() map[string]Register {
 	regs := make(map[string]Register)
@@ -185,7 +187,7 @@ func addressRegister(s, op string) (Register, error) {
 }
 
 func register(name string) (Register, error) {
-	r, ok := registers[name]
+	r, ok := registers()[name]
 	if !ok {
 		return r, fmt.Errorf("unknown register %%%s", name)
 	}

@@ -13,6 +13,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"sync"
 
 	"github.com/gotrace/gotrace/codegen"
 )
@@ -35,8 +36,9 @@ const (
 // recordPrefix is the size of a record's kind, length and checksum.
 const recordPrefix = 1 + 4 + 4
 
-// crcTable is CRC-32C's, which CPUs compute in hardware.
-var crcTable = crc32.MakeTable(crc32.Castagnoli)
+// crcTable is CRC-32C's, which CPUs compute in hardware. It is made at
+// the first capture read or written, not at every start of gotrace.
+var crcTable = sync.OnceValue(func() *crc32.Table { return crc32.MakeTable(crc32.Castagnoli) })
 
 // Header is what a reader needs to decode the records: the parts of the
 // codegen.Spec that say how records and maps are laid out and printed, and
@@ -126,7 +128,7 @@ func NewWriter(w io.Writer, h *Header) (*Writer, error) {
 	b = append(b, Magic...)
 	b = binary.LittleEndian.AppendUint32(b, Version)
 	b = binary.LittleEndian.AppendUint32(b, uint32(len(js)))
-	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(js, crcTable))
+	b = binary.LittleEndian.AppendUint32(b, crc32.Checksum(js, crcTable()))
 	b = append(b, js...)
 	if _, err := cw.w.Write(b); err != nil {
 		return nil, fmt.Errorf("write capture header: %w", err)
@@ -139,7 +141,7 @@ func NewWriter(w io.Writer, h *Header) (*Writer, error) {
 func (w *Writer) Write(k Kind, payload []byte) error {
 	w.prefix[0] = byte(k)
 	binary.LittleEndian.PutUint32(w.prefix[1:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(w.prefix[5:], crc32.Update(crc32.Update(0, crcTable, w.prefix[:1]), crcTable, payload))
+	binary.LittleEndian.PutUint32(w.prefix[5:], crc32.Update(crc32.Update(0, crcTable(), w.prefix[:1]), crcTable(), payload))
 	w.w.Write(w.prefix[:])
 	if _, err := w.w.Write(payload); err != nil {
 		return fmt.Errorf("write capture: %w", err)
@@ -245,7 +247,7 @@ func NewReader(r io.Reader) (*Reader, error) {
 	if err != nil {
 		return nil, cr.corrupt("the header is cut short")
 	}
-	if crc32.Checksum(js, crcTable) != sum {
+	if crc32.Checksum(js, crcTable()) != sum {
 		return nil, cr.corrupt("the header's checksum does not match")
 	}
 	if err := json.Unmarshal(js, &cr.Header); err != nil {
@@ -320,7 +322,7 @@ func (r *Reader) next() (Record, error) {
 	if err != nil {
 		return Record{}, r.corrupt("%s record: cut short (it is %d bytes long)", k, size)
 	}
-	if crc32.Update(crc32.Update(0, crcTable, prefix[:1]), crcTable, data) != binary.LittleEndian.Uint32(prefix[5:]) {
+	if crc32.Update(crc32.Update(0, crcTable(), prefix[:1]), crcTable(), data) != binary.LittleEndian.Uint32(prefix[5:]) {
 		return Record{}, r.corrupt("%s record: its checksum does not match", k)
 	}
 	r.off += int64(recordPrefix) + int64(size)
