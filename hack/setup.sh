@@ -43,6 +43,14 @@ packages=(
 	util-linux
 	libc-bin
 	python3-minimal
+	# The runtime libraries of the real bitcoind and bitcoin-cli in
+	# ../shared/bitcoin-core (its README; internal/regtest runs them).
+	libevent-2.1-7
+	libevent-core-2.1-7
+	libevent-pthreads-2.1-7
+	libevent-extra-2.1-7
+	libsqlite3-0
+	libstdc++6
 )
 
 # Files that must exist once the packages are installed: checked as well as
@@ -68,6 +76,11 @@ files=(
 	/usr/sbin/runuser
 	/sbin/ldconfig
 	/usr/bin/python3
+	/usr/lib/x86_64-linux-gnu/libevent_core-2.1.so.7
+	/usr/lib/x86_64-linux-gnu/libevent_pthreads-2.1.so.7
+	/usr/lib/x86_64-linux-gnu/libevent_extra-2.1.so.7
+	/usr/lib/x86_64-linux-gnu/libsqlite3.so.0
+	/usr/lib/x86_64-linux-gnu/libstdc++.so.6
 )
 
 if [[ $(id -u) -ne 0 ]]; then
