@@ -77,6 +77,10 @@ const (
 	// BEGIN's "ready" line (both tools run BEGIN after attaching every
 	// probe), then, after a second of tracing, from SIGINT to its exit.
 	KindAttach Kind = "attach"
+	// KindRegtest: scripts/netmsg.bt with -p on a regtest bitcoind
+	// through a fixed workload (bench/regtest.go): the time from the
+	// tool's start to the workload's last message printed.
+	KindRegtest Kind = "regtest"
 )
 
 // exitBound is how long a KindAttach run waits for the tool to exit after
@@ -203,6 +207,10 @@ func cases() []Case {
 		attach("attach-libjvm-usdt", "usdt:"+libjvm+":*", "java", "DIR/Sleep.java"),
 		attach("attach-python-uprobes", "uprobe:/usr/bin/python3.11:Py*",
 			"/usr/bin/python3.11", "-c", "import time; print('sleeping', flush=True); time.sleep(86400)"),
+		// A real Bitcoin Core v29.2 node (../shared/bitcoin-core) on
+		// regtest, traced with -p while it syncs from a miner and relays
+		// transactions and blocks.
+		{Name: "regtest-netmsg", Kind: KindRegtest},
 		check("check-expr-400k", "BEGIN { @ = 1"+strings.Repeat("+1", 200_000)+"; }"),
 		check("check-probes-10", probes(10)),
 		check("check-probes-100", probes(100)),
@@ -270,6 +278,11 @@ type Run struct {
 	// and was killed.
 	Exit float64
 	Cut  bool
+	// Ready is, for KindRegtest, the seconds from the tool's start to
+	// BEGIN's line, CPU the tool's user and system time in seconds, and
+	// Messages the message lines it printed.
+	Ready, CPU float64
+	Messages   int
 }
 
 // Stats are the medians of a tool's runs of a case.
@@ -287,6 +300,11 @@ type Stats struct {
 	// seconds for a run cut there; Cut counts such runs.
 	Exit float64 `json:"exit_seconds,omitempty"`
 	Cut  int     `json:"exit_cut_runs,omitempty"`
+	// Ready, CPU and Messages are the medians of the runs'
+	// (KindRegtest).
+	Ready    float64 `json:"ready_seconds,omitempty"`
+	CPU      float64 `json:"cpu_seconds,omitempty"`
+	Messages int64   `json:"messages,omitempty"`
 	// Min and Max are the smallest and largest Value of the runs.
 	Min float64 `json:"min_value"`
 	Max float64 `json:"max_value"`
@@ -461,6 +479,8 @@ func unit(k Kind) string {
 		return "s"
 	case KindAttach:
 		return "s to ready"
+	case KindRegtest:
+		return "s to the last message"
 	}
 	return "s"
 }
@@ -617,6 +637,9 @@ func measure(tool, loop string, c Case, dir string, target *exec.Cmd) (Run, erro
 		default:
 			args = append(args, strings.ReplaceAll(a, "LOOP", loop))
 		}
+	}
+	if c.Kind == KindRegtest {
+		return measureRegtest(tool, dir)
 	}
 	cmd := exec.Command(tool, args...)
 	cmd.Dir = dir
@@ -784,11 +807,14 @@ func summarize(runs []Run, err error, k Kind, untraced float64) Stats {
 	if err != nil {
 		return Stats{Runs: len(runs), Err: err.Error()}
 	}
-	var wall, value, progNS, rate, exit []float64
-	var rss, lost []int64
+	var wall, value, progNS, rate, exit, ready, cpu []float64
+	var rss, lost, messages []int64
 	cut := 0
 	for _, r := range runs {
 		exit = append(exit, r.Exit)
+		ready = append(ready, r.Ready)
+		cpu = append(cpu, r.CPU)
+		messages = append(messages, int64(r.Messages))
 		if r.Cut {
 			cut++
 		}
@@ -800,7 +826,8 @@ func summarize(runs []Run, err error, k Kind, untraced float64) Stats {
 		lost = append(lost, r.Lost)
 	}
 	s := Stats{Runs: len(runs), Wall: median(wall), Value: median(value), MaxRSS: medianInt(rss), Lost: medianInt(lost), ProgNS: median(progNS), Rate: median(rate),
-		Min: slices.Min(value), Max: slices.Max(value), Exit: median(exit), Cut: cut}
+		Min: slices.Min(value), Max: slices.Max(value), Exit: median(exit), Cut: cut,
+		Ready: median(ready), CPU: median(cpu), Messages: medianInt(messages)}
 	if k == KindHit {
 		s.Value -= untraced
 	}
@@ -860,6 +887,9 @@ func brief(s Stats, k Kind) string {
 	if k == KindAttach {
 		b += ", exit " + exitCell(s)
 	}
+	if k == KindRegtest {
+		b += fmt.Sprintf(", ready %.3f s, exit %.3f s, CPU %.3f s, %d messages", s.Ready, s.Exit, s.CPU, s.Messages)
+	}
 	return b
 }
 
@@ -871,6 +901,8 @@ func measureCell(s Stats, k Kind) string {
 		return fmt.Sprintf("%.0f (%.0f-%.0f) lines", s.Value, s.Min, s.Max)
 	case KindAttach:
 		return fmt.Sprintf("ready %.3f s (%.3f-%.3f), exit %s", s.Value, s.Min, s.Max, exitCell(s))
+	case KindRegtest:
+		return fmt.Sprintf("%.3f s (%.3f-%.3f), ready %.3f s, exit %.3f s, CPU %.3f s", s.Value, s.Min, s.Max, s.Ready, s.Exit, s.CPU)
 	}
 	return formatMeasure(s.measureOf(k), k)
 }
