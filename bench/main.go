@@ -37,6 +37,13 @@ import (
 //go:embed loop/loop.c
 var loopSource []byte
 
+//go:embed rss/rss.c
+var rssSource []byte
+
+// rssHelper is the built bench/rss/rss.c, through which measure runs a
+// tool to read its own peak RSS (see there why os/exec's cannot be used).
+var rssHelper string
+
 // libjvm is the largest USDT target on these machines (500-odd probes).
 const libjvm = "/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so"
 
@@ -460,6 +467,13 @@ func build(dir string) (gotrace, loop string, err error) {
 	if err := os.WriteFile(filepath.Join(dir, "Sleep.java"), []byte(sleepJava), 0o644); err != nil {
 		return "", "", fmt.Errorf("write Sleep.java: %w", err)
 	}
+	rssHelper = filepath.Join(dir, "rss")
+	if err := os.WriteFile(rssHelper+".c", rssSource, 0o644); err != nil {
+		return "", "", fmt.Errorf("write rss.c: %w", err)
+	}
+	if out, err := exec.Command("gcc", "-O2", "-Wall", "-o", rssHelper, rssHelper+".c").CombinedOutput(); err != nil {
+		return "", "", fmt.Errorf("build rss with gcc: %w\n%s", err, out)
+	}
 	loop = filepath.Join(dir, "loop")
 	out, err = exec.Command("gcc", "-O2", "-Wall", "-o", loop, src).CombinedOutput()
 	if err != nil {
@@ -647,6 +661,11 @@ func measure(tool, loop string, c Case, dir string, target *exec.Cmd) (Run, erro
 	if c.Kind == KindAttach {
 		return measureAttach(cmd)
 	}
+	rssOut := filepath.Join(dir, "rss.txt")
+	defer os.Remove(rssOut)
+	cmd = exec.Command(rssHelper, append([]string{tool}, args...)...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), append(c.Env, "RSS_OUT="+rssOut)...)
 	var stdout lineFilter
 	var stderr bytes.Buffer
 	cmd.Stdout = &stdout
@@ -675,9 +694,14 @@ func measure(tool, loop string, c Case, dir string, target *exec.Cmd) (Run, erro
 		return Run{}, fmt.Errorf("%w: %s", err, firstLine(stderr.String()))
 	}
 	r := Run{Wall: end.Sub(start), ProgNS: progNS}
-	if ru, ok := cmd.ProcessState.SysUsage().(*syscall.Rusage); ok {
-		r.MaxRSS = ru.Maxrss * 1024
+	kib, err := os.ReadFile(rssOut)
+	if err != nil {
+		return Run{}, fmt.Errorf("read %s's peak RSS: %w", filepath.Base(tool), err)
 	}
+	if r.MaxRSS, err = strconv.ParseInt(strings.TrimSpace(string(kib)), 10, 64); err != nil {
+		return Run{}, fmt.Errorf("read %s's peak RSS %q: %w", filepath.Base(tool), kib, err)
+	}
+	r.MaxRSS *= 1024
 	for _, m := range lostEvents.FindAllSubmatch(stdout.kept.Bytes(), -1) {
 		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		r.Lost += n
