@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -142,7 +143,7 @@ func TestFullAndLost(t *testing.T) {
 	if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Compile(p, Options{MapKeysMax: 2, EventsSize: 4096})
+	spec, err := Compile(p, Options{Values: settings.Values{MapKeysMax: 2}, EventsSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}

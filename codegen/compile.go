@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
@@ -22,20 +23,17 @@ type Options struct {
 	// USDT holds, for every usdt attach point of the program, the probes
 	// the runtime resolved it to, with their locations and parsed args.
 	USDT map[*lang.AttachPoint][]*usdt.Probe
-	// StrLen is the default string buffer size (BPFTRACE_STRLEN); the
-	// checker's types decide the size of each string, StrLen only bounds
-	// str() reads whose type says nothing else. Default lang.DefaultStrLen.
-	StrLen int
-	// MapKeysMax is the MaxEntries of user maps. Default
-	// lang.DefaultMapKeysMax.
-	MapKeysMax int
+	// Values are the trace's settings (internal/settings): StrLen only
+	// bounds str() reads whose type says nothing else (the checker's types
+	// decide the size of each string), MapKeysMax is the MaxEntries of
+	// user maps, TimeMap the map tseries() reads its time from (bpftrace's
+	// BPFTRACE_DUMMY_TS_MAP, with which its tests control the intervals).
+	// Zero values mean the defaults.
+	settings.Values
 	// EventsSize and ControlSize are the byte sizes of the two ring
 	// buffers (powers of two, at least a page). Defaults 16 MiB and 64 KiB.
 	EventsSize  int
 	ControlSize int
-	// Params are the positional parameters $1, $2, ...: compile-time
-	// constants. A missing parameter reads as 0 or "".
-	Params []string
 	// ChildPID is the PID of the -c command, the value of cpid; 0 without one.
 	ChildPID uint32
 	// CPUs is the number of possible CPUs, the value of ncpus.
@@ -48,10 +46,6 @@ type Options struct {
 	// copy of Extends', so that event ids and probe numbers go on after
 	// them, and its Collection holds only the new programs.
 	Extends *Spec
-	// TimeMap names a key-less map of unsigned integers whose value
-	// tseries() takes as the time instead of the clock's: bpftrace's
-	// BPFTRACE_DUMMY_TS_MAP, with which its tests control the intervals.
-	TimeMap string
 }
 
 // ErrUnsupported is wrapped by errors about constructs gotrace cannot
@@ -109,10 +103,10 @@ const stackSize = 512
 // options always give the same Spec.
 func Compile(p *lang.Program, opts Options) (*Spec, error) {
 	if opts.StrLen <= 0 {
-		opts.StrLen = lang.DefaultStrLen
+		opts.StrLen = settings.DefaultStrLen
 	}
 	if opts.MapKeysMax <= 0 {
-		opts.MapKeysMax = lang.DefaultMapKeysMax
+		opts.MapKeysMax = settings.DefaultMapKeysMax
 	}
 	if opts.EventsSize <= 0 {
 		opts.EventsSize = 16 << 20

@@ -74,7 +74,7 @@ func TestProgramsLoad(t *testing.T) {
 		if err := lang.Analyze(p, lang.Config{Params: params, Unsafe: true}, nil); err != nil {
 			t.Fatalf("check %s: %v", src, err)
 		}
-		spec, err := Compile(p, Options{Params: params})
+		spec, err := Compile(p, Options{})
 		if err != nil {
 			t.Fatalf("compile %s: %v", src, err)
 		}

@@ -2,10 +2,10 @@ package codegen
 
 import (
 	"os"
-
-	"github.com/cilium/ebpf"
 	"path/filepath"
 	"testing"
+
+	"github.com/cilium/ebpf"
 
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
@@ -44,7 +44,7 @@ func FuzzCompile(f *testing.F) {
 		if err := lang.Analyze(p, lang.Config{Params: params}, nil); err != nil {
 			return
 		}
-		opts := Options{Params: params, EventsSize: 4096, ControlSize: 4096, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
+		opts := Options{EventsSize: 4096, ControlSize: 4096, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
 		for _, pr := range p.Probes {
 			for _, ap := range pr.Attach {
 				if ap.Kind == lang.ProbeUSDT {

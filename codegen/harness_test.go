@@ -148,7 +148,7 @@ func compileSource(t *testing.T, src string, params ...string) *Spec {
 	if err := lang.Analyze(p, lang.Config{Params: params}, nil); err != nil {
 		t.Fatalf("check: %v", err)
 	}
-	spec, err := Compile(p, Options{Params: params})
+	spec, err := Compile(p, Options{})
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}

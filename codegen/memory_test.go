@@ -7,6 +7,7 @@ import (
 	"testing"
 	"unsafe"
 
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -73,10 +74,10 @@ func TestLongStrings(t *testing.T) {
 		t.Fatal(err)
 	}
 	params := []string{long}
-	if err := lang.Analyze(p, lang.Config{Params: params, StrLen: 200}, nil); err != nil {
+	if err := lang.Analyze(p, lang.Config{Params: params, Values: settings.Values{StrLen: 200}}, nil); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Compile(p, Options{Params: params, StrLen: 200})
+	spec, err := Compile(p, Options{Values: settings.Values{StrLen: 200}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -111,7 +111,7 @@ func compileWithoutFiles(path, src string, probes []usdt.Probe) (string, error) 
 	if err := lang.Analyze(p, cfg, nil); err != nil {
 		return "", err
 	}
-	opts := Options{Params: params, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
+	opts := Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			for _, up := range probes {

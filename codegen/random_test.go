@@ -131,7 +131,7 @@ func TestRandomPrograms(t *testing.T) {
 		if lang.Analyze(p, lang.Config{Params: params}, nil) != nil {
 			continue // the generator does not follow every typing rule
 		}
-		spec, err := Compile(p, Options{Params: params, EventsSize: 4096, ControlSize: 4096})
+		spec, err := Compile(p, Options{EventsSize: 4096, ControlSize: 4096})
 		if err != nil {
 			t.Fatalf("compile: %v\n%s", err, src)
 		}

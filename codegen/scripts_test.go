@@ -47,7 +47,7 @@ func TestScriptsLoad(t *testing.T) {
 				if err := lang.Analyze(p, lang.Config{Params: params}, nil); err != nil {
 					t.Fatal(err)
 				}
-				opts := Options{Params: params, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
+				opts := Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
 				for _, pr := range p.Probes {
 					for _, ap := range pr.Attach {
 						if ap.Kind != lang.ProbeUSDT {

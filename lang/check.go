@@ -72,26 +72,22 @@ import (
 	"cmp"
 	"fmt"
 	"slices"
+
+	"github.com/gotrace/gotrace/internal/settings"
 )
 
 // Config holds the settings the checker needs from the command line and
 // the environment.
 type Config struct {
-	// StrLen is the size of str()'s buffer (BPFTRACE_STRLEN); 0 means
-	// DefaultStrLen.
-	StrLen int
-	// BufLen is the most data buf() holds (the max_buflen config key);
-	// 0 means StrLen, as in bpftrace. It lets a script take whole
-	// messages in bufs while its strings keep a small size.
-	BufLen int
+	// Values are the trace's settings (internal/settings): StrLen, the
+	// size of str()'s buffer; BufLen, the most data buf() holds (0:
+	// StrLen); MapKeysMax, which the checker only validates and codegen
+	// sizes the maps with. Zero values mean the defaults.
+	settings.Values
 	// Params are the positional parameters $1, $2, ...
 	Params []string
 	// Unsafe allows system(), signal() and override() (--unsafe).
 	Unsafe bool
-	// MapKeysMax is the number of keys a map holds
-	// (BPFTRACE_MAP_KEYS_MAX); 0 means DefaultMapKeysMax. Codegen sizes
-	// the maps; the checker only validates it.
-	MapKeysMax int
 	// Child says a -c command is traced: cpid is only valid then.
 	Child bool
 	// Host finds bare targets (Resolve) and uaddr()'s symbols (Check);
@@ -102,20 +98,6 @@ type Config struct {
 	// with none, the script knows only its own structs.
 	Kernel Kernel
 }
-
-// The defaults of Config, bpftrace 0.17's.
-const (
-	DefaultStrLen     = 64
-	DefaultMapKeysMax = 4096
-)
-
-// MaxStrLen bounds Config.StrLen and Config.BufLen: 4,000,000 bytes, Bitcoin Core's
-// largest P2P message (MAX_PROTOCOL_MESSAGE_LENGTH), so that str() and
-// buf() hold whole messages. bpftrace 0.17 stops at 200 because its
-// strings live on the 512-byte BPF stack; gotrace keeps values in scratch
-// maps (an entry per CPU above 32 KiB), and a record of one such value
-// still fits the 4 MiB a map value holds.
-const MaxStrLen = 4_000_000
 
 // maxPasses bounds the silent passes. Each one can only settle more
 // types, and a chain of maps each read before it is assigned needs one
@@ -129,19 +111,19 @@ const maxPasses = 16
 // a plain error.
 func Check(p *Program, cfg Config) error {
 	if cfg.StrLen == 0 {
-		cfg.StrLen = DefaultStrLen
+		cfg.StrLen = settings.DefaultStrLen
 	}
 	if cfg.MapKeysMax == 0 {
-		cfg.MapKeysMax = DefaultMapKeysMax
+		cfg.MapKeysMax = settings.DefaultMapKeysMax
 	}
 	if cfg.BufLen == 0 {
 		cfg.BufLen = cfg.StrLen
 	}
-	if cfg.StrLen < 0 || cfg.StrLen > MaxStrLen {
-		return fmt.Errorf("check program: string length %d is outside 1..%d", cfg.StrLen, MaxStrLen)
+	if cfg.StrLen < 0 || cfg.StrLen > settings.MaxStrLen {
+		return fmt.Errorf("check program: string length %d is outside 1..%d", cfg.StrLen, settings.MaxStrLen)
 	}
-	if cfg.BufLen < 0 || cfg.BufLen > MaxStrLen {
-		return fmt.Errorf("check program: buf length %d is outside 1..%d", cfg.BufLen, MaxStrLen)
+	if cfg.BufLen < 0 || cfg.BufLen > settings.MaxStrLen {
+		return fmt.Errorf("check program: buf length %d is outside 1..%d", cfg.BufLen, settings.MaxStrLen)
 	}
 	if cfg.MapKeysMax < 0 {
 		return fmt.Errorf("check program: map size %d is negative", cfg.MapKeysMax)

@@ -13,6 +13,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/internal/testenv"
 )
 
@@ -385,19 +386,19 @@ func TestCheckConfig(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, cfg := range []Config{{StrLen: -1}, {StrLen: MaxStrLen + 1}, {MapKeysMax: -5}} {
+	for _, cfg := range []Config{{Values: settings.Values{StrLen: -1}}, {Values: settings.Values{StrLen: settings.MaxStrLen + 1}}, {Values: settings.Values{MapKeysMax: -5}}} {
 		if err := Analyze(p, cfg, nil); err == nil {
 			t.Errorf("Check with %+v succeeded", cfg)
 		}
 	}
-	if err := Analyze(p, Config{StrLen: 128}, nil); err != nil {
+	if err := Analyze(p, Config{Values: settings.Values{StrLen: 128}}, nil); err != nil {
 		t.Errorf("Check with StrLen 128: %v", err)
 	}
 }
 
 // TestCheckStrLen checks that str() follows Config.StrLen.
 func TestCheckStrLen(t *testing.T) {
-	p, errs := checkSource(t, "BEGIN { @s = str(0); }", Config{StrLen: 70})
+	p, errs := checkSource(t, "BEGIN { @s = str(0); }", Config{Values: settings.Values{StrLen: 70}})
 	if errs != nil {
 		t.Fatal(errs)
 	}

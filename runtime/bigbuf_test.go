@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
 )
@@ -44,11 +45,11 @@ func TestRunBigStrings(t *testing.T) {
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			command := fmt.Sprintf("dd if=%s of=/dev/null bs=70000 count=1 status=none", file)
-			p := checkScript(t, src, lang.Config{StrLen: strLen, Child: true, Host: NewHost(0, command), Kernel: NewKernel()})
+			p := checkScript(t, src, lang.Config{Values: settings.Values{StrLen: strLen}, Child: true, Host: NewHost(0, command), Kernel: NewKernel()})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			out, errOut := newSyncBuffer(""), newSyncBuffer("")
-			opts := Options{StrLen: strLen, Format: tc.format, Out: out, Err: errOut, Command: command}
+			opts := Options{Values: settings.Values{StrLen: strLen}, Format: tc.format, Out: out, Err: errOut, Command: command}
 			if err := Run(ctx, p, opts); err != nil {
 				t.Fatalf("%v\n%s", err, errOut)
 			}
@@ -75,11 +76,11 @@ func TestRunPackedBufs(t *testing.T) {
 	data, file := letterFile(t, 100000)
 	command := fmt.Sprintf("dd if=%s of=/dev/null bs=1000 count=100 status=none", file)
 	src := `tracepoint:syscalls:sys_enter_write /pid == cpid/ { printf("%r|%s|%d\n", buf(args->buf, args->count), str(args->buf, 4), args->count); print(buf(args->buf, args->count)); }`
-	p := checkScript(t, src, lang.Config{BufLen: lang.MaxStrLen, Child: true, Host: NewHost(0, command), Kernel: NewKernel()})
+	p := checkScript(t, src, lang.Config{Values: settings.Values{BufLen: settings.MaxStrLen}, Child: true, Host: NewHost(0, command), Kernel: NewKernel()})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, errOut := newSyncBuffer(""), newSyncBuffer("")
-	opts := Options{BufferPages: 256, Out: out, Err: errOut, Command: command}
+	opts := Options{Values: settings.Values{PerfRBPages: 256}, Out: out, Err: errOut, Command: command}
 	if err := Run(ctx, p, opts); err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}

@@ -6,6 +6,7 @@ import (
 	"github.com/cilium/ebpf"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/capture"
 )
@@ -142,7 +143,7 @@ func (t *tracer) reportFull() {
 		fmt.Fprintf(t.opts.Err, "WARNING: a loop reached its limit of %d iterations and was stopped (%d times)\n", codegen.MaxLoopIterations, c.LoopCapped)
 	}
 	if c.BufCut > 0 {
-		fmt.Fprintf(t.opts.Err, "WARNING: buf() was asked for more bytes than it holds and was cut to its size (%d times; max_buflen sets it, up to %d bytes)\n", c.BufCut, lang.MaxStrLen)
+		fmt.Fprintf(t.opts.Err, "WARNING: buf() was asked for more bytes than it holds and was cut to its size (%d times; max_buflen sets it, up to %d bytes)\n", c.BufCut, settings.MaxStrLen)
 	}
 }
 
@@ -150,5 +151,5 @@ func (t *tracer) mapKeysMax() int {
 	if t.opts.MapKeysMax > 0 {
 		return t.opts.MapKeysMax
 	}
-	return lang.DefaultMapKeysMax
+	return settings.DefaultMapKeysMax
 }

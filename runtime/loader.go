@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -210,7 +211,7 @@ func (t *tracer) waiting() []*lang.AttachPoint {
 // loads, about each attach point without a path that names one probe and
 // was found in no object the command had or loaded.
 func (t *tracer) warnUnmatched() {
-	if t.opts.NoWarnings || t.opts.MissingProbes == MissingIgnore {
+	if t.opts.NoWarnings || t.opts.MissingProbes == settings.MissingIgnore {
 		return
 	}
 	var l lang.ErrorList

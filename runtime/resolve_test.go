@@ -2,7 +2,6 @@ package runtime
 
 import (
 	"fmt"
-	"github.com/gotrace/gotrace/lang/attachpoint"
 	"os"
 	"path/filepath"
 	"slices"
@@ -10,7 +9,9 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -203,7 +204,7 @@ func TestCompile(t *testing.T) {
 	if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Compile(p, Options{MissingProbes: MissingIgnore})
+	spec, err := Compile(p, Options{Values: settings.Values{MissingProbes: settings.MissingIgnore}})
 	if err != nil {
 		t.Fatal(err)
 	}

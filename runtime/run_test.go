@@ -15,12 +15,13 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"golang.org/x/sys/unix"
-	"time"
 
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
@@ -163,11 +164,11 @@ func TestRunNoProbes(t *testing.T) {
 		t.Errorf("error %#v, want the missing probe", err)
 	}
 	testenv.RequireRoot(t)
-	_, errOut, err := runScript(t, context.Background(), src, Options{Quiet: true, MissingProbes: MissingWarn})
+	_, errOut, err := runScript(t, context.Background(), src, Options{Quiet: true, Values: settings.Values{MissingProbes: settings.MissingWarn}})
 	if err != nil || !strings.Contains(errOut, "test.bt:1:1-") || !strings.Contains(errOut, "WARNING: usdt probe net:inbound_mesage not found in "+bin+"\n") {
 		t.Errorf("err %v, stderr %q: want a warning", err, errOut)
 	}
-	_, errOut, err = runScript(t, context.Background(), src, Options{Quiet: true, MissingProbes: MissingIgnore})
+	_, errOut, err = runScript(t, context.Background(), src, Options{Quiet: true, Values: settings.Values{MissingProbes: settings.MissingIgnore}})
 	if err != nil || errOut != "" {
 		t.Errorf("err %v, stderr %q: want neither", err, errOut)
 	}
@@ -451,7 +452,7 @@ func TestRunLostEvents(t *testing.T) {
 	testenv.RequireRoot(t)
 	const n = 1000
 	src := fmt.Sprintf(`BEGIN { $i = 0; while ($i < %d) { printf("record %%d of a ring buffer that is far too small\n", $i); $i++; } exit(); }`, n)
-	out, _, err := runScript(t, context.Background(), src, Options{BufferPages: 1})
+	out, _, err := runScript(t, context.Background(), src, Options{Values: settings.Values{PerfRBPages: 1}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -19,14 +19,15 @@ package runtime
 import (
 	"bytes"
 	"fmt"
-	"github.com/gotrace/gotrace/internal/capability"
-	"github.com/gotrace/gotrace/runtime/metrics"
 	"io"
 	"os"
 	"strings"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/internal/capability"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/metrics"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -75,23 +76,16 @@ type Options struct {
 	// Unsafe allows system() (--unsafe), and uprobes at addresses whose
 	// instruction boundary gotrace cannot check (a stripped file).
 	Unsafe bool
-	// StrLen is the default string size (BPFTRACE_STRLEN); 0 means
-	// lang.DefaultStrLen.
-	StrLen int
-	// MapKeysMax bounds every keyed map (BPFTRACE_MAP_KEYS_MAX); 0 means
-	// lang.DefaultMapKeysMax.
-	MapKeysMax int
-	// TimeMap names the map tseries() reads its time from
-	// (BPFTRACE_DUMMY_TS_MAP, see codegen.Options.TimeMap).
-	TimeMap string
+	// Values are the trace's settings (internal/settings), the same the
+	// front end checked the script with: StrLen, MapKeysMax, TimeMap,
+	// MissingProbes (what an attach point that names one usdt probe or
+	// function the file does not have does to the run; by default an
+	// error), PerfRBPages (the printf ring buffer's size).
+	settings.Values
 	// Verbose prints what the runtime resolves and attaches to Err.
 	Verbose bool
 	// NoWarnings drops warnings such as a full map's (--no-warnings).
 	NoWarnings bool
-	// MissingProbes is what an attach point that names one usdt probe or
-	// function the file does not have does to the run (--missing-probes,
-	// bpftrace's missing_probes): by default it is an error.
-	MissingProbes MissingProbes
 	// NoUprobeMulti attaches a perf-event uprobe at each location even
 	// where the kernel has uprobe_multi links (--no-uprobe-multi).
 	NoUprobeMulti bool
@@ -104,43 +98,7 @@ type Options struct {
 	// Metrics, when set, is given the maps to read at each scrape once
 	// they are loaded, until the trace ends (--metrics).
 	Metrics *metrics.Collector
-	// BufferPages is the size of the ring buffer for printf-like records
-	// in 4 KiB pages, rounded up to a power of two
-	// (BPFTRACE_PERF_RB_PAGES); 0 means 4096 pages (16 MiB).
-	BufferPages int
 }
-
-// MissingProbes says what a probe that does not exist does to a run: an
-// attach point without wildcards in its probe or function name that
-// matches nothing. Attach points with wildcards may match nothing in any
-// mode, as in bpftrace; a script none of whose attach points match is
-// always refused.
-type MissingProbes int
-
-const (
-	// MissingError refuses the script, naming each missing probe.
-	MissingError MissingProbes = iota
-	// MissingWarn warns about each missing probe and traces the rest.
-	MissingWarn
-	// MissingIgnore traces the rest and says nothing.
-	MissingIgnore
-)
-
-// ParseMissingProbes reads a --missing-probes or missing_probes value:
-// error, warn or ignore.
-func ParseMissingProbes(s string) (MissingProbes, error) {
-	for m, name := range missingProbesNames {
-		if s == name {
-			return MissingProbes(m), nil
-		}
-	}
-	return 0, fmt.Errorf("invalid missing_probes value %q: valid values are error, warn and ignore", s)
-}
-
-var missingProbesNames = [...]string{MissingError: "error", MissingWarn: "warn", MissingIgnore: "ignore"}
-
-// String returns the name ParseMissingProbes reads.
-func (m MissingProbes) String() string { return missingProbesNames[m] }
 
 // Compile finds what the attach points of p match and compiles it. It never loads
 // anything into the kernel; with Command set it does not start the command
@@ -254,9 +212,9 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 		return nil, missing
 	case len(matched.Probes) == 0 && !watch:
 		return nil, errNoProbes
-	case len(missing) > 0 && opts.MissingProbes == MissingError:
+	case len(missing) > 0 && opts.MissingProbes == settings.MissingError:
 		return nil, missing
-	case len(missing) > 0 && opts.MissingProbes == MissingWarn && !opts.NoWarnings && opts.Err != nil:
+	case len(missing) > 0 && opts.MissingProbes == settings.MissingWarn && !opts.NoWarnings && opts.Err != nil:
 		missing.WriteWarnings(opts.Err, p.File, p.Source)
 	}
 	copts := codegenOptions(opts, probes, childPID)
@@ -268,11 +226,8 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 func codegenOptions(opts Options, probes map[*lang.AttachPoint][]*usdt.Probe, childPID int) codegen.Options {
 	return codegen.Options{
 		USDT:       probes,
-		StrLen:     opts.StrLen,
-		MapKeysMax: opts.MapKeysMax,
-		TimeMap:    opts.TimeMap,
-		Params:     opts.Params,
-		EventsSize: ringSize(opts.BufferPages),
+		Values:     opts.Values,
+		EventsSize: ringSize(opts.PerfRBPages),
 		ChildPID:   uint32(childPID),
 		CPUs:       ebpfPossibleCPUs(),
 	}

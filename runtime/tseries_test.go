@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/internal/testenv"
 )
 
@@ -87,7 +88,7 @@ HH:00:00.000006 *                                                   | -5
 		t.Run(tc.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 			defer cancel()
-			out, stderr, err := runScript(t, ctx, tc.src, Options{Quiet: true, Format: tc.format, TimeMap: "@ts"})
+			out, stderr, err := runScript(t, ctx, tc.src, Options{Quiet: true, Format: tc.format, Values: settings.Values{TimeMap: "@ts"}})
 			if err != nil {
 				t.Fatalf("%v\n%s", err, stderr)
 			}

@@ -25,6 +25,7 @@ import (
 
 	"github.com/spf13/cobra"
 
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime"
 	"github.com/gotrace/gotrace/usdt"
@@ -110,7 +111,7 @@ PostgreSQL, the JVM) and prints what bpftrace prints, from one static binary.
 
 Environment: BPFTRACE_STRLEN (string size, default %d), BPFTRACE_MAP_KEYS_MAX
 (map size, default %d), BPFTRACE_PERF_RB_PAGES (printf ring buffer pages,
-default 16 MiB worth).`, lang.DefaultStrLen, lang.DefaultMapKeysMax),
+default 16 MiB worth).`, settings.DefaultStrLen, settings.DefaultMapKeysMax),
 		SilenceErrors: true,
 		SilenceUsage:  true,
 		RunE: func(cmd *cobra.Command, args []string) error {
@@ -290,11 +291,6 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if err := checkOutputFormat(f.format); err != nil {
 		return 1, err
 	}
-	if f.missing != "" {
-		if _, err := runtime.ParseMissingProbes(f.missing); err != nil {
-			return 1, err
-		}
-	}
 	if f.buffering != "full" && f.buffering != "line" && f.buffering != "none" {
 		return 1, errors.New("USAGE: -B must be either 'line', 'full', or 'none'.")
 	}
@@ -331,16 +327,12 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	}
 	src = pre.text + src
 	diagnose := func(err error) (int, error) { return pre.diagnose(err, file, src, stderr) }
-	strSize, err := strLen()
-	if err != nil {
-		return 1, err
-	}
-	keysMax := mapKeysMax()
 	defer limitFrontEndMemory()()
-	// lang.Parse, then the passes of lang.Passes (lang.Analyze), then
+	// lang.Parse, the settings (flags, environment, the script's config
+	// block), then the passes of lang.Passes (lang.Analyze), then
 	// runtime.Compile or runtime.Run.
 	cfg := lang.Config{
-		StrLen: strSize, Params: params, Unsafe: f.unsafe, MapKeysMax: keysMax,
+		Params: params, Unsafe: f.unsafe,
 		Child: f.command != "", Host: runtime.NewHost(pid, f.command), Kernel: runtime.NewKernel(),
 	}
 	// -d STAGE prints the program after that stage, a dry run; -d
@@ -352,16 +344,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	}
 	prog, err := lang.Parse(file, src)
 	if err == nil {
-		// A config block's settings yield to the environment's.
-		strSize = setting(prog, "max_strlen", strSize, strLenVars...)
-		keysMax = setting(prog, "max_map_keys", keysMax, "BPFTRACE_MAP_KEYS_MAX")
-		cfg.StrLen, cfg.MapKeysMax = strSize, keysMax
-		cfg.BufLen = setting(prog, "max_buflen", 0)
-		err = lang.JoinDiagnostics(sizeSetting(prog, "max_strlen", strSize), sizeSetting(prog, "max_buflen", cfg.BufLen))
-	}
-	var missing runtime.MissingProbes
-	if err == nil {
-		missing, err = missingProbes(f.missing, prog)
+		cfg.Values, err = resolveSettings(f, prog)
 	}
 	if err == nil && dump.stage == "parse" {
 		lang.Dump(stdout, prog)
@@ -399,8 +382,8 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		Out: out, Err: stderr, Format: f.format, Quiet: f.quiet,
 		PID: pid, Command: f.command, User: f.user, AsRoot: f.asRoot,
 		Params: params, Unsafe: f.unsafe,
-		StrLen: strSize, MapKeysMax: keysMax, Verbose: f.verbose, TimeMap: os.Getenv("BPFTRACE_DUMMY_TS_MAP"),
-		NoWarnings: f.noWarnings, MissingProbes: missing, NoUprobeMulti: f.noMulti, BufferPages: bufferPages(),
+		Values: cfg.Values, Verbose: f.verbose,
+		NoWarnings: f.noWarnings, NoUprobeMulti: f.noMulti,
 		LineBuffered: f.buffering != "full",
 	}
 	if f.outFile != "" {
@@ -614,92 +597,22 @@ func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, erro
 	return 0, nil
 }
 
-// strLen is the string size from BPFTRACE_STRLEN (bpftrace 0.17's name) or
-// BPFTRACE_MAX_STRLEN (later bpftrace's), lang.DefaultStrLen by default.
-// A size above lang.MaxStrLen is an error naming the variable: strings are
-// never cut silently to a smaller size than asked.
-func strLen() (int, error) {
-	for _, name := range strLenVars {
-		if n, err := strconv.Atoi(os.Getenv(name)); err == nil && n > 0 {
-			if n > lang.MaxStrLen {
-				return 0, fmt.Errorf("read %s: %d exceeds the maximum string size of %d bytes", name, n, lang.MaxStrLen)
-			}
-			return n, nil
-		}
+// resolveSettings reads the trace's settings (internal/settings) from the
+// flags, the environment and the script's config block, in that order;
+// a bad value in the config block is a diagnostic at its entry.
+func resolveSettings(f *flags, prog *lang.Program) (settings.Values, error) {
+	src := settings.Sources{Flags: map[string]string{}, Env: os.LookupEnv}
+	if f.missing != "" {
+		src.Flags["--missing-probes"] = f.missing
 	}
-	return lang.DefaultStrLen, nil
-}
-
-// sizeSetting refuses a string or buf size n above lang.MaxStrLen that the
-// script's config key set, at that key.
-func sizeSetting(prog *lang.Program, key string, n int) error {
-	if n <= lang.MaxStrLen {
-		return nil
+	for _, c := range prog.Config {
+		src.Config = append(src.Config, settings.ConfigEntry{Key: c.Key, Value: c.Value})
 	}
-	for i := len(prog.Config) - 1; i >= 0; i-- {
-		if c := prog.Config[i]; c.Key == key {
-			return lang.ErrorList{{Span: c.Loc, Msg: fmt.Sprintf("%s %d exceeds the maximum of %d bytes", key, n, lang.MaxStrLen)}}
-		}
+	v, err := settings.Resolve(src)
+	if bad, ok := errors.AsType[*settings.Error](err); ok && bad.Source == "config" {
+		return v, lang.ErrorList{{Span: prog.Config[bad.Entry].Loc, Msg: bad.Error()}}
 	}
-	return nil
-}
-
-// strLenVars are the environment variables that set the string size.
-var strLenVars = []string{"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"}
-
-// missingProbes is what a missing probe does to the run: flag's mode when
-// --missing-probes is given, else BPFTRACE_MISSING_PROBES's, else the
-// script's missing_probes config key's, else an error. A bad value of the
-// key is a positioned error.
-func missingProbes(flag string, prog *lang.Program) (runtime.MissingProbes, error) {
-	if flag == "" {
-		flag = os.Getenv("BPFTRACE_MISSING_PROBES")
-	}
-	if flag != "" {
-		return runtime.ParseMissingProbes(flag)
-	}
-	for i := len(prog.Config) - 1; i >= 0; i-- {
-		if c := prog.Config[i]; c.Key == "missing_probes" {
-			m, err := runtime.ParseMissingProbes(c.Value)
-			if err != nil {
-				return 0, lang.ErrorList{{Span: c.Loc, Msg: err.Error()}}
-			}
-			return m, nil
-		}
-	}
-	return runtime.MissingError, nil
-}
-
-// setting returns the positive integer the script's config block gives
-// key, unless one of the environment variables env is set; def otherwise.
-func setting(prog *lang.Program, key string, def int, env ...string) int {
-	for _, name := range env {
-		if os.Getenv(name) != "" {
-			return def
-		}
-	}
-	v, ok := prog.Setting(key)
-	if n, err := strconv.Atoi(v); ok && err == nil && n > 0 {
-		return n
-	}
-	return def
-}
-
-// mapKeysMax is BPFTRACE_MAP_KEYS_MAX, lang.DefaultMapKeysMax by default.
-func mapKeysMax() int {
-	if n, err := strconv.Atoi(os.Getenv("BPFTRACE_MAP_KEYS_MAX")); err == nil && n > 0 {
-		return n
-	}
-	return lang.DefaultMapKeysMax
-}
-
-// bufferPages is BPFTRACE_PERF_RB_PAGES, the size of the printf ring buffer
-// in pages; 0 keeps the default (16 MiB).
-func bufferPages() int {
-	if n, err := strconv.Atoi(os.Getenv("BPFTRACE_PERF_RB_PAGES")); err == nil && n > 0 {
-		return n
-	}
-	return 0
+	return v, err
 }
 
 // startCPUProfile writes a CPU profile to file until the returned function
