@@ -2,8 +2,10 @@ package metrics
 
 import (
 	"bufio"
+	"compress/gzip"
 	"io"
 	"math"
+	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -263,4 +265,30 @@ func acceptsGzip(acceptEncoding string) bool {
 		}
 	}
 	return false
+}
+
+// handler serves a Collector's families at each request.
+type handler struct{ c *Collector }
+
+func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	ft := negotiate(r.Header.Get("Accept"))
+	w.Header().Set("Content-Type", ft.contentType)
+	w.Header().Add("Vary", "Accept-Encoding")
+	if r.Method == http.MethodHead {
+		return
+	}
+	var out io.Writer = w
+	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
+		w.Header().Set("Content-Encoding", "gzip")
+		gz := gzip.NewWriter(w)
+		defer gz.Close()
+		out = gz
+	}
+	// A client that goes away mid-scrape is no error of the trace's.
+	_ = ft.write(out, h.c.collect())
 }

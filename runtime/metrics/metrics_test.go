@@ -7,14 +7,12 @@ import (
 	"flag"
 	"io"
 	"maps"
-	"net"
 	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
@@ -311,41 +309,5 @@ func TestUnreadable(t *testing.T) {
 	}
 	if !strings.Contains(b.String(), "gotrace_maps_unreadable 1\n") {
 		t.Errorf("got\n%s", b.String())
-	}
-}
-
-// TestServeErrors answers what is not a GET or HEAD of /metrics with the
-// HTTP status that says why, and closes the connection.
-func TestServeErrors(t *testing.T) {
-	s, err := Serve("127.0.0.1:0", NewCollector(Config{}))
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	for _, tc := range []struct{ request, wantStatus string }{
-		{"GET /metrics HTTP/1.1\r\nHost: x\r\n\r\n", "HTTP/1.1 200 OK\r\n"},
-		{"HEAD /metrics?x=1 HTTP/1.0\r\n\r\n", "HTTP/1.1 200 OK\r\n"},
-		{"GET / HTTP/1.1\r\n\r\n", "HTTP/1.1 404 Not Found\r\n"},
-		{"POST /metrics HTTP/1.1\r\nContent-Length: 0\r\n\r\n", "HTTP/1.1 405 Method Not Allowed\r\n"},
-		{"nonsense\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n"},
-		{"GET /metrics HTTP/1.1\r\nno colon\r\n\r\n", "HTTP/1.1 400 Bad Request\r\n"},
-	} {
-		conn, err := net.Dial("tcp", s.Addr().String())
-		if err != nil {
-			t.Fatal(err)
-		}
-		conn.SetDeadline(time.Now().Add(30 * time.Second))
-		if _, err := io.WriteString(conn, tc.request); err != nil {
-			t.Fatal(err)
-		}
-		// The server closes the connection after its answer.
-		resp, err := io.ReadAll(conn)
-		conn.Close()
-		if err != nil {
-			t.Fatalf("%q: %v", tc.request, err)
-		}
-		if !strings.HasPrefix(string(resp), tc.wantStatus) {
-			t.Errorf("%q: answered %q, want %q", tc.request, resp, tc.wantStatus)
-		}
 	}
 }
