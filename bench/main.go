@@ -85,8 +85,8 @@ const (
 	// probe), then, after a second of tracing, from SIGINT to its exit.
 	KindAttach Kind = "attach"
 	// KindRegtest: scripts/netmsg.bt with -p on a regtest bitcoind
-	// through a fixed workload (bench/regtest.go): the time from the
-	// tool's start to the workload's last message printed.
+	// through a fixed workload (bench/regtest.go): the tool's CPU time,
+	// and the time from its start to the workload's last message printed.
 	KindRegtest Kind = "regtest"
 )
 
@@ -285,11 +285,11 @@ type Run struct {
 	// and was killed.
 	Exit float64
 	Cut  bool
-	// Ready is, for KindRegtest, the seconds from the tool's start to
-	// BEGIN's line, CPU the tool's user and system time in seconds, and
+	// Ready and Fence are, for KindRegtest, the seconds from the tool's
+	// start to BEGIN's line and to the workload's last message, and
 	// Messages the message lines it printed.
-	Ready, CPU float64
-	Messages   int
+	Ready, Fence float64
+	Messages     int
 }
 
 // Stats are the medians of a tool's runs of a case.
@@ -307,10 +307,10 @@ type Stats struct {
 	// seconds for a run cut there; Cut counts such runs.
 	Exit float64 `json:"exit_seconds,omitempty"`
 	Cut  int     `json:"exit_cut_runs,omitempty"`
-	// Ready, CPU and Messages are the medians of the runs'
+	// Ready, Fence and Messages are the medians of the runs'
 	// (KindRegtest).
 	Ready    float64 `json:"ready_seconds,omitempty"`
-	CPU      float64 `json:"cpu_seconds,omitempty"`
+	Fence    float64 `json:"last_message_seconds,omitempty"`
 	Messages int64   `json:"messages,omitempty"`
 	// Min and Max are the smallest and largest Value of the runs.
 	Min float64 `json:"min_value"`
@@ -494,7 +494,7 @@ func unit(k Kind) string {
 	case KindAttach:
 		return "s to ready"
 	case KindRegtest:
-		return "s to the last message"
+		return "s CPU"
 	}
 	return "s"
 }
@@ -831,13 +831,13 @@ func summarize(runs []Run, err error, k Kind, untraced float64) Stats {
 	if err != nil {
 		return Stats{Runs: len(runs), Err: err.Error()}
 	}
-	var wall, value, progNS, rate, exit, ready, cpu []float64
+	var wall, value, progNS, rate, exit, ready, fence []float64
 	var rss, lost, messages []int64
 	cut := 0
 	for _, r := range runs {
 		exit = append(exit, r.Exit)
 		ready = append(ready, r.Ready)
-		cpu = append(cpu, r.CPU)
+		fence = append(fence, r.Fence)
 		messages = append(messages, int64(r.Messages))
 		if r.Cut {
 			cut++
@@ -851,7 +851,7 @@ func summarize(runs []Run, err error, k Kind, untraced float64) Stats {
 	}
 	s := Stats{Runs: len(runs), Wall: median(wall), Value: median(value), MaxRSS: medianInt(rss), Lost: medianInt(lost), ProgNS: median(progNS), Rate: median(rate),
 		Min: slices.Min(value), Max: slices.Max(value), Exit: median(exit), Cut: cut,
-		Ready: median(ready), CPU: median(cpu), Messages: medianInt(messages)}
+		Ready: median(ready), Fence: median(fence), Messages: medianInt(messages)}
 	if k == KindHit {
 		s.Value -= untraced
 	}
@@ -912,7 +912,7 @@ func brief(s Stats, k Kind) string {
 		b += ", exit " + exitCell(s)
 	}
 	if k == KindRegtest {
-		b += fmt.Sprintf(", ready %.3f s, exit %.3f s, CPU %.3f s, %d messages", s.Ready, s.Exit, s.CPU, s.Messages)
+		b += fmt.Sprintf(" CPU, ready %.3f s, last message %.3f s, exit %.3f s, %d messages", s.Ready, s.Fence, s.Exit, s.Messages)
 	}
 	return b
 }
@@ -926,7 +926,7 @@ func measureCell(s Stats, k Kind) string {
 	case KindAttach:
 		return fmt.Sprintf("ready %.3f s (%.3f-%.3f), exit %s", s.Value, s.Min, s.Max, exitCell(s))
 	case KindRegtest:
-		return fmt.Sprintf("%.3f s (%.3f-%.3f), ready %.3f s, exit %.3f s, CPU %.3f s", s.Value, s.Min, s.Max, s.Ready, s.Exit, s.CPU)
+		return fmt.Sprintf("CPU %.3f s (%.3f-%.3f), ready %.3f s, last message %.3f s, exit %.3f s", s.Value, s.Min, s.Max, s.Ready, s.Fence, s.Exit)
 	}
 	return formatMeasure(s.measureOf(k), k)
 }
