@@ -4,8 +4,6 @@ package main
 // on a real regtest node, with the node's own RPC answers as the truth.
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"fmt"
 	"regexp"
 	"slices"
@@ -239,60 +237,4 @@ func total(m map[string]int64) int64 {
 		n += v
 	}
 	return n
-}
-
-// p2pRawMessage matches a line of scripts/p2p_raw.bt and captures the
-// direction, the command and the payload's hex bytes.
-var p2pRawMessage = regexp.MustCompile(`(?m)^(in|out)bound msg '(\S+)' from peer \d+ \([^,]+, [^)]+\) with \d+ bytes: ([0-9a-f ]*)$`)
-
-// TestP2PRawScriptOnNode traces a node's initial sync and a transaction
-// with p2p_raw.bt: each block message received is, byte for byte, what
-// getblock HASH 0 returns for the hash of its header, and the tx message
-// is what getrawtransaction returns.
-func TestP2PRawScriptOnNode(t *testing.T) {
-	miner := minerNode(t)
-	node := startNode(t)
-	run := traceNode(t, node, "p2p_raw", "^"+regexp.QuoteMeta(p2pRawHeader)+"$")
-	node.Connect(t, miner)
-	waitHeight(t, node, minerBlocks)
-	txid := miner.SendToAddress(t, miner.NewAddress(t), "1")
-	waitMempool(t, node, txid)
-	wantTx := node.CLI(t, "getrawtransaction", txid)
-	run.waitFor(t, regexp.MustCompile(`(?m)^inbound msg 'tx' `))
-	node.Stop(t)
-	out := run.wait(t)
-	blocks, txs := 0, 0
-	for _, m := range p2pRawMessage.FindAllStringSubmatch(out, -1) {
-		if m[1] != "in" || (m[2] != "block" && m[2] != "tx") {
-			continue
-		}
-		payload := strings.ReplaceAll(m[3], " ", "")
-		if m[2] == "tx" {
-			txs++
-			if payload != wantTx {
-				t.Errorf("tx message %.80s..., getrawtransaction %.80s...", payload, wantTx)
-			}
-			continue
-		}
-		blocks++
-		header, err := hex.DecodeString(payload[:160])
-		if err != nil {
-			t.Fatalf("block message %.80s...: %v", payload, err)
-		}
-		if want := miner.CLI(t, "getblock", blockHash(header), "0"); payload != want {
-			t.Errorf("block %s: message %.80s..., getblock %.80s...", blockHash(header), payload, want)
-		}
-	}
-	if blocks != minerBlocks || txs != 1 {
-		t.Errorf("%d block and %d tx messages received, want %d and 1", blocks, txs, minerBlocks)
-	}
-}
-
-// blockHash is the hash of an 80-byte block header as bitcoin-cli prints
-// it: double SHA-256, byte-reversed, in hex.
-func blockHash(header []byte) string {
-	first := sha256.Sum256(header)
-	h := sha256.Sum256(first[:])
-	slices.Reverse(h[:])
-	return hex.EncodeToString(h[:])
 }
