@@ -60,6 +60,7 @@ const (
 	countersMapName = "counters"
 	startMapName    = "start"
 	exitedMapName   = "exited"
+	wakeMapName     = "wake"
 )
 
 // ScratchMapName, BigScratchMapName and ZerosMapName name the per-CPU
@@ -344,6 +345,9 @@ func (c *compiler) internalMaps() error {
 		eventsSize = c.opts.EventsSize
 	}
 	ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(eventsSize)}
+	if c.writesEvents {
+		ms[wakeMapName] = &ebpf.MapSpec{Name: "gt_wake", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	}
 	ms[controlMapName] = &ebpf.MapSpec{Name: "gt_control", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.ControlSize)}
 	ms[countersMapName] = &ebpf.MapSpec{Name: "gt_counters", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.spec.countersSize()), MaxEntries: 1}
 	ms[startMapName] = &ebpf.MapSpec{Name: "gt_start", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}

@@ -522,27 +522,42 @@ func (t *tracer) every(period time.Duration, f func() bool) {
 	}()
 }
 
+// readerNap is how soon the events reader looks at its ring again after
+// reading records, whether or not a record woke it: the programs write
+// the records of a burst without waking it (codegen.EventsWakeGap), so
+// the last records of a burst wait for this nap rather than for the next
+// lostPoll.
+const readerNap = codegen.EventsWakeGap + time.Millisecond
+
 // read handles the records of one ring buffer until the reader is closed.
 // After a Flush it signals flushed (when not nil). With a poll period, it
 // also reports lost records and writes held output that often, busy or
 // idle: the events reader does it itself rather than a goroutine of its
 // own, which would hold t.mu on an unfavoured thread and stall the
-// reader whenever the scheduler left that thread waiting.
+// reader whenever the scheduler left that thread waiting. With a poll
+// period it also naps: after the ring is empty it looks again readerNap
+// later, and goes back to waiting up to the poll period only when a nap
+// found nothing.
 func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}, poll time.Duration) {
 	defer t.readers.Done()
 	var rec ringbuf.Record
-	var next time.Time
+	// next is when lost records are next reported; deadline is the
+	// reader's deadline, no later than next.
+	var next, deadline time.Time
 	if poll > 0 {
 		next = time.Now().Add(poll)
-		rd.SetDeadline(next)
+		deadline = next
+		rd.SetDeadline(deadline)
 	}
 	for n := 0; ; n++ {
 		err := rd.ReadInto(&rec)
+		timedOut := errors.Is(err, os.ErrDeadlineExceeded)
 		// The clock is read when the ring is empty or every
 		// pollRecords records, not for each record of a burst.
-		due := errors.Is(err, os.ErrDeadlineExceeded) || err == nil && (rec.Remaining == 0 || n%pollRecords == 0)
+		due := timedOut || err == nil && (rec.Remaining == 0 || n%pollRecords == 0)
 		if poll > 0 && due {
-			if now := time.Now(); now.After(next) {
+			now := time.Now()
+			if now.After(next) {
 				t.mu.Lock()
 				t.reportLost()
 				// Also bounds how long a line can stay held should the
@@ -550,8 +565,21 @@ func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}, poll time.Dur
 				t.queueOut()
 				t.mu.Unlock()
 				next = now.Add(poll)
-				rd.SetDeadline(next)
+				deadline = next
 			}
+			switch {
+			case err == nil && rec.Remaining == 0:
+				// The ring is empty: nap.
+				deadline = now.Add(readerNap)
+				if deadline.After(next) {
+					deadline = next
+				}
+			case timedOut && !now.Before(deadline):
+				// A nap that found nothing (it would have ended in
+				// an empty ring, above, and moved the deadline).
+				deadline = next
+			}
+			rd.SetDeadline(deadline)
 		}
 		switch {
 		case errors.Is(err, os.ErrDeadlineExceeded):
