@@ -88,6 +88,10 @@ const (
 	// through a fixed workload (bench/regtest.go): the tool's CPU time,
 	// and the time from its start to the workload's last message printed.
 	KindRegtest Kind = "regtest"
+	// KindProbe: the probe effect (bench/probe.go): the burst loop's
+	// rate untraced, under bpftrace -o, gotrace -o and gotrace -w, beside
+	// the lines each tool delivered.
+	KindProbe Kind = "probe"
 )
 
 // exitBound is how long a KindAttach run waits for the tool to exit after
@@ -199,6 +203,10 @@ func cases() []Case {
 		{Name: "burst-2-threads", Kind: KindPrintf, Args: []string{
 			"-o", "OUT", "-c", fmt.Sprintf("LOOP %d 16 2", printfEvents/2), "-e", burst,
 		}},
+		// The probe effect of the burst: the loop untraced and under
+		// each tool, the four interleaved (bench/probe.go).
+		{Name: "probe-500k", Kind: KindProbe, Args: []string{"-c", fmt.Sprintf("LOOP %d", printfEvents), "-e", burst}},
+		{Name: "probe-2m", Kind: KindProbe, Args: []string{"-c", fmt.Sprintf("LOOP %d", 4*printfEvents), "-e", burst}},
 		{Name: "print-map-4096", Kind: KindPrintMap, Keys: mapKeys, Args: []string{
 			"-c", fmt.Sprintf("LOOP %d %d", mapKeys, mapKeys),
 			"-e", "usdt:LOOP:bench:hit { @[arg1] = count(); }",
@@ -290,6 +298,9 @@ type Run struct {
 	// Messages the message lines it printed.
 	Ready, Fence float64
 	Messages     int
+	// Loop is, for KindPrintf and KindProbe, what the traced loop's main
+	// thread said its loop cost it.
+	Loop LoopCost
 }
 
 // Stats are the medians of a tool's runs of a case.
@@ -386,6 +397,12 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 
 	var results []Result
 	for _, c := range selected {
+		if c.Kind == KindProbe {
+			if err := probeEffect(w, n, c, tools{gotrace: gotrace, bpftrace: bpftrace, loop: loop, dir: dir}); err != nil {
+				return err
+			}
+			continue
+		}
 		r := Result{Case: c.Name, Kind: c.Kind, Unit: unit(c.Kind), TimeTarget: c.TimeTarget, RSSTarget: c.RSSTarget}
 		if c.Kind == KindHit {
 			r.Untraced, err = untraced(loop, n, c.Env)
@@ -436,7 +453,9 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 		results = append(results, r)
 		printResult(w, r)
 	}
-	printTable(w, results)
+	if len(results) > 0 {
+		printTable(w, results)
+	}
 	if jsonOut != "" {
 		b, err := json.MarshalIndent(results, "", "  ")
 		if err != nil {
@@ -487,7 +506,7 @@ func unit(k Kind) string {
 	switch k {
 	case KindHit:
 		return "ns/hit"
-	case KindPrintf:
+	case KindPrintf, KindProbe:
 		return "lines"
 	case KindPrintMap:
 		return "s"
@@ -734,13 +753,14 @@ func measure(tool, loop string, c Case, dir string, target *exec.Cmd) (Run, erro
 			return Run{}, fmt.Errorf("no ns_per_iteration line from the traced loop: %s", firstLine(stderr.String()))
 		}
 		r.Value, _ = strconv.ParseFloat(string(m[1]), 64)
-	case KindPrintf:
+	case KindPrintf, KindProbe:
 		r.Value = float64(stdout.printfLines)
 		if m := meanNS.FindSubmatch(stdout.kept.Bytes()); m != nil {
 			if ns, _ := strconv.ParseFloat(string(m[1]), 64); ns > 0 {
 				r.Rate = 1e9 / ns
 			}
 		}
+		r.Loop = parseLoopCost(stdout.kept.Bytes())
 	case KindPrintMap:
 		m := doneNS.FindSubmatch(stdout.kept.Bytes())
 		if m == nil {

@@ -15,11 +15,21 @@
 // slower, not faster) and the mean over the whole loop (mean_ns). The last
 // line is "done ns=<CLOCK_REALTIME nanoseconds>" so the benchmark can time
 // what the tracer does after the traced process has gone (END, maps).
+//
+// The same line also says what the main thread's loop cost it, whatever
+// the machine's load: cpu_ns, its own CPU time per iteration (the uprobe
+// handlers run on it, so this is the probe effect itself), wait_ns, the
+// time per iteration it was runnable but waited for a CPU (from
+// /proc/thread-self/schedstat: a tracer thread woken on its CPU shows
+// here), and nvcsw and nivcsw, its voluntary and involuntary context
+// switches during the loop.
+#define _GNU_SOURCE // RUSAGE_THREAD
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/sdt.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -41,6 +51,19 @@ static int syscalls;
 static const char *names[8] = {
 	"inv", "tx", "getdata", "headers", "block", "ping", "pong", "addrv2",
 };
+
+// schedWait returns the nanoseconds the calling thread has waited on a run
+// queue, the second field of /proc/thread-self/schedstat, or -1.
+static int64_t schedWait(void)
+{
+	FILE *f = fopen("/proc/thread-self/schedstat", "r");
+	if (f == NULL)
+		return -1;
+	long long run, wait;
+	int ok = fscanf(f, "%lld %lld", &run, &wait) == 2;
+	fclose(f);
+	return ok ? wait : -1;
+}
 
 static int64_t now(clockid_t clock)
 {
@@ -111,6 +134,10 @@ int main(int argc, char **argv)
 		}
 	}
 	double best = -1;
+	struct rusage ru0, ru1;
+	getrusage(RUSAGE_THREAD, &ru0);
+	int64_t wait0 = schedWait();
+	int64_t cpu0 = now(CLOCK_THREAD_CPUTIME_ID);
 	int64_t start = now(CLOCK_MONOTONIC);
 	for (int s = 0; s < SLICES; s++) {
 		int64_t lo = n * s / SLICES, hi = n * (s + 1) / SLICES;
@@ -122,11 +149,16 @@ int main(int argc, char **argv)
 		if (best < 0 || per < best)
 			best = per;
 	}
+	int64_t cpu = now(CLOCK_THREAD_CPUTIME_ID) - cpu0;
+	int64_t wait = schedWait() - wait0;
+	getrusage(RUSAGE_THREAD, &ru1);
 	for (int64_t t = 1; t < threads; t++)
 		pthread_join(others[t], NULL);
 	int64_t elapsed = now(CLOCK_MONOTONIC) - start;
-	printf("iterations=%lld ns_per_iteration=%.2f mean_ns=%.2f names=%zu\n", (long long)n, best,
-	       (double)elapsed / (double)n, total);
+	printf("iterations=%lld ns_per_iteration=%.2f mean_ns=%.2f names=%zu cpu_ns=%.2f wait_ns=%.2f "
+	       "nvcsw=%ld nivcsw=%ld\n",
+	       (long long)n, best, (double)elapsed / (double)n, total, (double)cpu / (double)n,
+	       (double)wait / (double)n, ru1.ru_nvcsw - ru0.ru_nvcsw, ru1.ru_nivcsw - ru0.ru_nivcsw);
 	printf("done ns=%lld\n", (long long)now(CLOCK_REALTIME));
 	return 0;
 }
