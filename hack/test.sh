@@ -94,10 +94,19 @@ fi
 phase_done "go vet, go mod tidy, gofmt"
 
 step go test -count=1 ./... ${TESTFLAGS:-}
+# The events go through hack/testlog, which prints what a plain go test
+# prints (package lines, failed tests' output) and then every skipped test
+# with its reason: the log says what did not run on this machine and why.
+testlog=$(mktemp -d)/testlog
+if ! go build -o "$testlog" ./hack/testlog; then
+	failed+=("build hack/testlog")
+fi
 # shellcheck disable=SC2086 # TESTFLAGS is a list of flags.
-if ! go test -count=1 -timeout 30m ${TESTFLAGS:-} ./...; then
+go test -count=1 -timeout 30m -json ${TESTFLAGS:-} ./... | "$testlog"
+if ((PIPESTATUS[0] != 0)); then
 	failed+=("go test")
 fi
+rm -rf "$(dirname "$testlog")"
 
 phase_done "go test"
 
