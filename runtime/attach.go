@@ -4,7 +4,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -31,27 +30,29 @@ type site struct {
 	// offset is where it attaches in the file.
 	symbol string
 	offset uint64
+	// why says how the plan chose the site, for --dry-run -v.
+	why string
 }
 
 // planSites expands the attachments of spec into sites. Uprobe symbols are
 // resolved here, before anything is loaded, so that the count printed
 // first is right; an attach point that matches nothing drops out silently,
 // as in bpftrace.
-func planSites(spec *codegen.Spec, files *usdt.Files) ([]site, error) {
+func planSites(spec *codegen.Spec, files *usdt.Files, unsafe bool) ([]site, error) {
 	var sites []site
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
 		switch a.Kind {
 		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval, lang.ProbeProfile, lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint,
 			lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
-			sites = append(sites, site{att: a})
+			sites = append(sites, site{att: a, why: ownWhy(a)})
 		case lang.ProbeUSDT:
 			path, err := absPath(a.Path)
 			if err != nil {
 				return nil, err
 			}
 			for _, s := range a.Sites {
-				sites = append(sites, site{att: a, path: path, usdt: s})
+				sites = append(sites, site{att: a, path: path, usdt: s, why: usdtWhy(a, path, s)})
 			}
 		case lang.ProbeUprobe, lang.ProbeUretprobe:
 			path, err := absPath(a.Path)
@@ -66,7 +67,7 @@ func planSites(spec *codegen.Spec, files *usdt.Files) ([]site, error) {
 			if err != nil {
 				return nil, siteError(a, "%v", err)
 			}
-			us, err := uprobeSites(a, f, fs)
+			us, err := uprobeSites(a, f, fs, unsafe)
 			if err != nil {
 				return nil, err
 			}
@@ -88,11 +89,12 @@ func siteError(a *codegen.Attachment, format string, args ...any) error {
 // file f, whose function symbols are syms: one site at an address
 // (0x2262, 8802, main+2; checkAddresses has checked it), or at the
 // function that the attachment names (expandUprobes has made it one
-// symbol's name).
-func uprobeSites(a *codegen.Attachment, f *usdt.File, syms []elf.Symbol) ([]site, error) {
+// symbol's name). unsafe is --unsafe, which attached addresses whose
+// boundary could not be checked.
+func uprobeSites(a *codegen.Attachment, f *usdt.File, syms []elf.Symbol, unsafe bool) ([]site, error) {
 	path := f.Path()
-	if atAddress(a.Symbol) {
-		addr, _, err := uprobeAddress(a.Symbol, a.Address, syms)
+	if field := attachpoint.ParseFunc(a.Symbol); field.AtAddress() {
+		addr, _, err := uprobeAddress(field, a.Address, syms)
 		if err != nil {
 			return nil, siteError(a, "%v", err)
 		}
@@ -100,7 +102,7 @@ func uprobeSites(a *codegen.Attachment, f *usdt.File, syms []elf.Symbol) ([]site
 		if err != nil {
 			return nil, siteError(a, "%v", err)
 		}
-		return []site{{att: a, path: path, offset: off}}, nil
+		return []site{{att: a, path: path, offset: off, why: addressWhy(a, field, addr, off, unsafe)}}, nil
 	}
 	// Attach by offset: symbols of size 0 (frame_dummy, hand-written
 	// assembly) are still code.
@@ -112,24 +114,8 @@ func uprobeSites(a *codegen.Attachment, f *usdt.File, syms []elf.Symbol) ([]site
 	if err != nil {
 		return nil, siteError(a, "symbol %s: %v", sym.Name, err)
 	}
-	return []site{{att: a, path: path, symbol: sym.Name, offset: off}}, nil
-}
-
-// atAddress reports whether the function field of a uprobe places it at
-// an address rather than at functions: empty (the parser's hexadecimal
-// address), a decimal address or FUNC+OFFSET.
-func atAddress(field string) bool {
-	_, _, offset := attachpoint.SplitOffset(field)
-	_, numeric := numericAddress(field)
-	return field == "" || offset || numeric
-}
-
-// numericAddress returns the address of a uprobe whose function field is
-// a decimal number (uprobe:BIN:8802, the form bpftrace's probe builtin
-// prints); the parser reads only hexadecimal ones (0x2262) as addresses.
-func numericAddress(field string) (uint64, bool) {
-	n, err := strconv.ParseUint(field, 10, 64)
-	return n, err == nil
+	return []site{{att: a, path: path, symbol: sym.Name, offset: off,
+		why: fmt.Sprintf("%s %s in %s: symbol at %#x, file offset %#x", a.Kind, sym.Name, path, sym.Value, off)}}, nil
 }
 
 // functionSymbols returns the function symbols of the ELF file at path

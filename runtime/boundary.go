@@ -61,7 +61,8 @@ func checkAddress(ap *lang.AttachPoint, files *usdt.Files) (e *lang.Error, unche
 	if !givesAddress(ap) {
 		return nil, false
 	}
-	if _, off, _ := attachpoint.SplitOffset(ap.Func); off != 0 && ap.Kind == lang.ProbeUretprobe {
+	field := attachpoint.ParseFunc(ap.Func)
+	if field.Offset != 0 && ap.Kind == lang.ProbeUretprobe {
 		return attachProblem(ap, "%s: a uretprobe attaches only at a function's entry, without an offset", ap.Func), false
 	}
 	path, err := absPath(ap.Target)
@@ -76,7 +77,7 @@ func checkAddress(ap *lang.AttachPoint, files *usdt.Files) (e *lang.Error, unche
 	if err != nil {
 		return attachProblem(ap, "%v", err), false
 	}
-	addr, sym, err := uprobeAddress(ap.Func, ap.Address, syms)
+	addr, sym, err := uprobeAddress(field, ap.Address, syms)
 	if err != nil {
 		return attachProblem(ap, "%v", err), false
 	}
@@ -86,21 +87,21 @@ func checkAddress(ap *lang.AttachPoint, files *usdt.Files) (e *lang.Error, unche
 	if sym.Name == "" {
 		sym = symbolHolding(syms, addr)
 	}
-	return checkPlace(ap, f, sym, addr)
+	return checkPlace(ap, field, f, sym, addr)
 }
 
 // givesAddress reports whether ap is a uprobe or uretprobe given by address
 // or by function and offset.
 func givesAddress(ap *lang.AttachPoint) bool {
-	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && atAddress(ap.Func)
+	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && attachpoint.ParseFunc(ap.Func).AtAddress()
 }
 
 // checkPlace checks address addr of the ELF file f, which is no
-// function's entry, for attach point ap: the function symbol sym holds it
-// (Name "" when none does).
-func checkPlace(ap *lang.AttachPoint, f *usdt.File, sym elf.Symbol, addr uint64) (e *lang.Error, unchecked bool) {
+// function's entry, for attach point ap, whose function field is field:
+// the function symbol sym holds it (Name "" when none does).
+func checkPlace(ap *lang.AttachPoint, field attachpoint.Func, f *usdt.File, sym elf.Symbol, addr uint64) (e *lang.Error, unchecked bool) {
 	what := fmt.Sprintf("address %#x", addr)
-	if _, _, offset := attachpoint.SplitOffset(ap.Func); offset {
+	if field.HasOffset {
 		what = fmt.Sprintf("%s (address %#x)", ap.Func, addr)
 	}
 	if _, err := f.ReadCode(addr, 1); err != nil {
@@ -138,12 +139,12 @@ func attachProblem(ap *lang.AttachPoint, format string, args ...any) *lang.Error
 // hexadecimal one, otherwise. For a function and offset it also returns
 // the function's symbol, which the offset must lie in: expandUprobes has
 // made the function one symbol's name.
-func uprobeAddress(field string, address uint64, syms []elf.Symbol) (uint64, elf.Symbol, error) {
-	if addr, ok := numericAddress(field); ok {
-		return addr, elf.Symbol{}, nil
+func uprobeAddress(field attachpoint.Func, address uint64, syms []elf.Symbol) (uint64, elf.Symbol, error) {
+	if field.IsAddress {
+		return field.Address, elf.Symbol{}, nil
 	}
-	name, off, ok := attachpoint.SplitOffset(field)
-	if !ok {
+	name, off := field.Name, field.Offset
+	if !field.HasOffset {
 		return address, elf.Symbol{}, nil
 	}
 	sym := symbolNamed(syms, name)

@@ -283,7 +283,7 @@ func usdtNotFound(ap *lang.AttachPoint, objs []string, files *usdt.Files) *lang.
 // symbolNotFound describes a uprobe attach point whose function the file,
 // read through files, does not have.
 func symbolNotFound(ap *lang.AttachPoint, files *usdt.Files) *lang.Error {
-	name, _, _ := attachpoint.SplitOffset(ap.Func)
+	name := attachpoint.ParseFunc(ap.Func).Name
 	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", name, ap.Target)}
 	path, _ := absPath(ap.Target)
 	var all []elf.Symbol
@@ -334,7 +334,8 @@ func expandUprobes(p *lang.Program, files *usdt.Files) (map[*lang.AttachPoint][]
 			if (ap.Kind != lang.ProbeUprobe && ap.Kind != lang.ProbeUretprobe) || ap.Func == "" {
 				continue
 			}
-			if _, ok := numericAddress(ap.Func); ok {
+			field := attachpoint.ParseFunc(ap.Func)
+			if field.IsAddress {
 				continue
 			}
 			path, err := absPath(ap.Target)
@@ -345,11 +346,7 @@ func expandUprobes(p *lang.Program, files *usdt.Files) (map[*lang.AttachPoint][]
 			if err != nil {
 				return nil, attachError(ap, "%v", err)
 			}
-			fn, off, _ := attachpoint.SplitOffset(ap.Func)
-			suffix := ""
-			if off != 0 {
-				suffix = ap.Func[len(fn):]
-			}
+			fn, suffix := field.Name, field.Suffix()
 			names := matchSymbols(fs, fn)
 			switch {
 			case len(names) == 0:

@@ -134,17 +134,16 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if t.child != nil {
 		childPID = t.child.PID
 	}
-	if t.spec, err = compile(p, opts, objs, childPID, t.files); err != nil {
+	plan, err := makePlan(p, opts, objs, childPID, t.files)
+	if err != nil {
 		return err
 	}
+	t.spec = plan.spec
+	sites := plan.sites
 	if opts.Compiled != nil {
 		opts.Compiled()
 	}
 	if err := t.checkMetrics(); err != nil {
-		return err
-	}
-	sites, err := planSites(t.spec, t.files)
-	if err != nil {
 		return err
 	}
 	if len(sites) == 0 && t.spec.LoaderProgram == "" {

@@ -24,7 +24,6 @@ import (
 	"strings"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/metrics"
@@ -113,6 +112,27 @@ func Compile(p *lang.Program, opts Options) (*codegen.Spec, error) {
 	return compile(p, opts, objs, 0, &files)
 }
 
+// DryRun computes the probe plan of p for a run with opts, as Run would
+// before loading anything, and with opts.Verbose prints it to opts.Out:
+// every site, where it attaches and why (--dry-run -v). It never loads or
+// attaches anything, nor starts the -c command.
+func DryRun(p *lang.Program, opts Options) error {
+	objs, err := traceObjects(p, opts)
+	if err != nil {
+		return err
+	}
+	var files usdt.Files
+	defer files.Close()
+	plan, err := makePlan(p, opts, objs, 0, &files)
+	if err != nil {
+		return err
+	}
+	if opts.Verbose && opts.Out != nil {
+		plan.write(opts.Out)
+	}
+	return nil
+}
+
 // traceObjects returns the objects an attach point without a path looks
 // in: those of the -c command or of the -p process (see pidObjects).
 func traceObjects(p *lang.Program, opts Options) ([]string, error) {
@@ -164,62 +184,6 @@ func exitedNote(pid int) string {
 		return ": it has exited"
 	}
 	return ""
-}
-
-// compile refuses the attach points this kernel cannot serve, resolves
-// USDT probes in objs and runs the code generator on the attach points
-// that matched something. p has been through lang.Resolve. childPID is
-// the -c command's PID, the value of cpid; files are the ELF files the run
-// reads, kept open for attaching.
-func compile(p *lang.Program, opts Options, objs []string, childPID int, files *usdt.Files) (*codegen.Spec, error) {
-	if err := checkKernelSupport(p, capability.Of); err != nil {
-		return nil, err
-	}
-	if err := checkWatchpoints(p, opts, objs, files); err != nil {
-		return nil, err
-	}
-	probes, err := resolveUSDT(p, objs, files)
-	if err != nil {
-		return nil, err
-	}
-	uprobes, err := expandUprobes(p, files)
-	if err != nil {
-		return nil, err
-	}
-	if err := expandKprobes(p, uprobes); err != nil {
-		return nil, err
-	}
-	for ap, ps := range probes {
-		if len(ps) > 0 {
-			uprobes[ap] = []*lang.AttachPoint{ap}
-		} else {
-			uprobes[ap] = nil
-		}
-	}
-	matched := matchedProgram(p, uprobes)
-	if err := checkAddresses(matched, opts, files); err != nil {
-		return nil, err
-	}
-	// A -c command's probes without a path may be in a library it loads
-	// later: those are looked for again then (see loader.go).
-	watch := opts.Command != "" && hasWildcardUSDT(p)
-	missing := notFound(p, uprobes, objs, watch, files)
-	if opts.PID != 0 {
-		missing = append(missing, notMapped(p, opts.PID)...)
-	}
-	switch {
-	case len(matched.Probes) == 0 && len(missing) > 0:
-		return nil, missing
-	case len(matched.Probes) == 0 && !watch:
-		return nil, errNoProbes
-	case len(missing) > 0 && opts.MissingProbes == settings.MissingError:
-		return nil, missing
-	case len(missing) > 0 && opts.MissingProbes == settings.MissingWarn && !opts.NoWarnings && opts.Err != nil:
-		missing.WriteWarnings(opts.Err, p.File, p.Source)
-	}
-	copts := codegenOptions(opts, probes, childPID)
-	copts.WatchLoader = watch
-	return codegen.Compile(matched, copts)
 }
 
 // codegenOptions are the code generator's options for a run with opts.

@@ -409,7 +409,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		return 0, nil
 	}
 	if f.dryRun {
-		if _, err := runtime.Compile(prog, opts); err != nil {
+		if err := runtime.DryRun(prog, opts); err != nil {
 			return diagnose(err)
 		}
 		return 0, nil

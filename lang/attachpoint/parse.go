@@ -290,6 +290,50 @@ func ParseNumber(s string) (uint64, bool) {
 	return n, err == nil
 }
 
+// Func is the function field of a uprobe, parsed: a function name, a
+// function and an offset (main+2, main+0x10), or a decimal address (8802,
+// the form bpftrace's probe builtin prints; the parser reads hexadecimal
+// ones, 0x2262, into Point.Address and leaves the field empty).
+type Func struct {
+	// Field is the field as written.
+	Field string
+	// Name is the function, or the whole field when it has no offset.
+	Name string
+	// Offset is the offset after the function; HasOffset says that the
+	// field gave one (main+0 has Offset 0 and HasOffset set).
+	Offset    uint64
+	HasOffset bool
+	// Address is the decimal address; IsAddress says that the field is one.
+	Address   uint64
+	IsAddress bool
+}
+
+// ParseFunc parses the function field of a uprobe: the one place where a
+// field is split into function and offset, for attach points and for -l
+// patterns alike.
+func ParseFunc(field string) Func {
+	f := Func{Field: field}
+	if n, err := strconv.ParseUint(field, 10, 64); err == nil {
+		f.Address, f.IsAddress = n, true
+	}
+	f.Name, f.Offset, f.HasOffset = SplitOffset(field)
+	return f
+}
+
+// AtAddress reports whether the field places a uprobe at an address rather
+// than at functions: empty (the parser's hexadecimal address), a decimal
+// address or FUNC+OFFSET.
+func (f Func) AtAddress() bool { return f.Name == "" || f.HasOffset || f.IsAddress }
+
+// Suffix is the "+OFFSET" text of a field with a non-zero offset, as the
+// field gives it (+2, +0x10), or "".
+func (f Func) Suffix() string {
+	if f.Offset == 0 {
+		return ""
+	}
+	return f.Field[len(f.Name):]
+}
+
 // SplitOffset splits the function field of a uprobe given as FUNC+OFFSET
 // (main+2, main+0x10) into the function and the offset; ok is false for
 // any other field, which is then the name.

@@ -122,11 +122,11 @@ func parseUprobePattern(k Kind, args []string, withPID bool) (Point, error) {
 	if _, ok := ParseNumber(p.Func); ok {
 		return p, fmt.Errorf("%s is an address: -l lists functions by name", p.Func)
 	}
-	if name, _, ok := SplitOffset(p.Func); ok {
+	if f := ParseFunc(p.Func); f.HasOffset {
 		if k == Uretprobe {
 			return p, errors.New("Offset not allowed")
 		}
-		p.Func = name
+		p.Func = f.Name
 	}
 	return p, nil
 }

@@ -1,0 +1,84 @@
+package runtime
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+	"testing"
+
+	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
+)
+
+// TestPlan computes the probe plan of scripts against the fixture, python3.11
+// and libc without loading or attaching anything, and checks each site's
+// line: where it attaches and why (what --dry-run -v prints).
+func TestPlan(t *testing.T) {
+	const libc = "/lib/x86_64-linux-gnu/libc.so.6"
+	testenv.RequireFile(t, python3)
+	testenv.RequireFile(t, libc)
+	bin := fixture.Build(t, "bitcoind")
+	hex := `0x[0-9a-f]+`
+	for _, tc := range []struct {
+		name, src string
+		want      []string // a regexp per site line, in order
+	}{
+		{"usdt probe", fmt.Sprintf("usdt:%s:net:inbound_message { }", bin), []string{
+			`^prog0 usdt:BIN:net:inbound_message: usdt net:inbound_message in BIN at HEX( \(semaphore HEX\))?, cookie \d+$`,
+		}},
+		{"usdt wildcard", fmt.Sprintf("usdt:%s:net:*bound_message { }", bin), []string{
+			`^prog0 usdt:BIN:net:\*bound_message as usdt:BIN:net:inbound_message: usdt net:inbound_message in BIN at HEX`,
+			`^prog1 usdt:BIN:net:\*bound_message as usdt:BIN:net:outbound_message: usdt net:outbound_message in BIN at HEX`,
+		}},
+		{"function", fmt.Sprintf("uprobe:%s:main { }", bin), []string{
+			`^prog0 uprobe:BIN:main: uprobe main in BIN: symbol at HEX, file offset HEX$`,
+		}},
+		{"offset 0 is the function", fmt.Sprintf("uprobe:%s:main+0 { }", bin), []string{
+			`^prog0 uprobe:BIN:main\+0 as uprobe:BIN:main: uprobe main in BIN: symbol at HEX, file offset HEX$`,
+		}},
+		{"C++ name", fmt.Sprintf("uprobe:%s:\"CChainState::ConnectBlock\" { }", bin), []string{
+			`^prog0 uprobe:BIN:` + connectBlock + `: uprobe ` + connectBlock + ` in BIN: symbol at HEX`,
+		}},
+		{"function and offset", fmt.Sprintf("uprobe:%s:Py_RunMain+4 { }", python3), []string{
+			`^prog0 uprobe:/usr/bin/python3.11:Py_RunMain\+4: uprobe Py_RunMain\+4 \(HEX\) in /usr/bin/python3.11, file offset HEX: instruction boundary checked$`,
+		}},
+		{"libc wildcard", fmt.Sprintf("uretprobe:%s:malloc_usable* { }", libc), []string{
+			`^prog0 uretprobe:LIBC:malloc_usable_size: uretprobe malloc_usable_size in LIBC: symbol at HEX, file offset HEX$`,
+		}},
+		{"gotrace's own", "BEGIN { } interval:ms:100 { } END { }", []string{
+			`^prog0 BEGIN: run once by gotrace$`,
+			`^prog1 interval:ms:100: run by gotrace every 100ms$`,
+			`^prog2 END: run once by gotrace$`,
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := lang.Parse("test.bt", tc.src)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
+				t.Fatal(err)
+			}
+			var files usdt.Files
+			defer files.Close()
+			plan, err := makePlan(p, Options{}, nil, 0, &files)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var out strings.Builder
+			plan.write(&out)
+			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
+			if want := fmt.Sprintf("plan: %d sites", len(tc.want)); lines[0] != want {
+				t.Fatalf("plan:\n%s\nwant %q first", out.String(), want)
+			}
+			for i, w := range tc.want {
+				re := regexp.MustCompile(strings.NewReplacer("BIN", regexp.QuoteMeta(bin), "LIBC", regexp.QuoteMeta(libc), "HEX", hex).Replace(w))
+				if i+1 >= len(lines) || !re.MatchString(strings.TrimSpace(lines[i+1])) {
+					t.Errorf("plan:\n%s\nwant site %d to match %s", out.String(), i, re)
+				}
+			}
+		})
+	}
+}
