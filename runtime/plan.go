@@ -7,14 +7,18 @@ package runtime
 // watchpoint addresses, usdt probes, uprobe and kprobe wildcards, bare and
 // C++ names; boundary.go: offsets and instruction boundaries; -p mapping
 // checks) and applies the missing-probe policy, then the code generator
-// compiles what matched; planSites (attach.go) turns its attachments into
-// sites: the file, the file offset, the semaphore, the cookie. Attaching
-// (run.go, uprobe_multi.go, follow.go) executes the sites without
-// resolving anything again. Nothing here loads or attaches.
+// compiles what matched; planSites turns its attachments into sites: the
+// file, the file offset, the semaphore, the cookie. Attaching executes the
+// sites without resolving anything again, a file per mechanism:
+// uprobe_multi.go, uprobe.go (perf-event uprobes), tracepoint.go,
+// profile.go (perf events), watchpoint.go, kprobe.go (kprobes and kfuncs),
+// dispatched by run.go and follow.go. Nothing here loads or attaches.
 
 import (
+	"debug/elf"
 	"fmt"
 	"io"
+	"sort"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/capability"
@@ -192,4 +196,156 @@ func addressWhy(a *codegen.Attachment, field attachpoint.Func, addr, off uint64,
 		checked += ", or a warning said it could not be"
 	}
 	return fmt.Sprintf("%s %s in %s, file offset %#x: %s", a.Kind, what, a.Path, off, checked)
+}
+
+// site is one place a program runs: what bpftrace counts in "Attaching N
+// probes...". BEGIN, END and every interval are one site each, a USDT
+// probe one site per location, a uprobe one site per matching symbol.
+type site struct {
+	att *codegen.Attachment
+	// path is the absolute ELF path of USDT and uprobe sites.
+	path string
+	// usdt is the location of a USDT site.
+	usdt codegen.Site
+	// symbol names a uprobe's ELF symbol ("" for one by address) and
+	// offset is where it attaches in the file.
+	symbol string
+	offset uint64
+	// why says how the plan chose the site, for --dry-run -v.
+	why string
+}
+
+// planSites expands the attachments of spec into sites. Uprobe symbols are
+// resolved here, before anything is loaded, so that the count printed
+// first is right; an attach point that matches nothing drops out silently,
+// as in bpftrace.
+func planSites(spec *codegen.Spec, files *usdt.Files, unsafe bool) ([]site, error) {
+	var sites []site
+	for i := range spec.Attachments {
+		a := &spec.Attachments[i]
+		switch a.Kind {
+		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval, lang.ProbeProfile, lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint,
+			lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
+			sites = append(sites, site{att: a, why: ownWhy(a)})
+		case lang.ProbeUSDT:
+			path, err := absPath(a.Path)
+			if err != nil {
+				return nil, err
+			}
+			for _, s := range a.Sites {
+				sites = append(sites, site{att: a, path: path, usdt: s, why: usdtWhy(a, path, s)})
+			}
+		case lang.ProbeUprobe, lang.ProbeUretprobe:
+			path, err := absPath(a.Path)
+			if err != nil {
+				return nil, err
+			}
+			f, err := openTarget(files, path)
+			if err != nil {
+				return nil, siteError(a, "%v", err)
+			}
+			fs, err := f.PlainFunctions()
+			if err != nil {
+				return nil, siteError(a, "%v", err)
+			}
+			us, err := uprobeSites(a, f, fs, unsafe)
+			if err != nil {
+				return nil, err
+			}
+			sites = append(sites, us...)
+		default:
+			return nil, fmt.Errorf("%s: probes of this kind cannot be attached", a.Probe)
+		}
+	}
+	return sites, nil
+}
+
+// siteError is attachError for the attach point an attachment of the
+// Spec came from.
+func siteError(a *codegen.Attachment, format string, args ...any) error {
+	return spanError(a.ProbePos, "", format, args...)
+}
+
+// uprobeSites returns the sites of a uprobe or uretprobe attachment of the
+// file f, whose function symbols are syms: one site at an address
+// (0x2262, 8802, main+2; checkAddresses has checked it), or at the
+// function that the attachment names (expandUprobes has made it one
+// symbol's name). unsafe is --unsafe, which attached addresses whose
+// boundary could not be checked.
+func uprobeSites(a *codegen.Attachment, f *usdt.File, syms []elf.Symbol, unsafe bool) ([]site, error) {
+	path := f.Path()
+	if field := attachpoint.ParseFunc(a.Symbol); field.AtAddress() {
+		addr, _, err := uprobeAddress(field, a.Address, syms)
+		if err != nil {
+			return nil, siteError(a, "%v", err)
+		}
+		off, err := fileOffset(f, addr)
+		if err != nil {
+			return nil, siteError(a, "%v", err)
+		}
+		return []site{{att: a, path: path, offset: off, why: addressWhy(a, field, addr, off, unsafe)}}, nil
+	}
+	// Attach by offset: symbols of size 0 (frame_dummy, hand-written
+	// assembly) are still code.
+	sym := symbolNamed(syms, a.Symbol)
+	if sym.Name == "" {
+		return nil, siteError(a, "function %s not found", a.Symbol)
+	}
+	off, err := fileOffset(f, sym.Value)
+	if err != nil {
+		return nil, siteError(a, "symbol %s: %v", sym.Name, err)
+	}
+	return []site{{att: a, path: path, symbol: sym.Name, offset: off,
+		why: fmt.Sprintf("%s %s in %s: symbol at %#x, file offset %#x", a.Kind, sym.Name, path, sym.Value, off)}}, nil
+}
+
+// functionSymbols returns the function symbols of the ELF file at path
+// that a uprobe can name, read through files: File.PlainFunctions, as an
+// IFUNC's symbol is the resolver the loader calls once, and a uprobe there
+// is refused (symbolNotFound says why). The slice is shared: callers must
+// not modify it.
+func functionSymbols(files *usdt.Files, path string) ([]elf.Symbol, error) {
+	f, err := openTarget(files, path)
+	if err != nil {
+		return nil, err
+	}
+	return f.PlainFunctions()
+}
+
+// openTarget opens the target file of a uprobe through files.
+func openTarget(files *usdt.Files, path string) (*usdt.File, error) {
+	f, err := files.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, err)
+	}
+	return f, nil
+}
+
+// matchSymbols returns the sorted, distinct names of the symbols that
+// pattern names (attachpoint.Star.MatchFunction: the mangled name, or the
+// start of the demangled C++ name, with * wildcards in either).
+func matchSymbols(syms []elf.Symbol, pattern string) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, s := range syms {
+		if seen[s.Name] {
+			continue
+		}
+		if attachpoint.Star.MatchFunction(pattern, s.Name) {
+			seen[s.Name] = true
+			names = append(names, s.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+// fileOffset turns a virtual address of the code of f into the file
+// offset a uprobe takes.
+func fileOffset(f *usdt.File, addr uint64) (uint64, error) {
+	off, ok := f.Offset(addr, true)
+	if !ok {
+		return 0, fmt.Errorf("address %#x is not in an executable segment of %s", addr, f.Path())
+	}
+	return off, nil
 }

@@ -420,25 +420,11 @@ func (t *tracer) attachKernel(s site) error {
 		t.links = append(t.links, l)
 		return nil
 	}
-	tp := s.att.Tracepoint
-	l, err := link.Tracepoint(tp.Category, tp.Name, prog, nil)
-	if err != nil {
-		return fmt.Errorf("attach %s: %w", s.att.ProbeName, err)
-	}
-	t.links = append(t.links, l)
-	return nil
-}
-
-// attachProbe attaches prog at a USDT or uprobe site.
-func (t *tracer) attachProbe(s site, prog *ebpf.Program) error {
-	l, err := attachSite(s, prog, t.execs, t.pid)
+	l, err := attachTracepoint(s.att, prog)
 	if err != nil {
 		return err
 	}
 	t.links = append(t.links, l)
-	if t.opts.Verbose {
-		fmt.Fprintf(t.opts.Err, "attached %s to %s (semaphore at offset %#x)\n", s.att.Probe, s.where(), s.usdt.SemaphoreOffset)
-	}
 	return nil
 }
 

@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 
+	cxxdemangle "github.com/ianlancetaylor/demangle"
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/usdt"
@@ -222,4 +223,10 @@ func (ms mappings) find(addr uint64) (string, uint64, bool) {
 		}
 	}
 	return "", 0, false
+}
+
+// demangle returns the demangled form of a C++ symbol, in c++filt's
+// notation, or the name itself when it is not a mangled name.
+func demangle(name string) string {
+	return cxxdemangle.Filter(name, cxxdemangle.NoClones)
 }
