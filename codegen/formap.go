@@ -40,20 +40,11 @@ func (f *fn) forMap(s *lang.ForStmt) error {
 	if !ok || v.typ.Kind != lang.KindTuple || len(v.typ.Elems) != 2 {
 		return f.c.errorf(s.Var, "loop variable %s is not a (key, value) tuple", s.Var.Name)
 	}
-	shared := f.loop
-	if shared == nil {
-		slots, err := f.pushSlots(s, 3)
-		if err != nil {
-			return err
-		}
-		defer f.popSlots(len(slots))
-		shared = &mapLoop{ctxSlot: slots[0], scratchSlot: slots[1], returnSlot: slots[2]}
-		f.emit(
-			asm.StoreMem(f.fp, shared.ctxSlot, regCtx, asm.DWord),
-			asm.StoreMem(f.fp, shared.scratchSlot, regScratch, asm.DWord),
-			storeImm64(f.fp, int(shared.returnSlot), 0),
-		)
+	shared, pop, err := f.callbackFrame(s)
+	if err != nil {
+		return err
 	}
+	defer pop()
 	cb := f.label("formap")
 	err = f.callback(s, cb, shared, func() error {
 		key, value := v.typ.Elems[0], v.typ.Elems[1]
@@ -86,13 +77,54 @@ func (f *fn) forMap(s *lang.ForStmt) error {
 		asm.Mov.Reg(asm.R3, f.fp),
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnForEachMapElem.Call(),
-		asm.LoadMem(asm.R0, f.fp, shared.returnSlot, asm.DWord),
 	)
-	done := f.label("formapdone")
-	f.emit(asm.JEq.Imm(asm.R0, 0, done))
+	f.returnIfCallbackReturned(shared, "formapdone")
+	return nil
+}
+
+// callbackFrame returns the slots the callbacks of the probe's loops
+// share, made and filled by the outermost loop (pop frees them after it):
+// a callback starts with only its arguments, and finds the probe's
+// context and scratch pointers there.
+func (f *fn) callbackFrame(n lang.Node) (shared *mapLoop, pop func(), err error) {
+	if f.loop != nil {
+		return f.loop, func() {}, nil
+	}
+	slots, err := f.pushSlots(n, 3)
+	if err != nil {
+		return nil, nil, err
+	}
+	shared = &mapLoop{ctxSlot: slots[0], scratchSlot: slots[1], returnSlot: slots[2]}
+	f.emit(
+		asm.StoreMem(f.fp, shared.ctxSlot, regCtx, asm.DWord),
+		asm.StoreMem(f.fp, shared.scratchSlot, regScratch, asm.DWord),
+		storeImm64(f.fp, int(shared.returnSlot), 0),
+	)
+	return shared, func() { f.popSlots(len(slots)) }, nil
+}
+
+// enterCallback starts a loop's callback whose context argument, the
+// probe's frame pointer, is in ctxArg: the frame, the scratch and context
+// pointers are back in their registers.
+func (f *fn) enterCallback(shared *mapLoop, ctxArg asm.Register) {
+	f.emit(
+		asm.Mov.Reg(regFrame, ctxArg),
+		asm.LoadMem(regScratch, regFrame, shared.scratchSlot, asm.DWord),
+		asm.LoadMem(regCtx, regFrame, shared.ctxSlot, asm.DWord),
+	)
+}
+
+// returnIfCallbackReturned follows the helper that ran a loop's callback:
+// a return (or exit()) in the body set the return flag, and the probe
+// ends here too.
+func (f *fn) returnIfCallbackReturned(shared *mapLoop, doneLabel string) {
+	done := f.label(doneLabel)
+	f.emit(
+		asm.LoadMem(asm.R0, f.fp, shared.returnSlot, asm.DWord),
+		asm.JEq.Imm(asm.R0, 0, done),
+	)
 	f.endProbe()
 	f.place(done)
-	return nil
 }
 
 // mergeCPUs stores at scratch offset off the value of the per-CPU map

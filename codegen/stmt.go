@@ -429,58 +429,75 @@ func (f *fn) whileStmt(s *lang.WhileStmt) error {
 	return nil
 }
 
-// forRange lowers `for ($i : start..end)`: like while, it stops after
-// MaxLoopIterations so that the verifier sees it end. The index lives in a
-// slot of its own, copied into $i at each iteration, so that the body may
-// change $i without changing the count.
+// forRange lowers `for ($i : start..end)` with bpf_loop: the kernel calls
+// the body, a callback like a map loop's (formap.go), end-start times and
+// at most MaxLoopIterations, a cap counted as while's is. The verifier then
+// checks the body once whatever the count: unrolled by its analysis, a
+// range loop around a map loop was more than it explores
+// ("BPF program is too large"). $i is start plus the kernel's index, so
+// the body may change $i without changing the count.
 func (f *fn) forRange(s *lang.ForStmt) error {
-	slots, err := f.pushSlots(s, 3)
-	if err != nil {
-		return err
-	}
-	defer f.popSlots(len(slots))
-	counter, idx, end := slots[0], slots[1], slots[2]
 	v, ok := f.vars[s.Var.Name]
 	if !ok || !isScalar(v.typ) {
 		return f.c.errorf(s.Var, "loop variable %s is not an integer", s.Var.Name)
 	}
-	for _, x := range []struct {
-		e    lang.Expr
-		slot int16
-	}{{s.Start, idx}, {s.End, end}} {
-		f.mark(x.e)
-		if err := f.intExpr(x.e); err != nil {
-			return err
-		}
-		f.emit(asm.StoreMem(f.fp, x.slot, asm.R0, asm.DWord))
-	}
-	top, next, done, inRange := f.label("for"), f.label("fornext"), f.label("endfor"), f.label("forin")
-	f.emit(storeImm64(f.fp, int(counter), 0))
-	f.place(top)
-	f.emit(
-		asm.LoadMem(asm.R0, f.fp, idx, asm.DWord),
-		asm.LoadMem(asm.R1, f.fp, end, asm.DWord),
-		asm.JSLT.Reg(asm.R0, asm.R1, inRange),
-		asm.LongJump(done),
-	)
-	f.place(inRange)
-	f.countIteration(counter, done)
-	f.emit(asm.LoadMem(asm.R0, f.fp, idx, asm.DWord))
-	f.emit(asm.StoreMem(f.fp, v.slot, asm.R0, asm.DWord))
-	f.loops = append(f.loops, loopLabels{brk: done, cont: next})
-	err = f.block(s.Body)
-	f.loops = f.loops[:len(f.loops)-1]
+	shared, pop, err := f.callbackFrame(s)
 	if err != nil {
 		return err
 	}
-	f.place(next)
+	defer pop()
+	start, err := f.pushSlot(s)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	f.mark(s.Start)
+	if err := f.intExpr(s.Start); err != nil {
+		return err
+	}
+	f.emit(asm.StoreMem(f.fp, start, asm.R0, asm.DWord))
+	f.mark(s.End)
+	if err := f.intExpr(s.End); err != nil {
+		return err
+	}
+	// The count, end - start, into R1: none when negative, and capped.
+	some, capped, call := f.label("forsome"), f.label("forcapped"), f.label("forcall")
 	f.emit(
-		asm.LoadMem(asm.R0, f.fp, idx, asm.DWord),
-		asm.Add.Imm(asm.R0, 1),
-		asm.StoreMem(f.fp, idx, asm.R0, asm.DWord),
-		asm.LongJump(top),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.LoadMem(asm.R0, f.fp, start, asm.DWord),
+		asm.Sub.Reg(asm.R1, asm.R0),
+		asm.JSGT.Imm(asm.R1, 0, some),
+		asm.Mov.Imm(asm.R1, 0),
+		asm.LongJump(call),
 	)
-	f.place(done)
+	f.place(some)
+	f.emit(asm.JSGT.Imm(asm.R1, MaxLoopIterations, capped), asm.LongJump(call))
+	f.place(capped)
+	f.incrementCounter(f.c.spec.loopCounter())
+	f.emit(asm.Mov.Imm(asm.R1, MaxLoopIterations))
+	f.place(call)
+	cb := f.label("forrange")
+	f.emit(
+		funcPtr(asm.R2, cb),
+		asm.Mov.Reg(asm.R3, f.fp),
+		asm.Mov.Imm(asm.R4, 0),
+		asm.FnLoop.Call(),
+	)
+	err = f.callback(s, cb, shared, func() error {
+		// bpf_loop passes the index in R1 and the context in R2.
+		f.enterCallback(shared, asm.R2)
+		f.emit(
+			asm.LoadMem(asm.R0, regFrame, start, asm.DWord),
+			asm.Add.Reg(asm.R0, asm.R1),
+			asm.StoreMem(regFrame, v.slot, asm.R0, asm.DWord),
+		)
+		f.loops = append(f.loops, loopLabels{callback: true})
+		return f.block(s.Body)
+	})
+	if err != nil {
+		return err
+	}
+	f.returnIfCallbackReturned(shared, "forrangedone")
 	return nil
 }
 
