@@ -119,6 +119,25 @@ func outputCause(e Expect, prog string) string {
 	return "wrong output"
 }
 
+// targetFileMissing matches the error for a uprobe or USDT target file
+// that is not there (or not executable), with the file's path.
+var targetFileMissing = regexp.MustCompile(`^(?:uprobe|usdt) target file '([^']*)' does not exist or is not executable`)
+
+// targetFileCause names why a target path the helper tests use was not
+// found: what kind of path it is, not the path itself, which holds the
+// run's scratch directory.
+func targetFileCause(path string) string {
+	switch {
+	case strings.Contains(path, "*"):
+		return "target file given as a wildcard"
+	case strings.HasPrefix(path, "/tmp/bpftrace-unshare-mountns-test/"):
+		return "target file in the traced process's mount namespace"
+	case strings.HasSuffix(path, ".so"):
+		return "target file a non-executable shared library"
+	}
+	return "target file not found"
+}
+
 // enumDecl matches an enum definition in a program.
 var enumDecl = regexp.MustCompile(`\benum\b[^{;]*\{`)
 
@@ -126,6 +145,8 @@ var enumDecl = regexp.MustCompile(`\benum\b[^{;]*\{`)
 // error points at, with a NUL at its column, or "".
 func errorCause(msg, line, prog string) string {
 	switch {
+	case targetFileMissing.MatchString(msg):
+		return targetFileCause(targetFileMissing.FindStringSubmatch(msg)[1])
 	case strings.HasPrefix(msg, "Invalid probe type: "):
 		return "probe type " + strings.TrimPrefix(msg, "Invalid probe type: ")
 	case strings.HasPrefix(msg, "gotrace attaches only to"):

@@ -4,6 +4,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"syscall"
 	"testing"
@@ -80,6 +81,9 @@ func TestCause(t *testing.T) {
 		{"enum { A }; BEGIN { }", "0\n", &Expect{modeText, "A"}, false, "enum values printed by name"},
 		{"enum E { A }; BEGIN { printf(\"%s\", A); }", "stdin:1:23-40: ERROR: printf: %s specifier expects a value of type string (integer supplied)\n", nil, false, "enum values printed by name"},
 		{"BEGIN { }", "{}\n", &Expect{modeJSON, "x.json"}, false, "JSON output differs (EXPECT_JSON)"},
+		{"usdt:./testprogs/usdt_test*:a:b { }", "ERROR: usdt target file './testprogs/usdt_test*' does not exist or is not executable\n", nil, false, "target file given as a wildcard"},
+		{"uprobe:./testlibs/libsimple.so:fun { }", "ERROR: uprobe target file '/tmp/x/testlibs/libsimple.so' does not exist or is not executable\n", nil, false, "target file a non-executable shared library"},
+		{"uprobe:/tmp/bpftrace-unshare-mountns-test/uprobe_test:f { }", "ERROR: uprobe target file '/tmp/bpftrace-unshare-mountns-test/uprobe_test' does not exist or is not executable\n", nil, false, "target file in the traced process's mount namespace"},
 	} {
 		res := &Result{Test: &Test{Prog: tc.prog}, Status: Fail, Output: tc.out, Missed: tc.missed, TimedOut: tc.timedOut}
 		if got := Cause(res, ""); got != tc.want {
@@ -111,5 +115,36 @@ func TestOwnProcesses(t *testing.T) {
 	}
 	if got := (&Runner{Binary: "/usr/bin/sleep"}).ownProcesses("pkill -SIGINT bpftrace", 1); got != "false" {
 		t.Errorf("with no process of the group: %q", got)
+	}
+}
+
+// TestBeforePIDs: a command line names this test's BEFORE programs by their
+// own process ids, never another test's copy that pidof would also find.
+func TestBeforePIDs(t *testing.T) {
+	befores := []*exec.Cmd{
+		{Path: "./testprogs/usdt_test", Process: &os.Process{Pid: 11}},
+		{Path: "./testprogs/usdt_lib", Process: &os.Process{Pid: 22}},
+	}
+	for _, tc := range []struct{ line, want string }{
+		{"bpftrace -p {{BEFORE_PID}}", "bpftrace -p 11"},
+		{"bpftrace -p $(pidof usdt_lib)", "bpftrace -p 22"},
+		{"bpftrace -p $(pidof other)", "bpftrace -p $(pidof other)"},
+	} {
+		if got := beforePIDs(tc.line, befores); got != tc.want {
+			t.Errorf("beforePIDs(%q) = %q, want %q", tc.line, got, tc.want)
+		}
+	}
+}
+
+// TestHelperRefs: the helpers a test names, a wildcard kept as one.
+func TestHelperRefs(t *testing.T) {
+	test := &Test{
+		Run:     "{{BPFTRACE}} -l 'uprobe:./testprogs/uprobe_test*:f' -p $(pidof usdt_lib)",
+		Befores: []string{"./testprogs/usdt_lib"},
+		After:   "cat ./testlibs/libusdt_tp.so",
+	}
+	want := []string{"testlibs/libusdt_tp.so", "testprogs/uprobe_test*", "testprogs/usdt_lib"}
+	if got := test.helperRefs(t.TempDir()); !slices.Equal(got, want) {
+		t.Errorf("helperRefs = %q, want %q", got, want)
 	}
 }

@@ -74,6 +74,9 @@ type Runner struct {
 	// Env is this process's environment, which REQUIRES and
 	// SKIP_IF_ENV_HAS look at (the engine's os.environ).
 	Env []string
+	// Helpers, when set, builds the helper programs the tests name, in
+	// WorkDir; without it the tests that need one are skipped.
+	Helpers *Helpers
 
 	featuresOnce sync.Once
 	features     map[string]bool
@@ -174,9 +177,9 @@ func (r *Runner) getenv(name string) string {
 // command returns the test's command line as the engine builds it, less
 // bpftrace's --verify-llvm-ir, which neither gotrace nor bpftrace 0.17
 // accepts.
-func (r *Runner) command(t *Test) *exec.Cmd {
+func (r *Runner) command(t *Test, befores []*exec.Cmd) *exec.Cmd {
 	if t.Run != "" {
-		return exec.Command("/bin/sh", "-c", strings.ReplaceAll(t.Run, "{{BPFTRACE}}", r.Binary))
+		return exec.Command("/bin/sh", "-c", beforePIDs(strings.ReplaceAll(t.Run, "{{BPFTRACE}}", r.Binary), befores))
 	}
 	args := []string{}
 	if len(t.Expects) > 0 && t.Expects[0].Mode == modeJSON {
@@ -194,7 +197,7 @@ func (r *Runner) Run(ctx context.Context, t *Test) Result {
 }
 
 func (r *Runner) run(ctx context.Context, t *Test) Result {
-	if why := t.Unavailable(r.WorkDir); why != "" {
+	if why := r.unavailable(t); why != "" {
 		return Result{Status: Skip, Reason: why}
 	}
 	if why, err := r.skipReason(ctx, t); err != nil {
@@ -216,6 +219,73 @@ func (r *Runner) run(ctx context.Context, t *Test) Result {
 	return res
 }
 
+// unavailable returns why the test cannot run here, building the helper
+// programs it needs when the runner has them built.
+func (r *Runner) unavailable(t *Test) string {
+	if r.Helpers == nil {
+		return t.Unavailable(r.WorkDir)
+	}
+	if why := t.machineUnavailable(r.WorkDir); why != "" {
+		return why
+	}
+	return r.Helpers.Prepare(t)
+}
+
+// startBefores starts the test's BEFORE programs, each in its own process
+// group, as the engine does (split on blanks, no shell). The engine then
+// waits until each runs under its name; Start returns once the program is
+// executed, which is that.
+func (r *Runner) startBefores(t *Test) ([]*exec.Cmd, error) {
+	var started []*exec.Cmd
+	for _, line := range t.Befores {
+		fields := strings.Fields(line)
+		if len(fields) == 0 {
+			continue
+		}
+		cmd := exec.Command(fields[0], fields[1:]...)
+		cmd.Dir, cmd.Env = r.WorkDir, r.Env
+		cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+		if err := cmd.Start(); err != nil {
+			stopBefores(started)
+			return nil, fmt.Errorf("start BEFORE %s: %w", line, err)
+		}
+		started = append(started, cmd)
+	}
+	return started, nil
+}
+
+// stopBefores kills the BEFORE programs' process groups and reaps them.
+func stopBefores(befores []*exec.Cmd) {
+	for _, b := range befores {
+		syscall.Kill(-b.Process.Pid, syscall.SIGKILL)
+		b.Wait()
+	}
+}
+
+// pidofHelper matches $(pidof NAME) in a command line.
+var pidofHelper = regexp.MustCompile(`\$\(pidof ([\w.-]+)\)`)
+
+// beforePIDs puts this test's BEFORE programs' process ids in a command
+// line: {{BEFORE_PID}} is the first's, as the engine has it, and
+// $(pidof NAME) of a BEFORE program is that program's, for the engine runs
+// one test at a time and pidof would here also find the copies that the
+// tests running beside it started.
+func beforePIDs(line string, befores []*exec.Cmd) string {
+	if len(befores) == 0 {
+		return line
+	}
+	line = strings.ReplaceAll(line, "{{BEFORE_PID}}", strconv.Itoa(befores[0].Process.Pid))
+	return pidofHelper.ReplaceAllStringFunc(line, func(m string) string {
+		name := pidofHelper.FindStringSubmatch(m)[1]
+		for _, b := range befores {
+			if filepath.Base(b.Path) == name {
+				return strconv.Itoa(b.Process.Pid)
+			}
+		}
+		return m
+	})
+}
+
 // shell runs a SETUP or CLEANUP command.
 func (r *Runner) shell(line string) (string, error) {
 	cmd := exec.Command("/bin/sh", "-c", line)
@@ -228,7 +298,12 @@ func (r *Runner) shell(line string) (string, error) {
 // output until it exits or its time-out passes (SIGTERM, then SIGKILL a
 // second later, as the engine does), and checks the result.
 func (r *Runner) runBinary(ctx context.Context, t *Test) Result {
-	cmd := r.command(t)
+	befores, err := r.startBefores(t)
+	if err != nil {
+		return Result{Status: Fail, Reason: err.Error()}
+	}
+	defer stopBefores(befores)
+	cmd := r.command(t, befores)
 	cmd.Dir = r.WorkDir
 	cmd.Env = []string{
 		"test=" + t.Name,
@@ -306,7 +381,7 @@ wait:
 					// are attached.
 					time.Sleep(attachSettle)
 				}
-				after = exec.Command("/bin/sh", "-c", r.ownProcesses(t.After, cmd.Process.Pid))
+				after = exec.Command("/bin/sh", "-c", r.ownProcesses(beforePIDs(t.After, befores), cmd.Process.Pid))
 				after.Dir, after.Env = r.WorkDir, r.Env
 				after.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
 				after.Stdout, after.Stderr = io.Discard, io.Discard

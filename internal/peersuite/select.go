@@ -191,6 +191,12 @@ func (t *Test) Unavailable(workDir string) string {
 	if t.helperProgram() {
 		return "needs a helper program from tests/testprogs"
 	}
+	return t.machineUnavailable(workDir)
+}
+
+// machineUnavailable returns why the test needs a probe type whose feature
+// this machine lacks, or "".
+func (t *Test) machineUnavailable(workDir string) string {
 	for _, p := range Probes(t.Program(workDir)) {
 		f, ok := machineProbes[p]
 		if !ok {

@@ -30,6 +30,11 @@ type Options struct {
 	Filter *regexp.Regexp
 	// CoreOnly runs only the measured population (see Test.Core).
 	CoreOnly bool
+	// ScratchDir, when set, is an empty directory the tests run in, where
+	// the helper programs they need are built (see Helpers); without it
+	// they run in the tests' own parent directory and the tests that need
+	// a helper are skipped.
+	ScratchDir string
 	// Progress, when set, receives a line per test as it finishes.
 	Progress io.Writer
 }
@@ -52,6 +57,12 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 	}
 	workDir := filepath.Dir(filepath.Clean(opt.TestsDir))
 	r := &Runner{Binary: opt.Binary, WorkDir: workDir, Env: os.Environ()}
+	if opt.ScratchDir != "" {
+		if r.Helpers, err = NewHelpers(opt.TestsDir, opt.ScratchDir); err != nil {
+			return nil, err
+		}
+		r.WorkDir, workDir = opt.ScratchDir, opt.ScratchDir
+	}
 	rep := &Report{Core: map[*Test]bool{}, Causes: map[*Test]string{}, runner: r}
 	var selected []*Test
 	for i := range tests {

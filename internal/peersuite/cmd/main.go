@@ -49,6 +49,12 @@ func mainErr(opt peersuite.Options, run, passed string, quiet bool) error {
 	if !quiet {
 		opt.Progress = os.Stdout
 	}
+	scratch, err := os.MkdirTemp("", "peersuite-work")
+	if err != nil {
+		return fmt.Errorf("create scratch directory: %w", err)
+	}
+	defer os.RemoveAll(scratch)
+	opt.ScratchDir = scratch
 	if bin == "" {
 		dir, err := os.MkdirTemp("", "peersuite")
 		if err != nil {
