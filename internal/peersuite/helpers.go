@@ -11,10 +11,6 @@ import (
 	"sync"
 )
 
-// helperSuites are the test files whose tests run with bpftrace's helper
-// programs built; the other files' tests that need one are still skipped.
-var helperSuites = []string{"usdt", "uprobe"}
-
 // helperRef matches a helper a test names: ./testprogs/NAME or
 // ./testlibs/libNAME.so, relative to the working directory.
 // A name followed by '*' is a wildcard over the helpers, not one of them.
@@ -85,12 +81,6 @@ func (t *Test) helperRefs(workDir string) []string {
 // Prepare builds the helpers the test names and returns why it cannot run
 // with them, or "".
 func (h *Helpers) Prepare(t *Test) string {
-	if !slices.Contains(helperSuites, t.Suite) {
-		if t.helperProgram() {
-			return "needs a helper program from tests/testprogs (its file is not among those run with helpers)"
-		}
-		return ""
-	}
 	if t.NewPidNS {
 		return "NEW_PIDNS: the runner does not start helpers in a new pid namespace"
 	}
