@@ -150,13 +150,19 @@ func (h *Helpers) compile(ref string) error {
 		// bpftrace must trace a shared object that is not executable.
 		return os.Chmod(out, 0o644)
 	}
+	if cmd := h.otherLanguage(name, out); cmd != nil {
+		if _, err := exec.LookPath(cmd[0]); err != nil {
+			return fmt.Errorf("build it: %w", err)
+		}
+		return run(cmd[0], cmd[1:]...)
+	}
 	base, pie := strings.CutSuffix(name, "-pie")
 	compiler, src := "gcc", filepath.Join(h.Src, "testprogs", base+".c")
 	if !fileExists(src) {
 		compiler, src = "g++", filepath.Join(h.Src, "testprogs", base+".cpp")
 	}
 	if !fileExists(src) {
-		return fmt.Errorf("no C or C++ source for it in %s (Go, Rust and derived helpers are not built)", filepath.Join(h.Src, "testprogs"))
+		return fmt.Errorf("no C, C++, Go or Rust source for it in %s (derived helpers such as false.bin or stripped copies are not built)", filepath.Join(h.Src, "testprogs"))
 	}
 	if _, err := exec.LookPath(compiler); err != nil {
 		return fmt.Errorf("build it: %w", err)
@@ -180,6 +186,20 @@ func (h *Helpers) compile(ref string) error {
 		args = append(args, "-fPIC", "-I"+filepath.Join(h.Src, "testlibs"), "-L"+libs, "-Wl,-rpath,"+libs, "-lusdt_tp")
 	}
 	return run(compiler, args...)
+}
+
+// otherLanguage returns the command that builds the Go or Rust helper
+// program name into out, as bpftrace's CMake files do where the toolchain
+// is present (no -pie twins), or nil when name has no such source.
+func (h *Helpers) otherLanguage(name, out string) []string {
+	src := filepath.Join(h.Src, "testprogs", name)
+	switch {
+	case fileExists(src + ".go"):
+		return []string{"go", "build", "-o", out, src + ".go"}
+	case fileExists(src + ".rs"):
+		return []string{"rustc", "-C", "symbol_mangling_version=v0", "-o", out, src + ".rs"}
+	}
+	return nil
 }
 
 // run runs a compiler.
