@@ -42,6 +42,33 @@ func (t *tracer) attaching(n int) error {
 	return t.passOut(true)
 }
 
+// notifyAttachedEnv is bpftrace's variable (0.18 and later) that asks for
+// a line of its own name on standard output once every probe is
+// attached: bpftrace's test engine starts a test's AFTER command then,
+// where "Attaching N probes..." comes before attaching.
+const notifyAttachedEnv = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
+
+// notifyAttached writes that line when the variable is set. Run calls it
+// once every probe is attached and before the readers start, so that it
+// comes before BEGIN's output, as bpftrace prints it.
+func (t *tracer) notifyAttached() {
+	if os.Getenv(notifyAttachedEnv) == "" {
+		return
+	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	t.flushOut()
+	w := t.opts.Out
+	if t.opts.Stdout != nil {
+		w = t.opts.Stdout
+	}
+	if w != nil {
+		if _, err := io.WriteString(w, notifyAttachedEnv+"\n"); err != nil {
+			t.keepErr(fmt.Errorf("write attached notice: %w", err))
+		}
+	}
+}
+
 // printLost reports n records the programs could not reserve.
 func (t *tracer) printLost(n uint64) {
 	t.recordUint64(capture.Lost, n)

@@ -206,6 +206,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	}
 	// BEGIN's output waits in the ring buffer until every probe is
 	// attached, as bpftrace prints it: a tool's header says it is tracing.
+	t.notifyAttached()
 	t.startReaders()
 	// A BEGIN that called exit() ends the trace before the command runs
 	// any of its code, as in bpftrace; close kills it.

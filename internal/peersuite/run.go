@@ -23,13 +23,14 @@ const attachTimeout = 10 * time.Second
 
 // attachSettle is how long after a binary's "Attaching N probes..." line
 // the AFTER command starts when the binary does not say when its probes
-// are attached.
+// are attached: bpftrace 0.17, the oracle, alone. gotrace says it, as
+// later bpftrace does, so no test of gotrace waits for a duration.
 const attachSettle = 500 * time.Millisecond
 
-// notifyAttached is the line bpftrace prints once its probes are attached
-// when __BPFTRACE_NOTIFY_PROBES_ATTACHED is set. A binary that does not
-// print it (gotrace) is taken to be attached at its "Attaching N probes..."
-// line instead.
+// notifyAttached is the line bpftrace (0.18 and later) and gotrace print
+// once their probes are attached when __BPFTRACE_NOTIFY_PROBES_ATTACHED is
+// set. A binary that does not print it (bpftrace 0.17) is taken to be
+// attached at its "Attaching N probes..." line instead.
 const notifyAttached = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 
 // Status is a test's outcome.
@@ -80,6 +81,23 @@ type Runner struct {
 
 	featuresOnce sync.Once
 	features     map[string]bool
+	notifyOnce   sync.Once
+	notify       bool
+}
+
+// oldBpftrace is the --version of a bpftrace before 0.18, which does not
+// print notifyAttached.
+var oldBpftrace = regexp.MustCompile(`^bpftrace v0\.([0-9]|1[0-7])\.`)
+
+// notifies reports whether the binary prints notifyAttached once its
+// probes are attached (gotrace, bpftrace 0.18 and later); then only that
+// line starts a test's AFTER command, not "Attaching N probes...".
+func (r *Runner) notifies() bool {
+	r.notifyOnce.Do(func() {
+		out, err := exec.Command(r.Binary, "--version").Output()
+		r.notify = err == nil && !oldBpftrace.Match(out)
+	})
+	return r.notify
 }
 
 // featureNeedles maps each REQUIRES_FEATURE name to the text the engine
@@ -327,6 +345,7 @@ func (r *Runner) runBinary(ctx context.Context, t *Test) Result {
 	}
 	pw.Close()
 
+	notifies := r.notifies()
 	var (
 		mu       sync.Mutex
 		output   strings.Builder
@@ -342,7 +361,7 @@ func (r *Runner) runBinary(ctx context.Context, t *Test) Result {
 			mu.Lock()
 			output.WriteString(line)
 			mu.Unlock()
-			if !seen && isAttachLine(line) {
+			if !seen && (line == notifyAttached+"\n" || !notifies && isAttachLine(line)) {
 				seen = true
 				attached <- line
 			}
