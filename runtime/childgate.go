@@ -116,7 +116,7 @@ func gateFile() (*os.File, error) {
 	}
 	if err := f.Chmod(0o555); err != nil {
 		f.Close()
-		return nil, fmt.Errorf("write gate program: %w", err)
+		return nil, fmt.Errorf("make gate program executable: %w", err)
 	}
 	const seals = unix.F_SEAL_SEAL | unix.F_SEAL_SHRINK | unix.F_SEAL_GROW | unix.F_SEAL_WRITE
 	if _, err := unix.FcntlInt(f.Fd(), unix.F_ADD_SEALS, seals); err != nil {
