@@ -8,6 +8,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/gotrace/gotrace/runtime/symbols"
 )
 
 // followPoll is how often the runtime looks for processes the -c command
@@ -209,8 +211,8 @@ func descendants(root int) []int {
 // mappedFiles returns the files pid maps.
 func mappedFiles(pid int) map[fileKey]bool {
 	files := map[fileKey]bool{}
-	for _, m := range processMappings(pid) {
-		files[m.file] = true
+	for _, m := range symbols.ProcessMappings(pid) {
+		files[fileKey{dev: m.Dev, ino: m.Ino}] = true
 	}
 	return files
 }

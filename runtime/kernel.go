@@ -9,6 +9,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/symbols"
 )
 
 // NewKernel returns the running kernel as the checker sees it: its BTF,
@@ -25,11 +26,11 @@ type kernel struct {
 
 // Symbol returns the address of the kernel symbol name.
 func (k *kernel) Symbol(name string) (uint64, error) {
-	syms, err := kernelSymbols()
+	syms, err := symbols.KernelSymbols()
 	if err != nil {
 		return 0, err
 	}
-	return syms.lookup(name)
+	return syms.Lookup(name)
 }
 
 // CgroupID returns the id of the cgroup at path: the 64-bit handle the

@@ -20,6 +20,7 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/runtime/symbols"
 )
 
 // catBytesMax is how much of a file cat() prints, bpftrace's
@@ -127,7 +128,7 @@ func (t *tracer) keyValue(f layout.Field, b []byte) output.Value {
 	case layout.Pointer:
 		return output.Str(fmt.Sprintf("%#x", u64(b, 0)))
 	case layout.Stack:
-		return output.Str(t.input(func() string { return t.resolve(f, b, keyStackIndent) }))
+		return output.Str(t.input(func() string { return t.resolve(f, b, symbols.KeyIndent) }))
 	case layout.Tuple:
 		v := output.Tuple(t.keyArgs(f.Elems, b)...)
 		v.Names = f.Names
@@ -140,7 +141,7 @@ func (t *tracer) keyValue(f layout.Field, b []byte) output.Value {
 // the encodings.
 func (t *tracer) value(f layout.Field, b []byte) output.Value {
 	if resolvedKind(f.Kind) {
-		return output.Str(t.input(func() string { return t.resolve(f, b, valueStackIndent) }))
+		return output.Str(t.input(func() string { return t.resolve(f, b, symbols.ValueIndent) }))
 	}
 	switch f.Kind {
 	case layout.String:

@@ -13,6 +13,7 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/runtime/symbols"
 )
 
 // A capture (-w) holds the records as the programs wrote them and, after
@@ -115,9 +116,9 @@ func resolvesFields(fields []layout.Field) bool {
 func (t *tracer) resolve(f layout.Field, b []byte, indent string) string {
 	switch f.Kind {
 	case layout.Usym:
-		return t.syms.name(u64(b, 0))
+		return t.syms.Name(u64(b, 0))
 	case layout.Ksym:
-		return ksymText(u64(b, 0))
+		return symbols.KsymText(u64(b, 0))
 	case layout.Stack:
 		return t.stackText(u64(b, 0), f, indent)
 	}

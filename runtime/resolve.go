@@ -14,6 +14,7 @@ import (
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
+	"github.com/gotrace/gotrace/runtime/symbols"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -375,14 +376,14 @@ func expandKprobes(p *lang.Program, res map[*lang.AttachPoint][]*lang.AttachPoin
 			if (ap.Kind != lang.ProbeKprobe && ap.Kind != lang.ProbeKretprobe) || !strings.Contains(ap.Func, "*") {
 				continue
 			}
-			syms, err := kernelSymbols()
+			syms, err := symbols.KernelSymbols()
 			if err != nil {
 				return attachError(ap, "%v", err)
 			}
 			var names []string
 			for _, s := range syms {
-				if attachpoint.Star.Match(ap.Func, s.name) {
-					names = append(names, s.name)
+				if attachpoint.Star.Match(ap.Func, s.Name) {
+					names = append(names, s.Name)
 				}
 			}
 			slices.Sort(names)

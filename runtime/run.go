@@ -23,6 +23,7 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/runtime/symbols"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -149,7 +150,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if len(sites) == 0 && t.spec.LoaderProgram == "" {
 		return errNoProbes
 	}
-	t.syms = newSymbolizer(t.pid, sites, t.files)
+	t.syms = symbols.New(t.pid, siteSymbols(sites), t.files)
 	var why string
 	t.uprobes, why = chooseUprobeMode(opts.NoUprobeMulti, t.pid)
 	if opts.Verbose {
@@ -308,7 +309,7 @@ type tracer struct {
 	// recordArgs).
 	args []output.Value
 	// syms names code addresses for func and usym().
-	syms *symbolizer
+	syms *symbols.Symbolizer
 	// files are the ELF files the run reads, each opened once.
 	files *usdt.Files
 	// bootWall is the wall-clock time of CLOCK_MONOTONIC's zero, to print

@@ -1,13 +1,11 @@
 package runtime
 
 import (
-	"cmp"
 	"context"
-	"debug/elf"
 	"fmt"
+	"os"
 	"os/exec"
 	"regexp"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,46 +13,6 @@ import (
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
 )
-
-// TestFormatStack compares formatStack with stacks bpftrace 0.17 printed
-// for the -O0 fixture (in a printf, a map key, and perf mode, named and
-// not).
-func TestFormatStack(t *testing.T) {
-	const bin = "/tmp/fxo/bitcoind"
-	named := map[uint64][2]string{
-		0x55bc2c389d52: {"emit_validation_block_connected+26", bin},
-		0x55bc2c38a566: {"tp_block_connected+103", bin},
-		0x7faa2724724a: {"__libc_start_call_main+122", "/usr/lib/x86_64-linux-gnu/libc.so.6"},
-	}
-	lookup := func(addr uint64) (string, string, bool) {
-		n, ok := named[addr]
-		return n[0], n[1], ok
-	}
-	none := func(uint64) (string, string, bool) { return "", "", false }
-	addrs := []uint64{0x55bc2c389d52, 0x55bc2c38a566, 0x7faa2724724a, 0, 0}
-	for _, tt := range []struct {
-		name   string
-		addrs  []uint64
-		lookup func(uint64) (string, string, bool)
-		perf   bool
-		indent string
-		want   string
-	}{
-		{"value", addrs, lookup, false, valueStackIndent,
-			"\n        emit_validation_block_connected+26\n        tp_block_connected+103\n        __libc_start_call_main+122\n"},
-		{"key unnamed", addrs[:2], none, false, keyStackIndent,
-			"\n    0x55bc2c389d52\n    0x55bc2c38a566\n"},
-		{"perf", addrs, lookup, true, keyStackIndent,
-			"\n\t55bc2c389d52 emit_validation_block_connected+26 (/tmp/fxo/bitcoind)\n\t55bc2c38a566 tp_block_connected+103 (/tmp/fxo/bitcoind)\n\t7faa2724724a __libc_start_call_main+122 (/usr/lib/x86_64-linux-gnu/libc.so.6)\n"},
-		{"perf unnamed", addrs[:1], none, true, valueStackIndent,
-			"\n\t55bc2c389d52 0x55bc2c389d52 ([unknown])\n"},
-		{"empty", nil, none, false, valueStackIndent, "\n"},
-	} {
-		if got := formatStack(tt.addrs, tt.lookup, tt.perf, tt.indent); got != tt.want {
-			t.Errorf("%s: got %q, want %q", tt.name, got, tt.want)
-		}
-	}
-}
 
 // TestRunUstack traces the -O0 fixture, which keeps frame pointers: a
 // ustack printed while it runs names the whole call chain down to libc,
@@ -131,27 +89,30 @@ func TestRunUstackMatchesBpftrace(t *testing.T) {
 	}
 }
 
-// TestSymbolRank checks which of the names of one address a stack prints:
-// libc's pthread_create has a local __GI___pthread_create and
-// __pthread_create_2_1 and a versioned copy in its debug file's symbol
-// table, and bpftrace prints pthread_create.
-func TestSymbolRank(t *testing.T) {
-	sym := func(name string, bind elf.SymBind, size uint64) elf.Symbol {
-		return elf.Symbol{Name: name, Info: elf.ST_INFO(bind, elf.STT_FUNC), Size: size, Value: 0x89380}
+// TestRunKstack samples kernel stacks with profile, as bpftrace's
+// tutorial does, while this process makes system calls, and checks the
+// keys have bpftrace's shape: a frame a line, "sym+off", indented four
+// spaces, or in perf mode a tab, the address and "sym+off".
+func TestRunKstack(t *testing.T) {
+	testenv.RequireRoot(t)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			_, _ = os.ReadFile("/proc/self/status")
+		}
+	}()
+	out, stderr, err := runScript(t, context.Background(), `profile:hz:499 { @[kstack(3)] = count(); @p[kstack(perf, 2)] = count(); } interval:ms:500 { exit(); }`, Options{Quiet: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
 	}
-	syms := []elf.Symbol{
-		sym("pthread_create", elf.STB_GLOBAL, 0x60),
-		sym("__GI___pthread_create", elf.STB_LOCAL, 0x60),
-		sym("pthread_create@@GLIBC_2.34", elf.STB_GLOBAL, 0x60),
-		sym("__pthread_create_2_1", elf.STB_LOCAL, 0x60),
-		sym("pthread_create_alias", elf.STB_WEAK, 0x60),
-		sym("zero_size", elf.STB_GLOBAL, 0),
-	}
-	best := slices.MaxFunc(syms, func(a, b elf.Symbol) int { return cmp.Compare(symbolRank(a), symbolRank(b)) })
-	if best.Name != "pthread_create" {
-		t.Errorf("the name printed is %s, want pthread_create", best.Name)
-	}
-	if symbolRank(sym("__x", elf.STB_LOCAL, 1)) >= symbolRank(sym("x", elf.STB_LOCAL, 1)) {
-		t.Errorf("a name with more leading underscores ranks as high")
+	frame := `[\w.$]+\+\d+`
+	for _, re := range []string{
+		`(?m)^@\[\n(    ` + frame + `\n){1,3}\]: \d+$`,
+		`(?m)^@p\[\n(\tffffffff[0-9a-f]{8} ` + frame + `\n){1,2}\]: \d+$`,
+	} {
+		if !regexp.MustCompile(re).MatchString(out) {
+			t.Errorf("no key matches %s in:\n%s", re, out)
+		}
 	}
 }

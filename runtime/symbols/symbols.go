@@ -1,4 +1,9 @@
-package runtime
+// Package symbols owns naming code addresses: a traced process's user
+// addresses through its mappings and its files' ELF symbol tables (func,
+// usym, ustack), kernel addresses through /proc/kallsyms (ksym, kstack,
+// kaddr), C++ demangling as bpftrace prints it, and the text of a stack
+// as bpftrace formats one.
+package symbols
 
 import (
 	"bufio"
@@ -18,23 +23,23 @@ import (
 	"github.com/gotrace/gotrace/usdt"
 )
 
-// symbolizer names code addresses of the traced process for func and
+// Symbolizer names code addresses of the traced process for func and
 // usym(): with a known PID through its memory map, otherwise by the page
 // offset of the uprobe sites, which ASLR leaves unchanged.
-type symbolizer struct {
+type Symbolizer struct {
 	pid int
 	// sites are the symbols of the attached uprobe sites.
-	sites []siteSymbol
+	sites []Site
 	// files opens the ELF files; symbols holds the function symbols of
 	// each, by path.
 	files   *usdt.Files
 	symbols map[string]*elfSymbols
 }
 
-// siteSymbol is an attached uprobe's symbol and its file offset.
-type siteSymbol struct {
-	name   string
-	offset uint64
+// Site is an attached uprobe's symbol and its file offset.
+type Site struct {
+	Name   string
+	Offset uint64
 }
 
 // elfSymbols are the function symbols of one file, sorted by address.
@@ -43,18 +48,14 @@ type elfSymbols struct {
 	syms []elf.Symbol
 }
 
-func newSymbolizer(pid int, sites []site, files *usdt.Files) *symbolizer {
-	s := &symbolizer{pid: pid, files: files, symbols: map[string]*elfSymbols{}}
-	for _, st := range sites {
-		if st.symbol != "" {
-			s.sites = append(s.sites, siteSymbol{name: st.symbol, offset: st.offset})
-		}
-	}
-	return s
+// New returns a Symbolizer for process pid (0 when there is none) whose
+// uprobes are attached at sites, opening files through files.
+func New(pid int, sites []Site, files *usdt.Files) *Symbolizer {
+	return &Symbolizer{pid: pid, sites: sites, files: files, symbols: map[string]*elfSymbols{}}
 }
 
 // file reads the symbols of path once; nil when it has none.
-func (s *symbolizer) file(path string) *elfSymbols {
+func (s *Symbolizer) file(path string) *elfSymbols {
 	if es, ok := s.symbols[path]; ok {
 		return es
 	}
@@ -123,30 +124,30 @@ func (es *elfSymbols) symbolAt(off uint64) (elf.Symbol, uint64, bool) {
 	return sym, vaddr, true
 }
 
-// name returns the demangled symbol at addr, or addr in hex when it cannot
+// Name returns the demangled symbol at addr, or addr in hex when it cannot
 // tell.
-func (s *symbolizer) name(addr uint64) string {
+func (s *Symbolizer) Name(addr uint64) string {
 	if s.pid != 0 {
 		if path, off, ok := mappedOffset(s.pid, addr); ok {
 			if es := s.file(path); es != nil {
 				if name, ok := es.at(off); ok {
-					return demangle(name)
+					return Demangle(name)
 				}
 			}
 		}
 	}
 	match := ""
 	for _, st := range s.sites {
-		if st.offset&0xfff == addr&0xfff {
-			if match != "" && match != st.name {
+		if st.Offset&0xfff == addr&0xfff {
+			if match != "" && match != st.Name {
 				match = ""
 				break
 			}
-			match = st.name
+			match = st.Name
 		}
 	}
 	if match != "" {
-		return demangle(match)
+		return Demangle(match)
 	}
 	return hexAddr(addr)
 }
@@ -163,29 +164,31 @@ func hexAddr(addr uint64) string {
 // mappedOffset finds the file and file offset that address addr of
 // process pid maps.
 func mappedOffset(pid int, addr uint64) (string, uint64, bool) {
-	return processMappings(pid).find(addr)
+	return ProcessMappings(pid).Find(addr)
 }
 
-// mapping is one file mapping of a process (a line of /proc/PID/maps).
-type mapping struct {
-	start, end, offset uint64
-	path               string
-	// file is the mapped file's device and inode.
-	file fileKey
+// Mapping is one file mapping of a process (a line of /proc/PID/maps).
+type Mapping struct {
+	// Start and End bound the mapped addresses; Offset is the file offset
+	// mapped at Start.
+	Start, End, Offset uint64
+	Path               string
+	// Dev and Ino are the mapped file's device and inode.
+	Dev, Ino uint64
 }
 
-// mappings are a process's file mappings.
-type mappings []mapping
+// Mappings are a process's file mappings.
+type Mappings []Mapping
 
-// processMappings reads the file mappings of process (or thread) pid; none
+// ProcessMappings reads the file mappings of process (or thread) pid; none
 // when it is gone.
-func processMappings(pid int) mappings {
+func ProcessMappings(pid int) Mappings {
 	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
 	if err != nil {
 		return nil
 	}
 	defer f.Close()
-	var ms mappings
+	var ms Mappings
 	sc := bufio.NewScanner(f)
 	for sc.Scan() {
 		fields := strings.Fields(sc.Text())
@@ -209,24 +212,23 @@ func processMappings(pid int) mappings {
 		if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
 			continue
 		}
-		file := fileKey{dev: unix.Mkdev(uint32(maj), uint32(mnr)), ino: ino}
-		ms = append(ms, mapping{start: start, end: end, offset: off, path: fields[5], file: file})
+		ms = append(ms, Mapping{Start: start, End: end, Offset: off, Path: fields[5], Dev: unix.Mkdev(uint32(maj), uint32(mnr)), Ino: ino})
 	}
 	return ms
 }
 
-// find returns the file and file offset that address addr maps.
-func (ms mappings) find(addr uint64) (string, uint64, bool) {
+// Find returns the file and file offset that address addr maps.
+func (ms Mappings) Find(addr uint64) (string, uint64, bool) {
 	for _, m := range ms {
-		if addr >= m.start && addr < m.end {
-			return m.path, addr - m.start + m.offset, true
+		if addr >= m.Start && addr < m.End {
+			return m.Path, addr - m.Start + m.Offset, true
 		}
 	}
 	return "", 0, false
 }
 
-// demangle returns the demangled form of a C++ symbol, in c++filt's
+// Demangle returns the demangled form of a C++ symbol, in c++filt's
 // notation, or the name itself when it is not a mangled name.
-func demangle(name string) string {
+func Demangle(name string) string {
 	return cxxdemangle.Filter(name, cxxdemangle.NoClones)
 }
