@@ -289,7 +289,7 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 	if err != nil {
 		return nil, err
 	}
-	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, HistBits: m.HistBits, Tseries: m.Tseries, Newer: t.prog.Newer}
+	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, HistBits: m.HistBits, Tseries: m.Tseries, Newer: t.prog.Newer, KeyStacks: keyStacks(m.KeyFields)}
 	resolves := resolvesFields(m.KeyFields) || resolvesFields([]layout.Field{m.Value})
 	if t.capture != nil && !resolves {
 		// Under -w nothing is printed: the entries are recorded, and
@@ -314,6 +314,21 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 		keys = keys[len(m.KeyFields):]
 	}
 	return om, nil
+}
+
+// keyStacks says which of a map key's fields are stacks, nil when none
+// is (output.Map.KeyStacks).
+func keyStacks(fields []layout.Field) []bool {
+	var stacks []bool
+	for i, f := range fields {
+		if f.Kind == layout.Stack {
+			if stacks == nil {
+				stacks = make([]bool, len(fields))
+			}
+			stacks[i] = true
+		}
+	}
+	return stacks
 }
 
 // outputEntry converts entry e of map m for printing, with its key's

@@ -311,6 +311,9 @@ func Replay(r io.Reader, opts Options) error {
 	if !opts.LineBuffered {
 		t.out.Hold(outHold)
 	}
+	if opts.TakeMap != nil {
+		t.out.Divert(opts.TakeMap)
+	}
 	err = t.replayRecords()
 	if ferr := t.out.Flush(); err == nil {
 		err = ferr

@@ -99,6 +99,9 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if !opts.LineBuffered {
 		t.out.Hold(outHold)
 	}
+	if opts.TakeMap != nil && opts.Capture == nil {
+		t.out.Divert(opts.TakeMap)
+	}
 	defer func() {
 		if cerr := t.close(); err == nil {
 			err = cerr

@@ -27,6 +27,7 @@ import (
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/metrics"
+	"github.com/gotrace/gotrace/runtime/output"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -54,7 +55,7 @@ type Options struct {
 	// -B none). Otherwise the output is held while records keep coming
 	// and written when a ring buffer is empty, in whole lines.
 	LineBuffered bool
-	// Format is "text" or "json".
+	// Format is "text", "json" or "folded" (output.ParseFormat).
 	Format string
 	// Quiet suppresses "Attaching N probes..." (-q).
 	Quiet bool
@@ -94,6 +95,12 @@ type Options struct {
 	// it rather than for "Attaching N probes...", which is printed before
 	// attaching. It runs on Run's goroutine and must not block.
 	Attached func()
+	// TakeMap, when set, is offered each map before it is printed
+	// (print(), SIGUSR1, exit); a map it takes (returns true for) is not
+	// printed to Out. gotrace flamegraph and gotrace chart collect their
+	// maps so. It must copy what it keeps: a map's entries may be
+	// decoded as they are read.
+	TakeMap func(m *output.Map) bool
 	// Metrics, when set, is given the maps to read at each scrape once
 	// they are loaded, until the trace ends (--metrics).
 	Metrics *metrics.Collector

@@ -141,7 +141,7 @@ default 16 MiB worth).`, settings.DefaultStrLen, settings.DefaultMapKeysMax),
 	fs.BoolVar(&f.asRoot, "as-root", false, "run the -c command as gotrace's own user (root under sudo), not as the user who ran sudo")
 	fs.StringVarP(&f.outFile, "output", "o", "", "write output to `FILE`")
 	fs.StringVarP(&f.writeFile, "write", "w", "", "record the trace into the capture `FILE`, printing nothing of it; gotrace replay FILE prints it")
-	fs.StringVarP(&f.format, "format", "f", "text", "output `FORMAT`: text or json")
+	fs.StringVarP(&f.format, "format", "f", "text", formatHelp)
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print \"Attaching N probes...\"")
 	fs.VarP(&f.debug, "debug", "d", "(dry run) print the AST after parsing and after checking, then the eBPF maps and programs (-dd: the same); -d`[=STAGE]` prints only the program after STAGE: parse, macros, loopvars, enums, stdlib, resolve, check (or ast), codegen")
 	fs.Lookup("debug").NoOptDefVal = debugBare
@@ -229,11 +229,14 @@ func signalContext() (context.Context, func()) {
 	}
 }
 
-// checkOutputFormat refuses an -f FORMAT other than text and json, in
-// bpftrace's words.
+// formatHelp is -f's help, the root command's and replay's.
+const formatHelp = "output `FORMAT`: text, json or folded (maps keyed by ustack or kstack as flame-graph tools read them, a line per stack; docs/flamegraph.md)"
+
+// checkOutputFormat refuses an -f FORMAT other than text, json and
+// folded, in bpftrace's words (gotrace adds folded).
 func checkOutputFormat(format string) error {
-	if format != "text" && format != "json" {
-		return fmt.Errorf("Invalid output format %q\nValid formats: 'text', 'json'", format)
+	if format != "text" && format != "json" && format != "folded" {
+		return fmt.Errorf("Invalid output format %q\nValid formats: 'text', 'json', 'folded'", format)
 	}
 	return nil
 }

@@ -20,8 +20,8 @@ func addReplayCommand(root *cobra.Command, code *int) {
 	c := &cobra.Command{
 		Use:   replayCommandName + " [-f FORMAT] [-o FILE] CAPTURE",
 		Short: "print a capture written with -w as the live trace would have printed it",
-		Long: `replay prints a capture file that gotrace -w FILE wrote, in text or JSON,
-as the trace would have printed it live: the same lines, maps and exit code.
+		Long: `replay prints a capture file that gotrace -w FILE wrote, in text, JSON or
+folded, as the trace would have printed it live: the same lines, maps and exit code.
 A capture cut short or damaged is printed up to the damage, then the error
 says where it is. docs/capture.md describes the format.
 
@@ -62,7 +62,7 @@ A script file named replay runs as 'gotrace ./replay' or 'gotrace -- replay'.`,
 			return nil
 		},
 	}
-	c.Flags().StringVarP(&format, "format", "f", "text", "output `FORMAT`: text or json")
+	c.Flags().StringVarP(&format, "format", "f", "text", formatHelp)
 	c.Flags().StringVarP(&outFile, "output", "o", "", "write output to `FILE`")
 	root.AddCommand(c)
 }

@@ -26,6 +26,10 @@ type Map struct {
 	HistBits int
 	// Tseries holds tseries()'s arguments when Kind is layout.MapTseries.
 	Tseries layout.Tseries
+	// KeyStacks says which elements of the key are stacks (ustack,
+	// kstack), whose values are strings as the text format prints them;
+	// nil when none is. The folded format and flame graphs read it.
+	KeyStacks []bool
 	// Entries are the map's entries in any order; the writer sorts them.
 	// A map without keys has at most one entry, with a nil Key. bpftrace
 	// 0.17 always prints a count() map without keys: give it one entry,

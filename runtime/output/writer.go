@@ -1,6 +1,7 @@
 package output
 
 import (
+	"errors"
 	"fmt"
 	"io"
 	"slices"
@@ -20,17 +21,23 @@ const (
 	Text Format = iota
 	// JSON is bpftrace's -f json: one JSON object per line.
 	JSON
+	// Folded prints maps keyed by a stack in the folded format of
+	// flame-graph tools (FoldStacks), a line per stack, and everything
+	// else as Text, except "Attaching N probes...", which it leaves out.
+	Folded
 )
 
-// ParseFormat returns the Format named by -f: "text" or "json".
+// ParseFormat returns the Format named by -f: "text", "json" or "folded".
 func ParseFormat(name string) (Format, error) {
 	switch name {
 	case "text":
 		return Text, nil
 	case "json":
 		return JSON, nil
+	case "folded":
+		return Folded, nil
 	}
-	return Text, fmt.Errorf("parse output format %q: want text or json", name)
+	return Text, fmt.Errorf("parse output format %q: want text, json or folded", name)
 }
 
 // Message names the kind of text a Writer.Message call prints; in JSON it
@@ -56,6 +63,7 @@ type Writer struct {
 	buf    []byte
 	text   []byte // printf's text, before JSON quotes it
 	hold   int    // see Hold
+	divert func(m *Map) bool
 }
 
 // NewWriter returns a Writer printing to w in format f.
@@ -101,7 +109,7 @@ func (w *Writer) AttachedProbes(n int, newer bool) error {
 			count = fmt.Sprintf(" \"count\": %d,", n)
 		}
 		w.buf = fmt.Appendf(w.buf, "{\"type\": \"attached_probes\",%s \"data\": {\"probes\": %d}}\n", count, n)
-	} else if newer {
+	} else if newer || w.format == Folded {
 		return nil
 	} else if n == 1 {
 		w.buf = append(w.buf, "Attaching 1 probe...\n"...)
@@ -200,6 +208,12 @@ func (w *Writer) Map(m *Map, top, div uint64) error {
 	if m.Kind == layout.MapStats || m.Kind == layout.MapTseries {
 		top, div = 0, 0
 	}
+	if w.divert != nil && w.divert(m) {
+		return nil
+	}
+	if w.format == Folded && m.HasStackKey() {
+		return w.appendFolded(m, top, div)
+	}
 	es := topEntries(sortedEntries(m), top)
 	if w.format == JSON {
 		w.appendMapJSON(m, es, div)
@@ -209,10 +223,31 @@ func (w *Writer) Map(m *Map, top, div uint64) error {
 	return w.flush()
 }
 
+// appendFolded prints m's stacks in the folded format; on an error
+// nothing of m is printed.
+func (w *Writer) appendFolded(m *Map, top, div uint64) error {
+	b, err := appendMapFolded(w.buf, m, top, div)
+	if err != nil {
+		return err
+	}
+	w.buf = b
+	return w.flush()
+}
+
+// Divert gives every map that Map, Maps and Exit would print to take
+// first: a map it takes (returns true for) is not printed. The flame
+// graph and chart commands collect their maps so.
+func (w *Writer) Divert(take func(m *Map) bool) {
+	w.divert = take
+}
+
 // Exit prints the maps at the end of tracing: bpftrace's two newlines
-// (in JSON too), then the maps as Maps prints them.
+// (in JSON too, not in the folded format, which tools read line by
+// line), then the maps as Maps prints them.
 func (w *Writer) Exit(maps []*Map) error {
-	w.buf = append(w.buf, "\n\n"...)
+	if w.format != Folded {
+		w.buf = append(w.buf, "\n\n"...)
+	}
 	return w.Maps(maps)
 }
 
@@ -221,7 +256,15 @@ func (w *Writer) Exit(maps []*Map) error {
 func (w *Writer) Maps(maps []*Map) error {
 	sorted := slices.Clone(maps)
 	slices.SortFunc(sorted, func(a, b *Map) int { return strings.Compare(a.Name, b.Name) })
+	var errs []error
 	for _, m := range sorted {
+		if w.divert != nil && w.divert(m) {
+			continue
+		}
+		if w.format == Folded && m.HasStackKey() {
+			errs = append(errs, w.appendFolded(m, 0, 0))
+			continue
+		}
 		es := sortedEntries(m)
 		if w.format == JSON {
 			w.appendMapJSON(m, es, 0)
@@ -229,7 +272,7 @@ func (w *Writer) Maps(maps []*Map) error {
 			w.appendMapText(m, es, 0)
 		}
 	}
-	return w.flush()
+	return errors.Join(append(errs, w.flush())...)
 }
 
 // appendKeyText appends "@name[k1, k2]" (or "@name" without keys).
