@@ -27,7 +27,7 @@ packages=(
 	man-db
 	file
 	prometheus
-	# qemu-user runs the arm64 gate program of -c (runtime/childgate.go)
+	# qemu-user runs the arm64 gate program of -c (runtime/proc/gate.go)
 	# on an x86-64 host, and the x86-64 one on arm64.
 	qemu-user
 	# libc's separate debug file: the names of its local functions, for

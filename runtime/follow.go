@@ -2,13 +2,12 @@ package runtime
 
 import (
 	"fmt"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
+	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
 )
 
@@ -89,7 +88,7 @@ func (f *follower) poll() bool {
 	if !f.rootMaps {
 		f.rootMaps = f.mapsSite(mappedFiles(f.root))
 	}
-	for _, pid := range descendants(f.root) {
+	for _, pid := range proc.Descendants(f.root) {
 		f.started = true
 		if !f.seen[pid] {
 			f.seen[pid] = true
@@ -178,34 +177,6 @@ func (f *follower) warnWrapper() {
 	}
 	fmt.Fprintf(f.t.opts.Err, "WARNING: no probe could fire: neither the -c command (%s) nor the processes it started mapped %s\n",
 		f.t.child.Path, strings.Join(f.names, ", "))
-}
-
-// descendants returns the PIDs of root's descendants, read from every
-// thread's children in /proc.
-func descendants(root int) []int {
-	var out []int
-	queue := []int{root}
-	for len(queue) > 0 {
-		pid := queue[0]
-		queue = queue[1:]
-		tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
-		if err != nil {
-			continue
-		}
-		for _, task := range tasks {
-			b, err := os.ReadFile(fmt.Sprintf("/proc/%d/task/%s/children", pid, task.Name()))
-			if err != nil {
-				continue
-			}
-			for _, w := range strings.Fields(string(b)) {
-				if c, err := strconv.Atoi(w); err == nil {
-					out = append(out, c)
-					queue = append(queue, c)
-				}
-			}
-		}
-	}
-	return out
 }
 
 // mappedFiles returns the files pid maps.

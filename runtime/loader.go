@@ -12,6 +12,7 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -65,7 +66,7 @@ func (t *tracer) watchLoader(objs []string) error {
 			t.searched[id] = true
 		}
 	}
-	_, path, err := lookCommand(t.opts.Command)
+	path, err := proc.CommandPath(t.opts.Command)
 	if err != nil {
 		return err
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
+	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -426,7 +427,7 @@ func matchUSDT(ap *lang.AttachPoint, pr *usdt.Probe) bool {
 // commandObjects returns the executable of a -c command, looked up on PATH,
 // followed by the shared libraries it needs at start-up, in load order.
 func commandObjects(command string) ([]string, error) {
-	_, path, err := lookCommand(command)
+	path, err := proc.CommandPath(command)
 	if err != nil {
 		return nil, err
 	}

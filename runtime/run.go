@@ -23,6 +23,7 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -118,11 +119,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		if objs, err = commandObjects(opts.Command); err != nil {
 			return err
 		}
-		cred, err := childCredential(opts)
-		if err != nil {
-			return err
-		}
-		if t.child, err = startChild(opts.Command, cred); err != nil {
+		if t.child, err = proc.StartChild(opts.Command, proc.RunAs{User: opts.User, Root: opts.AsRoot}); err != nil {
 			return err
 		}
 		t.pid = t.child.PID
@@ -215,7 +212,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	// A BEGIN that called exit() ends the trace before the command runs
 	// any of its code, as in bpftrace; close kills it.
 	if t.child != nil && !t.exitedEarly() {
-		if err := t.child.release(); err != nil {
+		if err := t.child.Release(); err != nil {
 			// The command could not be executed: its child exits, which
 			// ends the trace as the command's exit would (BEGIN's output
 			// and the maps are printed), and the error is the run's.
@@ -267,7 +264,7 @@ type tracer struct {
 	// users caches the names username prints, by uid.
 	users map[uint64]string
 	pid   int
-	child *child
+	child *proc.Child
 	// follow attaches the probes to the processes the child starts.
 	follow *follower
 	pidfd  int
@@ -656,7 +653,7 @@ func (t *tracer) wait(ctx context.Context, usr1 <-chan os.Signal) {
 	var gone <-chan struct{}
 	switch {
 	case t.child != nil:
-		gone = t.child.done
+		gone = t.child.Exited()
 	case t.pidfd > 0:
 		gone = waitPidfd(t.pidfd, t.exit)
 	}
@@ -838,7 +835,7 @@ func (t *tracer) close() error {
 		t.coll.Close()
 	}
 	if t.child != nil {
-		t.child.terminate(childGrace)
+		t.child.Terminate(childGrace)
 	}
 	if t.pidfd > 0 {
 		unix.Close(t.pidfd)

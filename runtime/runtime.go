@@ -6,14 +6,10 @@
 // runs BEGIN, reads the ring buffers and prints what the program asks for,
 // and at the end runs END, prints the maps and detaches everything.
 //
-// For -c the runtime starts the command through a re-execution of its own
-// binary (/proc/self/exe) that waits on a pipe until the probes are
-// attached and then execs the command, so the PID filter and the
-// semaphores are in place before the command's first instruction. The
-// package's init function catches that re-execution (the GOTRACE_EXEC_CHILD
-// environment variable) before main runs: any binary that imports runtime,
-// the CLI and test binaries alike, can run a -c trace without further
-// wiring.
+// For -c the runtime has runtime/proc start the command held at a gate
+// program that execs it once the probes are attached, so the PID filter
+// and the semaphores are in place before the command's first instruction;
+// proc owns the processes, the runtime what is traced in them.
 package runtime
 
 import (

@@ -1,4 +1,4 @@
-package runtime
+package proc
 
 import (
 	"errors"
@@ -23,22 +23,32 @@ type credential struct {
 	name, home string
 }
 
-// childCredential returns whom the -c command runs as, or nil to run it
-// as gotrace itself: the user opts.User names; with no user named and
-// gotrace running as root under sudo, the user who ran sudo (SUDO_UID,
-// SUDO_GID), so that a bitcoind leaves no root-owned files in its data
-// directory; opts.AsRoot keeps gotrace's own user.
-func childCredential(opts Options) (*credential, error) {
+// RunAs chooses the user a -c command runs as.
+type RunAs struct {
+	// User is a user name or a numeric uid (--user); only root can
+	// run the command as another user.
+	User string
+	// Root keeps gotrace's own user, root under sudo (--as-root); it
+	// excludes User.
+	Root bool
+}
+
+// credential returns whom the -c command runs as, or nil to run it as
+// gotrace itself: the user as.User names; with no user named and gotrace
+// running as root under sudo, the user who ran sudo (SUDO_UID, SUDO_GID),
+// so that a bitcoind leaves no root-owned files in its data directory;
+// as.Root keeps gotrace's own user.
+func (as RunAs) credential() (*credential, error) {
 	switch {
-	case opts.AsRoot && opts.User != "":
+	case as.Root && as.User != "":
 		return nil, errors.New("choose the command's user: --user and --as-root exclude each other")
-	case opts.AsRoot:
+	case as.Root:
 		return nil, nil
-	case opts.User != "":
+	case as.User != "":
 		if os.Geteuid() != 0 {
-			return nil, fmt.Errorf("run the command as %s: only root can, and gotrace runs as uid %d", opts.User, os.Geteuid())
+			return nil, fmt.Errorf("run the command as %s: only root can, and gotrace runs as uid %d", as.User, os.Geteuid())
 		}
-		return lookupCredential(opts.User)
+		return lookupCredential(as.User)
 	}
 	uid, ok := os.LookupEnv("SUDO_UID")
 	if !ok || os.Geteuid() != 0 || uid == "0" {

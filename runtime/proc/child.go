@@ -1,4 +1,4 @@
-package runtime
+package proc
 
 import (
 	"encoding/binary"
@@ -7,19 +7,20 @@ import (
 	"io"
 	"os"
 	"os/exec"
+	"path/filepath"
 	goruntime "runtime"
 	"strings"
 	"syscall"
 	"time"
 )
 
-// child is a -c command that has been started but waits, in the gate
-// program (childgate.go), to exec until release is called.
-type child struct {
+// Child is a -c command that has been started but waits, in the gate
+// program (gate.go), to exec until Release is called.
+type Child struct {
 	cmd *exec.Cmd
 	// gate lets the command run (one byte) or stops it (closed).
 	gate *os.File
-	// report says whether the command's execve failed (see childgate.go).
+	// report says whether the command's execve failed (see gate.go).
 	report *os.File
 	// Path is the resolved executable; PID is the process that becomes it.
 	Path string
@@ -28,16 +29,20 @@ type child struct {
 	done chan struct{}
 }
 
-// startChild starts command held at the gate, to run as cred (nil: as
-// gotrace), and returns once the gate waits: from then on nothing of
+// StartChild starts command held at the gate, to run as the user as
+// chooses (see RunAs), and returns once the gate waits: from then on nothing of
 // gotrace runs in the child. The command is split into words the way a
 // shell would (quotes and backslashes, no expansions) and its first word
 // is looked up on PATH. The child shares gotrace's standard input, output
 // and error, as with bpftrace (-o redirects only the trace). It gets
 // childSignal when gotrace dies: the kernel keeps the request across the
 // change of user, which Go's fork makes before it, and across both execs.
-func startChild(command string, cred *credential) (*child, error) {
+func StartChild(command string, as RunAs) (*Child, error) {
 	argv, path, err := lookCommand(command)
+	if err != nil {
+		return nil, err
+	}
+	cred, err := as.credential()
 	if err != nil {
 		return nil, err
 	}
@@ -80,7 +85,7 @@ func startChild(command string, cred *credential) (*child, error) {
 		ExtraFiles:  []*os.File{gateR, reportW, prog},
 		SysProcAttr: attr,
 	}
-	c := &child{cmd: cmd, gate: gateW, report: reportR, Path: path, done: make(chan struct{})}
+	c := &Child{cmd: cmd, gate: gateW, report: reportR, Path: path, done: make(chan struct{})}
 	started := make(chan error)
 	go func() {
 		// The death signal comes when the thread that forked the child
@@ -107,16 +112,16 @@ func startChild(command string, cred *credential) (*child, error) {
 	reportW.Close()
 	var ready [1]byte
 	if n, _ := io.ReadFull(reportR, ready[:]); n != 1 || ready[0] != gateReady {
-		c.terminate(0)
+		c.Terminate(0)
 		return nil, fmt.Errorf("start command %s: the child exited before it was ready", path)
 	}
 	return c, nil
 }
 
-// release lets the child exec the command and waits for the execve's
+// Release lets the child exec the command and waits for the execve's
 // outcome: the command's error if it failed, in which case the child
 // exits with status 127 (a shell's "cannot execute").
-func (c *child) release() error {
+func (c *Child) Release() error {
 	_, err := c.gate.Write([]byte{1})
 	c.gate.Close()
 	if err != nil {
@@ -131,12 +136,15 @@ func (c *child) release() error {
 	return nil
 }
 
-// terminate ends a child that is held at the gate or still running when
+// Exited is closed when the child has exited (and been reaped).
+func (c *Child) Exited() <-chan struct{} { return c.done }
+
+// Terminate ends a child that is held at the gate or still running when
 // the trace ends, as bpftrace does: SIGTERM, then SIGKILL after grace. The
 // processes it started get the same signals, as a shell that runs
 // ./bitcoind without exec would leave it running. It waits for the child
 // to be gone.
-func (c *child) terminate(grace time.Duration) {
+func (c *Child) Terminate(grace time.Duration) {
 	c.gate.Close()
 	c.report.Close()
 	select {
@@ -144,7 +152,7 @@ func (c *child) terminate(grace time.Duration) {
 		return
 	default:
 	}
-	tree := descendants(c.PID)
+	tree := Descendants(c.PID)
 	signal := func(sig syscall.Signal) {
 		c.cmd.Process.Signal(sig)
 		for _, pid := range tree {
@@ -159,6 +167,13 @@ func (c *child) terminate(grace time.Duration) {
 	}
 	signal(syscall.SIGKILL)
 	<-c.done
+}
+
+// CommandPath returns the absolute path of the executable a -c command
+// runs: its first word, looked up on PATH.
+func CommandPath(command string) (string, error) {
+	_, path, err := lookCommand(command)
+	return path, err
 }
 
 // lookCommand splits a -c command into words (see splitCommand) and looks
@@ -176,8 +191,8 @@ func lookCommand(command string) (argv []string, path string, err error) {
 	if err != nil {
 		return nil, "", fmt.Errorf("failed to fork child: path '%s' does not exist or is not executable", argv[0])
 	}
-	if path, err = absPath(path); err != nil {
-		return nil, "", err
+	if path, err = filepath.Abs(path); err != nil {
+		return nil, "", fmt.Errorf("resolve path %s: %w", argv[0], err)
 	}
 	return argv, path, nil
 }

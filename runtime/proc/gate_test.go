@@ -1,4 +1,4 @@
-package runtime
+package proc
 
 import (
 	"debug/elf"
@@ -67,7 +67,7 @@ func startGate(t *testing.T, machine elf.Machine, runner []string, argv ...strin
 		t.Fatal(err)
 	}
 	defer reportW.Close()
-	// The gate's own argv[0] is the command's path, as startChild passes
+	// The gate's own argv[0] is the command's path, as StartChild passes
 	// it; qemu-user sets it with -0.
 	cmd := &exec.Cmd{Path: path, Args: argv}
 	if len(runner) > 0 {
@@ -104,7 +104,7 @@ func (r *gateRun) exitCode(t *testing.T) int {
 	return r.cmd.ProcessState.ExitCode()
 }
 
-// TestGateProgram runs each gate program (see childgate.go): released, it
+// TestGateProgram runs each gate program (see gate.go): released, it
 // executes the command with the command's argv and the environment and no
 // descriptor of its own; closed, it exits 1 without running it; a failed
 // execve is reported with its errno and status 127.

@@ -1,4 +1,4 @@
-package runtime
+package proc
 
 import (
 	"debug/elf"
@@ -20,7 +20,7 @@ var gateMachine = map[string]elf.Machine{
 	"arm64": elf.EM_AARCH64,
 }[goruntime.GOARCH]
 
-// gateX86_64 is the gate program (see childgate.go) for x86-64. Its source,
+// gateX86_64 is the gate program (see gate.go) for x86-64. Its source,
 // in Intel syntax; offsets in hexadecimal:
 //
 //	00	mov edi, 3               ; for fd in 3, 4, 5:
@@ -80,7 +80,7 @@ var gateX86_64 = []byte{
 	0x00, 0x0f, 0x05,
 }
 
-// gateAArch64 is the gate program (see childgate.go) for arm64; offsets in
+// gateAArch64 is the gate program (see gate.go) for arm64; offsets in
 // hexadecimal:
 //
 //	00	mov x20, sp              ; x20: argc, argv, envp

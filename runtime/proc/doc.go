@@ -1,0 +1,17 @@
+// Package proc owns the processes a trace starts and watches, apart from
+// what is traced in them: the -c command (split into words, looked up on
+// PATH, started held at a gate program until the probes are attached, run
+// as its user, ended with the trace) and what /proc says of a process.
+//
+// The -c child never runs gotrace's own code after the fork: Go's fork
+// makes it the command's user and executes the gate (gate.go), a static
+// program of a few dozen instructions in a sealed memfd, which waits on a
+// pipe and then execs the command. A probe that filters on the child's
+// PID sees nothing of gotrace's start-up, and no binary that imports proc
+// needs an init hook for it.
+//
+// proc knows nothing of scripts, programs or probes: it must not import
+// lang, codegen, usdt, cilium/ebpf or the runtime that calls it, and
+// takes and returns only PIDs, paths and plain values. A test checks its
+// imports.
+package proc
