@@ -9,6 +9,7 @@ set -euo pipefail
 #   bpftrace            the oracle (0.17 in Debian 12)
 #   systemtap-sdt-dev   <sys/sdt.h> for the bitcoind fixture and bench loop
 #   gcc binutils        build the fixture; readelf cross-checks the ELF reader
+#   g++                 build the C++ stack fixture (runtime/testdata/cxxchain.cc)
 #   postgresql-15       a real USDT target (/usr/lib/postgresql/15/bin/postgres)
 #   openjdk-17-jdk-headless  a real USDT target (libjvm.so)
 #   python3.11          a real USDT target (/usr/bin/python3.11)
@@ -19,6 +20,7 @@ packages=(
 	bpftrace
 	systemtap-sdt-dev
 	gcc
+	g++
 	binutils
 	postgresql-15
 	openjdk-17-jdk-headless
@@ -59,6 +61,7 @@ files=(
 	/usr/bin/bpftrace
 	/usr/include/x86_64-linux-gnu/sys/sdt.h
 	/usr/bin/gcc
+	/usr/bin/g++
 	/usr/bin/readelf
 	/usr/lib/postgresql/15/bin/postgres
 	/usr/lib/jvm/java-17-openjdk-amd64/lib/server/libjvm.so

@@ -228,6 +228,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if p.ExitsAfterBegin() && t.child == nil && t.pidfd == 0 {
 		t.requestExit()
 	}
+	t.keepSymbols()
 	t.startIntervals()
 	if opts.Metrics != nil {
 		opts.Metrics.SetSource(t.metricMaps)
@@ -743,6 +744,7 @@ func (t *tracer) finish() error {
 	}
 	t.flushOut()
 	t.reportFull()
+	t.reportUnmapped()
 	if t.runErr == nil && t.exitStatus != 0 {
 		return t.exitStatus
 	}

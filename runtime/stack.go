@@ -2,6 +2,8 @@ package runtime
 
 import (
 	"encoding/binary"
+	"fmt"
+	"time"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/codegen/layout"
@@ -9,8 +11,9 @@ import (
 )
 
 // stackText formats the ustack value v (thread id << 32 | stack id, see
-// codegen's ustack) of type typ with symbols.FormatStack. Frames are named only
-// while their process lives, as bpftrace names them. A kstack value is a
+// codegen's ustack) of type typ with symbols.FormatStack. Frames are named
+// through the mappings of their process, read while it runs or kept from
+// then (bpftrace names them only while it lives). A kstack value is a
 // stack id, and a kstack the kernel did not record (the probe interrupted
 // user code) prints as nothing, as in bpftrace.
 func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
@@ -29,10 +32,7 @@ func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
 		}
 		return symbols.FormatStack(addrs, symbols.KernelFrame, f.StackPerf, indent)
 	}
-	procMaps := symbols.ProcessMappings(int(v >> 32))
-	return symbols.FormatStack(addrs, func(addr uint64) (string, string, bool) {
-		return t.syms.Frame(procMaps, addr)
-	}, f.StackPerf, indent)
+	return symbols.FormatStack(addrs, t.syms.UserFrames(int(v>>32)), f.StackPerf, indent)
 }
 
 // siteSymbols are the symbols of the uprobe sites among sites, for the
@@ -45,4 +45,28 @@ func siteSymbols(sites []site) []symbols.Site {
 		}
 	}
 	return out
+}
+
+// symbolsPoll is how often the mappings of the processes seen are read
+// again, for the libraries they load and the threads they start after
+// they were first seen: a -c command is first seen before it executes
+// its program.
+const symbolsPoll = 200 * time.Millisecond
+
+// keepSymbols captures the traced process (-c or -p) now and then while
+// the trace runs, so that its stacks are named after it exits.
+func (t *tracer) keepSymbols() {
+	if t.pid != 0 {
+		t.syms.Capture(t.pid)
+	}
+	t.every(symbolsPoll, t.syms.Refresh)
+}
+
+// reportUnmapped says once, at the end of the trace, how many user frames
+// printed as addresses because their process exited before its mappings
+// could be read. The caller holds t.mu.
+func (t *tracer) reportUnmapped() {
+	if n := t.syms.Unmapped(); n > 0 && !t.opts.NoWarnings {
+		fmt.Fprintf(t.opts.Err, "WARNING: %d user stack frames print as addresses: their processes exited before their memory maps could be read\n", n)
+	}
 }

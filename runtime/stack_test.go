@@ -5,18 +5,22 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strings"
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/lang"
 )
 
 // TestRunUstack traces the -O0 fixture, which keeps frame pointers: a
 // ustack printed while it runs names the whole call chain down to libc,
-// and the map key's stack, printed after it exited, is addresses.
+// and so does the map key's stack, printed after it exited.
 func TestRunUstack(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := fixture.Private(t, "bitcoind-O0")
@@ -44,9 +48,24 @@ func TestRunUstack(t *testing.T) {
 	if len(names) < len(want) || strings.Join(names[:len(want)], ";") != strings.Join(want, ";") {
 		t.Errorf("frames %q, want them to start with %q", names, want)
 	}
-	if !strings.Contains(maps, "@[\n    0x") || !strings.Contains(maps, "\n]: 2\n") {
-		t.Errorf("maps %q: want one stack of addresses counted twice", maps)
+	// The fixture has exited when the maps are printed: the stack is
+	// named with the mappings kept from when it ran.
+	if !strings.Contains(maps, "@[\n    emit_validation_block_connected+") || !strings.Contains(maps, "\n]: 2\n") {
+		t.Errorf("maps %q: want one named stack counted twice", maps)
 	}
+}
+
+// exitMapsStart is where the maps printed at exit start, after the two
+// newlines bpftrace prints before them, in text and in JSON.
+var exitMapsStart = regexp.MustCompile(`\n\n\n(@|\{"type": "map")`)
+
+// cutExitMaps splits a trace's output into what it printed while running
+// and the maps printed at exit.
+func cutExitMaps(out string) (string, string) {
+	if loc := exitMapsStart.FindStringIndex(out); loc != nil {
+		return out[:loc[0]], out[loc[0]:]
+	}
+	return out, ""
 }
 
 // TestRunUstackMatchesBpftrace runs ustack in printf, print, map keys and
@@ -78,12 +97,19 @@ func TestRunUstackMatchesBpftrace(t *testing.T) {
 			if err != nil {
 				t.Fatalf("bpftrace: %v", err)
 			}
-			got, want := mask.ReplaceAllString(out, "X"), mask.ReplaceAllString(string(ref), "X")
+			// The maps are printed after the fixture exited: bpftrace
+			// prints their stacks as addresses, gotrace names them with
+			// the mappings it kept, as it named them while it ran.
+			got, gotMaps := cutExitMaps(mask.ReplaceAllString(out, "X"))
+			want, wantMaps := cutExitMaps(mask.ReplaceAllString(string(ref), "X"))
 			if got != want {
 				t.Errorf("gotrace printed\n%s\nbpftrace printed\n%s", got, want)
 			}
 			if !strings.Contains(got, "tp_block_connected+") {
 				t.Errorf("no named frame in\n%s", got)
+			}
+			if named := regexp.MustCompile(`0xX\b`).ReplaceAllLiteralString(wantMaps, ""); strings.Contains(gotMaps, "0xX") || !strings.Contains(gotMaps, "tp_block_connected+") || named == wantMaps {
+				t.Errorf("exit maps: gotrace printed\n%s\nwant names where bpftrace printed addresses\n%s", gotMaps, wantMaps)
 			}
 		})
 	}
@@ -114,5 +140,178 @@ func TestRunKstack(t *testing.T) {
 		if !regexp.MustCompile(re).MatchString(out) {
 			t.Errorf("no key matches %s in:\n%s", re, out)
 		}
+	}
+}
+
+// buildCxxChain builds testdata/cxxchain.cc, a call chain eight deep under
+// main with a USDT probe at the bottom, with g++ -O2 and flags into a
+// temporary directory.
+func buildCxxChain(t *testing.T, flags ...string) string {
+	t.Helper()
+	gxx := testenv.RequireTool(t, "g++")
+	if err := fixture.Check(); err != nil {
+		testenv.Unavailable(t, "%v", err)
+	}
+	bin := filepath.Join(t.TempDir(), "cxxchain")
+	args := append([]string{"-O2", "-o", bin}, flags...)
+	args = append(args, filepath.Join("testdata", "cxxchain.cc"))
+	if out, err := exec.Command(gxx, args...).CombinedOutput(); err != nil {
+		t.Fatalf("build cxxchain: %v\n%s", err, out)
+	}
+	return bin
+}
+
+// cxxChainFrames are the functions of cxxchain's stack at its probe, as
+// bpftrace 0.17 names them (libstdc++'s demangling, with the clones -O2
+// makes) and as a frame-pointer walk finds them: reach is missing, since
+// bottom, a leaf, sets no frame of its own, so the walk goes from bottom's
+// address to the return address in descend.
+var cxxChainFrames = []string{
+	"chain::detail::bottom(int)",
+	"chain::detail::descend(int)",
+	"chain::Walker<int>::step(int) [clone .isra.0]",
+	"chain::Walker<int>::walk(int) [clone .isra.0]",
+	"chain::stage::Decoder::check(int) const [clone .isra.0]",
+	"chain::stage::Decoder::decode(chain::stage::Decoder const&, int) [clone .isra.0]",
+	"chain::Pipeline::run(int) [clone .isra.0]",
+	"main",
+}
+
+// stackFunctions returns the function of each "sym+off" frame of a stack's
+// text, indented by indent.
+func stackFunctions(t *testing.T, text, indent string) []string {
+	t.Helper()
+	var names []string
+	for _, line := range strings.Split(strings.Trim(text, "\n"), "\n") {
+		frame, ok := strings.CutPrefix(line, indent)
+		i := strings.LastIndex(frame, "+")
+		if !ok || i < 0 {
+			t.Errorf("frame %q is not %q then sym+off", line, indent)
+			continue
+		}
+		names = append(names, frame[:i])
+	}
+	return names
+}
+
+// TestRunCxxStackAfterExit traces cxxchain (C++ at -O2) under -c and
+// prints usym and ustack while it runs and again in the maps printed after
+// it exited, live and in a replay of a -w capture: the names must be the
+// same, demangled as bpftrace prints them.
+func TestRunCxxStackAfterExit(t *testing.T) {
+	testenv.RequireRoot(t)
+	for _, tt := range []struct {
+		name    string
+		flags   []string
+		capture bool
+		// frames are how many of cxxChainFrames the kernel's
+		// frame-pointer walk reaches.
+		frames int
+	}{
+		{"frame pointers", []string{"-fno-omit-frame-pointer"}, false, len(cxxChainFrames)},
+		{"frame pointers replayed", []string{"-fno-omit-frame-pointer"}, true, len(cxxChainFrames)},
+		// Without frame pointers the walk has the probe's own address
+		// right and the rest is whatever rbp held.
+		{"no frame pointers", []string{"-fomit-frame-pointer"}, false, 1},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			bin := buildCxxChain(t, tt.flags...)
+			out, stderr := traceCxxChain(t, bin, tt.capture)
+			checkCxxStacks(t, out, tt.frames)
+			if strings.Contains(stderr, "WARNING") {
+				t.Errorf("stderr warns:\n%s", stderr)
+			}
+		})
+	}
+}
+
+// traceCxxChain runs a script printing usym and ustack at cxxchain's probe
+// and keeping them in maps, with -c bin, and returns what it printed (with
+// capture, what the replay of its -w capture printed) and its standard
+// error. The program waits on a FIFO until its probe's record has been
+// handled (its line is out, or with capture, its input record is
+// written), so the test decides when it exits.
+func traceCxxChain(t *testing.T, bin string, capture bool) (string, string) {
+	t.Helper()
+	fifo := filepath.Join(t.TempDir(), "exit")
+	if err := unix.Mkfifo(fifo, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	release := func() {
+		// Opening the FIFO's writing end lets the program's open return;
+		// closing it ends its read. Without a reader (it exited already)
+		// the open fails, which is as good.
+		if fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			unix.Close(fd)
+		}
+	}
+	t.Cleanup(release)
+	src := fmt.Sprintf(`usdt:%s:cxxchain:bottom { printf("%%s|%%s|\n", usym(reg("ip")), ustack); @[ustack] = count(); @s = usym(reg("ip")); }`, bin)
+	command := bin + " " + fifo
+	p := checkScript(t, src, lang.Config{Child: true, Host: NewHost(0, command)})
+	opts := Options{Command: command, Quiet: true}
+	out, errOut, captured := newSyncBuffer("\n|\n"), newSyncBuffer(""), newSyncBuffer(cxxChainFrames[0])
+	opts.Out, opts.Err = out, errOut
+	handled := out.watch
+	if capture {
+		opts.Capture, handled = captured, captured.watch
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	done := make(chan error, 1)
+	go func() { done <- Run(ctx, p, opts) }()
+	select {
+	case <-handled:
+	case err := <-done:
+		t.Fatalf("Run ended before the probe's record was handled: %v\n%s%s", err, out, errOut)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the probe's record was not handled in 60 s:\n%s%s", out, errOut)
+	}
+	release()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("Run: %v\n%s", err, errOut)
+		}
+	case <-time.After(60 * time.Second):
+		t.Fatalf("the trace did not end in 60 s after the program was let go:\n%s%s", out, errOut)
+	}
+	checkNoBPFFiles(t)
+	if !capture {
+		return out.String(), errOut.String()
+	}
+	replay, err := replayed([]byte(captured.String()), "text")
+	if err != nil {
+		t.Fatalf("replay: %v", err)
+	}
+	return replay, errOut.String()
+}
+
+// checkCxxStacks checks the output of TestRunCxxStackAfterExit's script:
+// the live usym and ustack, then the maps printed after the program
+// exited, name the first frames of cxxChainFrames the same way.
+func checkCxxStacks(t *testing.T, out string, frames int) {
+	t.Helper()
+	sym, rest, _ := strings.Cut(out, "|")
+	live, maps, ok := strings.Cut(rest, "\n|\n")
+	if !ok {
+		t.Fatalf("output %q has no stack", out)
+	}
+	if sym != cxxChainFrames[0] {
+		t.Errorf("usym while running is %q, want %q", sym, cxxChainFrames[0])
+	}
+	want := strings.Join(cxxChainFrames[:frames], "\n")
+	if got := stackFunctions(t, live, "        "); len(got) < frames || strings.Join(got[:frames], "\n") != want {
+		t.Errorf("ustack while running names\n%s\nwant it to start with\n%s", strings.Join(got, "\n"), want)
+	}
+	key, value, ok := strings.Cut(strings.TrimPrefix(maps, "\n\n@[\n"), "]: 1\n")
+	if !ok {
+		t.Fatalf("maps %q: want one stack counted once", maps)
+	}
+	if got := stackFunctions(t, key, "    "); len(got) < frames || strings.Join(got[:frames], "\n") != want {
+		t.Errorf("ustack after exit names\n%s\nwant it to start with\n%s", strings.Join(got, "\n"), want)
+	}
+	if want := "@s: " + cxxChainFrames[0] + "\n"; value != want {
+		t.Errorf("usym after exit: %q, want %q", value, want)
 	}
 }

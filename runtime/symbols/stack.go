@@ -46,10 +46,10 @@ func FormatStack(addrs []uint64, name func(uint64) (sym, file string, ok bool), 
 	return b.String()
 }
 
-// Frame names code address addr of a process with mappings ms as
+// frame names code address addr of a process with mappings ms as
 // "sym+off", demangled, and returns the file that holds it, in the shape
-// FormatStack takes.
-func (s *Symbolizer) Frame(ms Mappings, addr uint64) (string, string, bool) {
+// FormatStack takes. The caller holds s.mu.
+func (s *Symbolizer) frame(ms Mappings, addr uint64) (string, string, bool) {
 	path, off, ok := ms.Find(addr)
 	if !ok {
 		return "", "", false

@@ -16,6 +16,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 
 	cxxdemangle "github.com/ianlancetaylor/demangle"
 	"golang.org/x/sys/unix"
@@ -26,7 +27,14 @@ import (
 // Symbolizer names code addresses of the traced process for func and
 // usym(): with a known PID through its memory map, otherwise by the page
 // offset of the uprobe sites, which ASLR leaves unchanged.
+//
+// The mappings of each process it names addresses of are kept (see
+// Capture), so that it names them after the process exits. A Symbolizer
+// is safe for concurrent use.
 type Symbolizer struct {
+	// mu guards what follows pid and sites: the readers name addresses
+	// while Refresh captures processes.
+	mu  sync.Mutex
 	pid int
 	// sites are the symbols of the attached uprobe sites.
 	sites []Site
@@ -34,6 +42,10 @@ type Symbolizer struct {
 	// each, by path.
 	files   *usdt.Files
 	symbols map[string]*elfSymbols
+	procs   processes
+	// unmapped counts the frames named as addresses because their
+	// process's mappings were never read.
+	unmapped int
 }
 
 // Site is an attached uprobe's symbol and its file offset.
@@ -51,10 +63,12 @@ type elfSymbols struct {
 // New returns a Symbolizer for process pid (0 when there is none) whose
 // uprobes are attached at sites, opening files through files.
 func New(pid int, sites []Site, files *usdt.Files) *Symbolizer {
-	return &Symbolizer{pid: pid, sites: sites, files: files, symbols: map[string]*elfSymbols{}}
+	return &Symbolizer{pid: pid, sites: sites, files: files, symbols: map[string]*elfSymbols{},
+		procs: processes{maps: map[processKey]Mappings{}, latest: map[int]processKey{}, threads: map[int]int{}}}
 }
 
-// file reads the symbols of path once; nil when it has none.
+// file reads the symbols of path once; nil when it has none. The caller
+// holds s.mu.
 func (s *Symbolizer) file(path string) *elfSymbols {
 	if es, ok := s.symbols[path]; ok {
 		return es
@@ -127,8 +141,11 @@ func (es *elfSymbols) symbolAt(off uint64) (elf.Symbol, uint64, bool) {
 // Name returns the demangled symbol at addr, or addr in hex when it cannot
 // tell.
 func (s *Symbolizer) Name(addr uint64) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
 	if s.pid != 0 {
-		if path, off, ok := mappedOffset(s.pid, addr); ok {
+		ms, _ := s.mappings(s.pid)
+		if path, off, ok := ms.Find(addr); ok {
 			if es := s.file(path); es != nil {
 				if name, ok := es.at(off); ok {
 					return Demangle(name)
@@ -159,12 +176,6 @@ func hexAddr(addr uint64) string {
 		return "0"
 	}
 	return fmt.Sprintf("0x%x", addr)
-}
-
-// mappedOffset finds the file and file offset that address addr of
-// process pid maps.
-func mappedOffset(pid int, addr uint64) (string, uint64, bool) {
-	return ProcessMappings(pid).Find(addr)
 }
 
 // Mapping is one file mapping of a process (a line of /proc/PID/maps).
@@ -228,7 +239,9 @@ func (ms Mappings) Find(addr uint64) (string, uint64, bool) {
 }
 
 // Demangle returns the demangled form of a C++ symbol, in c++filt's
-// notation, or the name itself when it is not a mangled name.
+// notation, or the name itself when it is not a mangled name. A clone
+// keeps its suffix as libstdc++'s demangler writes it ("f(int) [clone
+// .isra.0]"), which is how bpftrace 0.17 prints it in stacks and usym.
 func Demangle(name string) string {
-	return cxxdemangle.Filter(name, cxxdemangle.NoClones)
+	return cxxdemangle.Filter(name)
 }
