@@ -28,12 +28,13 @@ const maxInstLen = 15
 // are not at a function's entry. Where gotrace cannot tell (no function
 // symbol holds the address, as in a stripped file, or an instruction it
 // does not know comes first) the attach point is refused too, unless
-// opts.Unsafe is set: then a warning says what was not checked.
-func checkAddresses(p *lang.Program, opts Options, files *usdt.Files) error {
+// opts.Unsafe is set: then a warning says what was not checked. fields
+// holds the function fields of p's uprobes.
+func checkAddresses(p *lang.Program, fields funcFields, opts Options, files *usdt.Files) error {
 	var errs, warnings lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
-			e, unchecked := checkAddress(ap, files)
+			e, unchecked := checkAddress(ap, fields.of(ap), files)
 			switch {
 			case e == nil:
 			case unchecked && opts.Unsafe:
@@ -55,13 +56,13 @@ func checkAddresses(p *lang.Program, opts Options, files *usdt.Files) error {
 	return nil
 }
 
-// checkAddress checks one attach point (see checkAddresses). unchecked
-// says that the problem is that gotrace could not check the address.
-func checkAddress(ap *lang.AttachPoint, files *usdt.Files) (e *lang.Error, unchecked bool) {
-	if !givesAddress(ap) {
+// checkAddress checks one attach point, whose function field is field
+// when it is a uprobe (see checkAddresses). unchecked says that the
+// problem is that gotrace could not check the address.
+func checkAddress(ap *lang.AttachPoint, field attachpoint.Func, files *usdt.Files) (e *lang.Error, unchecked bool) {
+	if !givesAddress(ap, field) {
 		return nil, false
 	}
-	field := attachpoint.ParseFunc(ap.Func)
 	if field.Offset != 0 && ap.Kind == lang.ProbeUretprobe {
 		return attachProblem(ap, "%s: a uretprobe attaches only at a function's entry, without an offset", ap.Func), false
 	}
@@ -90,10 +91,10 @@ func checkAddress(ap *lang.AttachPoint, files *usdt.Files) (e *lang.Error, unche
 	return checkPlace(ap, field, f, sym, addr)
 }
 
-// givesAddress reports whether ap is a uprobe or uretprobe given by address
-// or by function and offset.
-func givesAddress(ap *lang.AttachPoint) bool {
-	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && attachpoint.ParseFunc(ap.Func).AtAddress()
+// givesAddress reports whether ap, whose function field is field, is a
+// uprobe or uretprobe given by address or by function and offset.
+func givesAddress(ap *lang.AttachPoint, field attachpoint.Func) bool {
+	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && field.AtAddress()
 }
 
 // checkPlace checks address addr of the ELF file f, which is no

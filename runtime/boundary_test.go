@@ -134,7 +134,7 @@ func TestCheckAddressBoundaries(t *testing.T) {
 				{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: tc.path, Address: addr}},
 				{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: tc.path, Func: fmt.Sprintf("%s+%d", tc.fn, addr-sym.Value)}},
 			} {
-				e, unchecked := checkAddress(ap, &usdt.Files{})
+				e, unchecked := checkAddress(ap, parseFuncField(ap), &usdt.Files{})
 				switch {
 				case starts[addr] && e != nil:
 					t.Errorf("%s+%d: refused an instruction start: %v", tc.fn, addr-sym.Value, e.Msg)
@@ -188,7 +188,7 @@ func TestCheckAddressErrors(t *testing.T) {
 		{"a function", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: "/no/such/file", Func: "main"}}, "", false},
 		{"a usdt probe", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUSDT, Target: bin, Func: "x+1"}}, "", false},
 	} {
-		e, unchecked := checkAddress(&tc.ap, &usdt.Files{})
+		e, unchecked := checkAddress(&tc.ap, parseFuncField(&tc.ap), &usdt.Files{})
 		switch {
 		case tc.want == "" && e != nil:
 			t.Errorf("%s: %v", tc.name, e.Msg)
@@ -210,19 +210,19 @@ func TestCheckAddressesUnsafe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = checkAddresses(p, Options{}, &usdt.Files{})
+	err = checkAddresses(p, parseFuncFields(p), Options{}, &usdt.Files{})
 	if l, ok := err.(lang.ErrorList); !ok || l[0].Span.End.Line != 2 || l[0].Hint != "--unsafe attaches there anyway" {
 		t.Fatalf("error %#v, want one on line 2 with the --unsafe hint", err)
 	}
 	var warnings strings.Builder
-	if err := checkAddresses(p, Options{Unsafe: true, Err: &warnings}, &usdt.Files{}); err != nil {
+	if err := checkAddresses(p, parseFuncFields(p), Options{Unsafe: true, Err: &warnings}, &usdt.Files{}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "stdin:1-2: WARNING: no function symbol of"; !strings.HasPrefix(warnings.String(), want) {
 		t.Errorf("warning %q, want a positioned WARNING", warnings.String())
 	}
 	warnings.Reset()
-	if err := checkAddresses(p, Options{Unsafe: true, NoWarnings: true, Err: &warnings}, &usdt.Files{}); err != nil || warnings.Len() > 0 {
+	if err := checkAddresses(p, parseFuncFields(p), Options{Unsafe: true, NoWarnings: true, Err: &warnings}, &usdt.Files{}); err != nil || warnings.Len() > 0 {
 		t.Errorf("--no-warnings: %v, %q", err, warnings.String())
 	}
 }

@@ -19,7 +19,8 @@ func TestSymbolNotFoundIFunc(t *testing.T) {
 		{"strlen", "function strlen in " + libc + " is an IFUNC: its symbol is the resolver the dynamic loader calls once to choose an implementation"},
 		{"no_such_function", "function no_such_function not found in " + libc},
 	} {
-		e := symbolNotFound(&lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: libc, Func: tc.fn}}, &usdt.Files{})
+		ap := &lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: libc, Func: tc.fn}}
+		e := symbolNotFound(ap, parseFuncField(ap), &usdt.Files{})
 		if e.Msg != tc.msg {
 			t.Errorf("%s: message %q, want %q", tc.fn, e.Msg, tc.msg)
 		}

@@ -156,7 +156,7 @@ func (t *tracer) loadedObjects() error {
 	}
 	t.extra = append(t.extra, coll)
 	// Only usdt attach points wait for libraries: no symbols to read.
-	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(t.spec.Attachments):]}, t.files, false)
+	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(t.spec.Attachments):]}, nil, t.files, false)
 	if err != nil {
 		return err
 	}

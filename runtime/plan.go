@@ -43,11 +43,12 @@ type probePlan struct {
 // command's PID (0 before it is started), files the ELF files the run
 // reads, kept open for attaching.
 func makePlan(p *lang.Program, opts Options, objs []string, childPID int, files *usdt.Files) (*probePlan, error) {
-	spec, err := compile(p, opts, objs, childPID, files)
+	fields := parseFuncFields(p)
+	spec, err := compile(p, fields, opts, objs, childPID, files)
 	if err != nil {
 		return nil, err
 	}
-	sites, err := planSites(spec, files, opts.Unsafe)
+	sites, err := planSites(spec, fields, files, opts.Unsafe)
 	if err != nil {
 		return nil, err
 	}
@@ -60,10 +61,12 @@ func makePlan(p *lang.Program, opts Options, objs []string, childPID int, files 
 
 // compile refuses the attach points this kernel cannot serve, resolves
 // USDT probes in objs and runs the code generator on the attach points
-// that matched something. p has been through lang.Resolve. childPID is
+// that matched something. p has been through lang.Resolve; fields holds
+// the function fields of its uprobes, and compile adds those of the
+// attach points their wildcards expand to. childPID is
 // the -c command's PID, the value of cpid; files are the ELF files the run
 // reads, kept open for attaching.
-func compile(p *lang.Program, opts Options, objs []string, childPID int, files *usdt.Files) (*codegen.Spec, error) {
+func compile(p *lang.Program, fields funcFields, opts Options, objs []string, childPID int, files *usdt.Files) (*codegen.Spec, error) {
 	if err := checkKernelSupport(p, capability.Of); err != nil {
 		return nil, err
 	}
@@ -74,7 +77,7 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 	if err != nil {
 		return nil, err
 	}
-	uprobes, err := expandUprobes(p, files)
+	uprobes, err := expandUprobes(p, fields, files)
 	if err != nil {
 		return nil, err
 	}
@@ -89,13 +92,13 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 		}
 	}
 	matched := matchedProgram(p, uprobes)
-	if err := checkAddresses(matched, opts, files); err != nil {
+	if err := checkAddresses(matched, fields, opts, files); err != nil {
 		return nil, err
 	}
 	// A -c command's probes without a path may be in a library it loads
 	// later: those are looked for again then (see loader.go).
 	watch := opts.Command != "" && hasWildcardUSDT(p)
-	missing := notFound(p, uprobes, objs, watch, files)
+	missing := notFound(p, fields, uprobes, objs, watch, files)
 	if opts.PID != 0 {
 		missing = append(missing, notMapped(p, opts.PID)...)
 	}
@@ -105,6 +108,59 @@ func compile(p *lang.Program, opts Options, objs []string, childPID int, files *
 	copts := codegenOptions(opts, probes, childPID)
 	copts.WatchLoader = watch
 	return codegen.Compile(matched, copts)
+}
+
+// funcFields holds the function field of every uprobe and uretprobe
+// attach point of a run, parsed once when the plan starts (after
+// lang.Resolve has substituted positional parameters), and those of the
+// attach points its wildcards and C++ names expand to, made from their
+// parts. It is keyed by the attach point's place and field, which the
+// code generator's Attachment keeps as ProbePos and Symbol, so that
+// planning the sites reads the same parse.
+type funcFields map[funcKey]attachpoint.Func
+
+// funcKey names one uprobe attach point: an expanded attach point keeps
+// the place of the one it came from, with a field of its own.
+type funcKey struct {
+	loc   lang.Span
+	field string
+}
+
+// parseFuncFields parses the function field of every uprobe and
+// uretprobe attach point of p.
+func parseFuncFields(p *lang.Program) funcFields {
+	fields := funcFields{}
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe {
+				fields.add(ap, parseFuncField(ap))
+			}
+		}
+	}
+	return fields
+}
+
+// parseFuncField parses the function field of uprobe attach point ap:
+// the one place a script's attach point is split into function, offset
+// or address.
+func parseFuncField(ap *lang.AttachPoint) attachpoint.Func {
+	return attachpoint.ParseFunc(ap.Func)
+}
+
+// add records the function field of attach point ap.
+func (ff funcFields) add(ap *lang.AttachPoint, f attachpoint.Func) {
+	ff[funcKey{loc: ap.Loc, field: ap.Func}] = f
+}
+
+// of returns the function field of attach point ap.
+func (ff funcFields) of(ap *lang.AttachPoint) attachpoint.Func {
+	return ff[funcKey{loc: ap.Loc, field: ap.Func}]
+}
+
+// ofAttachment returns the function field of the uprobe attach point
+// attachment a was compiled from.
+func (ff funcFields) ofAttachment(a *codegen.Attachment) attachpoint.Func {
+	return ff[funcKey{loc: a.ProbePos, field: a.Symbol}]
 }
 
 // applyMissingPolicy decides what the attach points that named one usdt
@@ -215,11 +271,12 @@ type site struct {
 	why string
 }
 
-// planSites expands the attachments of spec into sites. Uprobe symbols are
+// planSites expands the attachments of spec into sites; fields holds the
+// function fields of their uprobe attach points. Uprobe symbols are
 // resolved here, before anything is loaded, so that the count printed
 // first is right; an attach point that matches nothing drops out silently,
 // as in bpftrace.
-func planSites(spec *codegen.Spec, files *usdt.Files, unsafe bool) ([]site, error) {
+func planSites(spec *codegen.Spec, fields funcFields, files *usdt.Files, unsafe bool) ([]site, error) {
 	var sites []site
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
@@ -248,7 +305,7 @@ func planSites(spec *codegen.Spec, files *usdt.Files, unsafe bool) ([]site, erro
 			if err != nil {
 				return nil, siteError(a, "%v", err)
 			}
-			us, err := uprobeSites(a, f, fs, unsafe)
+			us, err := uprobeSites(a, fields.ofAttachment(a), f, fs, unsafe)
 			if err != nil {
 				return nil, err
 			}
@@ -267,14 +324,15 @@ func siteError(a *codegen.Attachment, format string, args ...any) error {
 }
 
 // uprobeSites returns the sites of a uprobe or uretprobe attachment of the
-// file f, whose function symbols are syms: one site at an address
+// file f, whose function symbols are syms, and whose function field is
+// field: one site at an address
 // (0x2262, 8802, main+2; checkAddresses has checked it), or at the
 // function that the attachment names (expandUprobes has made it one
 // symbol's name). unsafe is --unsafe, which attached addresses whose
 // boundary could not be checked.
-func uprobeSites(a *codegen.Attachment, f *usdt.File, syms []elf.Symbol, unsafe bool) ([]site, error) {
+func uprobeSites(a *codegen.Attachment, field attachpoint.Func, f *usdt.File, syms []elf.Symbol, unsafe bool) ([]site, error) {
 	path := f.Path()
-	if field := attachpoint.ParseFunc(a.Symbol); field.AtAddress() {
+	if field.AtAddress() {
 		addr, _, err := uprobeAddress(field, a.Address, syms)
 		if err != nil {
 			return nil, siteError(a, "%v", err)

@@ -178,8 +178,8 @@ func resolveUSDT(p *lang.Program, objs []string, files *usdt.Files) (map[*lang.A
 // traces the rest and fails only when nothing matched; bpftrace then only
 // says "No probes to attach". With later set, usdt attach points without a
 // path are left out: their probes may come with objects loaded later. The
-// files are read through files.
-func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint, objs []string, later bool, files *usdt.Files) lang.ErrorList {
+// files are read through files; fields holds the uprobes' function fields.
+func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint][]*lang.AttachPoint, objs []string, later bool, files *usdt.Files) lang.ErrorList {
 	var l lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
@@ -191,7 +191,7 @@ func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint
 			case ap.Kind == lang.ProbeUSDT:
 				l = append(l, usdtNotFound(ap, objs, files))
 			case ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe:
-				l = append(l, symbolNotFound(ap, files))
+				l = append(l, symbolNotFound(ap, fields.of(ap), files))
 			}
 		}
 	}
@@ -282,10 +282,10 @@ func usdtNotFound(ap *lang.AttachPoint, objs []string, files *usdt.Files) *lang.
 	return e
 }
 
-// symbolNotFound describes a uprobe attach point whose function the file,
-// read through files, does not have.
-func symbolNotFound(ap *lang.AttachPoint, files *usdt.Files) *lang.Error {
-	name := attachpoint.ParseFunc(ap.Func).Name
+// symbolNotFound describes a uprobe attach point, whose function field is
+// field, whose function the file, read through files, does not have.
+func symbolNotFound(ap *lang.AttachPoint, field attachpoint.Func, files *usdt.Files) *lang.Error {
+	name := field.Name
 	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", name, ap.Target)}
 	path, _ := absPath(ap.Target)
 	var all []elf.Symbol
@@ -329,14 +329,16 @@ func symbolNotFound(ap *lang.AttachPoint, files *usdt.Files) *lang.Error {
 // function with an offset (main+2) is matched by its function; with offset
 // 0 it becomes the function alone, which the probe builtin prints as
 // bpftrace does. Attach points given by address are left as they are.
-func expandUprobes(p *lang.Program, files *usdt.Files) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
+// fields holds the function fields of p's uprobes; those of the attach
+// points made here are added to it.
+func expandUprobes(p *lang.Program, fields funcFields, files *usdt.Files) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
 	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			if (ap.Kind != lang.ProbeUprobe && ap.Kind != lang.ProbeUretprobe) || ap.Func == "" {
 				continue
 			}
-			field := attachpoint.ParseFunc(ap.Func)
+			field := fields.of(ap)
 			if field.IsAddress {
 				continue
 			}
@@ -358,9 +360,10 @@ func expandUprobes(p *lang.Program, files *usdt.Files) (map[*lang.AttachPoint][]
 			case len(names) == 1 && names[0] == fn:
 				one := *ap
 				one.Func = fn
+				fields.add(&one, attachpoint.Func{Field: fn, Name: fn})
 				res[ap] = []*lang.AttachPoint{&one}
 			default:
-				res[ap] = expandWildcard(ap, names, suffix)
+				res[ap] = expandWildcard(ap, field, names, fields)
 			}
 		}
 	}
@@ -402,13 +405,17 @@ func expandKprobes(p *lang.Program, res map[*lang.AttachPoint][]*lang.AttachPoin
 }
 
 // expandWildcard returns an attach point per symbol name that uprobe
-// attach point ap matched, each with suffix (an offset, +2) after the name.
-func expandWildcard(ap *lang.AttachPoint, names []string, suffix string) []*lang.AttachPoint {
+// attach point ap, whose function field is field, matched, each with the
+// field's non-zero offset (+2) after the name; their fields are added to
+// fields.
+func expandWildcard(ap *lang.AttachPoint, field attachpoint.Func, names []string, fields funcFields) []*lang.AttachPoint {
 	aps := []*lang.AttachPoint{}
+	suffix := field.Suffix()
 	for _, name := range names {
 		one := *ap
 		one.Func = name + suffix
 		one.Raw = ap.Kind.String() + ":" + ap.Target + ":" + one.Func
+		fields.add(&one, attachpoint.Func{Field: one.Func, Name: name, Offset: field.Offset, HasOffset: suffix != ""})
 		aps = append(aps, &one)
 	}
 	return aps

@@ -112,7 +112,7 @@ func Compile(p *lang.Program, opts Options) (*codegen.Spec, error) {
 	}
 	var files usdt.Files
 	defer files.Close()
-	return compile(p, opts, objs, 0, &files)
+	return compile(p, parseFuncFields(p), opts, objs, 0, &files)
 }
 
 // DryRun computes the probe plan of p for a run with opts, as Run would

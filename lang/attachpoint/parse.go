@@ -309,14 +309,20 @@ type Func struct {
 }
 
 // ParseFunc parses the function field of a uprobe: the one place where a
-// field is split into function and offset, for attach points and for -l
-// patterns alike.
+// field is split into function and offset, for attach points (the probe
+// plan parses each once) and for -l patterns alike. A field given as
+// FUNC+OFFSET (main+2, main+0x10) is split at its last +; any other field
+// is the name.
 func ParseFunc(field string) Func {
-	f := Func{Field: field}
+	f := Func{Field: field, Name: field}
 	if n, err := strconv.ParseUint(field, 10, 64); err == nil {
 		f.Address, f.IsAddress = n, true
 	}
-	f.Name, f.Offset, f.HasOffset = SplitOffset(field)
+	if i := strings.LastIndexByte(field, '+'); i > 0 {
+		if off, ok := ParseNumber(field[i+1:]); ok {
+			f.Name, f.Offset, f.HasOffset = field[:i], off, true
+		}
+	}
 	return f
 }
 
@@ -332,19 +338,4 @@ func (f Func) Suffix() string {
 		return ""
 	}
 	return f.Field[len(f.Name):]
-}
-
-// SplitOffset splits the function field of a uprobe given as FUNC+OFFSET
-// (main+2, main+0x10) into the function and the offset; ok is false for
-// any other field, which is then the name.
-func SplitOffset(field string) (name string, off uint64, ok bool) {
-	i := strings.LastIndexByte(field, '+')
-	if i <= 0 {
-		return field, 0, false
-	}
-	off, ok = ParseNumber(field[i+1:])
-	if !ok {
-		return field, 0, false
-	}
-	return field[:i], off, true
 }

@@ -109,22 +109,24 @@ func TestKindNames(t *testing.T) {
 	}
 }
 
-func TestSplitOffset(t *testing.T) {
+func TestParseFunc(t *testing.T) {
 	for _, tc := range []struct {
-		field, name string
-		off         uint64
-		ok          bool
+		field string
+		want  Func
 	}{
-		{"main+2", "main", 2, true},
-		{"main+0x10", "main", 16, true},
-		{"main", "main", 0, false},
-		{"+2", "+2", 0, false},
-		{"operator+", "operator+", 0, false},
-		{"a+b", "a+b", 0, false},
+		{"main+2", Func{Name: "main", Offset: 2, HasOffset: true}},
+		{"main+0x10", Func{Name: "main", Offset: 16, HasOffset: true}},
+		{"main+0", Func{Name: "main", HasOffset: true}},
+		{"main", Func{Name: "main"}},
+		{"+2", Func{Name: "+2"}},
+		{"operator+", Func{Name: "operator+"}},
+		{"a+b", Func{Name: "a+b"}},
+		{"8802", Func{Name: "8802", Address: 8802, IsAddress: true}},
+		{"", Func{}},
 	} {
-		name, off, ok := SplitOffset(tc.field)
-		if name != tc.name || off != tc.off || ok != tc.ok {
-			t.Errorf("SplitOffset(%q) = %q, %d, %v", tc.field, name, off, ok)
+		tc.want.Field = tc.field
+		if got := ParseFunc(tc.field); got != tc.want {
+			t.Errorf("ParseFunc(%q) = %+v, want %+v", tc.field, got, tc.want)
 		}
 	}
 }
