@@ -28,6 +28,7 @@ import (
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime"
+	"github.com/gotrace/gotrace/runtime/output"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -69,6 +70,9 @@ type flags struct {
 	info       bool
 	usdtFile   bool
 	cpuProfile string
+	// takeMap is runtime.Options.TakeMap: the drawing subcommands
+	// (flamegraph, chart) collect maps through it; no flag sets it.
+	takeMap func(m *output.Map) bool
 }
 
 // debugBare is the value of a -d without a stage (-d, -dd); pflag shows
@@ -164,6 +168,7 @@ default 16 MiB worth).`, settings.DefaultStrLen, settings.DefaultMapKeysMax),
 	fs.MarkHidden("cpuprofile")
 	addToolCommands(cmd)
 	addReplayCommand(cmd, &code)
+	addFlameGraphCommand(cmd, &code)
 
 	ctx, stop := signalContext()
 	defer stop()
@@ -388,6 +393,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		Values: cfg.Values, Verbose: f.verbose,
 		NoWarnings: f.noWarnings, NoUprobeMulti: f.noMulti,
 		LineBuffered: f.buffering != "full",
+		TakeMap:      f.takeMap,
 	}
 	if f.outFile != "" {
 		opts.Stdout = stdout
