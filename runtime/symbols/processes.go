@@ -3,9 +3,13 @@ package symbols
 import (
 	"bytes"
 	"fmt"
+	"maps"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gotrace/gotrace/runtime/proc"
 )
 
 // processKey tells one process from another that later got its pid: the
@@ -119,13 +123,21 @@ func (s *Symbolizer) capture(tid int, threads bool) (Mappings, bool) {
 }
 
 // Refresh captures again every process seen that still runs, for the
-// libraries it loaded and the threads it started since; a trace calls it
-// now and then. It returns true, to be called again.
+// libraries it loaded and the threads it started since, and the processes
+// they started (a -c command's wrapper starts the program traced); a trace
+// calls it now and then. It returns true, to be called again.
 func (s *Symbolizer) Refresh() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for pid := range s.procs.latest {
-		s.capture(pid, true)
+	for _, pid := range slices.Collect(maps.Keys(s.procs.latest)) {
+		if _, ok := s.capture(pid, true); !ok {
+			continue
+		}
+		for _, child := range proc.Descendants(pid) {
+			if _, seen := s.procs.latest[child]; !seen {
+				s.capture(child, true)
+			}
+		}
 	}
 	return true
 }
