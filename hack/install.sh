@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# Build gotrace as a static binary and install it with its manual page
-# gotrace(8), its bash, zsh and fish completions and its documents.
+# Build gotrace as a static binary and install it with gotrace-metrics
+# (the network side of --metrics, a program of its own so that gotrace
+# links no HTTP server), its manual page gotrace(8), its bash, zsh and fish
+# completions and its documents.
 #
 #   hack/install.sh                      # under /usr/local (as root)
 #   PREFIX=$HOME/.local hack/install.sh  # for one user
@@ -8,7 +10,8 @@
 #   hack/install.sh --uninstall          # remove what it installed (same PREFIX)
 #
 # Environment: PREFIX (default /usr/local), DESTDIR (default none),
-# GOTRACE_BIN (install this binary instead of building one), and the
+# GOTRACE_BIN (install this binary, and the gotrace-metrics beside it,
+# instead of building them), and the
 # directories BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR, DOCDIR,
 # which default to the usual places under PREFIX. Prints each file it
 # installs (or, with --uninstall, removes). The manual page and
@@ -44,6 +47,7 @@ elif [[ -z $bin ]]; then
 	bin=bin/gotrace
 	# Static: no C library needed on the machine it is copied to.
 	CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/gotrace
+	CGO_ENABLED=0 go build -trimpath -o bin/gotrace-metrics ./cmd/gotrace-metrics
 fi
 
 # The manual page's date is the last commit's, so that two builds of one
@@ -72,6 +76,8 @@ put() { # put MODE SOURCE TARGET
 	echo "$3"
 }
 put 0755 "$bin" "$BINDIR/gotrace"
+# gotrace --metrics starts the gotrace-metrics next to its own binary.
+put 0755 "$(dirname "$bin")/gotrace-metrics" "$BINDIR/gotrace-metrics"
 put 0644 "$tmp/gotrace.8.gz" "$MANDIR/man8/gotrace.8.gz"
 put 0644 "$tmp/gotrace.bash" "$BASHCOMPDIR/gotrace"
 put 0644 "$tmp/_gotrace" "$ZSHCOMPDIR/_gotrace"

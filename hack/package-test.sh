@@ -55,7 +55,9 @@ dpkg -L gotrace | grep -v '^/\.$' >"$work/listed"
 
 version=$(/usr/bin/gotrace --version) || fail "gotrace --version"
 echo "installed: $version"
-[[ $(file -b /usr/bin/gotrace) == *"statically linked"* ]] || fail "/usr/bin/gotrace is not statically linked"
+for b in /usr/bin/gotrace /usr/bin/gotrace-metrics; do
+	[[ $(file -b $b) == *"statically linked"* ]] || fail "$b is not statically linked"
+done
 
 # A usdt script from the installed binary against the fixture.
 go run ./internal/fixture/cmd/buildfixture "$work/fixture" >/dev/null

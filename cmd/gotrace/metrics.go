@@ -1,11 +1,18 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"strings"
+	"syscall"
+	"time"
 
 	"github.com/spf13/pflag"
+	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/runtime/metrics"
 )
@@ -17,6 +24,7 @@ type metricFlags struct {
 	names     []string
 	labels    []string
 	maxSeries int
+	webConfig string
 }
 
 func (m *metricFlags) add(fs *pflag.FlagSet) {
@@ -24,6 +32,7 @@ func (m *metricFlags) add(fs *pflag.FlagSet) {
 	fs.StringArrayVar(&m.names, "metric-name", nil, "name the metric of a map: `@MAP=NAME` serves @MAP as gotrace_NAME")
 	fs.StringArrayVar(&m.labels, "metric-labels", nil, "name the labels of a map's key elements: `@MAP=L1,L2,...` (default key, or key0, key1, ...)")
 	fs.IntVar(&m.maxSeries, "metrics-max-series", metrics.DefaultMaxSeries, "serve at most `N` series of one map per scrape; gotrace_series_dropped counts the rest")
+	fs.StringVar(&m.webConfig, "web.config.file", "", "serve --metrics over TLS and/or with basic auth as the Prometheus web configuration `FILE` says (exporter-toolkit's format, read again at each scrape); see docs/metrics.md")
 }
 
 // config builds the collector's configuration from the flags.
@@ -58,12 +67,28 @@ func mapSetting(flag, s string) (name, value string, err error) {
 	return name, value, nil
 }
 
+// metricsServerEnv names the metrics server's program when it is not
+// gotrace-metrics next to gotrace's own (tests run gotrace from elsewhere).
+const metricsServerEnv = "GOTRACE_METRICS_SERVER"
+
+// metricsServerTimeout bounds how long gotrace waits for the metrics
+// server to say whether it serves: it only reads a file and listens.
+const metricsServerTimeout = 30 * time.Second
+
 // start serves the metrics when --metrics is given and returns the
-// collector for the runtime and a function that stops the server. A
-// server that cannot listen (an address in use) is a warning: the trace
-// runs and prints its maps at exit as usual.
+// collector for the runtime and a function that stops the server. The
+// server is the gotrace-metrics program, which gotrace starts with its
+// end of a socket pair: it listens and answers HTTP (and TLS and basic
+// auth), and asks gotrace for the maps at each scrape, so that gotrace
+// itself links no HTTP server (issue 24). A server that cannot listen (an
+// address in use) is a warning: the trace runs and prints its maps at exit
+// as usual. A web configuration file it refuses is an error: serving the
+// maps without the protection the file asks for is not an option.
 func (m *metricFlags) start(stderr io.Writer) (*metrics.Collector, func(), error) {
 	if m.addr == "" {
+		if m.webConfig != "" {
+			return nil, nil, fmt.Errorf("--web.config.file %s: it configures --metrics, which is not given", m.webConfig)
+		}
 		return nil, func() {}, nil
 	}
 	cfg, err := m.config()
@@ -71,10 +96,97 @@ func (m *metricFlags) start(stderr io.Writer) (*metrics.Collector, func(), error
 		return nil, nil, err
 	}
 	c := metrics.NewCollector(cfg)
-	srv, err := metrics.Serve(m.addr, c)
-	if err != nil {
-		fmt.Fprintf(stderr, "WARNING: --metrics: %v; the trace runs without serving metrics\n", err)
+	srv, err := startMetricsServer(m.addr, m.webConfig, stderr)
+	switch {
+	case errors.Is(err, metrics.ErrListen):
+		fmt.Fprintf(stderr, "WARNING: --metrics: serve metrics on %s: %v; the trace runs without serving metrics\n", m.addr, err)
 		return nil, func() {}, nil
+	case errors.Is(err, metrics.ErrWebConfig):
+		return nil, nil, fmt.Errorf("--web.config.file %s: %v", m.webConfig, err)
+	case err != nil:
+		return nil, nil, fmt.Errorf("--metrics: %w", err)
 	}
-	return c, func() { srv.Close() }, nil
+	served := make(chan error, 1)
+	go func() { served <- srv.link.Serve(c) }()
+	return c, func() {
+		srv.stop()
+		if err := <-served; err != nil {
+			fmt.Fprintf(stderr, "WARNING: --metrics: %v\n", err)
+		}
+		srv.conn.Close()
+	}, nil
+}
+
+// metricsServer is a running gotrace-metrics and gotrace's end of its
+// link.
+type metricsServer struct {
+	cmd      *exec.Cmd
+	conn     *os.File
+	lifeline io.Closer
+	link     *metrics.Link
+}
+
+// startMetricsServer starts gotrace-metrics on addr with the web
+// configuration file webConfig and waits for it to say whether it serves.
+// Its refusals are *metrics.Refusal, with the server's message.
+func startMetricsServer(addr, webConfig string, stderr io.Writer) (*metricsServer, error) {
+	path := os.Getenv(metricsServerEnv)
+	if path == "" {
+		exe, err := os.Executable()
+		if err != nil {
+			return nil, fmt.Errorf("find gotrace-metrics: %w", err)
+		}
+		path = filepath.Join(filepath.Dir(exe), "gotrace-metrics")
+	}
+	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("create metrics link: %w", err)
+	}
+	// gotrace's end is non-blocking, so that its reads can have a
+	// deadline; the server's is an ordinary blocking descriptor.
+	if err := unix.SetNonblock(fds[0], true); err != nil {
+		unix.Close(fds[0])
+		unix.Close(fds[1])
+		return nil, fmt.Errorf("create metrics link: %w", err)
+	}
+	conn := os.NewFile(uintptr(fds[0]), "metrics link")
+	theirs := os.NewFile(uintptr(fds[1]), "metrics link")
+	defer theirs.Close()
+	cmd := exec.Command(path, "--listen", addr, "--web.config.file", webConfig)
+	// Its name, whatever the file's: under tests the file is the test
+	// binary, which runs gotrace-metrics when started so.
+	cmd.Args[0] = "gotrace-metrics"
+	cmd.ExtraFiles = []*os.File{theirs} // descriptor 3: webserver.LinkFD
+	cmd.Stdout, cmd.Stderr = stderr, stderr
+	// Its own process group: a terminal's ^C is for gotrace, which then
+	// prints its maps, and stops the server itself.
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true}
+	lifeline, err := cmd.StdinPipe()
+	if err == nil {
+		err = cmd.Start()
+	}
+	if err != nil {
+		conn.Close()
+		return nil, fmt.Errorf("start the metrics server %s (installed next to gotrace by make install and the package; go build ./cmd/gotrace-metrics): %w", path, err)
+	}
+	s := &metricsServer{cmd: cmd, conn: conn, lifeline: lifeline, link: metrics.NewLink(conn)}
+	conn.SetReadDeadline(time.Now().Add(metricsServerTimeout))
+	if _, err := s.link.Status(); err != nil {
+		s.stop()
+		conn.Close()
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			return nil, fmt.Errorf("the metrics server %s did not say whether it serves in %v", path, metricsServerTimeout)
+		}
+		return nil, err
+	}
+	conn.SetReadDeadline(time.Time{})
+	return s, nil
+}
+
+// stop ends the server and waits for it: its end of the link closes with
+// it, which ends the link's Serve.
+func (s *metricsServer) stop() {
+	s.lifeline.Close()
+	s.cmd.Process.Kill()
+	s.cmd.Wait()
 }

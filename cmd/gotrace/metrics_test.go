@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/testcert"
 	"github.com/gotrace/gotrace/internal/testenv"
 )
 
@@ -33,14 +34,21 @@ func freePort(t *testing.T) string {
 	return ln.Addr().String()
 }
 
-// startPrometheus starts a Prometheus server on loopback that scrapes
-// target every second, and returns its address once it is ready.
-func startPrometheus(t *testing.T, target string) string {
+// scrapeJob is one job of a Prometheus configuration's scrape_configs
+// that scrapes target, with the settings extra (YAML at the job's
+// indentation) added.
+func scrapeJob(name, target, extra string) string {
+	return fmt.Sprintf("  - job_name: %s\n    static_configs:\n      - targets: ['%s']\n%s", name, target, extra)
+}
+
+// startPrometheus starts a Prometheus server on loopback that runs the
+// scrape jobs every second, and returns its address once it is ready.
+func startPrometheus(t *testing.T, jobs ...string) string {
 	t.Helper()
 	prom := testenv.RequireTool(t, "prometheus")
 	dir := t.TempDir()
 	cfg := filepath.Join(dir, "prometheus.yml")
-	conf := fmt.Sprintf("global:\n  scrape_interval: 1s\nscrape_configs:\n  - job_name: gotrace\n    static_configs:\n      - targets: ['%s']\n", target)
+	conf := "global:\n  scrape_interval: 1s\nscrape_configs:\n" + strings.Join(jobs, "")
 	if err := os.WriteFile(cfg, []byte(conf), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +132,7 @@ func TestMetricsPrometheus(t *testing.T) {
 	bin := fixture.Private(t, "bitcoind")
 	gotrace := gotraceCommand(t)
 	metricsAddr := freePort(t)
-	prom := startPrometheus(t, metricsAddr)
+	prom := startPrometheus(t, scrapeJob("gotrace", metricsAddr, ""))
 	start := filepath.Join(t.TempDir(), "start")
 	ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
 	defer cancel()
@@ -208,5 +216,106 @@ func TestMetricsPrometheus(t *testing.T) {
 	}
 	if buckets["le=+Inf"] != prev {
 		t.Errorf("le=+Inf is %v, the last bucket's cumulative count %v", buckets["le=+Inf"], prev)
+	}
+}
+
+// promTargets returns the health and last error of each of Prometheus'
+// scrape jobs.
+func promTargets(t *testing.T, addr string) map[string][2]string {
+	t.Helper()
+	resp, err := http.Get("http://" + addr + "/api/v1/targets")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var r struct {
+		Data struct {
+			ActiveTargets []struct {
+				Labels    map[string]string
+				Health    string
+				LastError string
+			}
+		}
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&r); err != nil {
+		t.Fatalf("prometheus targets: %v", err)
+	}
+	out := map[string][2]string{}
+	for _, tg := range r.Data.ActiveTargets {
+		out[tg.Labels["job"]] = [2]string{tg.Health, tg.LastError}
+	}
+	return out
+}
+
+// TestMetricsTLS serves --metrics over TLS with basic auth
+// (--web.config.file) while a real Prometheus scrapes it three ways: over
+// TLS with the password, whose series arrive; over TLS without it, which
+// gets 401; and over plain HTTP, which the TLS server refuses.
+func TestMetricsTLS(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := t.TempDir()
+	certs := testcert.Write(t, dir, "gotrace")
+	webConfig := filepath.Join(dir, "web.yml")
+	testcert.WriteWebConfig(t, webConfig, &certs, map[string]string{"prometheus": "s3cret pass"})
+	metricsAddr := freePort(t)
+	tlsJob := fmt.Sprintf("    scheme: https\n    tls_config:\n      ca_file: %s\n      server_name: localhost\n", certs.CA)
+	prom := startPrometheus(t,
+		scrapeJob("password", metricsAddr, tlsJob+"    basic_auth:\n      username: prometheus\n      password: 's3cret pass'\n"),
+		scrapeJob("nopassword", metricsAddr, tlsJob),
+		scrapeJob("plain", metricsAddr, ""))
+
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	tracer := exec.CommandContext(ctx, gotraceCommand(t), "--metrics", metricsAddr, "--web.config.file", webConfig,
+		"-e", "interval:ms:100 { @ticks = count(); }")
+	stdout, err := tracer.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var stderr strings.Builder
+	tracer.Stderr = &stderr
+	if err := tracer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tracer.Process.Kill()
+		tracer.Wait()
+	})
+	rd := bufio.NewReader(stdout)
+	if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "Attaching") {
+		t.Fatalf("gotrace printed %q, %v\n%s", line, err, stderr.String())
+	}
+
+	var targets map[string][2]string
+	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
+		ticks := promQuery(t, prom, `gotrace_ticks_total{job="password"}`)[""]
+		targets = promTargets(t, prom)
+		if ticks > 0 && targets["nopassword"][1] != "" && targets["plain"][1] != "" {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("in 60 s: gotrace_ticks_total over TLS with the password %v, targets %v", ticks, targets)
+		}
+	}
+	t.Logf("prometheus' targets: %v", targets)
+	if targets["password"][0] != "up" {
+		t.Errorf("the scrape over TLS with the password: %v", targets["password"])
+	}
+	for job, want := range map[string]string{"nopassword": "401 Unauthorized", "plain": "400 Bad Request"} {
+		if got := targets[job]; got[0] != "down" || !strings.Contains(got[1], want) {
+			t.Errorf("job %s: %v, want down with %q", job, got, want)
+		}
+	}
+	if got := promQuery(t, prom, `gotrace_ticks_total{job=~"nopassword|plain"}`); len(got) != 0 {
+		t.Errorf("series arrived without the password or without TLS: %v", got)
+	}
+
+	tracer.Process.Signal(os.Interrupt)
+	rest, _ := io.ReadAll(rd)
+	if err := tracer.Wait(); err != nil {
+		t.Fatalf("gotrace: %v\n%s", err, stderr.String())
+	}
+	if !regexp.MustCompile(`(?m)^@ticks: \d+$`).Match(rest) {
+		t.Errorf("gotrace printed at exit:\n%s", rest)
 	}
 }

@@ -51,6 +51,8 @@ func TestScript(t *testing.T) {
 		Dir:                 "testdata/script",
 		RequireExplicitExec: true,
 		Setup: func(env *testscript.Env) error {
+			// Scripts do not inherit the environment TestMain set.
+			env.Setenv(metricsServerEnv, os.Getenv(metricsServerEnv))
 			if fixtureBin == "" {
 				return nil
 			}

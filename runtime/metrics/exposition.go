@@ -2,10 +2,9 @@ package metrics
 
 import (
 	"bufio"
-	"compress/gzip"
+	"bytes"
 	"io"
 	"math"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
@@ -256,39 +255,12 @@ func negotiate(accept string) format {
 	return textFormat
 }
 
-// acceptsGzip reports whether an Accept-Encoding header allows gzip.
-func acceptsGzip(acceptEncoding string) bool {
-	for e := range strings.SplitSeq(acceptEncoding, ",") {
-		coding, params, _ := strings.Cut(e, ";")
-		if strings.TrimSpace(coding) == "gzip" && strings.ReplaceAll(strings.TrimSpace(params), " ", "") != "q=0" {
-			return true
-		}
-	}
-	return false
-}
-
-// handler serves a Collector's families at each request.
-type handler struct{ c *Collector }
-
-func (h handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Method != http.MethodGet && r.Method != http.MethodHead {
-		w.Header().Set("Allow", "GET, HEAD")
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
-		return
-	}
-	ft := negotiate(r.Header.Get("Accept"))
-	w.Header().Set("Content-Type", ft.contentType)
-	w.Header().Add("Vary", "Accept-Encoding")
-	if r.Method == http.MethodHead {
-		return
-	}
-	var out io.Writer = w
-	if acceptsGzip(r.Header.Get("Accept-Encoding")) {
-		w.Header().Set("Content-Encoding", "gzip")
-		gz := gzip.NewWriter(w)
-		defer gz.Close()
-		out = gz
-	}
-	// A client that goes away mid-scrape is no error of the trace's.
-	_ = ft.write(out, h.c.collect())
+// Scrape collects the maps now and writes them in the format the Accept
+// header accept prefers, returning the body and its content type.
+func (c *Collector) Scrape(accept string) (contentType string, body []byte) {
+	ft := negotiate(accept)
+	var b bytes.Buffer
+	// A bytes.Buffer does not fail.
+	_ = ft.write(&b, c.collect())
+	return ft.contentType, b.Bytes()
 }

@@ -6,21 +6,20 @@
 // It writes the formats itself rather than with the Prometheus client
 // library: that library and the protobuf runtime it needs cost every
 // gotrace run ~6 ms and ~4 MiB of start-up in package initialisers,
-// though only --metrics uses them (issue 24).
+// though only --metrics uses them (issue 24). For the same reason it
+// links no HTTP server: the network side (HTTP, TLS, basic auth) runs in
+// the gotrace-metrics process (runtime/metrics/webserver), which asks
+// this package for each scrape over a socket (link.go).
 package metrics
 
 import (
 	"cmp"
-	"errors"
 	"fmt"
 	"math"
-	"net"
-	"net/http"
 	"slices"
 	"strconv"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/gotrace/gotrace/codegen/layout"
@@ -350,40 +349,4 @@ func compareKeys(a, b []output.Value) int {
 		}
 	}
 	return cmp.Compare(len(a), len(b))
-}
-
-// Server serves /metrics on an address.
-type Server struct {
-	ln  net.Listener
-	srv *http.Server
-	err chan error
-}
-
-// ErrServe wraps the errors of starting the metrics server.
-var ErrServe = errors.New("serve metrics")
-
-// Serve listens on addr (host:port, :port) and serves c at /metrics, in
-// the OpenMetrics format to scrapers that ask for it and Prometheus' text
-// format otherwise.
-func Serve(addr string, c *Collector) (*Server, error) {
-	ln, err := net.Listen("tcp", addr)
-	if err != nil {
-		return nil, fmt.Errorf("%w on %s: %v", ErrServe, addr, err)
-	}
-	mux := http.NewServeMux()
-	mux.Handle("/metrics", handler{c})
-	s := &Server{ln: ln, srv: &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}, err: make(chan error, 1)}
-	go func() { s.err <- s.srv.Serve(ln) }()
-	return s, nil
-}
-
-// Addr is the address the server listens on (with the port chosen, for
-// ":0").
-func (s *Server) Addr() net.Addr { return s.ln.Addr() }
-
-// Close stops the server.
-func (s *Server) Close() error {
-	err := s.srv.Close()
-	<-s.err
-	return err
 }

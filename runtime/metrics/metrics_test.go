@@ -2,12 +2,9 @@ package metrics
 
 import (
 	"bytes"
-	"compress/gzip"
 	"errors"
 	"flag"
-	"io"
 	"maps"
-	"net/http"
 	"os"
 	"path/filepath"
 	"slices"
@@ -167,37 +164,6 @@ func TestNoSource(t *testing.T) {
 	}
 }
 
-// TestServe serves a scrape over HTTP and reports an address in use.
-func TestServe(t *testing.T) {
-	c := NewCollector(Config{})
-	c.SetSource(func() ([]*output.Map, error) { return mapsByKind["count"], nil })
-	s, err := Serve("127.0.0.1:0", c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer s.Close()
-	if _, err := Serve(s.Addr().String(), NewCollector(Config{})); err == nil {
-		t.Error("a second server on the same address started")
-	}
-	resp, err := httpGet("http://" + s.Addr().String() + "/metrics")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(resp, `gotrace_msgs_total{key="ping"} 12`) {
-		t.Errorf("scrape:\n%s", resp)
-	}
-}
-
-func httpGet(url string) (string, error) {
-	resp, err := http.Get(url)
-	if err != nil {
-		return "", err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	return string(b), err
-}
-
 // TestNegotiate picks the format from the Accept header as the client
 // library did: OpenMetrics only for a scraper that prefers it.
 func TestNegotiate(t *testing.T) {
@@ -216,61 +182,6 @@ func TestNegotiate(t *testing.T) {
 	} {
 		if got := negotiate(tc.accept); got != tc.want {
 			t.Errorf("negotiate(%q) = %s, want %s", tc.accept, got.contentType, tc.want.contentType)
-		}
-	}
-}
-
-// TestServeFormats serves each format, plain and gzipped, over HTTP.
-func TestServeFormats(t *testing.T) {
-	c := NewCollector(Config{})
-	c.SetSource(func() ([]*output.Map, error) { return mapsByKind["count"], nil })
-	s, err := Serve("127.0.0.1:0", c)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { s.Close() })
-	for _, tc := range []struct {
-		accept, encoding string
-		wantType         string
-		wantLine         string
-	}{
-		{"", "", textFormat.contentType, "gotrace_msgs_total{key=\"ping\"} 12\n"},
-		{"application/openmetrics-text;version=1.0.0", "", openMetricsFormat.contentType, "gotrace_msgs_total{key=\"ping\"} 12.0\n# EOF\n"},
-		{"application/openmetrics-text;version=1.0.0", "gzip", openMetricsFormat.contentType, "# TYPE gotrace_msgs counter\n"},
-		{"", "gzip", textFormat.contentType, "# TYPE gotrace_msgs_total counter\n"},
-	} {
-		req, err := http.NewRequest("GET", "http://"+s.Addr().String()+"/metrics", nil)
-		if err != nil {
-			t.Fatal(err)
-		}
-		req.Header.Set("Accept", tc.accept)
-		if tc.encoding != "" {
-			// Set by hand, the transport leaves the body compressed.
-			req.Header.Set("Accept-Encoding", tc.encoding)
-		}
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var body io.Reader = resp.Body
-		if tc.encoding == "gzip" {
-			if resp.Header.Get("Content-Encoding") != "gzip" {
-				t.Errorf("Accept-Encoding gzip: Content-Encoding %q", resp.Header.Get("Content-Encoding"))
-			}
-			if body, err = gzip.NewReader(resp.Body); err != nil {
-				t.Fatal(err)
-			}
-		}
-		b, err := io.ReadAll(body)
-		resp.Body.Close()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if got := resp.Header.Get("Content-Type"); got != tc.wantType {
-			t.Errorf("Accept %q: Content-Type %q, want %q", tc.accept, got, tc.wantType)
-		}
-		if !strings.Contains(string(b), tc.wantLine) {
-			t.Errorf("Accept %q, encoding %q: no %q in\n%s", tc.accept, tc.encoding, tc.wantLine, b)
 		}
 	}
 }
