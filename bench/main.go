@@ -162,6 +162,10 @@ func cases() []Case {
 		hit("hist-tuple-key", "@h[arg1, str(arg2)] = hist(arg0);"),
 		hit("hist", "@ = hist(arg0);"),
 		hit("lhist", "@ = lhist(arg1, 0, 16, 1);"),
+		// A user stack as a map key: the kernel's frame-pointer walk of
+		// the loop's stack (main, __libc_start_call_main) and a stack map
+		// update, the cost issue 26's unwinding is measured against.
+		hit("ustack", "@[ustack] = count();"),
 		// Two maps keyed by two strings of bench:burst (name, i, other
 		// name, i % KEYS): a string read and a hash map operation each.
 		{Name: "hit-two-maps", Kind: KindHit, Args: []string{
