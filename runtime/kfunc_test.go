@@ -93,7 +93,9 @@ kretfunc:vfs_read { @ret = max(retval); if (retval > 0) { exit(); } }`
 }
 
 // TestExpandKprobes expands a kprobe wildcard into one attach point per
-// matching kernel function of /proc/kallsyms, each named as written.
+// matching kernel function (of available_filter_functions, or of
+// /proc/kallsyms where the kernel refuses that list, as this project's
+// does), each named as written.
 func TestExpandKprobes(t *testing.T) {
 	testenv.RequireRoot(t)
 	p := checkScript(t, `kprobe:vfs_rea* { @ = count(); }`, lang.Config{})

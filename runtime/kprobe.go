@@ -6,6 +6,8 @@ package runtime
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -14,7 +16,44 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/symbols"
+	"github.com/gotrace/gotrace/runtime/tracefs"
 )
+
+// traceableFunctions returns the kernel functions kprobes can attach to,
+// in tracefs's available_filter_functions order: the list bpftrace
+// matches kprobe wildcards and -l against. A function of a module is
+// listed by its name alone, without the "[module]" the file adds.
+func traceableFunctions() ([]string, error) {
+	dir, err := tracefs.Find(os.Geteuid() == 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "available_filter_functions"))
+	if err != nil {
+		return nil, fmt.Errorf("read traceable kernel functions: %w", err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, _, _ := strings.Cut(line, " "); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// kernelFunctionNames returns the names of /proc/kallsyms, in its order.
+func kernelFunctionNames() ([]string, error) {
+	syms, err := symbols.KernelSymbols()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(syms))
+	for i, s := range syms {
+		names[i] = s.Name
+	}
+	return names, nil
+}
 
 // attachKernelFunc attaches a kprobe, kretprobe, kfunc or kretfunc program
 // to its kernel function. A refusal names what the kernel lacks: kprobes

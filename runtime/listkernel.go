@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
@@ -146,18 +145,12 @@ func listIters(w io.Writer, pattern string, verbose bool) {
 // (those the kernel can probe) whose name matches pattern, as kprobe or
 // kretprobe probes (kind).
 func listKprobes(w io.Writer, kind attachpoint.Kind, pattern string) error {
-	dir, err := tracefs.Find(os.Geteuid() == 0)
-	if err != nil {
-		return err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "available_filter_functions"))
+	funcs, err := traceableFunctions()
 	if err != nil {
 		return fmt.Errorf("list %s probes: %w", kind, err)
 	}
-	for _, line := range strings.Split(string(b), "\n") {
-		// "name" or "name [module]".
-		name, _, _ := strings.Cut(line, " ")
-		if name != "" && attachpoint.Glob.Match(pattern, name) {
+	for _, name := range funcs {
+		if attachpoint.Glob.Match(pattern, name) {
 			fmt.Fprintf(w, "%s:%s\n", kind, name)
 		}
 	}

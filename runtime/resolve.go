@@ -15,7 +15,6 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/runtime/proc"
-	"github.com/gotrace/gotrace/runtime/symbols"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -371,23 +370,33 @@ func expandUprobes(p *lang.Program, fields funcFields, files *usdt.Files) (map[*
 }
 
 // expandKprobes adds to res, for each kprobe or kretprobe attach point of
-// p with a wildcard, one attach point per kernel symbol of /proc/kallsyms
-// its pattern matches, in name order (bpftrace 0.17 matches its list of
-// traceable functions; a symbol the kernel cannot probe fails to attach).
+// p with a wildcard, one attach point per function of the kernel's
+// traceable functions (available_filter_functions) its pattern matches,
+// in name order, as bpftrace 0.17 expands them: a symbol of
+// /proc/kallsyms outside that list (an __init function such as
+// vfs_caches_init, which kprobe:vfs_* matches) cannot be probed and
+// would fail the whole attach. Where the kernel does not give that list,
+// the symbols of /proc/kallsyms are matched.
 func expandKprobes(p *lang.Program, res map[*lang.AttachPoint][]*lang.AttachPoint) error {
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			if (ap.Kind != lang.ProbeKprobe && ap.Kind != lang.ProbeKretprobe) || !strings.Contains(ap.Func, "*") {
 				continue
 			}
-			syms, err := symbols.KernelSymbols()
+			funcs, err := traceableFunctions()
 			if err != nil {
-				return attachError(ap, "%v", err)
+				// A kernel without kprobes may refuse the list
+				// (this project's answer EPERM): the symbols
+				// then stand in, and attaching says what the
+				// kernel lacks.
+				if funcs, err = kernelFunctionNames(); err != nil {
+					return attachError(ap, "%v", err)
+				}
 			}
 			var names []string
-			for _, s := range syms {
-				if attachpoint.Star.Match(ap.Func, s.Name) {
-					names = append(names, s.Name)
+			for _, name := range funcs {
+				if attachpoint.Star.Match(ap.Func, name) {
+					names = append(names, name)
 				}
 			}
 			slices.Sort(names)
