@@ -53,6 +53,14 @@ packages=(
 	libevent-extra-2.1-7
 	libsqlite3-0
 	libstdc++6
+	# The VM harness (internal/vmtest, hack/vmtest.sh): emulated x86-64 and
+	# arm64 machines booting Debian's kernels, which have the kprobes and
+	# fentry this kernel lacks; the cross compiler and arm64 libc build the
+	# fixture for the arm64 guest.
+	qemu-system-x86
+	qemu-system-arm
+	gcc-aarch64-linux-gnu
+	libc6-dev-arm64-cross
 )
 
 # Files that must exist once the packages are installed: checked as well as
@@ -84,6 +92,10 @@ files=(
 	/usr/lib/x86_64-linux-gnu/libevent_extra-2.1.so.7
 	/usr/lib/x86_64-linux-gnu/libsqlite3.so.0
 	/usr/lib/x86_64-linux-gnu/libstdc++.so.6
+	/usr/bin/qemu-system-x86_64
+	/usr/bin/qemu-system-aarch64
+	/usr/bin/aarch64-linux-gnu-gcc
+	/usr/aarch64-linux-gnu/include/stdio.h
 )
 
 if [[ $(id -u) -ne 0 ]]; then
@@ -165,7 +177,11 @@ if ! id -nG "$test_user" | tr ' ' '\n' | grep -qx "$test_group"; then
 	usermod -a -G "$test_group" "$test_user"
 fi
 
-# Fetch module dependencies once so the tests do not each hit the network.
 cd "$(dirname "$0")/.."
+# The VM harness's kernels and busybox, from Debian's packages into its
+# cache outside the repository (nothing to do when they are there).
+hack/vmtest.sh fetch
+
+# Fetch module dependencies once so the tests do not each hit the network.
 go mod download
 echo "hack/setup.sh: ok ($(go version | cut -d' ' -f3), $(bpftrace --version))"
