@@ -5,20 +5,9 @@ import (
 	"sort"
 	"strings"
 	"syscall"
-	"time"
 
 	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
-)
-
-// followPoll is how often the runtime looks for processes the -c command
-// started; after followQuiet polls without a new one, only every
-// followSlow-th poll looks, so that a long trace of a command that starts
-// nothing costs next to nothing.
-const (
-	followPoll  = 10 * time.Millisecond
-	followQuiet = 100
-	followSlow  = 10
 )
 
 // fileKey identifies a file by device and inode, as /proc/PID/maps does.
@@ -29,29 +18,25 @@ type fileKey struct{ dev, ino uint64 }
 // ./bitcoind" runs the traced program as its child, where the probes
 // attached for the command's own PID never fire and no semaphore rises:
 // each descendant that maps the file of a probe gets that probe attached
-// for its PID too, within followPoll of mapping it.
+// for its PID too, within proc.FamilyPoll of mapping it.
 type follower struct {
-	t    *tracer
-	root int
+	t *tracer
+	// family are the command's process and its descendants.
+	family *proc.Family
 	// groups are the locations in files, by the file's key; names are
 	// the files' paths, for the warning.
 	groups map[fileKey][]siteGroup
 	names  []string
 	// attached are the descendants the probes were attached to.
 	attached map[int]bool
-	// rootMaps says the command was seen mapping a probe's file;
-	// started that it was seen with a descendant.
-	rootMaps, started bool
-	// seen are the descendants seen so far; quiet counts the polls since
-	// a new one, ticks the polls.
-	seen         map[int]bool
-	quiet, ticks int
+	// rootMaps says the command was seen mapping a probe's file.
+	rootMaps bool
 }
 
 // newFollower returns a follower of root's descendants for the locations
 // in files among sites, or nil when there is none.
 func newFollower(t *tracer, root int, sites []site) *follower {
-	f := &follower{t: t, root: root, groups: map[fileKey][]siteGroup{}, attached: map[int]bool{}, seen: map[int]bool{}}
+	f := &follower{t: t, family: proc.NewFamily(root), groups: map[fileKey][]siteGroup{}, attached: map[int]bool{}}
 	_, groups := groupSites(sites)
 	for _, g := range groups {
 		// The file that was read and is attached to, by its descriptor.
@@ -80,20 +65,13 @@ func newFollower(t *tracer, root int, sites []site) *follower {
 // a probe's file. It returns false, ending the polling, on an error, which
 // ends the trace.
 func (f *follower) poll() bool {
-	f.ticks++
-	if f.quiet >= followQuiet && f.ticks%followSlow != 0 {
+	if !f.family.Due() {
 		return true
 	}
-	f.quiet++
 	if !f.rootMaps {
-		f.rootMaps = f.mapsSite(mappedFiles(f.root))
+		f.rootMaps = f.mapsSite(mappedFiles(f.family.Root))
 	}
-	for _, pid := range proc.Descendants(f.root) {
-		f.started = true
-		if !f.seen[pid] {
-			f.seen[pid] = true
-			f.quiet = 0
-		}
+	for _, pid := range f.family.Descendants() {
 		if f.attached[pid] {
 			continue
 		}
@@ -103,7 +81,7 @@ func (f *follower) poll() bool {
 		}
 		f.attached[pid] = true
 		if err := f.attach(pid, mapped); err != nil {
-			if processGone(pid) {
+			if proc.Gone(pid) {
 				continue
 			}
 			f.t.mu.Lock()
@@ -172,7 +150,7 @@ func (f *follower) attach(pid int, mapped map[fileKey]bool) error {
 // something else, or a program that left gotrace's view (a daemon that
 // forked and exited). The caller holds t.mu.
 func (f *follower) warnWrapper() {
-	if f == nil || f.t.opts.NoWarnings || f.rootMaps || len(f.attached) > 0 || !f.started {
+	if f == nil || f.t.opts.NoWarnings || f.rootMaps || len(f.attached) > 0 || !f.family.Started() {
 		return
 	}
 	fmt.Fprintf(f.t.opts.Err, "WARNING: no probe could fire: neither the -c command (%s) nor the processes it started mapped %s\n",
@@ -186,9 +164,4 @@ func mappedFiles(pid int) map[fileKey]bool {
 		files[fileKey{dev: m.Dev, ino: m.Ino}] = true
 	}
 	return files
-}
-
-// processGone reports whether pid has exited.
-func processGone(pid int) bool {
-	return syscall.Kill(pid, 0) == syscall.ESRCH
 }

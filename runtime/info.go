@@ -10,6 +10,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/internal/capability"
+	"github.com/gotrace/gotrace/runtime/proc"
 )
 
 // WriteInfo prints what gotrace finds on this system (--info): the
@@ -49,14 +50,14 @@ func WriteInfo(w io.Writer, version string) {
 		}
 		fmt.Fprintf(w, "  %s: %s\n", what, answer)
 	}
-	p := CurrentPrivileges()
+	p := proc.CurrentPrivileges()
 	p.Try()
 	writePrivileges(w, p, yes)
 }
 
 // writePrivileges prints who runs gotrace, the settings that decide what
 // that user may trace, and which probe kinds will work.
-func writePrivileges(w io.Writer, p Privileges, yes func(what string, ok bool, note string)) {
+func writePrivileges(w io.Writer, p proc.Privileges, yes func(what string, ok bool, note string)) {
 	root := "not root"
 	if p.EUID == 0 {
 		root = "root"
@@ -64,8 +65,8 @@ func writePrivileges(w io.Writer, p Privileges, yes func(what string, ok bool, n
 	fmt.Fprintf(w, "\nPrivileges\n  user: uid %d, effective uid %d (%s)\n", p.UID, p.EUID, root)
 	var caps []string
 	for _, c := range []int{unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_SYS_ADMIN} {
-		if p.has(c) {
-			caps = append(caps, capNames[c])
+		if p.Has(c) {
+			caps = append(caps, proc.CapName(c))
 		}
 	}
 	if len(caps) == 0 {
@@ -86,13 +87,13 @@ func writePrivileges(w io.Writer, p Privileges, yes func(what string, ok bool, n
 	}
 	fmt.Fprintf(w, "  lockdown: %s\n", lockdown)
 	load := p.Check(false, "gotrace")
-	yes("load programs and maps", load == nil, missingNote(p.missing(false)))
+	yes("load programs and maps", load == nil, missingNote(p.Missing(false)))
 	yes("BEGIN, END, interval", load == nil, "")
 	uprobeNote := "needs CAP_BPF and CAP_PERFMON first"
 	if load == nil {
 		uprobeNote = errNote(p.UprobeErr)
 		if p.UprobeErr != nil {
-			uprobeNote += "; " + missingNote(p.missing(true))
+			uprobeNote += "; " + missingNote(p.Missing(true))
 		}
 	}
 	yes("usdt, uprobe, uretprobe", load == nil && p.UprobeErr == nil, uprobeNote)

@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/runtime/proc"
 )
 
 // TestPIDZombie names why a usdt probe without a path finds nothing in a
@@ -20,7 +21,7 @@ func TestPIDZombie(t *testing.T) {
 	}
 	// Not reaped until Wait: a zombie once it has exited.
 	defer cmd.Wait()
-	for i := 0; exitedNote(cmd.Process.Pid) == ""; i++ {
+	for i := 0; proc.ExitedNote(cmd.Process.Pid) == ""; i++ {
 		if i == 500 {
 			t.Fatal("true did not exit in 5 s")
 		}

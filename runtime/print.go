@@ -20,6 +20,7 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
 )
 
@@ -435,7 +436,7 @@ func (t *tracer) system(ev *codegen.Event, data []byte) error {
 		c.Stdout = &out
 		c.Stderr = t.opts.Err
 		t.flushOut() // before the command's own errors
-		err := startUnfavoured(c, t.favoured)
+		err := proc.StartUnfavoured(c, t.favoured)
 		if err == nil {
 			err = c.Wait()
 		}

@@ -220,20 +220,11 @@ func notMapped(p *lang.Program, pid int) lang.ErrorList {
 				continue
 			}
 			l = append(l, &lang.Error{Span: ap.Loc,
-				Msg:  fmt.Sprintf("process %d%s does not map %s: its probes would never fire", pid, processName(pid), ap.Target),
+				Msg:  fmt.Sprintf("process %d%s does not map %s: its probes would never fire", pid, proc.NameNote(pid), ap.Target),
 				Hint: "give -p the process that runs the file, or leave -p out to trace every process that runs it"})
 		}
 	}
 	return l
-}
-
-// processName is " (comm)" for process pid, or nothing once it is gone.
-func processName(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
-	if err != nil {
-		return ""
-	}
-	return " (" + strings.TrimSpace(string(b)) + ")"
 }
 
 // namesOne reports whether an attach point names one probe or function:

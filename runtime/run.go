@@ -124,8 +124,8 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 		}
 		t.pid = t.child.PID
 	case opts.PID != 0:
-		if t.pidfd, err = unix.PidfdOpen(opts.PID, 0); err != nil {
-			return fmt.Errorf("failed to open process %d: %w", opts.PID, err)
+		if t.process, err = proc.OpenProcess(opts.PID); err != nil {
+			return err
 		}
 		if objs, err = pidObjects(p, opts.PID); err != nil {
 			return err
@@ -220,12 +220,12 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 			t.keepErr(err)
 			t.mu.Unlock()
 		} else if t.follow = newFollower(t, t.child.PID, sites); t.follow != nil {
-			t.every(followPoll, t.follow.poll)
+			t.every(proc.FamilyPoll, t.follow.poll)
 		}
 	}
 	// Current bpftrace ends a script of begin and end probes after begin;
 	// with -c or -p it traces until the process ends.
-	if p.ExitsAfterBegin() && t.child == nil && t.pidfd == 0 {
+	if p.ExitsAfterBegin() && t.child == nil && t.process == nil {
 		t.requestExit()
 	}
 	t.keepSymbols()
@@ -264,11 +264,14 @@ type tracer struct {
 	prog *lang.Program
 	// users caches the names username prints, by uid.
 	users map[uint64]string
-	pid   int
-	child *proc.Child
+	// pid is the traced process, the -c command's or -p's (0: none);
+	// child is the -c command and process the -p process, each nil
+	// without.
+	pid     int
+	child   *proc.Child
+	process *proc.Process
 	// follow attaches the probes to the processes the child starts.
 	follow *follower
-	pidfd  int
 
 	execs *executables
 	links []link.Link
@@ -325,9 +328,9 @@ type tracer struct {
 	runErr error
 	// exitStatus is the code of the first exit(code) record.
 	exitStatus ExitStatus
-	// favoured is the weight the readers run with (see favour); the
+	// favoured is the weight the readers run with (see proc.Favour); the
 	// commands system() runs get the process's own.
-	favoured *favoured
+	favoured *proc.Favoured
 }
 
 // interval is an interval probe's program and period.
@@ -481,7 +484,7 @@ func (t *tracer) startReaders() {
 	t.eventsDone = make(chan struct{})
 	t.stop = make(chan struct{})
 	t.readers.Add(2)
-	t.favoured = favour()
+	t.favoured = proc.Favour()
 	go func() {
 		defer close(t.eventsDone)
 		t.read(t.events, t.flushed, lostPoll)
@@ -655,8 +658,8 @@ func (t *tracer) wait(ctx context.Context, usr1 <-chan os.Signal) {
 	switch {
 	case t.child != nil:
 		gone = t.child.Exited()
-	case t.pidfd > 0:
-		gone = waitPidfd(t.pidfd, t.exit)
+	case t.process != nil:
+		gone = t.process.Exited(t.exit)
 	}
 	for {
 		select {
@@ -678,31 +681,6 @@ func (t *tracer) wait(ctx context.Context, usr1 <-chan os.Signal) {
 			t.mu.Unlock()
 		}
 	}
-}
-
-// waitPidfd returns a channel closed when the process behind pidfd exits.
-// The goroutine gives up when stop is closed.
-func waitPidfd(pidfd int, stop <-chan struct{}) <-chan struct{} {
-	gone := make(chan struct{})
-	go func() {
-		fds := []unix.PollFd{{Fd: int32(pidfd), Events: unix.POLLIN}}
-		for {
-			select {
-			case <-stop:
-				return
-			default:
-			}
-			n, err := unix.Poll(fds, 200)
-			if err != nil && !errors.Is(err, syscall.EINTR) {
-				return
-			}
-			if n > 0 {
-				close(gone)
-				return
-			}
-		}
-	}()
-	return gone
 }
 
 // exitedEarly reports whether exit() has run already, by the flag it
@@ -827,7 +805,7 @@ func (t *tracer) close() error {
 	}
 	t.readers.Wait()
 	if t.favoured != nil {
-		t.favoured.undo()
+		t.favoured.Undo()
 	}
 	t.files.Close()
 	for _, c := range t.extra {
@@ -839,8 +817,8 @@ func (t *tracer) close() error {
 	if t.child != nil {
 		t.child.Terminate(childGrace)
 	}
-	if t.pidfd > 0 {
-		unix.Close(t.pidfd)
+	if t.process != nil {
+		t.process.Close()
 	}
 	// What was printed before an error is still written.
 	t.out.Flush()

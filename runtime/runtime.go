@@ -13,17 +13,16 @@
 package runtime
 
 import (
-	"bytes"
 	"fmt"
 	"io"
 	"os"
-	"strings"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/metrics"
 	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -162,31 +161,9 @@ func pidObjects(p *lang.Program, pid int) ([]string, error) {
 	}
 	if len(objs) == 0 {
 		// Else resolveUSDT would ask for the -p that was given.
-		return nil, fmt.Errorf("process %d maps no files to look for usdt probes in%s", pid, exitedNote(pid))
+		return nil, fmt.Errorf("process %d maps no files to look for usdt probes in%s", pid, proc.ExitedNote(pid))
 	}
 	return objs, nil
-}
-
-// exitedNote says why process pid maps nothing when it has exited: ": it
-// has exited and is a zombie ...", or "" for a live process.
-func exitedNote(pid int) string {
-	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
-	if err != nil {
-		return ": it has exited"
-	}
-	// The state follows the command name, which is in parentheses and
-	// may itself hold ") ".
-	_, rest, ok := strings.Cut(string(b[bytes.LastIndexByte(b, ')')+1:]), " ")
-	if !ok || rest == "" {
-		return ""
-	}
-	switch rest[0] {
-	case 'Z':
-		return ": it has exited (a zombie that its parent has not reaped)"
-	case 'X':
-		return ": it has exited"
-	}
-	return ""
 }
 
 // codegenOptions are the code generator's options for a run with opts.

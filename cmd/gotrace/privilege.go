@@ -14,12 +14,12 @@ import (
 
 	"github.com/gotrace/gotrace/internal/thread"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/runtime"
+	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/usdt"
 )
 
 // privileges is what this process may do, found out once.
-var privileges = sync.OnceValue(runtime.CurrentPrivileges)
+var privileges = sync.OnceValue(proc.CurrentPrivileges)
 
 // elevated says whether gotrace runs with privileges for a user who is
 // not root (file capabilities, set-uid or set-gid): the files that user

@@ -1,4 +1,4 @@
-package runtime
+package proc
 
 import (
 	"os"
@@ -23,13 +23,13 @@ import (
 // 70 ms, in the middle of a burst, and the ring overflowed.
 const readerNice = -10
 
-// favour raises the scheduling weight of every thread of the process to
+// Favour raises the scheduling weight of every thread of the process to
 // readerNice; threads started later inherit it from the thread that starts
 // them. It does so on a goroutine of its own, so that the readers start at
 // once (a -c command's first output waits for them). Without the right to
 // (no CAP_SYS_NICE) the threads keep their weight.
-func favour() *favoured {
-	f := &favoured{done: make(chan struct{})}
+func Favour() *Favoured {
+	f := &Favoured{done: make(chan struct{})}
 	// getpriority returns 20 - nice.
 	if prio, err := unix.Getpriority(unix.PRIO_PROCESS, 0); err == nil {
 		f.nice = 20 - prio
@@ -41,18 +41,18 @@ func favour() *favoured {
 	return f
 }
 
-// favoured is the process's weight raised by favour.
-type favoured struct {
+// Favoured is the process's weight raised by Favour.
+type Favoured struct {
 	// nice is the nice value the process had.
 	nice int
 	// done is closed when every thread has the raised weight.
 	done chan struct{}
 }
 
-// undo gives every thread of the process its nice value from before
-// favour, so that a process that runs the tracer again and again (the
+// Undo gives every thread of the process its nice value from before
+// Favour, so that a process that runs the tracer again and again (the
 // tests) keeps its weight.
-func (f *favoured) undo() {
+func (f *Favoured) Undo() {
 	<-f.done
 	setThreadsNice(f.nice)
 }
@@ -83,10 +83,10 @@ func setThreadsNice(nice int) {
 	}
 }
 
-// startUnfavoured starts c with the nice value the process had before f
+// StartUnfavoured starts c with the nice value the process had before f
 // raised it (a new process takes its thread's), from a thread of its own
 // that ends with the call. With no raised weight (nil f) it is c.Start.
-func startUnfavoured(c *exec.Cmd, f *favoured) error {
+func StartUnfavoured(c *exec.Cmd, f *Favoured) error {
 	if f == nil {
 		return c.Start()
 	}

@@ -1,4 +1,4 @@
-package runtime
+package proc
 
 import (
 	"errors"
@@ -33,6 +33,10 @@ type Privileges struct {
 	// (profile probes). Set by Try.
 	UprobeErr, ProfileErr error
 }
+
+// CapName is the name of capability c (CAP_SYS_ADMIN, CAP_PERFMON or
+// CAP_BPF, the ones that matter to gotrace), "" for another.
+func CapName(c int) string { return capNames[c] }
 
 // capNames are the capabilities that matter to gotrace, by number.
 var capNames = map[int]string{
@@ -69,26 +73,27 @@ func (p *Privileges) Try() {
 	}
 }
 
-// has says whether the effective set holds capability c.
-func (p Privileges) has(c int) bool { return p.Caps&(1<<uint(c)) != 0 }
+// Has says whether the effective set holds capability c (a unix.CAP_
+// number).
+func (p Privileges) Has(c int) bool { return p.Caps&(1<<uint(c)) != 0 }
 
 // CanLoad says whether the process may create maps and load tracing
 // programs: the kernel asks for CAP_BPF and CAP_PERFMON, each of which
 // CAP_SYS_ADMIN stands in for.
 func (p Privileges) CanLoad() bool {
-	admin := p.has(unix.CAP_SYS_ADMIN)
-	return (admin || p.has(unix.CAP_BPF)) && (admin || p.has(unix.CAP_PERFMON))
+	admin := p.Has(unix.CAP_SYS_ADMIN)
+	return (admin || p.Has(unix.CAP_BPF)) && (admin || p.Has(unix.CAP_PERFMON))
 }
 
-// missing names the capabilities of CAP_BPF, CAP_PERFMON and, when
+// Missing names the capabilities of CAP_BPF, CAP_PERFMON and, when
 // uprobes asks for it, CAP_SYS_ADMIN that the process lacks.
-func (p Privileges) missing(uprobes bool) []string {
+func (p Privileges) Missing(uprobes bool) []string {
 	var m []string
 	for _, c := range []int{unix.CAP_BPF, unix.CAP_PERFMON, unix.CAP_SYS_ADMIN} {
 		if c == unix.CAP_SYS_ADMIN && !uprobes {
 			continue
 		}
-		if !p.has(c) && !(c != unix.CAP_SYS_ADMIN && p.has(unix.CAP_SYS_ADMIN)) {
+		if !p.Has(c) && !(c != unix.CAP_SYS_ADMIN && p.Has(unix.CAP_SYS_ADMIN)) {
 			m = append(m, capNames[c])
 		}
 	}
@@ -102,13 +107,13 @@ func (p Privileges) missing(uprobes bool) []string {
 func (p Privileges) Check(uprobes bool, exe string) error {
 	how := fmt.Sprintf("run it as root (sudo), or give the binary these capabilities: sudo setcap cap_bpf,cap_perfmon,cap_sys_admin+ep %s (CAP_SYS_ADMIN for uprobes and usdt probes, which some kernels open only with it; gotrace --info says whether this one does)", exe)
 	if !p.CanLoad() {
-		return fmt.Errorf("gotrace needs privileges to load eBPF programs, and this process (uid %d) lacks %s: %s", p.EUID, strings.Join(p.missing(false), " and "), how)
+		return fmt.Errorf("gotrace needs privileges to load eBPF programs, and this process (uid %d) lacks %s: %s", p.EUID, strings.Join(p.Missing(false), " and "), how)
 	}
-	if !uprobes || p.has(unix.CAP_SYS_ADMIN) {
+	if !uprobes || p.Has(unix.CAP_SYS_ADMIN) {
 		return nil
 	}
 	if err := tryUprobe(); err != nil {
-		return fmt.Errorf("gotrace cannot attach uprobes or usdt probes with this process's capabilities (opening a uprobe: %v); it lacks %s: %s", err, strings.Join(p.missing(true), " and "), how)
+		return fmt.Errorf("gotrace cannot attach uprobes or usdt probes with this process's capabilities (opening a uprobe: %v); it lacks %s: %s", err, strings.Join(p.Missing(true), " and "), how)
 	}
 	return nil
 }
