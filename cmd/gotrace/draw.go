@@ -5,14 +5,17 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gotrace/gotrace/runtime"
 	"github.com/gotrace/gotrace/runtime/capture"
+	"github.com/gotrace/gotrace/runtime/chart"
 	"github.com/gotrace/gotrace/runtime/flamegraph"
 	"github.com/gotrace/gotrace/runtime/output"
 )
@@ -246,15 +249,54 @@ func (g *flameGraph) write(w io.Writer, html bool, title string) error {
 			stacks = append(stacks, s)
 		}
 	}
-	opts := flamegraph.Options{Title: title}
-	var err error
-	if html {
-		err = flamegraph.WriteHTML(w, stacks, opts)
-	} else {
-		err = flamegraph.WriteSVG(w, stacks, opts)
-	}
+	err := flamegraph.Write(w, stacks, flamegraph.Options{Title: title, HTML: html})
 	if errors.Is(err, flamegraph.ErrEmpty) {
 		return errors.New("nothing to draw: the trace printed no map keyed by ustack or kstack, or only empty ones")
+	}
+	return err
+}
+
+// charts is gotrace chart's drawing: the hist, lhist and tseries maps,
+// each as the trace last printed it.
+type charts struct {
+	byMap map[string][]output.Series
+}
+
+// addChartCommand gives root the chart subcommand.
+func addChartCommand(root *cobra.Command, code *int) {
+	addDrawCommand(root, code, "chart",
+		"trace a script, or replay a capture, and draw its histograms and time series as SVG",
+		`chart traces a script (or -e PROGRAM, with -c or -p) until it exits, its -c
+command exits or Ctrl-C, or replays a capture of gotrace -w, and draws its
+hist(), lhist() and tseries() maps: a panel per map entry, a bar per bucket
+(from the first to the last that counted something, as the text prints them)
+or a line through a time series' intervals, each with its value as a
+tooltip. A map printed more than once is drawn as last printed. Everything
+else the trace prints goes to standard output as text (docs/flamegraph.md).
+
+  sudo gotrace chart -o sizes.svg -e 'usdt:./bitcoind:net:inbound_message { @[str(arg3)] = hist(arg4); }'`,
+		func() drawing { return &charts{byMap: map[string][]output.Series{}} })
+}
+
+// take keeps the series of a hist, lhist or tseries map.
+func (c *charts) take(m *output.Map) bool {
+	series := output.ChartSeries(m)
+	if series == nil {
+		return false
+	}
+	c.byMap[m.Name] = series
+	return true
+}
+
+// write draws the series taken, the maps in name order.
+func (c *charts) write(w io.Writer, html bool, title string) error {
+	var series []output.Series
+	for _, name := range slices.Sorted(maps.Keys(c.byMap)) {
+		series = append(series, c.byMap[name]...)
+	}
+	err := chart.Write(w, series, chart.Options{Title: title, HTML: html})
+	if errors.Is(err, chart.ErrEmpty) {
+		return errors.New("nothing to draw: the trace printed no hist, lhist or tseries map, or only empty ones")
 	}
 	return err
 }

@@ -169,6 +169,7 @@ default 16 MiB worth).`, settings.DefaultStrLen, settings.DefaultMapKeysMax),
 	addToolCommands(cmd)
 	addReplayCommand(cmd, &code)
 	addFlameGraphCommand(cmd, &code)
+	addChartCommand(cmd, &code)
 
 	ctx, stop := signalContext()
 	defer stop()

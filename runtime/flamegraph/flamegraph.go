@@ -20,6 +20,8 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+
+	"github.com/gotrace/gotrace/internal/svg"
 )
 
 // Stack is one stack: its frames from the root to the leaf and its
@@ -36,6 +38,8 @@ type Options struct {
 	// Unit names what the weights count, in tooltips: "samples" when
 	// empty.
 	Unit string
+	// HTML writes an HTML page holding the drawing, not an SVG file.
+	HTML bool
 }
 
 // The drawing's geometry, in SVG user units (pixels at 100%).
@@ -106,32 +110,11 @@ func depth(n *node) int {
 	return d + 1
 }
 
-// WriteSVG writes the flame graph of stacks as a standalone SVG file.
-func WriteSVG(w io.Writer, stacks []Stack, opts Options) error {
-	bw := bufio.NewWriter(w)
-	bw.WriteString("<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n")
-	if err := writeSVG(bw, stacks, opts); err != nil {
-		return err
-	}
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write flame graph: %w", err)
-	}
-	return nil
-}
-
-// WriteHTML writes the flame graph of stacks as an HTML page that holds
-// the SVG, for browsers that open local SVG files without scripts.
-func WriteHTML(w io.Writer, stacks []Stack, opts Options) error {
-	bw := bufio.NewWriter(w)
-	fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n</head>\n<body style=\"margin: 0\">\n", escape(title(opts)))
-	if err := writeSVG(bw, stacks, opts); err != nil {
-		return err
-	}
-	bw.WriteString("</body>\n</html>\n")
-	if err := bw.Flush(); err != nil {
-		return fmt.Errorf("write flame graph: %w", err)
-	}
-	return nil
+// Write writes the flame graph of stacks: an SVG file, or with
+// opts.HTML an HTML page that holds the SVG, for places that serve pages
+// rather than images.
+func Write(w io.Writer, stacks []Stack, opts Options) error {
+	return svg.WriteDocument(w, opts.HTML, title(opts), func(w *bufio.Writer) error { return writeSVG(w, stacks, opts) })
 }
 
 // title is the drawing's title.
@@ -155,10 +138,10 @@ func writeSVG(w *bufio.Writer, stacks []Stack, opts Options) error {
 	levels := depth(root)
 	height := topPad + levels*frameHeight + bottomPad
 	fmt.Fprintf(w, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" id=\"fg\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" data-total=\"%d\" data-unit=\"%s\" data-pad=\"%d\" data-plot=\"%d\" data-char=\"%d\">\n",
-		imageWidth, height, imageWidth, height, root.weight, escape(unit), sidePad, plotWidth, charWidth)
+		imageWidth, height, imageWidth, height, root.weight, svg.Escape(unit), sidePad, plotWidth, charWidth)
 	w.WriteString(style)
 	fmt.Fprintf(w, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#f8f8f4\"/>\n", imageWidth, height)
-	fmt.Fprintf(w, "<text id=\"fg-title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">%s</text>\n", imageWidth/2, escape(label(title(opts), titleWidth)))
+	fmt.Fprintf(w, "<text id=\"fg-title\" x=\"%d\" y=\"24\" text-anchor=\"middle\">%s</text>\n", imageWidth/2, svg.Escape(label(title(opts), titleWidth)))
 	fmt.Fprintf(w, "<text id=\"fg-reset\" class=\"fg-button\" x=\"%d\" y=\"24\">Reset zoom</text>\n", sidePad)
 	fmt.Fprintf(w, "<text id=\"fg-search\" class=\"fg-button\" x=\"%d\" y=\"24\" text-anchor=\"end\">Search</text>\n", imageWidth-sidePad)
 	fmt.Fprintf(w, "<text id=\"fg-details\" x=\"%d\" y=\"%d\"> </text>\n", sidePad, height-10)
@@ -191,10 +174,10 @@ func writeFrames(w *bufio.Writer, n *node, d int, x, total uint64, unit string, 
 	width := float64(n.weight) / float64(total) * plotWidth
 	left := sidePad + float64(x)/float64(total)*plotWidth
 	y := base - (d+1)*frameHeight
-	name := escape(n.name)
-	fmt.Fprintf(w, "<g class=\"fg-f\" data-n=\"%s\" data-x=\"%d\" data-w=\"%d\" data-d=\"%d\"><title>%s (%d %s, %s%%)</title>", name, x, n.weight, d, name, n.weight, escape(unit), percent(n.weight, total))
-	fmt.Fprintf(w, "<rect x=\"%s\" y=\"%d\" width=\"%s\" height=\"%d\" rx=\"2\" fill=\"%s\" data-fill=\"%s\"/>", coord(left), y, coord(width), frameHeight-1, colour(n.name), colour(n.name))
-	fmt.Fprintf(w, "<text x=\"%s\" y=\"%d\">%s</text></g>\n", coord(left+3), y+frameHeight-4, escape(label(n.name, width)))
+	name := svg.Escape(n.name)
+	fmt.Fprintf(w, "<g class=\"fg-f\" data-n=\"%s\" data-x=\"%d\" data-w=\"%d\" data-d=\"%d\"><title>%s (%d %s, %s%%)</title>", name, x, n.weight, d, name, n.weight, svg.Escape(unit), percent(n.weight, total))
+	fmt.Fprintf(w, "<rect x=\"%s\" y=\"%d\" width=\"%s\" height=\"%d\" rx=\"2\" fill=\"%s\" data-fill=\"%s\"/>", svg.Coord(left), y, svg.Coord(width), frameHeight-1, colour(n.name), colour(n.name))
+	fmt.Fprintf(w, "<text x=\"%s\" y=\"%d\">%s</text></g>\n", svg.Coord(left+3), y+frameHeight-4, svg.Escape(label(n.name, width)))
 	for _, c := range n.children {
 		writeFrames(w, c, d+1, x, total, unit, base)
 		x += c.weight
@@ -205,27 +188,12 @@ func writeFrames(w *bufio.Writer, n *node, d int, x, total uint64, unit string, 
 // nothing when not even three characters fit. flamegraph.js cuts so too
 // after a zoom.
 func label(name string, width float64) string {
-	fit := int((width - 6) / charWidth)
-	if fit < 3 {
-		return ""
-	}
-	r := []rune(name)
-	if len(r) <= fit {
-		return name
-	}
-	return string(r[:fit-2]) + ".."
+	return svg.Cut(name, int((width-6)/charWidth))
 }
 
 // percent is w's share of total with two decimals.
 func percent(w, total uint64) string {
 	return strconv.FormatFloat(float64(w)*100/float64(total), 'f', 2, 64)
-}
-
-// coord formats a coordinate with two decimals at most.
-func coord(v float64) string {
-	s := strconv.FormatFloat(v, 'f', 2, 64)
-	s = strings.TrimRight(s, "0")
-	return strings.TrimSuffix(s, ".")
 }
 
 // colour is a warm colour chosen by a hash of name, so that a function
@@ -238,28 +206,4 @@ func colour(name string) string {
 	g := (v >> 8) % 190
 	b := (v >> 16) % 55
 	return fmt.Sprintf("rgb(%d,%d,%d)", r, g, b)
-}
-
-// escape escapes s for XML text and attribute values.
-func escape(s string) string {
-	var b strings.Builder
-	for _, r := range s {
-		switch {
-		case r == '&':
-			b.WriteString("&amp;")
-		case r == '<':
-			b.WriteString("&lt;")
-		case r == '>':
-			b.WriteString("&gt;")
-		case r == '"':
-			b.WriteString("&quot;")
-		case r < 0x20 || r == 0xFFFD:
-			// Control characters are not XML; a name holding one
-			// shows a '?' in its place.
-			b.WriteByte('?')
-		default:
-			b.WriteRune(r)
-		}
-	}
-	return b.String()
 }

@@ -29,7 +29,7 @@ var testStacks = []Stack{
 // its weight, each frame is as wide as its share, the labels fit.
 func TestSVG(t *testing.T) {
 	var b bytes.Buffer
-	if err := WriteSVG(&b, testStacks, Options{Title: "test"}); err != nil {
+	if err := Write(&b, testStacks, Options{Title: "test"}); err != nil {
 		t.Fatal(err)
 	}
 	frames, doc, err := readFrames(bytes.NewReader(b.Bytes()))
@@ -99,10 +99,10 @@ func TestSVG(t *testing.T) {
 // TestHTML checks that the page holds the same drawing.
 func TestHTML(t *testing.T) {
 	var svg, page bytes.Buffer
-	if err := WriteSVG(&svg, testStacks, Options{}); err != nil {
+	if err := Write(&svg, testStacks, Options{}); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteHTML(&page, testStacks, Options{}); err != nil {
+	if err := Write(&page, testStacks, Options{HTML: true}); err != nil {
 		t.Fatal(err)
 	}
 	drawing := strings.TrimPrefix(svg.String(), "<?xml version=\"1.0\" encoding=\"UTF-8\" standalone=\"no\"?>\n")
@@ -128,10 +128,10 @@ func TestGolden(t *testing.T) {
 	shuffled := slices.Clone(testStacks)
 	slices.Reverse(shuffled)
 	var a, b bytes.Buffer
-	if err := WriteSVG(&a, testStacks, Options{Title: "golden"}); err != nil {
+	if err := Write(&a, testStacks, Options{Title: "golden"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := WriteSVG(&b, shuffled, Options{Title: "golden"}); err != nil {
+	if err := Write(&b, shuffled, Options{Title: "golden"}); err != nil {
 		t.Fatal(err)
 	}
 	if a.String() != b.String() {
@@ -155,7 +155,7 @@ func TestGolden(t *testing.T) {
 func TestEmpty(t *testing.T) {
 	for _, stacks := range [][]Stack{nil, {{Frames: []string{"f"}}}} {
 		var b bytes.Buffer
-		if err := WriteSVG(&b, stacks, Options{}); !errors.Is(err, ErrEmpty) {
+		if err := Write(&b, stacks, Options{}); !errors.Is(err, ErrEmpty) {
 			t.Errorf("%v: error %v, want ErrEmpty", stacks, err)
 		}
 	}

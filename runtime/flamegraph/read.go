@@ -90,8 +90,7 @@ func readFrames(r io.Reader) ([]*drawnFrame, *drawnSVG, error) {
 	return frames, &doc, nil
 }
 
-// Read reads the stacks back from a drawing that WriteSVG or WriteHTML
-// wrote: each frame's own weight (its weight less its children's) is a
+// Read reads the stacks back from a drawing that Write wrote (an SVG file or an HTML page): each frame's own weight (its weight less its children's) is a
 // stack that ends there. The stacks come sorted by their frames, equal
 // stacks added up, without the root frame "all".
 func Read(r io.Reader) ([]Stack, error) {
