@@ -3,6 +3,7 @@ package runtime
 import (
 	"encoding/binary"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/gotrace/gotrace/codegen"
@@ -54,8 +55,13 @@ func siteSymbols(sites []site) []symbols.Site {
 const symbolsPoll = 200 * time.Millisecond
 
 // keepSymbols captures the traced process (-c or -p) now and then while
-// the trace runs, so that its stacks are named after it exits.
+// the trace runs, so that its stacks are named after it exits. A script
+// that names no user address (no ustack, usym or func) reads nothing: a
+// capture reads the symbol tables of every file the process maps.
 func (t *tracer) keepSymbols() {
+	if !namesUserAddresses(t.spec) {
+		return
+	}
 	if t.pid != 0 {
 		t.syms.Capture(t.pid)
 	}
@@ -69,4 +75,26 @@ func (t *tracer) reportUnmapped() {
 	if n := t.syms.Unmapped(); n > 0 && !t.opts.NoWarnings {
 		fmt.Fprintf(t.opts.Err, "WARNING: %d user stack frames print as addresses: their processes exited before their memory maps could be read\n", n)
 	}
+}
+
+// namesUserAddresses reports whether a record or map of spec holds a user
+// stack or a user symbol (usym, func).
+func namesUserAddresses(spec *codegen.Spec) bool {
+	var user func(fields []layout.Field) bool
+	user = func(fields []layout.Field) bool {
+		return slices.ContainsFunc(fields, func(f layout.Field) bool {
+			return f.Kind == layout.Usym || f.Kind == layout.Stack && !f.StackKernel || user(f.Elems)
+		})
+	}
+	for _, ev := range spec.Events {
+		if user(ev.Args) {
+			return true
+		}
+	}
+	for _, m := range spec.Maps {
+		if user(m.KeyFields) || user([]layout.Field{m.Value}) {
+			return true
+		}
+	}
+	return false
 }

@@ -238,10 +238,11 @@ func traceCxxChain(t *testing.T, bin string, capture bool) (string, string) {
 		t.Fatal(err)
 	}
 	release := func() {
-		// Opening the FIFO's writing end lets the program's open return;
-		// closing it ends its read. Without a reader (it exited already)
-		// the open fails, which is as good.
+		// The program holds the FIFO open from before its probe fires and
+		// exits on the byte. Without a reader (it exited already) the
+		// open fails, which is as good.
 		if fd, err := unix.Open(fifo, unix.O_WRONLY|unix.O_NONBLOCK, 0); err == nil {
+			_, _ = unix.Write(fd, []byte{1})
 			unix.Close(fd)
 		}
 	}
@@ -313,5 +314,30 @@ func checkCxxStacks(t *testing.T, out string, frames int) {
 	}
 	if want := "@s: " + cxxChainFrames[0] + "\n"; value != want {
 		t.Errorf("usym after exit: %q, want %q", value, want)
+	}
+}
+
+// TestNamesUserAddresses checks which scripts make a trace keep the
+// mappings of the processes it sees: those whose records or maps hold a
+// user stack or symbol, anywhere in a key, a tuple or a value.
+func TestNamesUserAddresses(t *testing.T) {
+	for _, tt := range []struct {
+		src  string
+		want bool
+	}{
+		{`BEGIN { @ = count(); printf("%d\n", pid); }`, false},
+		{`BEGIN { @[kstack] = count(); }`, false},
+		{`BEGIN { printf("%s\n", ustack); }`, true},
+		{`BEGIN { @[ustack(perf, 3)] = count(); }`, true},
+		{`BEGIN { @[1, usym(0)] = count(); }`, true},
+		{`BEGIN { @v = (1, usym(0)); }`, true},
+	} {
+		spec, err := Compile(compileScript(t, tt.src), Options{})
+		if err != nil {
+			t.Fatalf("%s: %v", tt.src, err)
+		}
+		if got := namesUserAddresses(spec); got != tt.want {
+			t.Errorf("%s: namesUserAddresses = %v, want %v", tt.src, got, tt.want)
+		}
 	}
 }

@@ -13,8 +13,8 @@
 //
 // Each function is noinline and does work after its call, so that -O2
 // neither inlines it nor turns the call into a jump. With a path argument,
-// the program then opens that FIFO and waits until its writer closes it,
-// so that a test decides when it exits.
+// the program then waits until a byte comes through that FIFO, so that a
+// test decides when it exits.
 #include <fcntl.h>
 #include <sys/sdt.h>
 #include <unistd.h>
@@ -68,15 +68,19 @@ public:
 } // namespace chain
 
 int main(int argc, char **argv) {
+	// The FIFO is open before the probe fires, for reading and writing so
+	// that the open does not wait for a writer: whoever sees the probe's
+	// record can write to it at once, and the program exits when it reads
+	// that byte.
+	int fd = -1;
+	if (argc > 1 && (fd = open(argv[1], O_RDWR)) < 0)
+		return 2;
 	chain::Pipeline p;
 	int r = p.run(1);
-	if (argc > 1) {
+	if (fd >= 0) {
 		char c;
-		int fd = open(argv[1], O_RDONLY);
-		if (fd < 0)
-			return 2;
-		while (read(fd, &c, 1) > 0) {
-		}
+		if (read(fd, &c, 1) != 1)
+			return 3;
 		close(fd);
 	}
 	return r == 0;
