@@ -225,13 +225,15 @@ func TestRunCxxStackAfterExit(t *testing.T) {
 	}
 }
 
-// traceCxxChain runs a script printing usym and ustack at cxxchain's probe
-// and keeping them in maps, with -c bin, and returns what it printed (with
-// capture, what the replay of its -w capture printed) and its standard
-// error. The program waits on a FIFO until its probe's record has been
-// handled (its line is out, or with capture, its input record is
-// written), so the test decides when it exits.
-func traceCxxChain(t *testing.T, bin string, capture bool) (string, string) {
+// cxxChainScript is the script of TestRunCxxStackAfterExit for cxxchain
+// at bin: usym and ustack printed at its probe and kept in maps.
+func cxxChainScript(bin string) string {
+	return fmt.Sprintf(`usdt:%s:cxxchain:bottom { printf("%%s|%%s|\n", usym(reg("ip")), ustack); @[ustack] = count(); @s = usym(reg("ip")); }`, bin)
+}
+
+// cxxChainFIFO makes the FIFO cxxchain waits on and returns it with the
+// function that lets the program exit (also called when t ends).
+func cxxChainFIFO(t *testing.T) (string, func()) {
 	t.Helper()
 	fifo := filepath.Join(t.TempDir(), "exit")
 	if err := unix.Mkfifo(fifo, 0o600); err != nil {
@@ -247,7 +249,19 @@ func traceCxxChain(t *testing.T, bin string, capture bool) (string, string) {
 		}
 	}
 	t.Cleanup(release)
-	src := fmt.Sprintf(`usdt:%s:cxxchain:bottom { printf("%%s|%%s|\n", usym(reg("ip")), ustack); @[ustack] = count(); @s = usym(reg("ip")); }`, bin)
+	return fifo, release
+}
+
+// traceCxxChain runs a script printing usym and ustack at cxxchain's probe
+// and keeping them in maps, with -c bin, and returns what it printed (with
+// capture, what the replay of its -w capture printed) and its standard
+// error. The program waits on a FIFO until its probe's record has been
+// handled (its line is out, or with capture, its input record is
+// written), so the test decides when it exits.
+func traceCxxChain(t *testing.T, bin string, capture bool) (string, string) {
+	t.Helper()
+	fifo, release := cxxChainFIFO(t)
+	src := cxxChainScript(bin)
 	command := bin + " " + fifo
 	p := checkScript(t, src, lang.Config{Child: true, Host: NewHost(0, command)})
 	opts := Options{Command: command, Quiet: true}
@@ -339,5 +353,48 @@ func TestNamesUserAddresses(t *testing.T) {
 		if got := namesUserAddresses(spec); got != tt.want {
 			t.Errorf("%s: namesUserAddresses = %v, want %v", tt.src, got, tt.want)
 		}
+	}
+}
+
+// TestRunCxxStackMatchesBpftrace runs TestRunCxxStackAfterExit's script on
+// cxxchain with frame pointers under bpftrace 0.17: what it prints while
+// the program runs (usym, and ustack with C++ names and clone suffixes)
+// must be what gotrace prints, and its exit maps are the addresses gotrace
+// names (docs/compat.md).
+func TestRunCxxStackMatchesBpftrace(t *testing.T) {
+	bpftrace := testenv.RequireBpftrace(t)
+	bin := buildCxxChain(t, "-fno-omit-frame-pointer")
+	got, _ := traceCxxChain(t, bin, false)
+
+	fifo, release := cxxChainFIFO(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bpftrace, "-e", cxxChainScript(bin), "-c", bin+" "+fifo)
+	out, errOut := newSyncBuffer("\n|\n"), newSyncBuffer("")
+	cmd.Stdout, cmd.Stderr = out, errOut
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start bpftrace: %v", err)
+	}
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case <-out.watch:
+	case err := <-done:
+		t.Fatalf("bpftrace ended before the probe's line: %v\n%s%s", err, out, errOut)
+	case <-time.After(60 * time.Second):
+		t.Fatalf("no probe line from bpftrace in 60 s:\n%s%s", out, errOut)
+	}
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("bpftrace: %v\n%s", err, errOut)
+	}
+	want := strings.TrimPrefix(out.String(), "Attaching 1 probe...\n")
+	gotLive, gotMaps := cutExitMaps(got)
+	wantLive, wantMaps := cutExitMaps(want)
+	if gotLive != wantLive {
+		t.Errorf("while running, gotrace printed\n%s\nbpftrace printed\n%s", gotLive, wantLive)
+	}
+	if !strings.Contains(wantMaps, "@[\n    0x") || strings.Contains(gotMaps, "0x") {
+		t.Errorf("exit maps: gotrace printed\n%s\nwant names where bpftrace printed addresses\n%s", gotMaps, wantMaps)
 	}
 }
