@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/regtest"
+	"github.com/gotrace/gotrace/internal/testenv"
 )
 
 // TestUstackAfterStop traces the real bitcoind (a Release build, without
@@ -16,6 +17,7 @@ import (
 // the node ran, where bpftrace 0.17 prints addresses. The printf of one
 // frame makes the reader see the validation thread while it runs.
 func TestUstackAfterStop(t *testing.T) {
+	testenv.RequireRoot(t)
 	n := regtest.New(t, regtest.Options{})
 	src := fmt.Sprintf(`usdt:%s:validation:block_connected { @[ustack(6)] = count(); printf("block %%s", ustack(1)); }`, n.Bitcoind)
 	tr := regtest.StartTrace(t, gotrace(t), "", "-q", "-c", strings.Join(n.Command(), " "), "-e", src)
