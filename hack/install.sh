@@ -48,6 +48,7 @@ elif [[ -z $bin ]]; then
 	# Static: no C library needed on the machine it is copied to.
 	CGO_ENABLED=0 go build -trimpath -o "$bin" ./cmd/gotrace
 	CGO_ENABLED=0 go build -trimpath -o bin/gotrace-metrics ./cmd/gotrace-metrics
+	CGO_ENABLED=0 go build -trimpath -o bin/gotrace-nats ./cmd/gotrace-nats
 fi
 
 # The manual page's date is the last commit's, so that two builds of one
@@ -78,6 +79,9 @@ put() { # put MODE SOURCE TARGET
 put 0755 "$bin" "$BINDIR/gotrace"
 # gotrace --metrics starts the gotrace-metrics next to its own binary.
 put 0755 "$(dirname "$bin")/gotrace-metrics" "$BINDIR/gotrace-metrics"
+# gotrace --nats starts the gotrace-nats next to its own binary
+# (docs/streams.md).
+put 0755 "$(dirname "$bin")/gotrace-nats" "$BINDIR/gotrace-nats"
 put 0644 "$tmp/gotrace.8.gz" "$MANDIR/man8/gotrace.8.gz"
 put 0644 "$tmp/gotrace.bash" "$BASHCOMPDIR/gotrace"
 put 0644 "$tmp/_gotrace" "$ZSHCOMPDIR/_gotrace"
@@ -85,6 +89,7 @@ put 0644 "$tmp/gotrace.fish" "$FISHCOMPDIR/gotrace.fish"
 put 0644 README.md "$DOCDIR/README.md"
 put 0644 docs/compat.md "$DOCDIR/compat.md"
 put 0644 docs/metrics.md "$DOCDIR/metrics.md"
+put 0644 docs/streams.md "$DOCDIR/streams.md"
 # An example unit running a script as a metrics service (docs/metrics.md);
 # not enabled: it wants /etc/gotrace/metrics.bt first.
 put 0644 docs/systemd/gotrace-metrics.service "$UNITDIR/gotrace-metrics.service"

@@ -61,6 +61,9 @@ packages=(
 	qemu-system-arm
 	gcc-aarch64-linux-gnu
 	libc6-dev-arm64-cross
+	# A real NATS JetStream server for gotrace --nats (cmd/gotrace's
+	# TestNATS*: each test starts its own on a loopback port).
+	nats-server
 )
 
 # Files that must exist once the packages are installed: checked as well as
@@ -96,6 +99,7 @@ files=(
 	/usr/bin/qemu-system-aarch64
 	/usr/bin/aarch64-linux-gnu-gcc
 	/usr/aarch64-linux-gnu/include/stdio.h
+	/usr/sbin/nats-server
 )
 
 if [[ $(id -u) -ne 0 ]]; then

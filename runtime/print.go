@@ -267,6 +267,9 @@ func (t *tracer) diagnostic(ev *codegen.Event, data []byte) error {
 		return err
 	}
 	msg := lang.ErrorList{{Span: ev.Pos, Msg: strings.TrimSuffix(string(text), "\n")}}
+	if t.opts.Diagnostic != nil {
+		t.opts.Diagnostic(warn, msg[0].Msg)
+	}
 	if warn {
 		msg.WriteWarnings(t.opts.Err, t.prog.File, t.prog.Source)
 	} else {

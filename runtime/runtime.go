@@ -96,6 +96,10 @@ type Options struct {
 	// maps so. It must copy what it keeps: a map's entries may be
 	// decoded as they are read.
 	TakeMap func(m *output.Map) bool
+	// Diagnostic, when set, is given the message of every errorf() and
+	// warnf() the trace prints on Err, and whether it is a warning, so
+	// that a caller can send them elsewhere too (--nats).
+	Diagnostic func(warn bool, msg string)
 	// Metrics, when set, is given the maps to read at each scrape once
 	// they are loaded, until the trace ends (--metrics).
 	Metrics *metrics.Collector

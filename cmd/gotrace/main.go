@@ -29,6 +29,7 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime"
 	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/runtime/stream"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -63,6 +64,7 @@ type flags struct {
 	missing    string
 	noMulti    bool
 	metrics    metricFlags
+	nats       stream.Config
 	buffering  string
 	helpers    int
 	includeDir []string
@@ -161,6 +163,7 @@ default 16 MiB worth).`, settings.DefaultStrLen, settings.DefaultMapKeysMax),
 	fs.BoolVar(&f.noWarnings, "no-warnings", false, "do not print warnings")
 	fs.StringVar(&f.missing, "missing-probes", "", "what a usdt probe or function that does not exist does: `MODE` error (the default), warn (and trace the rest) or ignore; a wildcard that matches nothing never counts. It overrides BPFTRACE_MISSING_PROBES, which overrides the script's missing_probes config key")
 	f.metrics.add(fs)
+	stream.AddFlags(fs, &f.nats, true)
 	fs.BoolVar(&f.noMulti, "no-uprobe-multi", false, "attach a perf-event uprobe at each location, not one uprobe_multi link per program and file (-v says which is used)")
 	// For profiling gotrace itself (its reader, printing the maps), not
 	// a bpftrace option.
@@ -431,7 +434,16 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	defer stopMetrics()
 	opts.Metrics = collector
 	opts.Compiled = liftFrontEndMemoryLimit
+	var bus *stream.Helper
+	if opts.Capture, bus, err = startNATS(f.nats, opts.Capture, stderr); err != nil {
+		return 1, err
+	}
 	err = runtime.Run(ctx, prog, opts)
+	if bus != nil {
+		if berr := bus.Close(); berr != nil && err == nil {
+			err = berr
+		}
+	}
 	if errors.Is(err, runtime.ErrQuit) {
 		return quitCode, nil
 	}

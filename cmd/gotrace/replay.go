@@ -2,11 +2,13 @@ package main
 
 import (
 	"fmt"
+	"io"
 	"os"
 
 	"github.com/spf13/cobra"
 
 	"github.com/gotrace/gotrace/runtime"
+	"github.com/gotrace/gotrace/runtime/stream"
 )
 
 // replayCommandName is the subcommand that prints a capture. A script file
@@ -17,13 +19,15 @@ const replayCommandName = "replay"
 // exit code: the traced script's exit(code), as the live run ended.
 func addReplayCommand(root *cobra.Command, code *int) {
 	var format, outFile string
+	var bus stream.Config
 	c := &cobra.Command{
-		Use:   replayCommandName + " [-f FORMAT] [-o FILE] CAPTURE",
+		Use:   replayCommandName + " [-f FORMAT] [-o FILE | --nats URL] CAPTURE",
 		Short: "print a capture written with -w as the live trace would have printed it",
 		Long: `replay prints a capture file that gotrace -w FILE wrote, in text, JSON or
 folded, as the trace would have printed it live: the same lines, maps and exit code.
 A capture cut short or damaged is printed up to the damage, then the error
-says where it is. docs/capture.md describes the format.
+says where it is. docs/capture.md describes the format. With --nats it
+publishes the capture as a live run with --nats does (docs/streams.md).
 
 A script file named replay runs as 'gotrace ./replay' or 'gotrace -- replay'.`,
 		Args: cobra.ExactArgs(1),
@@ -38,6 +42,14 @@ A script file named replay runs as 'gotrace ./replay' or 'gotrace -- replay'.`,
 				return fmt.Errorf("open capture: %w", err)
 			}
 			defer in.Close()
+			if bus.URL != "" {
+				// Published, not printed.
+				if err := publishCapture(bus, in, cmd.ErrOrStderr()); err != nil {
+					*code = 1
+					return err
+				}
+				return nil
+			}
 			out := cmd.OutOrStdout()
 			if outFile != "" {
 				of, err := createAsUser(outFile)
@@ -64,5 +76,21 @@ A script file named replay runs as 'gotrace ./replay' or 'gotrace -- replay'.`,
 	}
 	c.Flags().StringVarP(&format, "format", "f", "text", formatHelp)
 	c.Flags().StringVarP(&outFile, "output", "o", "", "write output to `FILE`")
+	stream.AddFlags(c.Flags(), &bus, false)
 	root.AddCommand(c)
+}
+
+// publishCapture publishes the capture read from in on NATS (replay
+// --nats), as the live run with --nats would have.
+func publishCapture(cfg stream.Config, in io.Reader, stderr io.Writer) error {
+	cfg.Version = version
+	bus, err := stream.StartHelper(cfg, stream.ModeReplay, stderr)
+	if err != nil {
+		return err
+	}
+	_, err = io.Copy(bus, in)
+	if cerr := bus.Close(); err == nil {
+		err = cerr
+	}
+	return err
 }

@@ -139,9 +139,7 @@ func NewWriter(w io.Writer, h *Header) (*Writer, error) {
 
 // Write appends one record of kind k.
 func (w *Writer) Write(k Kind, payload []byte) error {
-	w.prefix[0] = byte(k)
-	binary.LittleEndian.PutUint32(w.prefix[1:], uint32(len(payload)))
-	binary.LittleEndian.PutUint32(w.prefix[5:], crc32.Update(crc32.Update(0, crcTable(), w.prefix[:1]), crcTable(), payload))
+	putPrefix(w.prefix[:], k, payload)
 	w.w.Write(w.prefix[:])
 	if _, err := w.w.Write(payload); err != nil {
 		return fmt.Errorf("write capture: %w", err)
@@ -149,6 +147,47 @@ func (w *Writer) Write(k Kind, payload []byte) error {
 	w.Records++
 	w.Bytes += int64(recordPrefix + len(payload))
 	return nil
+}
+
+// putPrefix fills prefix (recordPrefix bytes) for a record of kind k:
+// the kind, the payload's length and the checksum of both.
+func putPrefix(prefix []byte, k Kind, payload []byte) {
+	prefix[0] = byte(k)
+	binary.LittleEndian.PutUint32(prefix[1:], uint32(len(payload)))
+	binary.LittleEndian.PutUint32(prefix[5:], crc32.Update(crc32.Update(0, crcTable(), prefix[:1]), crcTable(), payload))
+}
+
+// AppendRecord appends to b one record of kind k as a Writer writes it,
+// for a writer that puts records of its own among a capture's (the spool
+// of --nats).
+func AppendRecord(b []byte, k Kind, payload []byte) []byte {
+	var prefix [recordPrefix]byte
+	putPrefix(prefix[:], k, payload)
+	return append(append(b, prefix[:]...), payload...)
+}
+
+// headerPrefix is the size of the magic, the version, the header's length
+// and its checksum.
+const headerPrefix = 8 + 4 + 4 + 4
+
+// HeaderLen returns the length of the header (magic to header data) that
+// starts b, and false when b is too short to say.
+func HeaderLen(b []byte) (int, bool) {
+	if len(b) < headerPrefix {
+		return 0, false
+	}
+	return headerPrefix + int(binary.LittleEndian.Uint32(b[12:])), true
+}
+
+// RecordLen returns the kind and the length (prefix and payload) of the
+// record that starts b, and false when b is too short to say: a reader of
+// the bytes a Writer writes can cut them into records without checking
+// them.
+func RecordLen(b []byte) (Kind, int, bool) {
+	if len(b) < recordPrefix {
+		return 0, 0, false
+	}
+	return Kind(b[0]), recordPrefix + int(binary.LittleEndian.Uint32(b[1:])), true
 }
 
 // WriteUint64 appends a record whose payload is v.
