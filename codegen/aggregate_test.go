@@ -140,10 +140,11 @@ func TestFullAndLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
+	info, err := lang.Analyze(p, lang.Config{}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Compile(p, Options{Values: settings.Values{MapKeysMax: 2}, EventsSize: 4096})
+	spec, err := Compile(p, info, Options{Values: settings.Values{MapKeysMax: 2}, EventsSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -114,11 +114,12 @@ func TestEveryBuiltinLowers(t *testing.T) {
 			t.Fatalf("parse %s: %v", src, err)
 		}
 		cfg := lang.Config{Unsafe: true, Child: true, Host: tracepointHost{&usdt.Host{}}, Kernel: symbolKernel{}}
-		if err := lang.Analyze(p, cfg, nil); err != nil {
+		info, err := lang.Analyze(p, cfg, nil)
+		if err != nil {
 			t.Errorf("check %s: %v", src, err)
 			continue
 		}
-		_, err = Compile(p, Options{})
+		_, err = Compile(p, info, Options{})
 		switch id {
 		case lang.FuncOverride:
 			if !errors.Is(err, ErrUnsupported) {
@@ -139,17 +140,18 @@ func TestEveryBuiltinLowers(t *testing.T) {
 // to Compile without checking, is an internal error: codegen asserts the
 // checker's guarantees rather than checking the script again.
 func TestUncheckedProgramPanics(t *testing.T) {
+	a := newHandAST()
+	a.info.Maps["@m"] = &lang.MapInfo{Name: "@m", Key: lang.Int64, Value: lang.Int64}
 	for _, stmt := range []lang.Stmt{
-		void("clear", mapExpr("@m", lang.Int64, intLit(1))),
-		void("time", intLit(1)),
-		void("printf", intLit(1)),
-		void("signal", strLit("NOSUCH")),
-		void("print", mapExpr("@m", lang.Int64), builtinVar("pid", lang.Uint64)),
+		a.void("clear", a.mapExpr("@m", lang.Int64, a.intLit(1))),
+		a.void("time", a.intLit(1)),
+		a.void("printf", a.intLit(1)),
+		a.void("signal", a.strLit("NOSUCH")),
+		a.void("print", a.mapExpr("@m", lang.Int64), a.builtinVar("pid", lang.Uint64)),
 	} {
 		p := &lang.Program{
 			File:   "test.bt",
 			Probes: []*lang.Probe{probeBlock(beginAP(), nil, stmt)},
-			Maps:   map[string]*lang.MapInfo{"@m": {Name: "@m", Key: lang.Int64, Value: lang.Int64}},
 		}
 		func() {
 			defer func() {
@@ -157,7 +159,7 @@ func TestUncheckedProgramPanics(t *testing.T) {
 					t.Errorf("%s: recovered %q, want an internal error", stmt.(*lang.ExprStmt).X.(*lang.Call).Name, msg)
 				}
 			}()
-			_, err := Compile(p, Options{})
+			_, err := Compile(p, a.info, Options{})
 			t.Errorf("Compile returned %v", err)
 		}()
 	}

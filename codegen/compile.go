@@ -100,9 +100,10 @@ const minRingSize = 4096
 // stackSize is the BPF stack of one program.
 const stackSize = 512
 
-// Compile lowers a checked program into a Spec. The same program and
+// Compile lowers a checked program, with what the checker recorded about
+// it in info, into a Spec. The same program, info and
 // options always give the same Spec.
-func Compile(p *lang.Program, opts Options) (*Spec, error) {
+func Compile(p *lang.Program, info *lang.Info, opts Options) (*Spec, error) {
 	if opts.StrLen <= 0 {
 		opts.StrLen = settings.DefaultStrLen
 	}
@@ -115,7 +116,7 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 	if opts.ControlSize <= 0 {
 		opts.ControlSize = 64 << 10
 	}
-	c := &compiler{prog: p, opts: opts, mapIndex: map[string]int{}}
+	c := &compiler{prog: p, info: info, opts: opts, mapIndex: map[string]int{}}
 	c.spec = &Spec{
 		Collection: &ebpf.CollectionSpec{
 			Maps:     map[string]*ebpf.MapSpec{},
@@ -132,7 +133,7 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 	}
 	c.callsExit = callsExit(p)
 	c.spec.Loops = hasLoop(p)
-	c.spec.BufCuts = hasLargeBuf(p)
+	c.spec.BufCuts = c.hasLargeBuf(p)
 	if e := opts.Extends; e != nil {
 		c.callsExit = e.ExitedMap != ""
 		c.events = slices.Clone(e.Events)
@@ -162,6 +163,9 @@ func Compile(p *lang.Program, opts Options) (*Spec, error) {
 // compiler holds the state of one Compile call.
 type compiler struct {
 	prog *lang.Program
+	// info is what the checker learned about prog: every expression's
+	// type and constant value, the maps, the symbols.
+	info *lang.Info
 	opts Options
 	spec *Spec
 	// lines are the script's lines, split once for snippet: splitting at
@@ -198,10 +202,10 @@ func hasLoop(p *lang.Program) bool {
 
 // hasLargeBuf reports whether p has a buf() of more than 1024 bytes
 // (largeBuf), whichever probes a spec extending another compiles.
-func hasLargeBuf(p *lang.Program) bool {
+func (c *compiler) hasLargeBuf(p *lang.Program) bool {
 	return anyNode(p, func(n lang.Node) bool {
 		call, ok := n.(*lang.Call)
-		return ok && call.ID == lang.FuncBuf && largeBuf(lang.TypeOf(call))
+		return ok && call.ID == lang.FuncBuf && largeBuf(c.info.TypeOf(call))
 	})
 }
 
@@ -224,10 +228,10 @@ func anyNode(p *lang.Program, match func(lang.Node) bool) bool {
 	return found
 }
 
-// layoutMaps fills Spec.Maps and the user map specs from Program.Maps.
+// layoutMaps fills Spec.Maps and the user map specs from Info.Maps.
 func (c *compiler) layoutMaps() error {
-	for _, name := range slices.Sorted(maps.Keys(c.prog.Maps)) {
-		info := c.prog.Maps[name]
+	for _, name := range slices.Sorted(maps.Keys(c.info.Maps)) {
+		info := c.info.Maps[name]
 		m := Map{Name: name, Kind: mapKinds[info.Value.Kind]}
 		if m.Kind == layout.MapValue {
 			m.Value = field(info.Value)
@@ -654,6 +658,15 @@ func assert(cond bool, n lang.Node, what string) {
 	if !cond {
 		panic(fmt.Sprintf("internal error: %d:%d: %s", n.Span().Start.Line, n.Span().Start.Col, what))
 	}
+}
+
+// typeOf returns the type the checker recorded for e. Every expression
+// codegen lowers is one the checker typed, or one lang made and typed for
+// it (lang.Info.MemberOf): one without a type is a bug in gotrace, not a
+// zero type to lower.
+func (f *fn) typeOf(e lang.Expr) lang.Type {
+	assert(f.c.info.Typed(e), e, fmt.Sprintf("%T has no type", e))
+	return f.c.info.TypeOf(e)
 }
 
 // snippet returns the first line of n's source text, shortened, for

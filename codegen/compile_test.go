@@ -27,10 +27,11 @@ func TestCompileErrors(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
+		info, err := lang.Analyze(p, lang.Config{}, nil)
+		if err != nil {
 			t.Fatalf("check %s: %v", tt.src, err)
 		}
-		_, err = Compile(p, Options{})
+		_, err = Compile(p, info, Options{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want %q", tt.src, err, tt.want)
 			continue
@@ -71,10 +72,11 @@ func TestProgramsLoad(t *testing.T) {
 			t.Fatalf("parse %s: %v", src, err)
 		}
 		params := []string{"a"}
-		if err := lang.Analyze(p, lang.Config{Params: params, Unsafe: true}, nil); err != nil {
+		info, err := lang.Analyze(p, lang.Config{Params: params, Unsafe: true}, nil)
+		if err != nil {
 			t.Fatalf("check %s: %v", src, err)
 		}
-		spec, err := Compile(p, Options{})
+		spec, err := Compile(p, info, Options{})
 		if err != nil {
 			t.Fatalf("compile %s: %v", src, err)
 		}

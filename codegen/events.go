@@ -68,7 +68,7 @@ func (f *fn) callStmt(call *lang.Call) error {
 	case lang.FuncDelete:
 		return f.deleteElem(call)
 	case lang.FuncStr, lang.FuncBuf, lang.FuncHash256:
-		return f.valueInto(call, f.alloc(sizeOf(lang.TypeOf(call))))
+		return f.valueInto(call, f.alloc(sizeOf(f.typeOf(call))))
 	}
 	assert(call.ID.Aggregation() == lang.KindNone, call, "an aggregation as a statement")
 	return f.c.errorf(call, "function %s: %w", call.Name, ErrUnsupported)
@@ -91,7 +91,7 @@ func (f *fn) print(call *lang.Call) error {
 		}
 		ev := Event{Kind: EventPrint, Map: m.Name}
 		for i, a := range call.Args[1:] {
-			v, ok := lang.ConstInt(a)
+			v, ok := f.c.info.ConstInt(a)
 			assert(ok, a, "print()'s top or div is not a constant")
 			if i == 0 {
 				ev.Top = v
@@ -102,7 +102,7 @@ func (f *fn) print(call *lang.Call) error {
 		return f.event(call, ev, nil, eventsMapName)
 	}
 	assert(len(call.Args) == 1, call, "print() of a value with more arguments")
-	t := lang.TypeOf(call.Args[0])
+	t := f.typeOf(call.Args[0])
 	switch {
 	case t.Kind == lang.KindStruct:
 		return f.printStruct(call, call.Args[0], t)
@@ -155,8 +155,7 @@ func (f *fn) structRecord(n lang.Node, t lang.Type) (lang.Type, error) {
 func (f *fn) structInto(e lang.Expr, t, rec lang.Type, off int) error {
 	fields, _ := Layout(rec.Elems...)
 	for i, m := range f.structDef(t.Struct).Fields {
-		member := &lang.FieldAccess{ExprBase: lang.ExprBase{Loc: e.Span()}, X: e, Field: m.Name}
-		lang.SetType(member, m.Type)
+		member := f.c.info.MemberOf(e, m.Name, m.Type)
 		var err error
 		if m.Type.Kind == lang.KindStruct {
 			err = f.structInto(member, m.Type, rec.Elems[i], off+fields[i].Offset)
@@ -209,7 +208,7 @@ func (f *fn) eventOf(call *lang.Call, ev Event, types []lang.Type, ring string, 
 func (f *fn) eventTypes(call *lang.Call, args []lang.Expr) ([]lang.Type, error) {
 	types := make([]lang.Type, len(args))
 	for i, a := range args {
-		types[i] = lang.TypeOf(a)
+		types[i] = f.typeOf(a)
 		if sizeOf(types[i]) == 0 {
 			return nil, f.c.errorf(a, "%s(): argument of type %s: %w", call.Name, types[i], ErrUnsupported)
 		}
@@ -262,7 +261,7 @@ func (f *fn) packedEvent(call *lang.Call, ev Event, args []lang.Expr) error {
 			most[i], bufs = fields[i].Size, true
 		default:
 			fields[i] = layout.Field{Kind: layout.String, Size: t.Size}
-			most[i] = packedStringSize(args[i], t)
+			most[i] = f.packedStringSize(args[i], t)
 		}
 		fields[i].Offset, fields[i].Packed = fixedSize, true
 		strings += most[i]
@@ -331,7 +330,7 @@ func largeBuf(t lang.Type) bool {
 // R0-R5.
 func (f *fn) packBuf(e lang.Expr, t lang.Type, rec int, end int16) error {
 	call, direct := e.(*lang.Call)
-	direct = direct && call.ID == lang.FuncBuf && len(call.Args) == 2 && lang.TypeOf(call.Args[0]).Kind != lang.KindString
+	direct = direct && call.ID == lang.FuncBuf && len(call.Args) == 2 && f.typeOf(call.Args[0]).Kind != lang.KindString
 	src, read := 0, asm.FnProbeReadKernel
 	var ptr int16
 	if direct {
@@ -383,8 +382,8 @@ func (f *fn) packBuf(e lang.Expr, t lang.Type, rec int, end int16) error {
 // packedStringSize is how many bytes packString can write for the string
 // e of type t: a str() reads its NUL-terminated string into at most the
 // buffer, another string is copied with one more byte for a NUL.
-func packedStringSize(e lang.Expr, t lang.Type) int {
-	if isStrRead(e) {
+func (f *fn) packedStringSize(e lang.Expr, t lang.Type) int {
+	if f.isStrRead(e) {
 		return t.Size
 	}
 	return t.Size + 1
@@ -392,9 +391,9 @@ func packedStringSize(e lang.Expr, t lang.Type) int {
 
 // isStrRead reports whether e is a str() call that reads memory (str(p),
 // str(p, n), str(s, n)), which packString lowers straight into the record.
-func isStrRead(e lang.Expr) bool {
+func (f *fn) isStrRead(e lang.Expr) bool {
 	call, ok := e.(*lang.Call)
-	return ok && call.ID == lang.FuncStr && (len(call.Args) == 2 || lang.TypeOf(call.Args[0]).Kind != lang.KindString)
+	return ok && call.ID == lang.FuncStr && (len(call.Args) == 2 || f.typeOf(call.Args[0]).Kind != lang.KindString)
 }
 
 // packString writes the string e of type t into the record at rec, at the
@@ -409,7 +408,7 @@ func (f *fn) packString(e lang.Expr, t lang.Type, rec int, end int16, most int) 
 			asm.Add.Reg(asm.R1, asm.R5),
 		)
 	}
-	if isStrRead(e) {
+	if f.isStrRead(e) {
 		if err := f.readStr(e.(*lang.Call), dst); err != nil {
 			return err
 		}

@@ -20,7 +20,7 @@ func (f *fn) intExpr(e lang.Expr) error {
 	f.mark(e)
 	switch e := e.(type) {
 	case *lang.IntLit, *lang.PositionalParam:
-		v, ok := lang.ConstInt(e)
+		v, ok := f.c.info.ConstInt(e)
 		assert(ok, e, "an integer literal or parameter without a value")
 		f.emit(movImm(asm.R0, v))
 		return nil
@@ -57,7 +57,7 @@ func (f *fn) intExpr(e lang.Expr) error {
 		}
 		return f.intExpr(e.Value)
 	}
-	return f.c.errorf(e, "%s is not an integer", lang.TypeOf(e))
+	return f.c.errorf(e, "%s is not an integer", f.typeOf(e))
 }
 
 // logicalLabels are the labels of one && or || operator, made before its
@@ -85,7 +85,7 @@ func (f *fn) ternary(e *lang.Ternary, branch func(lang.Expr) error) error {
 	elseL, end := f.label("telse"), f.label("tend")
 	f.emit(asm.JEq.Imm(asm.R0, 0, elseL))
 	// In `a ?: b` R0 already holds a, which is not evaluated again.
-	if !e.NoMiddle || !isScalar(lang.TypeOf(e)) {
+	if !e.NoMiddle || !isScalar(f.typeOf(e)) {
 		if err := branch(e.Then); err != nil {
 			return err
 		}
@@ -123,13 +123,13 @@ var memSize = map[int]asm.Size{1: asm.Byte, 2: asm.Half, 4: asm.Word, 8: asm.DWo
 // area at off, writing all sizeOf(TypeOf(e)) bytes (padding zeroed).
 func (f *fn) valueInto(e lang.Expr, off int) error {
 	f.mark(e)
-	t := lang.TypeOf(e)
+	t := f.typeOf(e)
 	switch e := e.(type) {
 	case *lang.StrLit:
 		f.writeString(off, e.Value, t.Size)
 		return nil
 	case *lang.PositionalParam:
-		s, ok := lang.ConstString(e)
+		s, ok := f.c.info.ConstString(e)
 		assert(ok, e, "a parameter read as a string without its text")
 		f.writeString(off, s, t.Size)
 		return nil
@@ -166,7 +166,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 			return f.ntop(e, off)
 		case lang.FuncPton:
 			// A buf of the address's bytes, which the checker knows.
-			addr, ok := lang.ConstString(e)
+			addr, ok := f.c.info.ConstString(e)
 			assert(ok, e, "pton() without its address")
 			f.emit(storeImm64(regScratch, off, int32(len(addr))))
 			f.writeBytes(off+8, []byte(addr))
@@ -190,7 +190,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		}
 		return nil
 	case *lang.FieldAccess:
-		if lang.TypeOf(e.X).Kind == lang.KindTuple {
+		if f.typeOf(e.X).Kind == lang.KindTuple {
 			return f.tupleElemInto(e.X, e.Index, off, sizeOf(t))
 		}
 		if fld := f.tracepointField(e); fld != nil && t.Kind == lang.KindString {
@@ -200,7 +200,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 			return f.structString(e, off)
 		}
 	case *lang.IndexExpr:
-		if lang.TypeOf(e.X).Kind == lang.KindTuple {
+		if f.typeOf(e.X).Kind == lang.KindTuple {
 			return f.tupleElemInto(e.X, e.TupleIndex, off, sizeOf(t))
 		}
 	case *lang.Unary:
@@ -224,7 +224,7 @@ const (
 // valueAs lowers e into the scratch area at off as a value of type want,
 // converting strings and tuples to want's sizes.
 func (f *fn) valueAs(e lang.Expr, off int, want lang.Type) error {
-	t := lang.TypeOf(e)
+	t := f.typeOf(e)
 	if isScalar(want) {
 		if err := f.intExpr(e); err != nil {
 			return err

@@ -58,7 +58,7 @@ func (f *fn) builtin(e *lang.Builtin) error {
 	case lang.VarNumaid:
 		f.emit(asm.FnGetNumaNodeId.Call())
 	case lang.VarUstack, lang.VarKstack:
-		return f.ustack(e, lang.TypeOf(e))
+		return f.ustack(e, f.typeOf(e))
 	case lang.VarProbe:
 		f.emit(asm.Mov.Imm(asm.R0, int32(f.t.index)))
 	case lang.VarArgs:
@@ -102,7 +102,7 @@ func (f *fn) bswap(e *lang.Call) error {
 	if err := f.intExpr(e.Args[0]); err != nil {
 		return err
 	}
-	switch lang.TypeOf(e).Size {
+	switch f.typeOf(e).Size {
 	case 1:
 		f.emit(asm.And.Imm(asm.R0, 0xff))
 	case 2:
@@ -121,19 +121,19 @@ func (f *fn) intCall(e *lang.Call) error {
 	case lang.FuncUptr, lang.FuncKptr, lang.FuncUsym, lang.FuncKsym, lang.FuncStrerror, lang.FuncSignalName, lang.FuncSyscallName:
 		return f.intExpr(e.Args[0])
 	case lang.FuncKaddr, lang.FuncCgroupid:
-		v, ok := lang.ConstInt(e)
+		v, ok := f.c.info.ConstInt(e)
 		assert(ok, e, e.Name+"() without the value the checker resolved")
 		f.emit(movImm(asm.R0, v))
 		return nil
 	case lang.FuncSizeof:
-		size, err := f.sizeofType(e, lang.TypeOf(e.Args[0]))
+		size, err := f.sizeofType(e, f.typeOf(e.Args[0]))
 		if err != nil {
 			return err
 		}
 		f.emit(movImm(asm.R0, int64(size)))
 		return nil
 	case lang.FuncStrncmp:
-		n, ok := lang.ConstInt(e.Args[2])
+		n, ok := f.c.info.ConstInt(e.Args[2])
 		assert(ok, e, "strncmp()'s length is not a constant")
 		// bpftrace's strncmp is 0 when equal, 1 otherwise.
 		return f.strEqual(e, e.Args[0], e.Args[1], int(max(n, 0)), 0, 1)
@@ -166,7 +166,7 @@ func (f *fn) intCall(e *lang.Call) error {
 	case lang.FuncUaddr:
 		return f.uaddr(e)
 	case lang.FuncUstack, lang.FuncKstack:
-		return f.ustack(e, lang.TypeOf(e))
+		return f.ustack(e, f.typeOf(e))
 	}
 	return f.c.errorf(e, "%s() as an integer value: %w", e.Name, ErrUnsupported)
 }
@@ -211,11 +211,11 @@ func (f *fn) usermode() error {
 
 // uaddr lowers uaddr("sym"): the address of a data symbol in the ELF file
 // of the program's target, a constant the checker looked up
-// (lang.Program.Symbols).
+// (lang.Info.Symbols).
 func (f *fn) uaddr(e *lang.Call) error {
 	lit, ok := e.Args[0].(*lang.StrLit)
 	assert(ok, e, "uaddr() of what is not a string literal")
-	sym, ok := f.c.prog.Symbols[lang.SymbolRef{Path: f.t.path, Name: lit.Value}]
+	sym, ok := f.c.info.Symbols[lang.SymbolRef{Path: f.t.path, Name: lit.Value}]
 	if !ok || sym.Err != nil {
 		return f.c.errorf(e, "Could not resolve symbol: %s:%s", f.t.path, lit.Value)
 	}

@@ -15,7 +15,7 @@ import (
 func (f *fn) addressOf(e *lang.Unary) error {
 	x, ok := e.X.(*lang.Var)
 	if !ok {
-		return f.c.errorf(e, "the address of %s: %w", lang.TypeOf(e.X), ErrUnsupported)
+		return f.c.errorf(e, "the address of %s: %w", f.typeOf(e.X), ErrUnsupported)
 	}
 	v, declared := f.vars[x.Name]
 	if !declared {
@@ -37,7 +37,7 @@ func (f *fn) derefInto(e *lang.Unary, off int) error {
 	}
 	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
 	f.scratchPtr(asm.R1, off)
-	f.emit(asm.Mov.Imm(asm.R2, int32(sizeOf(lang.TypeOf(e)))), readHelper(f.inKernel(e.X)).Call())
+	f.emit(asm.Mov.Imm(asm.R2, int32(sizeOf(f.typeOf(e)))), readHelper(f.inKernel(e.X)).Call())
 	return nil
 }
 
@@ -69,7 +69,7 @@ func (f *fn) elemSize(t lang.Type) int {
 }
 
 // structDef finds a struct of the script or the kernel.
-func (f *fn) structDef(name string) *lang.StructDef { return f.c.prog.StructDef(name) }
+func (f *fn) structDef(name string) *lang.StructDef { return f.c.info.StructDef(f.c.prog, name) }
 
 // load replaces the address in R0 with the value of type t stored there:
 // integers and pointers are read with probe_read_user (see readHelper for
@@ -108,7 +108,7 @@ func (f *fn) load(n lang.Node, t lang.Type, kernel bool) error {
 // fieldInt lowers `t.N` of a tuple and `s.f` / `p->f` of a struct to an
 // integer, pointer or struct address.
 func (f *fn) fieldInt(e *lang.FieldAccess) error {
-	xt := lang.TypeOf(e.X)
+	xt := f.typeOf(e.X)
 	if xt.Kind == lang.KindTuple {
 		off, err := f.tupleField(e.X, e.Index)
 		if err != nil {
@@ -163,7 +163,7 @@ func (f *fn) inKernel(x lang.Expr) bool {
 		// tracepoints hand over kernel pointers.
 		return f.t.tracepoint.Category != "syscalls"
 	}
-	t := lang.TypeOf(x)
+	t := f.typeOf(x)
 	if t.Local {
 		return true
 	}
@@ -177,7 +177,7 @@ func (f *fn) inKernel(x lang.Expr) bool {
 	}
 	switch x := x.(type) {
 	case *lang.FieldAccess:
-		return lang.TypeOf(x.X).Kind != lang.KindTuple && f.inKernel(x.X)
+		return f.typeOf(x.X).Kind != lang.KindTuple && f.inKernel(x.X)
 	case *lang.IndexExpr:
 		return f.inKernel(x.X)
 	}
@@ -198,7 +198,7 @@ func readHelper(kernel bool) asm.BuiltinFunc {
 
 // structField finds the member a struct field access names.
 func (f *fn) structField(e *lang.FieldAccess) lang.StructField {
-	xt := lang.TypeOf(e.X)
+	xt := f.typeOf(e.X)
 	st := xt
 	if xt.Kind == lang.KindPointer {
 		st = f.pointee(xt)
@@ -218,7 +218,7 @@ func (f *fn) structField(e *lang.FieldAccess) lang.StructField {
 // tupleField evaluates tuple x (of `x.N` or `x[N]`) and returns the
 // scratch offset of element n.
 func (f *fn) tupleField(x lang.Expr, n int) (int, error) {
-	xt := lang.TypeOf(x)
+	xt := f.typeOf(x)
 	fields, _ := Layout(xt.Elems...)
 	assert(n >= 0 && n < len(fields), x, "a tuple index out of range")
 	if v, ok := x.(*lang.Var); ok {
@@ -250,7 +250,7 @@ func (f *fn) tupleElemInto(x lang.Expr, n, off, size int) error {
 // index lowers p[i] on a pointer or an array: the element at
 // p + i*size.
 func (f *fn) index(e *lang.IndexExpr) error {
-	xt := lang.TypeOf(e.X)
+	xt := f.typeOf(e.X)
 	switch xt.Kind {
 	case lang.KindTuple:
 		off, err := f.tupleField(e.X, e.TupleIndex)
@@ -290,7 +290,7 @@ func (f *fn) index(e *lang.IndexExpr) error {
 // arrayElem lowers `a[N]` of an array value into R0: the element the
 // checker's constant index selects, extended from its size.
 func (f *fn) arrayElem(e *lang.IndexExpr) error {
-	xt := lang.TypeOf(e.X)
+	xt := f.typeOf(e.X)
 	tmp := f.alloc(sizeOf(xt))
 	if err := f.valueInto(e.X, tmp); err != nil {
 		return err
@@ -305,7 +305,7 @@ func (f *fn) arrayElem(e *lang.IndexExpr) error {
 // off: the bytes of the string, or of the integer as it is stored (eight
 // bytes, little-endian, of which the array takes its size).
 func (f *fn) arrayCast(e *lang.Cast, off int) error {
-	if lang.TypeOf(e.X).Kind == lang.KindString {
+	if f.typeOf(e.X).Kind == lang.KindString {
 		return f.valueInto(e.X, off)
 	}
 	if err := f.intExpr(e.X); err != nil {

@@ -15,7 +15,7 @@ import (
 // operator's right side, innermost first, so that its length is bounded by
 // the script's size and not by the stack.
 func (f *fn) binary(e *lang.Binary) error {
-	xt, yt := lang.TypeOf(e.X), lang.TypeOf(e.Y)
+	xt, yt := f.typeOf(e.X), f.typeOf(e.Y)
 	switch {
 	case xt.Kind == lang.KindString || yt.Kind == lang.KindString:
 		return f.strCompare(e)
@@ -27,7 +27,7 @@ func (f *fn) binary(e *lang.Binary) error {
 	// chain of 200,000 additions needs none.
 	labels := map[int]logicalLabels{}
 	for i, b := range chain {
-		xt, yt := lang.TypeOf(b.X), lang.TypeOf(b.Y)
+		xt, yt := f.typeOf(b.X), f.typeOf(b.Y)
 		if xt.Kind == lang.KindString || yt.Kind == lang.KindString || xt.Kind == lang.KindBuf && yt.Kind == lang.KindBuf {
 			// Lowered by intExpr, as the chain's innermost operand.
 			chain = chain[:i]
@@ -60,7 +60,7 @@ func (f *fn) binary(e *lang.Binary) error {
 // arithmetic lowers an arithmetic, bitwise or comparison operator whose
 // left operand is in R0.
 func (f *fn) arithmetic(e *lang.Binary) error {
-	xt, yt := lang.TypeOf(e.X), lang.TypeOf(e.Y)
+	xt, yt := f.typeOf(e.X), f.typeOf(e.Y)
 	if lit, ok := e.Y.(*lang.IntLit); ok {
 		// bpftrace's compiler folds these undefined operations to 0.
 		if (e.Op == "/" || e.Op == "%") && lit.Value == 0 || (e.Op == "<<" || e.Op == ">>") && lit.Value >= 64 {
@@ -207,7 +207,7 @@ func (f *fn) unary(e *lang.Unary) error {
 	case "-":
 		f.emit(asm.Neg.Imm(asm.R0, 0))
 	case "*":
-		xt := lang.TypeOf(e.X)
+		xt := f.typeOf(e.X)
 		switch xt.Kind {
 		case lang.KindPointer:
 			return f.load(e, f.pointee(xt), f.inKernel(e.X))
@@ -226,7 +226,7 @@ func (f *fn) unary(e *lang.Unary) error {
 func (f *fn) incDec(e *lang.IncDec) error {
 	// A pointer steps by the size of what it points to, as in 0.17.
 	delta := int32(1)
-	if t := lang.TypeOf(e.X); t.Kind == lang.KindPointer {
+	if t := f.typeOf(e.X); t.Kind == lang.KindPointer {
 		delta = int32(f.elemSize(t))
 	}
 	if e.Op == "--" {

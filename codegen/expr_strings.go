@@ -33,7 +33,7 @@ func (f *fn) bufCompare(e *lang.Binary) error {
 	if e.Op != "==" && e.Op != "!=" {
 		return f.c.errorf(e, "operator %s on buffers: %w", e.Op, ErrUnsupported)
 	}
-	xt, yt := lang.TypeOf(e.X), lang.TypeOf(e.Y)
+	xt, yt := f.typeOf(e.X), f.typeOf(e.Y)
 	if err := f.unrolled(e, "comparing buffers", min(sizeOf(xt), sizeOf(yt))); err != nil {
 		return err
 	}
@@ -66,7 +66,7 @@ func (f *fn) bufCompare(e *lang.Binary) error {
 // strlen lowers strlen(s): R0 counts the string's bytes up to its first
 // NUL or the end of its buffer.
 func (f *fn) strlen(e *lang.Call) error {
-	t := lang.TypeOf(e.Args[0])
+	t := f.typeOf(e.Args[0])
 	if err := f.unrolled(e, "strlen()", t.Size); err != nil {
 		return err
 	}
@@ -100,7 +100,7 @@ func (f *fn) unrolled(n lang.Node, what string, size int) error {
 // limit bytes (limit < 0: all of them), up to the first NUL or the end of
 // a buffer, and to neVal when they differ.
 func (f *fn) strEqual(n lang.Node, x, y lang.Expr, limit int, eqVal, neVal int32) error {
-	xt, yt := lang.TypeOf(x), lang.TypeOf(y)
+	xt, yt := f.typeOf(x), f.typeOf(y)
 	if xt.Kind != lang.KindString || yt.Kind != lang.KindString {
 		return f.c.errorf(n, "comparing %s with %s", xt, yt)
 	}
@@ -147,7 +147,7 @@ func (f *fn) strEqual(n lang.Node, x, y lang.Expr, limit int, eqVal, neVal int32
 // stringByte lowers s[i] on a string: its byte i, or 0 for an index
 // outside the buffer.
 func (f *fn) stringByte(e *lang.IndexExpr) error {
-	xt := lang.TypeOf(e.X)
+	xt := f.typeOf(e.X)
 	tmp := f.alloc(sizeOf(xt))
 	if err := f.valueInto(e.X, tmp); err != nil {
 		return err
@@ -198,7 +198,7 @@ func (f *fn) strftime(e *lang.Call, off int) error {
 // address is stored as its 8 little-endian bytes: IPv4 reads the first 4.
 func (f *fn) ntop(e *lang.Call, off int) error {
 	addr := e.Args[len(e.Args)-1]
-	at := lang.TypeOf(addr)
+	at := f.typeOf(addr)
 	f.zero(regScratch, off, inetSize)
 	if len(e.Args) == 2 {
 		if err := f.intExpr(e.Args[0]); err != nil {
@@ -276,8 +276,8 @@ func (f *fn) writeBytes(off int, data []byte) {
 // NUL-terminated user-space string at p, into a zeroed buffer. str(s, n)
 // of a string s keeps its first n bytes.
 func (f *fn) str(e *lang.Call, off int) error {
-	t := lang.TypeOf(e)
-	at := lang.TypeOf(e.Args[0])
+	t := f.typeOf(e)
+	at := f.typeOf(e.Args[0])
 	if at.Kind == lang.KindString && len(e.Args) == 1 {
 		return f.valueAs(e.Args[0], off, t)
 	}
@@ -289,8 +289,8 @@ func (f *fn) str(e *lang.Call, off int) error {
 // whose address dst sets in R1, which is zeroed already. The helper
 // returns in R0.
 func (f *fn) readStr(e *lang.Call, dst func()) error {
-	t := lang.TypeOf(e)
-	at := lang.TypeOf(e.Args[0])
+	t := f.typeOf(e)
+	at := f.typeOf(e.Args[0])
 	var slot int16
 	if len(e.Args) == 2 {
 		if err := f.intExpr(e.Args[1]); err != nil {
@@ -351,7 +351,7 @@ func (f *fn) readStr(e *lang.Call, dst func()) error {
 // buf lowers buf(p, n): a u64 length min(n, capacity) followed by that
 // many bytes read from user space at p, the rest zeroed.
 func (f *fn) buf(e *lang.Call, off int) error {
-	t := lang.TypeOf(e)
+	t := f.typeOf(e)
 	f.zero(regScratch, off, sizeOf(t))
 	switch {
 	case e.ID == lang.FuncHash256:
@@ -367,7 +367,7 @@ func (f *fn) buf(e *lang.Call, off int) error {
 	f.capBufLen(t, true)
 	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off))
 	read := asm.FnProbeReadUser
-	if st := lang.TypeOf(e.Args[0]); st.Kind == lang.KindString {
+	if st := f.typeOf(e.Args[0]); st.Kind == lang.KindString {
 		// A string's bytes are copied from the scratch area, as 0.17
 		// copies them from where it keeps the string; past its end
 		// they are zeros, as in 0.17's zero-filled string buffers.
@@ -416,7 +416,7 @@ func (f *fn) capBufLen(t lang.Type, count bool) {
 // bytes (NUL-terminated or not), into a zeroed buffer at scratch offset
 // off.
 func (f *fn) structString(e *lang.FieldAccess, off int) error {
-	t := lang.TypeOf(e)
+	t := f.typeOf(e)
 	field := f.structField(e)
 	f.zero(regScratch, off, t.Size)
 	if err := f.intExpr(e.X); err != nil {
@@ -439,7 +439,7 @@ func (f *fn) structString(e *lang.FieldAccess, off int) error {
 // per-CPU scratch map's value (x86-64) but not on the stack. No helper is called:
 // R0-R5 hold the indexes, words and addresses.
 func (f *fn) strContains(e *lang.Call) error {
-	ht, nt := lang.TypeOf(e.Args[0]), lang.TypeOf(e.Args[1])
+	ht, nt := f.typeOf(e.Args[0]), f.typeOf(e.Args[1])
 	assert(ht.Kind == lang.KindString && nt.Kind == lang.KindString, e, "strcontains() of what is not a string")
 	if err := f.unrolled(e, "strcontains()", max(ht.Size, nt.Size)); err != nil {
 		return err

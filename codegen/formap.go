@@ -321,7 +321,7 @@ func (f *fn) mapLen(call *lang.Call) error {
 // stack trace map cannot be read in BPF, so the stack is walked again:
 // within one run of a probe it is the same stack.
 func (f *fn) stackLen(s lang.Expr) error {
-	t := lang.TypeOf(s)
+	t := f.typeOf(s)
 	assert(t.Kind == lang.KindStack && t.StackFrames > 0, s, "len() of what is not a stack")
 	buf := f.alloc(8 * t.StackFrames)
 	flags := int32(bpfFUserStack)

@@ -101,14 +101,15 @@ func TestMapLoops(t *testing.T) {
 			if err != nil {
 				t.Fatalf("parse: %v", err)
 			}
-			if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
+			info, err := lang.Analyze(p, lang.Config{}, nil)
+			if err != nil {
 				t.Fatalf("check: %v", err)
 			}
 			cpus, err := ebpf.PossibleCPU()
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec, err := Compile(p, Options{CPUs: cpus})
+			spec, err := Compile(p, info, Options{CPUs: cpus})
 			if err != nil {
 				t.Fatalf("compile: %v", err)
 			}
@@ -159,10 +160,11 @@ func TestMapLoopsInProbes(t *testing.T) {
 			t.Fatalf("parse %s: %v", src, err)
 		}
 		cfg := lang.Config{Host: tracepointHost{&usdt.Host{}}}
-		if err := lang.Analyze(p, cfg, nil); err != nil {
+		info, err := lang.Analyze(p, cfg, nil)
+		if err != nil {
 			t.Fatalf("check %s: %v", src, err)
 		}
-		spec, err := Compile(p, Options{})
+		spec, err := Compile(p, info, Options{})
 		if err != nil {
 			t.Fatalf("compile %s: %v", src, err)
 		}
@@ -177,10 +179,11 @@ func TestMapLoopManyCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
+	info, err := lang.Analyze(p, lang.Config{}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Compile(p, Options{CPUs: 1024})
+	spec, err := Compile(p, info, Options{CPUs: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}

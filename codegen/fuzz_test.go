@@ -41,7 +41,8 @@ func FuzzCompile(f *testing.F) {
 			return
 		}
 		params := []string{"1", "two"}
-		if err := lang.Analyze(p, lang.Config{Params: params}, nil); err != nil {
+		info, err := lang.Analyze(p, lang.Config{Params: params}, nil)
+		if err != nil {
 			return
 		}
 		opts := Options{EventsSize: 4096, ControlSize: 4096, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
@@ -52,7 +53,7 @@ func FuzzCompile(f *testing.F) {
 				}
 			}
 		}
-		spec, err := Compile(p, opts)
+		spec, err := Compile(p, info, opts)
 		if err == nil && spec == nil {
 			t.Fatal("Compile returned neither a Spec nor an error")
 		}

@@ -53,7 +53,8 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
+			info, err := lang.Analyze(p, lang.Config{}, nil)
+			if err != nil {
 				t.Fatal(err)
 			}
 			opts := Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
@@ -64,12 +65,12 @@ func TestGolden(t *testing.T) {
 					}
 				}
 			}
-			spec, err := Compile(p, opts)
+			spec, err := Compile(p, info, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := listing(spec)
-			again, err := Compile(p, opts)
+			again, err := Compile(p, info, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

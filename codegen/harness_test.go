@@ -145,10 +145,11 @@ func compileSource(t *testing.T, src string, params ...string) *Spec {
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if err := lang.Analyze(p, lang.Config{Params: params}, nil); err != nil {
+	info, err := lang.Analyze(p, lang.Config{Params: params}, nil)
+	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
-	spec, err := Compile(p, Options{})
+	spec, err := Compile(p, info, Options{})
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}

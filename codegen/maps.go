@@ -23,7 +23,7 @@ func (f *fn) mapOf(n lang.Node, name string) (userMap, int, error) {
 	if !ok {
 		return userMap{}, 0, f.c.errorf(n, "map %s unknown to the checker", name)
 	}
-	return userMap{&f.c.spec.Maps[i], f.c.prog.Maps[name]}, i, nil
+	return userMap{&f.c.spec.Maps[i], f.c.info.Maps[name]}, i, nil
 }
 
 // keyAt is where a map key was built: at base+off, base the scratch
@@ -153,7 +153,7 @@ func (f *fn) mapReadValue(e *lang.MapExpr, off int) error {
 	if err != nil {
 		return err
 	}
-	t := lang.TypeOf(e)
+	t := f.typeOf(e)
 	found, end := f.label("found"), f.label("lookupend")
 	f.lookup(e.Name, koff)
 	f.emit(asm.JNE.Imm(asm.R0, 0, found))
@@ -211,7 +211,7 @@ func (f *fn) assignMap(s *lang.AssignStmt, e *lang.MapExpr) error {
 // is extended by the map's signedness, as bpftrace stores it: (uint8)255
 // into an int8 map is -1, (int8)-1 into a uint8 map 255.
 func (f *fn) mapValueAs(e lang.Expr, off int, vt lang.Type) error {
-	t := lang.TypeOf(e)
+	t := f.typeOf(e)
 	if vt.Kind != lang.KindInt || t.Kind != lang.KindInt || t.Size >= 8 || t.Signed == vt.Signed {
 		return f.valueAs(e, off, vt)
 	}

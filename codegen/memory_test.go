@@ -74,10 +74,11 @@ func TestLongStrings(t *testing.T) {
 		t.Fatal(err)
 	}
 	params := []string{long}
-	if err := lang.Analyze(p, lang.Config{Params: params, Values: settings.Values{StrLen: 200}}, nil); err != nil {
+	info, err := lang.Analyze(p, lang.Config{Params: params, Values: settings.Values{StrLen: 200}}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Compile(p, Options{Values: settings.Values{StrLen: 200}})
+	spec, err := Compile(p, info, Options{Values: settings.Values{StrLen: 200}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -108,7 +108,8 @@ func compileWithoutFiles(path, src string, probes []usdt.Probe) (string, error) 
 	}
 	params := []string{"1", "100", "5"}
 	cfg := lang.Config{Params: params, Host: fakeHost{}}
-	if err := lang.Analyze(p, cfg, nil); err != nil {
+	info, err := lang.Analyze(p, cfg, nil)
+	if err != nil {
 		return "", err
 	}
 	opts := Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
@@ -124,7 +125,7 @@ func compileWithoutFiles(path, src string, probes []usdt.Probe) (string, error) 
 			}
 		}
 	}
-	spec, err := Compile(p, opts)
+	spec, err := Compile(p, info, opts)
 	if err != nil {
 		return "", err
 	}

@@ -128,10 +128,11 @@ func TestRandomPrograms(t *testing.T) {
 			t.Fatalf("parse: %v\n%s", err, src)
 		}
 		params := []string{"5", "word"}
-		if lang.Analyze(p, lang.Config{Params: params}, nil) != nil {
+		info, err := lang.Analyze(p, lang.Config{Params: params}, nil)
+		if err != nil {
 			continue // the generator does not follow every typing rule
 		}
-		spec, err := Compile(p, Options{EventsSize: 4096, ControlSize: 4096})
+		spec, err := Compile(p, info, Options{EventsSize: 4096, ControlSize: 4096})
 		if err != nil {
 			t.Fatalf("compile: %v\n%s", err, src)
 		}

@@ -44,7 +44,8 @@ func TestScriptsLoad(t *testing.T) {
 					t.Fatal(err)
 				}
 				params := []string{"1", "100", "5"}
-				if err := lang.Analyze(p, lang.Config{Params: params}, nil); err != nil {
+				info, err := lang.Analyze(p, lang.Config{Params: params}, nil)
+				if err != nil {
 					t.Fatal(err)
 				}
 				opts := Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
@@ -63,7 +64,7 @@ func TestScriptsLoad(t *testing.T) {
 						}
 					}
 				}
-				spec, err := Compile(p, opts)
+				spec, err := Compile(p, info, opts)
 				if err != nil {
 					if strings.Contains(err.Error(), "has only") {
 						// The refusal is the result: a script written for

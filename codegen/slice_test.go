@@ -15,26 +15,25 @@ import (
 // TestHandBuiltBegin compiles a typed AST built by hand (printf of ints
 // and strings, count() into a map, exit()) and runs it in the kernel.
 func TestHandBuiltBegin(t *testing.T) {
+	a := newHandAST()
 	countT := lang.Type{Kind: lang.KindCount}
 	p := &lang.Program{
 		File: "test.bt",
 		Probes: []*lang.Probe{probeBlock(beginAP(), nil,
-			void("printf", strLit("%d %s %s\n"),
-				bin("+", lang.Int64, intLit(1), bin("*", lang.Int64, intLit(2), intLit(-3))),
-				strLit("hi"),
-				builtinVar("comm", lang.String(16))),
-			assign(mapExpr("@c", countT), call("count", countT)),
-			assign(mapExpr("@c", countT), call("count", countT)),
-			assign(mapExpr("@s", lang.String(8), intLit(7)), strLit("seven")),
-			void("exit"),
-			void("printf", strLit("unreachable\n")),
+			a.void("printf", a.strLit("%d %s %s\n"),
+				a.bin("+", lang.Int64, a.intLit(1), a.bin("*", lang.Int64, a.intLit(2), a.intLit(-3))),
+				a.strLit("hi"),
+				a.builtinVar("comm", lang.String(16))),
+			assign(a.mapExpr("@c", countT), a.call("count", countT)),
+			assign(a.mapExpr("@c", countT), a.call("count", countT)),
+			assign(a.mapExpr("@s", lang.String(8), a.intLit(7)), a.strLit("seven")),
+			a.void("exit"),
+			a.void("printf", a.strLit("unreachable\n")),
 		)},
-		Maps: map[string]*lang.MapInfo{
-			"@c": {Name: "@c", Value: countT},
-			"@s": {Name: "@s", Key: lang.Int64, Value: lang.String(8)},
-		},
 	}
-	spec, err := Compile(p, Options{})
+	a.info.Maps["@c"] = &lang.MapInfo{Name: "@c", Value: countT}
+	a.info.Maps["@s"] = &lang.MapInfo{Name: "@s", Key: lang.Int64, Value: lang.String(8)}
+	spec, err := Compile(p, a.info, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -74,29 +73,30 @@ func TestUSDTProgramLoads(t *testing.T) {
 	up := fakeProbe(0x3000)
 	ap := &lang.AttachPoint{Raw: "usdt:/bin/fake:net:msg", Point: attachpoint.Point{Kind: lang.ProbeUSDT, Target: "/bin/fake", Provider: "net", Func: "msg"}}
 	countT := lang.Type{Kind: lang.KindCount}
+	a := newHandAST()
 	p := &lang.Program{
 		File: "test.bt",
-		Probes: []*lang.Probe{probeBlock(ap, bin(">", lang.Int64, builtinVar("arg1", lang.Int64), intLit(0)),
-			void("printf", strLit("%d %d\n"), builtinVar("arg0", lang.Int64), builtinVar("arg1", lang.Int64)),
-			assign(mapExpr("@n", countT, builtinVar("arg1", lang.Int64)), call("count", countT)),
+		Probes: []*lang.Probe{probeBlock(ap, a.bin(">", lang.Int64, a.builtinVar("arg1", lang.Int64), a.intLit(0)),
+			a.void("printf", a.strLit("%d %d\n"), a.builtinVar("arg0", lang.Int64), a.builtinVar("arg1", lang.Int64)),
+			assign(a.mapExpr("@n", countT, a.builtinVar("arg1", lang.Int64)), a.call("count", countT)),
 		)},
-		Maps: map[string]*lang.MapInfo{"@n": {Name: "@n", Key: lang.Int64, Value: countT}},
 	}
-	spec, err := Compile(p, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {up}}})
+	a.info.Maps["@n"] = &lang.MapInfo{Name: "@n", Key: lang.Int64, Value: countT}
+	spec, err := Compile(p, a.info, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {up}}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	a := spec.Attachments[0]
+	att := spec.Attachments[0]
 	wantSites := []Site{{Offset: 0x1000, Cookie: 0}, {Offset: 0x2000, SemaphoreOffset: 0x3000, Cookie: 1}}
-	if !slices.Equal(a.Sites, wantSites) || a.ProbeName != "usdt:/bin/fake:net:msg" {
-		t.Errorf("attachment = %+v", a)
+	if !slices.Equal(att.Sites, wantSites) || att.ProbeName != "usdt:/bin/fake:net:msg" {
+		t.Errorf("attachment = %+v", att)
 	}
 	load(t, spec)
 
 	// arg2 does not exist: the error names the probe.
 	p.Probes[0].Body.Stmts = append(p.Probes[0].Body.Stmts,
-		void("printf", strLit("%d\n"), builtinVar("arg2", lang.Int64)))
-	_, err = Compile(p, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {up}}})
+		a.void("printf", a.strLit("%d\n"), a.builtinVar("arg2", lang.Int64)))
+	_, err = Compile(p, a.info, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {up}}})
 	if err == nil || !strings.Contains(err.Error(), "usdt:/bin/fake:net:msg has only 2 arguments") {
 		t.Errorf("arg2: err = %v", err)
 	}
@@ -107,14 +107,15 @@ func TestUSDTProgramLoads(t *testing.T) {
 // scratch map, and that one needing more than a map value holds fails to
 // compile with a clear error.
 func TestScratchLimit(t *testing.T) {
+	a := newHandAST()
 	printStrs := func(n, size int) *lang.Program {
-		args := []lang.Expr{strLit(strings.Repeat("%s", n))}
+		args := []lang.Expr{a.strLit(strings.Repeat("%s", n))}
 		for range n {
-			args = append(args, call("str", lang.String(size), intLit(0)))
+			args = append(args, a.call("str", lang.String(size), a.intLit(0)))
 		}
-		return &lang.Program{File: "t.bt", Probes: []*lang.Probe{probeBlock(beginAP(), nil, void("printf", args...))}}
+		return &lang.Program{File: "t.bt", Probes: []*lang.Probe{probeBlock(beginAP(), nil, a.void("printf", args...))}}
 	}
-	spec, err := Compile(printStrs(170, 200), Options{})
+	spec, err := Compile(printStrs(170, 200), a.info, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -124,7 +125,7 @@ func TestScratchLimit(t *testing.T) {
 	}
 	// The fields past 32 KiB are written through a moved base register.
 	load(t, spec)
-	_, err = Compile(printStrs(110, 40000), Options{})
+	_, err = Compile(printStrs(110, 40000), a.info, Options{})
 	if err == nil || !strings.Contains(err.Error(), "bytes of scratch space, more than the 4194304") {
 		t.Errorf("err = %v", err)
 	}

@@ -141,7 +141,7 @@ func (f *fn) declareVars(probe *lang.Probe) error {
 		if !ok {
 			return
 		}
-		t := lang.TypeOf(v)
+		t := f.typeOf(v)
 		if old, seen := types[v.Name]; seen {
 			t = widen(old, t)
 		} else {
@@ -273,11 +273,11 @@ func (f *fn) exprStmt(e lang.Expr) error {
 		}
 		return f.exprStmt(e.Value)
 	case *lang.Ternary:
-		if lang.TypeOf(e).Kind == lang.KindVoid {
+		if f.typeOf(e).Kind == lang.KindVoid {
 			return f.ternary(e, f.exprStmt)
 		}
 	}
-	t := lang.TypeOf(e)
+	t := f.typeOf(e)
 	if isScalar(t) {
 		return f.intExpr(e)
 	}
@@ -332,7 +332,7 @@ func (f *fn) assignVar(s *lang.AssignStmt, lhs *lang.Var) error {
 		return f.c.errorf(s, "operator %s on %s: %w", s.Op, v.typ, ErrUnsupported)
 	}
 	// Through a temporary: the right side may read the variable.
-	rt := lang.TypeOf(s.RHS)
+	rt := f.typeOf(s.RHS)
 	tmp := f.alloc(sizeOf(rt))
 	if err := f.valueInto(s.RHS, tmp); err != nil {
 		return err
@@ -357,7 +357,7 @@ func (f *fn) applyRHS(s *lang.AssignStmt, lt lang.Type) error {
 		asm.LoadMem(asm.R0, f.fp, slot, asm.DWord),
 	)
 	op := s.Op[:len(s.Op)-1]
-	return f.applyOp(s, op, lt, lang.TypeOf(s.RHS))
+	return f.applyOp(s, op, lt, f.typeOf(s.RHS))
 }
 
 // ifStmt lowers if/else, and an else-if chain in a loop however long it

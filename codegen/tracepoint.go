@@ -25,7 +25,7 @@ func (f *fn) tracepointField(e *lang.FieldAccess) *lang.TracepointField {
 // The verifier lets a tracepoint program read its record directly; a
 // __data_loc field becomes the address of its data.
 func (f *fn) tracepointInt(e *lang.FieldAccess, fld *lang.TracepointField) error {
-	t := lang.TypeOf(e)
+	t := f.typeOf(e)
 	if fld.DataLoc {
 		f.emit(
 			memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.Word), fld.Offset),
@@ -52,7 +52,7 @@ func (f *fn) tracepointInt(e *lang.FieldAccess, fld *lang.TracepointField) error
 // tracepointString copies a char array field of the record into a zeroed
 // buffer at scratch offset off.
 func (f *fn) tracepointString(e *lang.FieldAccess, fld *lang.TracepointField, off int) error {
-	t := lang.TypeOf(e)
+	t := f.typeOf(e)
 	f.zero(regScratch, off, t.Size)
 	f.scratchPtr(asm.R1, off)
 	f.emit(
@@ -81,7 +81,7 @@ func sizeMode(size int) asm.Size {
 // into R0: the verifier lets a kfunc program read the 8-byte slots of
 // its context, and the value is cut to its type's size and extended.
 func (f *fn) kfuncSlot(e lang.Expr, fld *lang.TracepointField) error {
-	t := lang.TypeOf(e)
+	t := f.typeOf(e)
 	size, signed := 8, false
 	switch t.Kind {
 	case lang.KindInt:

@@ -59,11 +59,12 @@ func TestUSDTEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
+	info, err := lang.Analyze(p, lang.Config{}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
 	ap := p.Probes[0].Attach[0]
-	spec, err := Compile(p, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {&probes[0]}}})
+	spec, err := Compile(p, info, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {&probes[0]}}})
 	if err != nil {
 		t.Fatal(err)
 	}

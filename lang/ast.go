@@ -1,7 +1,8 @@
 // Package lang is gotrace's front end for the bpftrace language: it parses a
-// script into a plain AST (this file), checks it and annotates every
-// expression with its type (check.go), and reports problems as positioned
-// diagnostics in bpftrace's format (diag.go).
+// script into a plain AST (this file), checks it and records the type of
+// every expression in an Info beside the AST (check.go, info.go), and
+// reports problems as positioned diagnostics in bpftrace's format
+// (diag.go).
 //
 // The parser (parser.go) builds these nodes directly, each with its source
 // span and the spans of its operators and parentheses, so that diagnostics
@@ -9,7 +10,6 @@
 package lang
 
 import (
-	"go/constant"
 	"sort"
 
 	"github.com/gotrace/gotrace/internal/printf"
@@ -44,9 +44,6 @@ type Program struct {
 	Source  string
 	Structs []*StructDef
 	Probes  []*Probe
-	// KernelStructs is filled in by the checker: the kernel's structs and
-	// unions the script uses, from the kernel's BTF.
-	KernelStructs []*StructDef
 	// Config is the script's config block, in order (config.go).
 	Config []*ConfigSetting
 	// MapDecls are the script's map declarations (letdecl.go).
@@ -55,21 +52,6 @@ type Program struct {
 	// where it differs from 0.17's, by naming a begin or end probe in
 	// lower case (bpftrace 0.24's names; 0.17 knows only BEGIN and END).
 	Newer bool
-
-	// Maps is filled in by the checker: every map the program uses, by name
-	// ("@x", or "@" for the anonymous map).
-	Maps map[string]*MapInfo
-	// NumParams is filled in by the checker: the highest positional
-	// parameter ($N) the script reads.
-	NumParams int
-	// Symbols is filled in by the checker: each data symbol uaddr() names,
-	// in the target of each attach point of its probe, as the Host found
-	// it, so that the code generator reads no file.
-	Symbols map[SymbolRef]DataSymbol
-	// Warnings is filled in by the checker: what the script asks for that
-	// gotrace cuts, such as a buf() longer than BPFTRACE_STRLEN, for the
-	// caller to print as bpftrace prints its warnings.
-	Warnings ErrorList
 
 	// runs are the runs of characters without blanks that hold several
 	// tokens, in source order; runStart looks them up.
@@ -367,25 +349,22 @@ func (*JumpStmt) stmtNode()   {}
 func (*ForStmt) stmtNode()    {}
 func (*LetStmt) stmtNode()    {}
 
-// Expr is an expression. The checker sets the type of every expression;
-// TypeOf reads it.
+// Expr is an expression. The checker records the type of every expression
+// in an Info; Info.TypeOf reads it.
 type Expr interface {
 	Node
 	exprBase() *ExprBase
 }
 
-// ExprBase holds what every expression has: its span, its checked type
-// and, for the few that have them, its parentheses and constant value.
+// ExprBase holds what every expression has: its span and, for the few
+// that have them, its parentheses. Its type and constant value are in
+// the Info of the program (info.go).
 type ExprBase struct {
 	// Loc is the expression without the parentheses around it, which
 	// bpftrace's diagnostics leave out too.
 	Loc Span
-	// typ is the checked type. Expressions of the common scalar types
-	// share one copy of it (internType), so that each expression costs a
-	// pointer for its type rather than a whole Type.
-	typ *Type
 	// more is what only some expressions have, nil for the others, so
-	// that an operator or a literal costs 32 bytes here.
+	// that an operator or a literal costs 24 bytes here.
 	more *exprMore
 }
 
@@ -396,9 +375,6 @@ type exprMore struct {
 	// hasParens.
 	parens    Span
 	hasParens bool
-	// value is the value of a constant expression other than an integer
-	// literal, set by the checker (see ConstInt).
-	value constant.Value
 }
 
 // Span returns the expression's source span.
@@ -428,17 +404,6 @@ func (e *ExprBase) setMore(change func(*exprMore)) {
 func (e *ExprBase) setParenLoc(s Span) {
 	e.setMore(func(m *exprMore) { m.parens, m.hasParens = s, true })
 }
-
-// TypeOf returns the type the checker gave e.
-func TypeOf(e Expr) Type {
-	if t := e.exprBase().typ; t != nil {
-		return *t
-	}
-	return Type{}
-}
-
-// SetType records e's type; the checker calls it.
-func SetType(e Expr, t Type) { e.exprBase().typ = internType(t) }
 
 // IntLit is an integer literal (decimal, hex, octal, with _ separators, or
 // the 1e6 form).

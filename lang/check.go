@@ -2,8 +2,9 @@ package lang
 
 // The checker is gotrace's semantic analysis, modelled on bpftrace 0.17's
 // semantic analyser: it resolves the type of every expression, checks
-// every builtin and function against the probe it appears in, fills in
-// Program.Maps and Program.NumParams and sets UnrollStmt.N. Its messages
+// every builtin and function against the probe it appears in, records
+// the maps and the positional parameters read in the Info and sets
+// UnrollStmt.N. Its messages
 // and their columns are bpftrace's.
 //
 // Like bpftrace, it works in passes: a map or a variable may be read in
@@ -17,14 +18,15 @@ package lang
 // String types grow to the largest string ever stored in a variable, a map
 // value or a map key, so that every store fits.
 //
-// What each node's Type means after Check (codegen relies on these):
+// What each node's type (Info.TypeOf) means after Check (codegen relies
+// on these):
 //
 //   - IntLit: int64. StrLit: string[len+1] (the literal and its NUL).
 //   - Var: the variable's type, the same at every use in a probe: the type
 //     of its first assignment, with strings (also inside tuples) widened to
 //     the largest one assigned. Integer variables keep their first type's
 //     size (`$x = (uint8)1; $x = 300` stores 44).
-//   - MapExpr: the map's value type (Program.Maps[name].Value); integer
+//   - MapExpr: the map's value type (Info.Maps[name].Value); integer
 //     values are 64-bit, signed as the first value stored. An aggregation
 //     map has the aggregation kind (KindCount, KindHist ...).
 //   - Map keys: MapInfo.Key is the key type; integer keys are 64-bit,
@@ -40,8 +42,8 @@ package lang
 //     missing $N is 0); $N as the first argument of str() is string[len+1]
 //     of its text (a missing $N is ""), and that str() call is a constant.
 //   - Constants: integer literals, positional parameters and their
-//     negations carry their int64 value (ConstInt, setConst), and
-//     $N inside str($N) its text (ConstString); codegen evaluates nothing
+//     negations carry their int64 value (Info.ConstInt, setConst), and
+//     $N inside str($N) its text (Info.ConstString); codegen evaluates nothing
 //     itself.
 //   - Builtin and Call: ID is the builtin the name denotes (builtins.go).
 //   - Binary: arithmetic, bitwise, comparison and logical operators on
@@ -104,12 +106,13 @@ type Config struct {
 // pass per link.
 const maxPasses = 16
 
-// Check checks p, annotates every expression with its type (see the
-// comment at the top of check.go for what each node's type means), and
-// fills in p.Maps and p.NumParams. It returns an ErrorList with the
+// Check checks p and records in info the type of every expression (see
+// the comment at the top of check.go for what each node's type means),
+// the constants' values, the maps, the positional parameters read, the
+// symbols and kernel structs used and the warnings. It returns an ErrorList with the
 // problems bpftrace 0.17 reports, in source order, or nil; a bad Config is
 // a plain error.
-func Check(p *Program, cfg Config) error {
+func Check(p *Program, cfg Config, info *Info) error {
 	if cfg.StrLen == 0 {
 		cfg.StrLen = settings.DefaultStrLen
 	}
@@ -130,6 +133,7 @@ func Check(p *Program, cfg Config) error {
 	}
 	c := &checker{
 		prog:    p,
+		info:    info,
 		cfg:     cfg,
 		maps:    map[string]*mapState{},
 		vars:    map[*Probe]map[string]Type{},
@@ -149,11 +153,11 @@ func Check(p *Program, cfg Config) error {
 	c.final = true
 	c.run()
 
-	p.Maps = map[string]*MapInfo{}
+	clear(info.Maps)
 	for name, m := range c.maps {
-		p.Maps[name] = m.info
+		info.Maps[name] = m.info
 	}
-	p.NumParams = c.numParams
+	info.NumParams = c.numParams
 	if len(c.errs) == 0 {
 		return nil
 	}
@@ -172,6 +176,8 @@ func Check(p *Program, cfg Config) error {
 // checker is the state of one Check.
 type checker struct {
 	prog *Program
+	// info is where the checker records what it learns (info.go).
+	info *Info
 	cfg  Config
 	// final is set for the last pass, the one that reports errors.
 	final bool
@@ -256,12 +262,12 @@ func (c *checker) warnf(s Span, format string, args ...any) {
 		return
 	}
 	w := &Error{Span: Span{Start: c.prog.runStart(s.Start), End: s.End}, Msg: fmt.Sprintf(format, args...)}
-	for _, e := range c.prog.Warnings {
+	for _, e := range c.info.Warnings {
 		if *e == *w {
 			return
 		}
 	}
-	c.prog.Warnings = append(c.prog.Warnings, w)
+	c.info.Warnings = append(c.info.Warnings, w)
 }
 
 func (c *checker) run() {

@@ -77,8 +77,8 @@ func (c *checker) callResult(e *Call, sig *builtin) Type {
 	case FuncUaddr:
 		return c.uaddrType(e)
 	case FuncUptr, FuncKptr:
-		if len(e.Args) == 1 && TypeOf(e.Args[0]).Kind == KindPointer {
-			return TypeOf(e.Args[0])
+		if len(e.Args) == 1 && c.info.TypeOf(e.Args[0]).Kind == KindPointer {
+			return c.info.TypeOf(e.Args[0])
 		}
 		return Int64
 	case FuncPton:
@@ -88,8 +88,8 @@ func (c *checker) callResult(e *Call, sig *builtin) Type {
 		return Type{Kind: KindBuf, Size: net.IPv4len}
 	case FuncBswap:
 		// The bytes of the argument's own width, reversed, unsigned.
-		if len(e.Args) == 1 && TypeOf(e.Args[0]).Kind == KindInt {
-			return Int(TypeOf(e.Args[0]).Size, false)
+		if len(e.Args) == 1 && c.info.TypeOf(e.Args[0]).Kind == KindInt {
+			return Int(c.info.TypeOf(e.Args[0]).Size, false)
 		}
 		return Uint64
 	}
@@ -107,7 +107,7 @@ func (c *checker) warnTooLong(e *Call) {
 	if e.ID == FuncBuf && c.cfg.BufLen != c.cfg.StrLen {
 		limit, setting = c.cfg.BufLen, "max_buflen"
 	}
-	if n, ok := ConstInt(e.Args[1]); ok && n > int64(limit) {
+	if n, ok := c.info.ConstInt(e.Args[1]); ok && n > int64(limit) {
 		c.warnf(e.Loc, "%s() length is too long and will be shortened to %d bytes (see %s)", e.Name, limit, setting)
 	}
 }
@@ -117,11 +117,11 @@ func (c *checker) bufType(e *Call) Type {
 	size := c.cfg.BufLen
 	switch {
 	case len(e.Args) == 2:
-		if n, ok := ConstInt(e.Args[1]); ok && n >= 0 && n < int64(size) {
+		if n, ok := c.info.ConstInt(e.Args[1]); ok && n >= 0 && n < int64(size) {
 			size = int(n)
 		}
 	case len(e.Args) == 1:
-		if t := TypeOf(e.Args[0]); t.Kind == KindArray && t.Size < size {
+		if t := c.info.TypeOf(e.Args[0]); t.Kind == KindArray && t.Size < size {
 			size = t.Size
 		}
 	}
@@ -242,23 +242,23 @@ func (c *checker) callArgs(e *Call) {
 	case FuncHist:
 		c.tableArgs(e)
 		if len(args) == 2 {
-			if bits, isConst := ConstInt(args[1]); isConst && (bits < 0 || bits > maxHistBits) {
+			if bits, isConst := c.info.ConstInt(args[1]); isConst && (bits < 0 || bits > maxHistBits) {
 				c.laterf(e.Loc, "hist: bits %d must be 0..%d", bits, maxHistBits)
 			}
 		}
 	case FuncSizeof:
 		if b, ok := args[0].(*Builtin); ok {
 			if t, ok := intTypeByName(b.Name); ok {
-				SetType(b, t)
+				c.info.SetType(b, t)
 				return
 			}
 			if t, ok := c.kernelSizeofName(b.Name); ok {
-				SetType(b, t)
+				c.info.SetType(b, t)
 				return
 			}
 			if _, name, ok := strings.Cut(b.Name, " "); ok {
 				if def := c.structDef(name); def != nil {
-					SetType(b, Type{Kind: KindStruct, Struct: name, Size: def.Size})
+					c.info.SetType(b, Type{Kind: KindStruct, Struct: name, Size: def.Size})
 					return
 				}
 			}
@@ -272,7 +272,7 @@ func (c *checker) callArgs(e *Call) {
 		}
 	case FuncStrncmp:
 		c.tableArgs(e)
-		if n, ok := ConstInt(args[2]); ok && n < 0 {
+		if n, ok := c.info.ConstInt(args[2]); ok && n < 0 {
 			c.laterf(e.Loc, "Builtin strncmp requires a non-negative size")
 		}
 	case FuncUptr, FuncKptr:
@@ -415,7 +415,7 @@ func (c *checker) literalArg(e *Call, a Expr) (string, bool) {
 // constArg checks an argument that must be a constant integer.
 func (c *checker) constArg(e *Call, a Expr) (int64, bool) {
 	t := c.expr(a, useValue)
-	n, ok := ConstInt(a)
+	n, ok := c.info.ConstInt(a)
 	if !ok {
 		c.errorf(e.Loc, "%s() expects a integer literal (%s provided)", e.Name, argCategory(a, t))
 	}
@@ -437,8 +437,8 @@ func (c *checker) strArg(e *Call, a Expr) {
 	if p, ok := a.(*PositionalParam); ok && !p.Count {
 		c.numParams = max(c.numParams, p.N)
 		v, _ := c.paramValue(p.N)
-		SetType(p, String(len(v)+1))
-		setConst(p, constant.MakeString(v))
+		c.info.SetType(p, String(len(v)+1))
+		c.info.setConst(p, constant.MakeString(v))
 		return
 	}
 	t := c.expr(a, useValue)
@@ -519,7 +519,7 @@ func (c *checker) printCall(e *Call) {
 	c.mapRef(m)
 	for _, a := range e.Args[1:] {
 		t := c.expr(a, useValue)
-		if _, ok := ConstInt(a); !ok {
+		if _, ok := c.info.ConstInt(a); !ok {
 			c.laterf(e.Loc, "print() expects a integer literal (%s provided)", formatTypeName(t))
 		}
 	}
@@ -558,7 +558,7 @@ func (c *checker) signalCall(e *Call) {
 		c.errorf(e.Loc, "signal only accepts string literals or integers")
 		return
 	}
-	if n, ok := ConstInt(a); ok && (n < 1 || n > MaxSignal) {
+	if n, ok := c.info.ConstInt(a); ok && (n < 1 || n > MaxSignal) {
 		c.errorf(e.Loc, "%d is not a valid signal, allowed range: [1,%d]", n, MaxSignal)
 	}
 }
@@ -587,7 +587,7 @@ func (c *checker) ustackArgs(e *Call) {
 	args := e.Args
 	if len(args) == 2 {
 		if b, ok := args[0].(*Builtin); ok && stackMode(b) != BuiltinInvalid {
-			SetType(b, Type{})
+			c.info.SetType(b, Type{})
 		} else {
 			t := c.expr(args[0], useValue)
 			c.errorf(e.Loc, "%s() expects a stack mode literal (%s provided)", e.Name, formatTypeName(t))
@@ -597,7 +597,7 @@ func (c *checker) ustackArgs(e *Call) {
 	}
 	if len(args) == 1 {
 		if b, ok := args[0].(*Builtin); ok && stackMode(b) != BuiltinInvalid {
-			SetType(b, Type{})
+			c.info.SetType(b, Type{})
 			return
 		}
 		c.stackLimit(e, args[0])
@@ -611,7 +611,7 @@ func (c *checker) stackType(e *Call) Type {
 	for _, a := range e.Args {
 		if mode := stackMode(a); mode != BuiltinInvalid {
 			t.StackPerf = mode == ModePerf
-		} else if n, ok := ConstInt(a); ok && n > 0 {
+		} else if n, ok := c.info.ConstInt(a); ok && n > 0 {
 			t.StackFrames = int(n)
 		}
 	}
@@ -622,7 +622,7 @@ func (c *checker) stackType(e *Call) Type {
 // integer.
 func (c *checker) stackLimit(e *Call, a Expr) {
 	if b, ok := a.(*Builtin); ok && stackMode(b) != BuiltinInvalid {
-		SetType(b, Type{})
+		c.info.SetType(b, Type{})
 		c.errorf(e.Loc, "%s() expects a integer literal (stack mode provided)", e.Name)
 		return
 	}
@@ -630,7 +630,7 @@ func (c *checker) stackLimit(e *Call, a Expr) {
 }
 
 // uaddrType resolves uaddr("sym") through the Host in the target of each
-// attach point of the probe, for the code generator (Program.Symbols). It
+// attach point of the probe, for the code generator (Info.Symbols). It
 // is a pointer to a signed integer of the symbol's size (1, 2 or 4 bytes,
 // else 8) in the target of the first one, as bpftrace 0.17 types it.
 func (c *checker) uaddrType(e *Call) Type {
@@ -664,9 +664,9 @@ func (c *checker) uaddrType(e *Call) Type {
 var errNoHost = errors.New("no host to read files")
 
 // dataSymbol returns the data symbol ref, looked up through the Host once
-// and recorded in Program.Symbols.
+// and recorded in Info.Symbols.
 func (c *checker) dataSymbol(ref SymbolRef) DataSymbol {
-	sym, ok := c.prog.Symbols[ref]
+	sym, ok := c.info.Symbols[ref]
 	if ok {
 		return sym
 	}
@@ -674,9 +674,6 @@ func (c *checker) dataSymbol(ref SymbolRef) DataSymbol {
 	if c.cfg.Host != nil {
 		sym.Addr, sym.Size, sym.Err = c.cfg.Host.ObjectSymbol(ref.Path, ref.Name)
 	}
-	if c.prog.Symbols == nil {
-		c.prog.Symbols = map[SymbolRef]DataSymbol{}
-	}
-	c.prog.Symbols[ref] = sym
+	c.info.Symbols[ref] = sym
 	return sym
 }

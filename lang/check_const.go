@@ -1,7 +1,7 @@
 package lang
 
 // This file evaluates constant expressions, integer literals and
-// positional parameters, and records their values on the AST.
+// positional parameters, and records their values in the Info.
 
 import (
 	"errors"
@@ -47,7 +47,7 @@ func (c *checker) constValue(e Expr) constant.Value {
 	case *IntLit:
 		return constant.MakeInt64(int64(e.Value))
 	case *Unary:
-		if v, ok := ConstInt(e.X); ok && e.Op == "-" {
+		if v, ok := c.info.ConstInt(e.X); ok && e.Op == "-" {
 			return constant.MakeInt64(-v)
 		}
 	case *Call:
@@ -74,49 +74,4 @@ func (c *checker) constValue(e Expr) constant.Value {
 		}
 	}
 	return nil
-}
-
-// setConst records e's value as a constant, or that it has none (nil).
-// An integer literal's value is its own (constOf).
-func setConst(e Expr, v constant.Value) {
-	b := e.exprBase()
-	if _, ok := e.(*IntLit); ok || v == nil && b.more == nil {
-		return
-	}
-	b.setMore(func(m *exprMore) { m.value = v })
-}
-
-// constOf returns the value of e when it is a constant: an integer
-// literal's own, or what the checker recorded; nil for the others.
-func constOf(e Expr) constant.Value {
-	if lit, ok := e.(*IntLit); ok {
-		return constant.MakeInt64(int64(lit.Value))
-	}
-	if m := e.exprBase().more; m != nil {
-		return m.value
-	}
-	return nil
-}
-
-// ConstInt returns the value the checker recorded for e when e is an
-// integer constant.
-func ConstInt(e Expr) (int64, bool) {
-	if lit, ok := e.(*IntLit); ok {
-		return int64(lit.Value), true
-	}
-	v := constOf(e)
-	if v == nil || v.Kind() != constant.Int {
-		return 0, false
-	}
-	return constant.Int64Val(v)
-}
-
-// ConstString returns the value the checker recorded for e when e is a
-// string constant: a positional parameter read as text by str().
-func ConstString(e Expr) (string, bool) {
-	v := constOf(e)
-	if v == nil || v.Kind() != constant.String {
-		return "", false
-	}
-	return constant.StringVal(v), true
 }

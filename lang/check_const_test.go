@@ -39,7 +39,7 @@ func TestConstants(t *testing.T) {
 		{`BEGIN { @ = "x"; }`, nil, nil},
 		{`BEGIN { @ = pid; }`, nil, nil},
 	} {
-		p, errs := checkSource(t, tt.src, Config{Params: tt.params})
+		p, info, errs := checkSource(t, tt.src, Config{Params: tt.params})
 		if errs != nil {
 			t.Errorf("%s %q: %v", tt.src, tt.params, errs)
 			continue
@@ -48,15 +48,15 @@ func TestConstants(t *testing.T) {
 		if c, ok := e.(*Call); ok {
 			e = c.Args[0]
 		}
-		got := constOf(e)
+		got := info.constOf(e)
 		if (got == nil) != (tt.want == nil) || got != nil && !constant.Compare(got, token.EQL, tt.want) {
 			t.Errorf("%s %q: constant %v, want %v", tt.src, tt.params, got, tt.want)
 		}
 		wantInt := tt.want != nil && tt.want.Kind() == constant.Int
-		if n, ok := ConstInt(e); ok != wantInt || ok && constant.Compare(constant.MakeInt64(n), token.NEQ, tt.want) {
+		if n, ok := info.ConstInt(e); ok != wantInt || ok && constant.Compare(constant.MakeInt64(n), token.NEQ, tt.want) {
 			t.Errorf("%s %q: ConstInt = %d, %v", tt.src, tt.params, n, ok)
 		}
-		if s, ok := ConstString(e); ok != (tt.want != nil && tt.want.Kind() == constant.String) || ok && constant.StringVal(tt.want) != s {
+		if s, ok := info.ConstString(e); ok != (tt.want != nil && tt.want.Kind() == constant.String) || ok && constant.StringVal(tt.want) != s {
 			t.Errorf("%s %q: ConstString = %q, %v", tt.src, tt.params, s, ok)
 		}
 	}
@@ -69,7 +69,7 @@ func TestConstants(t *testing.T) {
 func TestParamNumbers(t *testing.T) {
 	for _, v := range []string{"1_000", "0b101", "0o17", "0xffffffffffffffff", "9223372036854775808",
 		"18446744073709551615", " 5", "08", "1e3", "x", ""} {
-		_, errs := checkSource(t, `BEGIN { @ = $1; }`, Config{Params: []string{v}})
+		_, _, errs := checkSource(t, `BEGIN { @ = $1; }`, Config{Params: []string{v}})
 		if len(errs) != 1 || !strings.Contains(errs[0].Msg, "used numerically but given") {
 			t.Errorf("$1 = %q: %v, want a parameter that is not a number", v, errs)
 		}

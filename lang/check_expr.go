@@ -12,8 +12,8 @@ import (
 // and returns its type.
 func (c *checker) expr(e Expr, u use) Type {
 	t := c.exprType(e, u)
-	SetType(e, t)
-	setConst(e, c.constValue(e))
+	c.info.SetType(e, t)
+	c.info.setConst(e, c.constValue(e))
 	return t
 }
 
@@ -102,8 +102,8 @@ func (c *checker) binary(e *Binary) Type {
 			// expr records the outermost one's type.
 			return t
 		}
-		SetType(b, t)
-		setConst(b, c.constValue(b))
+		c.info.SetType(b, t)
+		c.info.setConst(b, c.constValue(b))
 		l = t
 	}
 }
@@ -346,16 +346,16 @@ func (c *checker) arrayCast(e *Cast, x, to Type) Type {
 
 // foldInt evaluates a checked integer expression of constants and +, -
 // and *.
-func foldInt(e Expr) (int64, bool) {
-	if v, ok := ConstInt(e); ok {
+func (c *checker) foldInt(e Expr) (int64, bool) {
+	if v, ok := c.info.ConstInt(e); ok {
 		return v, true
 	}
 	b, ok := e.(*Binary)
 	if !ok {
 		return 0, false
 	}
-	l, lok := foldInt(b.X)
-	r, rok := foldInt(b.Y)
+	l, lok := c.foldInt(b.X)
+	r, rok := c.foldInt(b.Y)
 	if !lok || !rok {
 		return 0, false
 	}
@@ -434,7 +434,7 @@ func (c *checker) index(e *IndexExpr) Type {
 	case x.Kind == KindNone:
 		return Type{}
 	case x.Kind == KindIntArray:
-		n, ok := foldInt(e.Index)
+		n, ok := c.foldInt(e.Index)
 		if !ok {
 			c.laterf(e.Index.Span(), "The index of an array value must be a constant integer")
 			return Type{}
@@ -455,7 +455,7 @@ func (c *checker) index(e *IndexExpr) Type {
 	case x.Kind == KindTuple:
 		// bpftrace 0.21: the index picks the element's type, so it is a
 		// constant.
-		n, ok := foldInt(e.Index)
+		n, ok := c.foldInt(e.Index)
 		if !ok {
 			c.laterf(e.Index.Span(), "The index of a tuple must be a constant integer")
 			return Type{}

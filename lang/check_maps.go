@@ -152,10 +152,10 @@ func (c *checker) mapValue(e *MapExpr, m *mapState, report bool) Type {
 		if report {
 			c.laterf(e.Loc, "Undefined map: %s", e.Name)
 		}
-		SetType(e, Type{})
+		c.info.SetType(e, Type{})
 		return Type{}
 	}
-	SetType(e, m.info.Value)
+	c.info.SetType(e, m.info.Value)
 	return m.info.Value
 }
 
@@ -222,7 +222,7 @@ func (c *checker) lhistArgs(e *Call) {
 			v, _ := c.paramValue(p.N)
 			c.errorf(p.Loc, "$%d used numerically but given %q. Try using str($%d).", p.N, v, p.N)
 			c.errorf(e.Loc, "lhist: invalid %s value", [3]string{"min", "max", "step"}[i])
-			SetType(a, Int64)
+			c.info.SetType(a, Int64)
 			ok = false
 			continue
 		}
@@ -259,7 +259,7 @@ func (c *checker) lhistParams(e *Call) (LhistParams, bool) {
 	}
 	var vals [3]int64
 	for i, a := range e.Args[1:] {
-		v, ok := ConstInt(a)
+		v, ok := c.info.ConstInt(a)
 		if !ok {
 			return LhistParams{}, false
 		}
@@ -273,18 +273,18 @@ const maxHistBits = 5
 
 // histBits returns hist()'s bits, 0 without the argument, and whether
 // they are valid (a constant 0 to maxHistBits).
-func histBits(e *Call) (int, bool) {
+func (c *checker) histBits(e *Call) (int, bool) {
 	if len(e.Args) < 2 {
 		return 0, true
 	}
-	bits, ok := ConstInt(e.Args[1])
+	bits, ok := c.info.ConstInt(e.Args[1])
 	return int(bits), ok && bits >= 0 && bits <= maxHistBits
 }
 
 // histStore checks that every hist() stored in a map has the same bits,
 // and records them.
 func (c *checker) histStore(m *mapState, call *Call) {
-	bits, ok := histBits(call)
+	bits, ok := c.histBits(call)
 	if !ok || m.info.Value.Kind != KindHist {
 		return
 	}
@@ -297,13 +297,13 @@ func (c *checker) tseriesArgs(e *Call) {
 	names := [2]string{"interval_ns", "num_intervals"}
 	for i, a := range e.Args[1:3] {
 		c.expr(a, useValue)
-		if _, ok := ConstInt(a); !ok {
+		if _, ok := c.info.ConstInt(a); !ok {
 			c.errorf(e.Loc, "tseries: invalid %s value (must be non-negative literal)", names[i])
 			return
 		}
 	}
-	interval, _ := ConstInt(e.Args[1])
-	n, _ := ConstInt(e.Args[2])
+	interval, _ := c.info.ConstInt(e.Args[1])
+	n, _ := c.info.ConstInt(e.Args[2])
 	switch {
 	case interval <= 0:
 		c.laterf(e.Loc, "tseries() interval_ns must be >= 1 (%d provided)", interval)
@@ -326,13 +326,13 @@ const maxTseriesIntervals = 1000000
 
 // tseriesParams returns a valid tseries() call's constant arguments and
 // its values' sign.
-func tseriesParams(e *Call) (TseriesParams, bool) {
+func (c *checker) tseriesParams(e *Call) (TseriesParams, bool) {
 	if len(e.Args) < 3 {
 		return TseriesParams{}, false
 	}
-	interval, ok1 := ConstInt(e.Args[1])
-	n, ok2 := ConstInt(e.Args[2])
-	p := TseriesParams{Interval: interval, Intervals: n, Signed: TypeOf(e.Args[0]).Signed}
+	interval, ok1 := c.info.ConstInt(e.Args[1])
+	n, ok2 := c.info.ConstInt(e.Args[2])
+	p := TseriesParams{Interval: interval, Intervals: n, Signed: c.info.TypeOf(e.Args[0]).Signed}
 	if len(e.Args) == 4 {
 		if lit, ok := e.Args[3].(*StrLit); ok {
 			p.Agg = lit.Value
@@ -344,7 +344,7 @@ func tseriesParams(e *Call) (TseriesParams, bool) {
 // tseriesStore checks that every tseries() stored in a map has the same
 // arguments, and records them.
 func (c *checker) tseriesStore(m *mapState, call *Call) {
-	p, ok := tseriesParams(call)
+	p, ok := c.tseriesParams(call)
 	if !ok || m.info.Value.Kind != KindTseries {
 		return
 	}

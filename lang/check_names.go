@@ -9,11 +9,11 @@ import "github.com/gotrace/gotrace/internal/ptregs"
 func (c *checker) varRead(v *Var) Type {
 	if !c.defined[v.Name] {
 		c.errorf(v.Loc, "Undefined or undeclared variable: %s", v.Name)
-		SetType(v, Type{})
+		c.info.SetType(v, Type{})
 		return Type{}
 	}
 	t := c.vars[c.probe][v.Name]
-	SetType(v, t)
+	c.info.SetType(v, t)
 	return t
 }
 
@@ -39,7 +39,7 @@ func (c *checker) varAssign(v *Var, t Type, opSpan Span) {
 			c.changed = true
 		}
 	}
-	SetType(v, vars[v.Name])
+	c.info.SetType(v, vars[v.Name])
 }
 
 // builtin resolves and types a builtin variable and checks that the probe

@@ -67,7 +67,7 @@ func (c *checker) stmt(s Stmt) {
 	case *LetStmt:
 		c.defined[s.Var.Name] = true
 		t := c.vars[c.probe][s.Var.Name]
-		SetType(s.Var, t)
+		c.info.SetType(s.Var, t)
 		if t.Kind == KindNone {
 			// The passes are done: no assignment gave it a type.
 			c.laterf(s.Var.Loc, "Could not resolve the type of this variable")
@@ -80,7 +80,7 @@ func (c *checker) unroll(s *UnrollStmt) {
 	c.expr(s.Count, useValue)
 	span := s.Head
 	s.N = 0
-	n, ok := ConstInt(s.Count)
+	n, ok := c.info.ConstInt(s.Count)
 	switch {
 	case c.badParam(s.Count):
 		c.errorf(span, "invalid unroll value")
@@ -111,7 +111,7 @@ func (c *checker) assign(s *AssignStmt) {
 				// bpftrace checks `$s += 1` as the assignment of an
 				// unsigned result to $s.
 				c.errorf(s.Loc, "Type mismatch for %s: trying to assign value of type '%s' when variable already contains a value of type '%s'", lhs.Name, typeName(Uint64), typeName(cur))
-				SetType(lhs, cur)
+				c.info.SetType(lhs, cur)
 				return
 			}
 			t = c.binaryType(strings.TrimSuffix(s.Op, "="), cur, r, s.Loc, opSpan)
@@ -149,7 +149,7 @@ func (c *checker) assign(s *AssignStmt) {
 		if call, ok := s.RHS.(*Call); ok && t.Kind == KindHist {
 			c.histStore(m, call)
 		}
-		SetType(lhs, m.info.Value)
+		c.info.SetType(lhs, m.info.Value)
 	default:
 		c.expr(s.LHS, useValue)
 		c.expr(s.RHS, useValue)

@@ -33,10 +33,10 @@ func FuzzCheck(f *testing.F) {
 		if err != nil {
 			return
 		}
-		err = Analyze(p, Config{Params: []string{param}, Unsafe: len(src)%2 == 0}, nil)
+		info, err := Analyze(p, Config{Params: []string{param}, Unsafe: len(src)%2 == 0}, nil)
 		if err == nil {
 			walkExprs(p, func(e Expr) {
-				if TypeOf(e).Kind == KindNone {
+				if info.TypeOf(e).Kind == KindNone {
 					if b, ok := e.(*Builtin); ok && isStackMode(b.Name) {
 						return
 					}

@@ -18,21 +18,21 @@ import (
 )
 
 // checkSource parses and checks src with cfg.
-func checkSource(t *testing.T, src string, cfg Config) (*Program, ErrorList) {
+func checkSource(t *testing.T, src string, cfg Config) (*Program, *Info, ErrorList) {
 	t.Helper()
 	p, err := Parse("stdin", src)
 	if err != nil {
 		t.Fatalf("parse %q: %v", src, err)
 	}
-	err = Analyze(p, cfg, nil)
+	info, err := Analyze(p, cfg, nil)
 	if err == nil {
-		return p, nil
+		return p, info, nil
 	}
 	var l ErrorList
 	if !errors.As(err, &l) {
 		t.Fatalf("check %q: %v is not an ErrorList", src, err)
 	}
-	return p, l
+	return p, info, l
 }
 
 // diagLines renders errors as "LINE:COL-COL: message" lines.
@@ -86,7 +86,7 @@ func TestCheckBad(t *testing.T) {
 			if len(want) == 0 {
 				t.Fatal("no // error: comment")
 			}
-			_, errs := checkSource(t, src, scriptConfig(src))
+			_, _, errs := checkSource(t, src, scriptConfig(src))
 			got := diagLines(errs)
 			if !slices.Equal(got, want) {
 				t.Errorf("diagnostics:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
@@ -126,13 +126,13 @@ func TestCheckGood(t *testing.T) {
 				// Scripts that take positional parameters get numeric ones.
 				cfg.Params = []string{"1", "2", "3", "4", "5"}
 			}
-			p, errs := checkSource(t, src, cfg)
+			p, info, errs := checkSource(t, src, cfg)
 			if errs != nil {
 				var buf bytes.Buffer
 				errs.Write(&buf, f, src)
 				t.Fatalf("check failed:\n%s", buf.String())
 			}
-			assertTyped(t, p)
+			assertTyped(t, p, info)
 		})
 	}
 }
@@ -140,10 +140,10 @@ func TestCheckGood(t *testing.T) {
 // assertTyped fails when an expression of a checked program has no type
 // (stack modes, nsecs()'s clock names and the struct-free Builtin in
 // sizeof excepted).
-func assertTyped(t *testing.T, p *Program) {
+func assertTyped(t *testing.T, p *Program, info *Info) {
 	t.Helper()
 	walkExprs(p, func(e Expr) {
-		if TypeOf(e).Kind != KindNone {
+		if info.TypeOf(e).Kind != KindNone {
 			return
 		}
 		if b, ok := e.(*Builtin); ok && (isStackMode(b.Name) || slices.Contains(nsecsClocks, b.Name)) {
@@ -294,13 +294,13 @@ func TestCheckTypes(t *testing.T) {
 	for _, tt := range tests {
 		src := tt.probe + " { " + tt.body + "; }"
 		t.Run(tt.body, func(t *testing.T) {
-			p, errs := checkSource(t, src, Config{Params: []string{"5", "abc"}, Child: true})
+			p, info, errs := checkSource(t, src, Config{Params: []string{"5", "abc"}, Child: true})
 			if errs != nil {
 				t.Fatalf("%s: %v", src, errs)
 			}
 			stmts := p.Probes[0].Body.Stmts
 			a := stmts[len(stmts)-1].(*AssignStmt)
-			if got := typeName(TypeOf(a.LHS)); got != tt.want {
+			if got := typeName(info.TypeOf(a.LHS)); got != tt.want {
 				t.Errorf("%s: $v is %s, want %s", src, got, tt.want)
 			}
 		})
@@ -322,7 +322,7 @@ func TestCheckMaps(t *testing.T) {
 }
 END { @n = @late + 1; }
 END { @late = (int8)1; }`
-	p, errs := checkSource(t, src, Config{})
+	_, info, errs := checkSource(t, src, Config{})
 	if errs != nil {
 		t.Fatal(errs)
 	}
@@ -337,11 +337,11 @@ END { @late = (int8)1; }`
 		"@n":    "key none value unsigned int64",
 		"@late": "key none value int64",
 	}
-	if len(p.Maps) != len(want) {
-		t.Errorf("%d maps, want %d", len(p.Maps), len(want))
+	if len(info.Maps) != len(want) {
+		t.Errorf("%d maps, want %d", len(info.Maps), len(want))
 	}
 	for name, w := range want {
-		m := p.Maps[name]
+		m := info.Maps[name]
 		if m == nil {
 			t.Errorf("no map %s", name)
 			continue
@@ -354,7 +354,7 @@ END { @late = (int8)1; }`
 			t.Errorf("%s: %s, want %s", name, got, w)
 		}
 	}
-	if pos := p.Maps["@s"].Pos.Start; pos != (Pos{Line: 4, Col: 3}) {
+	if pos := info.Maps["@s"].Pos.Start; pos != (Pos{Line: 4, Col: 3}) {
 		t.Errorf("@s first at %v, want 4:3", pos)
 	}
 }
@@ -362,7 +362,7 @@ END { @late = (int8)1; }`
 // TestCheckUnrollAndParams checks UnrollStmt.N and Program.NumParams.
 func TestCheckUnrollAndParams(t *testing.T) {
 	src := `BEGIN { $i = 0; unroll(32) { $i++; } unroll($2) { $i++; } printf("%s %d\n", str($3), $#); }`
-	p, errs := checkSource(t, src, Config{Params: []string{"x", "7", "name"}})
+	p, info, errs := checkSource(t, src, Config{Params: []string{"x", "7", "name"}})
 	if errs != nil {
 		t.Fatal(errs)
 	}
@@ -375,8 +375,8 @@ func TestCheckUnrollAndParams(t *testing.T) {
 	if !slices.Equal(ns, []int{32, 7}) {
 		t.Errorf("unroll counts %v, want [32 7]", ns)
 	}
-	if p.NumParams != 3 {
-		t.Errorf("NumParams %d, want 3", p.NumParams)
+	if info.NumParams != 3 {
+		t.Errorf("NumParams %d, want 3", info.NumParams)
 	}
 }
 
@@ -387,22 +387,22 @@ func TestCheckConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, cfg := range []Config{{Values: settings.Values{StrLen: -1}}, {Values: settings.Values{StrLen: settings.MaxStrLen + 1}}, {Values: settings.Values{MapKeysMax: -5}}} {
-		if err := Analyze(p, cfg, nil); err == nil {
+		if _, err := Analyze(p, cfg, nil); err == nil {
 			t.Errorf("Check with %+v succeeded", cfg)
 		}
 	}
-	if err := Analyze(p, Config{Values: settings.Values{StrLen: 128}}, nil); err != nil {
+	if _, err := Analyze(p, Config{Values: settings.Values{StrLen: 128}}, nil); err != nil {
 		t.Errorf("Check with StrLen 128: %v", err)
 	}
 }
 
 // TestCheckStrLen checks that str() follows Config.StrLen.
 func TestCheckStrLen(t *testing.T) {
-	p, errs := checkSource(t, "BEGIN { @s = str(0); }", Config{Values: settings.Values{StrLen: 70}})
+	_, info, errs := checkSource(t, "BEGIN { @s = str(0); }", Config{Values: settings.Values{StrLen: 70}})
 	if errs != nil {
 		t.Fatal(errs)
 	}
-	if got := p.Maps["@s"].Value; !got.Equal(String(70)) {
+	if got := info.Maps["@s"].Value; !got.Equal(String(70)) {
 		t.Errorf("@s is %s, want string[70]", typeName(got))
 	}
 }
@@ -411,7 +411,7 @@ func TestCheckStrLen(t *testing.T) {
 // against bpftrace 0.17's (captured in bpftrace-compat.md).
 func TestCheckWrite(t *testing.T) {
 	src := "// e01\nBEGIN { $x = bufx(1, 2); exit(); }\n"
-	_, errs := checkSource(t, src, Config{})
+	_, _, errs := checkSource(t, src, Config{})
 	var buf bytes.Buffer
 	errs.Write(&buf, "e01.bt", src)
 	want := "e01.bt:2:14-18: ERROR: Unknown function: bufx\n" +
@@ -489,13 +489,13 @@ func TestCheckLongChains(t *testing.T) {
 		"else if":  chain.String(),
 		"compares": "BEGIN { @ = 1" + strings.Repeat(" < 1", 100_000) + "; }",
 	} {
-		p, errs := checkSource(t, src, Config{})
+		p, info, errs := checkSource(t, src, Config{})
 		if errs != nil {
 			t.Fatalf("%s: %v", name, errs)
 		}
 		if name == "sum" {
 			rhs := p.Probes[0].Body.Stmts[0].(*AssignStmt).RHS
-			if got := TypeOf(rhs); !got.Equal(Int64) {
+			if got := info.TypeOf(rhs); !got.Equal(Int64) {
 				t.Errorf("%s: type %v, want int64", name, got)
 			}
 		}

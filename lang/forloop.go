@@ -76,7 +76,7 @@ func (c *checker) mapLoop(s *ForStmt) {
 	case m.keySet:
 		kv = Type{Kind: KindTuple, Elems: []Type{m.info.Key, LoopValue(v)}}
 	}
-	SetType(s.Map, m.info.Value)
+	c.info.SetType(s.Map, m.info.Value)
 	if kv.Kind != KindNone {
 		c.varAssign(s.Var, kv, s.Var.Loc)
 	} else {

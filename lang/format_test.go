@@ -55,7 +55,7 @@ func TestFormatVerbMismatch(t *testing.T) {
 // system and cat call its parsed format, which the code generator puts in
 // the Spec: a format is parsed once.
 func TestCheckRecordsFormat(t *testing.T) {
-	p, errs := checkSource(t, `BEGIN { printf("%d and %s\n", 1, "x"); cat("/proc/%d/status", pid); printf(""); }`, Config{Unsafe: true})
+	p, _, errs := checkSource(t, `BEGIN { printf("%d and %s\n", 1, "x"); cat("/proc/%d/status", pid); printf(""); }`, Config{Unsafe: true})
 	if errs != nil {
 		t.Fatal(errs)
 	}

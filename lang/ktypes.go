@@ -28,22 +28,9 @@ type Kernel interface {
 	CgroupID(path string) (uint64, error)
 }
 
-// StructDef returns the struct called name: the script's own, else one of
-// the kernel's the checker looked up, else nil.
-func (p *Program) StructDef(name string) *StructDef {
-	for _, list := range [][]*StructDef{p.Structs, p.KernelStructs} {
-		for _, sd := range list {
-			if sd.Name == name {
-				return sd
-			}
-		}
-	}
-	return nil
-}
-
 // structDef returns the struct called name: the script's, which take
 // precedence as in bpftrace, else the kernel's from its BTF (recorded in
-// Program.KernelStructs), else nil.
+// Info.KernelStructs), else nil.
 func (c *checker) structDef(name string) *StructDef {
 	if def, ok := c.structs[name]; ok {
 		return def
@@ -57,7 +44,7 @@ func (c *checker) structDef(name string) *StructDef {
 	c.structs[name] = nil
 	for _, d := range defs {
 		c.structs[d.Name] = d
-		c.prog.KernelStructs = append(c.prog.KernelStructs, d)
+		c.info.KernelStructs = append(c.info.KernelStructs, d)
 	}
 	return c.structs[name]
 }

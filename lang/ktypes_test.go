@@ -109,7 +109,7 @@ func TestCheckKernelTypes(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parse %s: %v", tt.src, err)
 		}
-		err = Analyze(p, Config{Kernel: k}, nil)
+		_, err = Analyze(p, Config{Kernel: k}, nil)
 		got := ""
 		if err != nil {
 			got = err.(ErrorList)[0].Error()

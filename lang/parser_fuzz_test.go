@@ -66,8 +66,8 @@ func checkRoundTrip(t *testing.T, p *Program) {
 		t.Fatalf("the printed program does not parse: %v\n%s", err, src)
 	}
 	var want, got bytes.Buffer
-	Dump(&want, p)
-	Dump(&got, q)
+	Dump(&want, p, nil)
+	Dump(&got, q, nil)
 	if want.String() != got.String() {
 		t.Fatalf("the printed program parses differently:\n%s\nwant\n%s\ngot\n%s", src, want.String(), got.String())
 	}

@@ -604,7 +604,7 @@ func TestParseGoodScripts(t *testing.T) {
 			continue
 		}
 		var b bytes.Buffer
-		Dump(&b, p)
+		Dump(&b, p, nil)
 		golden := strings.TrimSuffix(f, ".bt") + ".ast"
 		if *update {
 			if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {

@@ -14,9 +14,11 @@ import "errors"
 //	stdlib    replaceTaskBuiltins, replaceAsserts (stdlib.go): ppid, pcomm
 //	          and assert() become what they stand for
 //	resolve   Resolve (resolve.go): attach points name real files and tracepoints
-//	check     Check (check*.go): types, maps, symbols
+//	check     Check (check*.go): types, constants, maps, symbols, recorded
+//	          in the Info (info.go), not on the AST
 //
-// after which codegen.Compile turns the checked program into a Spec.
+// after which codegen.Compile turns the checked program and its Info into
+// a Spec.
 // gotrace -d NAME prints the program after the pass NAME.
 
 // Pass is one named pass of the front end after Parse.
@@ -27,44 +29,49 @@ type Pass struct {
 	// bpftrace's -d prints the program after the last of them as the AST
 	// "after: parser".
 	Desugar bool
-	run     func(p *Program, cfg Config) error
+	run     func(p *Program, cfg Config, info *Info) error
 }
 
 // Passes are the front end's passes after Parse, in the order they run.
 var Passes = []Pass{
-	{Name: "macros", Desugar: true, run: func(p *Program, _ Config) error { return expandMacros(p) }},
-	{Name: "loopvars", Desugar: true, run: func(p *Program, _ Config) error { scopeLoopVars(p); return nil }},
-	{Name: "enums", Desugar: true, run: func(p *Program, _ Config) error { replaceEnumValues(p); return nil }},
-	{Name: "stdlib", Desugar: true, run: func(p *Program, _ Config) error {
+	{Name: "macros", Desugar: true, run: func(p *Program, _ Config, _ *Info) error { return expandMacros(p) }},
+	{Name: "loopvars", Desugar: true, run: func(p *Program, _ Config, _ *Info) error { scopeLoopVars(p); return nil }},
+	{Name: "enums", Desugar: true, run: func(p *Program, _ Config, _ *Info) error { replaceEnumValues(p); return nil }},
+	{Name: "stdlib", Desugar: true, run: func(p *Program, _ Config, _ *Info) error {
 		replaceTaskBuiltins(p)
 		replaceAsserts(p)
 		return nil
 	}},
-	{Name: "resolve", run: Resolve},
+	{Name: "resolve", run: func(p *Program, cfg Config, _ *Info) error { return Resolve(p, cfg) }},
 	{Name: "check", run: Check},
 }
 
 // Analyze runs Passes over p in order, and after, when not nil, with each
-// pass once it has run without error. A desugaring pass's error ends it.
-// As in bpftrace, a target that cannot be resolved does not keep the
-// checker from reporting the script's other errors: the diagnostics of
-// resolve and check are returned together, in that order.
-func Analyze(p *Program, cfg Config, after func(Pass)) error {
+// pass once it has run without error and the Info as far as it is
+// filled in. It returns the Info the passes filled in, the side table of
+// types, constants, maps and symbols that codegen reads, as far as they
+// got when there are errors, as go/types does. A desugaring
+// pass's error ends it. As in bpftrace, a target that cannot be resolved
+// does not keep the checker from reporting the script's other errors:
+// the diagnostics of resolve and check are returned together, in that
+// order.
+func Analyze(p *Program, cfg Config, after func(Pass, *Info)) (*Info, error) {
+	info := NewInfo()
 	var kept error
 	for _, pass := range Passes {
-		err := pass.run(p, cfg)
+		err := pass.run(p, cfg, info)
 		if err == nil && after != nil && kept == nil {
-			after(pass)
+			after(pass, info)
 		}
 		switch {
 		case err == nil:
 		case pass.Desugar:
-			return err
+			return info, err
 		default:
 			kept = JoinDiagnostics(kept, err)
 		}
 	}
-	return kept
+	return info, kept
 }
 
 // Desugar runs the desugaring passes alone (they come first): the
@@ -74,7 +81,7 @@ func Desugar(p *Program) error {
 		if !pass.Desugar {
 			break
 		}
-		if err := pass.run(p, Config{}); err != nil {
+		if err := pass.run(p, Config{}, nil); err != nil {
 			return err
 		}
 	}
@@ -82,16 +89,17 @@ func Desugar(p *Program) error {
 }
 
 // Frontend parses src and runs every pass over it: the checked program
-// codegen.Compile takes.
-func Frontend(file, src string, cfg Config) (*Program, error) {
+// and its Info, which codegen.Compile takes.
+func Frontend(file, src string, cfg Config) (*Program, *Info, error) {
 	p, err := Parse(file, src)
 	if err != nil {
-		return nil, err
+		return nil, nil, err
 	}
-	if err := Analyze(p, cfg, nil); err != nil {
-		return nil, err
+	info, err := Analyze(p, cfg, nil)
+	if err != nil {
+		return nil, nil, err
 	}
-	return p, nil
+	return p, info, nil
 }
 
 // JoinDiagnostics returns the diagnostics of first and then, when both

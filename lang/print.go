@@ -8,10 +8,11 @@ import (
 )
 
 // Dump writes p as an indented tree, one node per line, one space of
-// indentation per level. Expressions the checker has typed end in
-// ":: TYPE". The output is stable, for golden tests and `gotrace -d ast`.
-func Dump(w io.Writer, p *Program) {
-	d := &dumper{w: w}
+// indentation per level. Expressions info gives a type end in ":: TYPE";
+// info is nil before the checker. The output is stable, for golden tests
+// and `gotrace -d ast`.
+func Dump(w io.Writer, p *Program, info *Info) {
+	d := &dumper{w: w, info: info}
 	d.line(0, "Program")
 	for _, s := range p.Structs {
 		d.line(1, "struct %s size %d", s.Name, s.Size)
@@ -54,6 +55,16 @@ func attachString(a *AttachPoint) string {
 
 type dumper struct {
 	w io.Writer
+	// info gives the expressions' types; nil before the checker.
+	info *Info
+}
+
+// typeOf returns e's type, none before the checker.
+func (d *dumper) typeOf(e Expr) Type {
+	if d.info == nil {
+		return Type{}
+	}
+	return d.info.TypeOf(e)
 }
 
 func (d *dumper) line(depth int, format string, args ...any) {
@@ -135,7 +146,7 @@ func (d *dumper) exprs(depth int, es ...Expr) {
 
 // typed writes a line for e: text and e's type when it has one.
 func (d *dumper) typed(depth int, e Expr, text string) {
-	if t := TypeOf(e); t.Kind != KindNone {
+	if t := d.typeOf(e); t.Kind != KindNone {
 		text += " :: " + t.String()
 	}
 	d.line(depth, "%s", text)

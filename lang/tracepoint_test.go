@@ -80,8 +80,8 @@ func TestTracepointArgs(t *testing.T) {
 		{`tracepoint:sched:sched_s* { @ = args->prev_pid; }`, "int32"},
 	}
 	for _, tt := range tests {
-		p := resolveAndCheck(t, tt.src, nil)
-		got := TypeOf(p.Probes[0].Body.Stmts[0].(*AssignStmt).RHS).String()
+		p, info := resolveAndCheck(t, tt.src, nil)
+		got := info.TypeOf(p.Probes[0].Body.Stmts[0].(*AssignStmt).RHS).String()
 		if got != tt.want {
 			t.Errorf("%s: args field of type %s, want %s", tt.src, got, tt.want)
 		}
@@ -112,14 +112,14 @@ func TestTracepointErrors(t *testing.T) {
 
 // resolveAndCheck resolves src against fakeTracepoints and checks it;
 // errors go to errs, or fail the test when errs is nil.
-func resolveAndCheck(t *testing.T, src string, errs *ErrorList) *Program {
+func resolveAndCheck(t *testing.T, src string, errs *ErrorList) (*Program, *Info) {
 	t.Helper()
 	p, err := Parse("stdin", src)
 	if err != nil {
 		t.Fatalf("parse %q: %v", src, err)
 	}
 	cfg := Config{Host: fakeTracepoints{}}
-	err = Analyze(p, cfg, nil)
+	info, err := Analyze(p, cfg, nil)
 	switch {
 	case err != nil && errs == nil:
 		t.Fatalf("%s: %v", src, err)
@@ -128,5 +128,5 @@ func resolveAndCheck(t *testing.T, src string, errs *ErrorList) *Program {
 			t.Fatalf("%s: %v is not an ErrorList", src, err)
 		}
 	}
-	return p
+	return p, info
 }

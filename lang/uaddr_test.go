@@ -18,12 +18,12 @@ func TestUaddrTypes(t *testing.T) {
 		{"_Py_NoneStruct", "int64 *"},
 	} {
 		src := "usdt:" + python + ":python:function__entry { $v = uaddr(\"" + tt.sym + "\"); }"
-		p, errs := checkSource(t, src, Config{Host: &usdt.Host{}})
+		p, info, errs := checkSource(t, src, Config{Host: &usdt.Host{}})
 		if errs != nil {
 			t.Fatalf("%s: %v", src, errs)
 		}
 		a := p.Probes[0].Body.Stmts[0].(*AssignStmt)
-		if got := typeName(TypeOf(a.LHS)); got != tt.want {
+		if got := typeName(info.TypeOf(a.LHS)); got != tt.want {
 			t.Errorf("uaddr(%q) is %s, want %s", tt.sym, got, tt.want)
 		}
 	}
@@ -54,17 +54,18 @@ func TestUaddrResolvedTarget(t *testing.T) {
 			t.Fatal(err)
 		}
 		cfg := Config{Params: tc.params, Host: &usdt.Host{}}
-		if err := Analyze(p, cfg, nil); err != nil {
+		info, err := Analyze(p, cfg, nil)
+		if err != nil {
 			t.Fatalf("%s: check: %v", tc.src, err)
 		}
 		if got := p.Probes[0].Attach[0].Target; got != python {
 			t.Errorf("%s: target %q, want %q", tc.src, got, python)
 		}
 		a := p.Probes[0].Body.Stmts[0].(*AssignStmt)
-		if got := typeName(TypeOf(a.LHS)); got != "int32 *" {
+		if got := typeName(info.TypeOf(a.LHS)); got != "int32 *" {
 			t.Errorf("%s: uaddr() is %s, want int32 *", tc.src, got)
 		}
-		if sym := p.Symbols[SymbolRef{python, "Py_DebugFlag"}]; sym.Err != nil || sym.Addr != want {
+		if sym := info.Symbols[SymbolRef{python, "Py_DebugFlag"}]; sym.Err != nil || sym.Addr != want {
 			t.Errorf("%s: recorded %+v, want address %#x", tc.src, sym, want)
 		}
 	}

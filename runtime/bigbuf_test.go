@@ -45,12 +45,12 @@ func TestRunBigStrings(t *testing.T) {
 	} {
 		t.Run(tc.format, func(t *testing.T) {
 			command := fmt.Sprintf("dd if=%s of=/dev/null bs=70000 count=1 status=none", file)
-			p := checkScript(t, src, lang.Config{Values: settings.Values{StrLen: strLen}, Child: true, Host: NewHost(0, command), Kernel: NewKernel()})
+			p, info := checkScript(t, src, lang.Config{Values: settings.Values{StrLen: strLen}, Child: true, Host: NewHost(0, command), Kernel: NewKernel()})
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 			defer cancel()
 			out, errOut := newSyncBuffer(""), newSyncBuffer("")
 			opts := Options{Values: settings.Values{StrLen: strLen}, Format: tc.format, Out: out, Err: errOut, Command: command}
-			if err := Run(ctx, p, opts); err != nil {
+			if err := Run(ctx, p, info, opts); err != nil {
 				t.Fatalf("%v\n%s", err, errOut)
 			}
 			if got := out.String(); got != tc.want {
@@ -76,12 +76,12 @@ func TestRunPackedBufs(t *testing.T) {
 	data, file := letterFile(t, 100000)
 	command := fmt.Sprintf("dd if=%s of=/dev/null bs=1000 count=100 status=none", file)
 	src := `tracepoint:syscalls:sys_enter_write /pid == cpid/ { printf("%r|%s|%d\n", buf(args->buf, args->count), str(args->buf, 4), args->count); print(buf(args->buf, args->count)); }`
-	p := checkScript(t, src, lang.Config{Values: settings.Values{BufLen: settings.MaxStrLen}, Child: true, Host: NewHost(0, command), Kernel: NewKernel()})
+	p, info := checkScript(t, src, lang.Config{Values: settings.Values{BufLen: settings.MaxStrLen}, Child: true, Host: NewHost(0, command), Kernel: NewKernel()})
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	out, errOut := newSyncBuffer(""), newSyncBuffer("")
 	opts := Options{Values: settings.Values{PerfRBPages: 256}, Out: out, Err: errOut, Command: command}
-	if err := Run(ctx, p, opts); err != nil {
+	if err := Run(ctx, p, info, opts); err != nil {
 		t.Fatalf("%v\n%s", err, errOut)
 	}
 	// Each write printed, then print() of it.

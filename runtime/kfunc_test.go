@@ -18,8 +18,8 @@ import (
 // attach its probes.
 func compileKernel(t *testing.T, src string) *codegen.Spec {
 	t.Helper()
-	p := checkScript(t, src, lang.Config{Host: NewHost(0, ""), Kernel: NewKernel()})
-	spec, err := codegen.Compile(p, codegenOptions(Options{}, nil, 0))
+	p, info := checkScript(t, src, lang.Config{Host: NewHost(0, ""), Kernel: NewKernel()})
+	spec, err := codegen.Compile(p, info, codegenOptions(Options{}, nil, 0))
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
@@ -71,9 +71,9 @@ func TestKfuncPrograms(t *testing.T) {
 	testenv.RequireRoot(t)
 	src := `kfunc:vfs_read /args->count > 0/ { @count = max(args->count); @f[func] = count(); }
 kretfunc:vfs_read { @ret = max(retval); if (retval > 0) { exit(); } }`
-	p := checkScript(t, src, lang.Config{Host: NewHost(0, ""), Kernel: NewKernel()})
+	p, info := checkScript(t, src, lang.Config{Host: NewHost(0, ""), Kernel: NewKernel()})
 	out := newSyncBuffer("")
-	err := Run(context.Background(), p, Options{Out: out, Err: out})
+	err := Run(context.Background(), p, info, Options{Out: out, Err: out})
 	checkNoBPFFiles(t)
 	fentry := capability.Of(capability.Fentry)
 	if err == nil {
@@ -98,7 +98,7 @@ kretfunc:vfs_read { @ret = max(retval); if (retval > 0) { exit(); } }`
 // does), each named as written.
 func TestExpandKprobes(t *testing.T) {
 	testenv.RequireRoot(t)
-	p := checkScript(t, `kprobe:vfs_rea* { @ = count(); }`, lang.Config{})
+	p, _ := checkScript(t, `kprobe:vfs_rea* { @ = count(); }`, lang.Config{})
 	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	if err := expandKprobes(p, res); err != nil {
 		t.Fatal(err)

@@ -146,7 +146,7 @@ func (t *tracer) loadedObjects() error {
 	}
 	opts := codegenOptions(t.opts, probes, t.pid)
 	opts.Extends = t.spec
-	spec, err := codegen.Compile(matchedProgram(t.prog, wild), opts)
+	spec, err := codegen.Compile(matchedProgram(t.prog, wild), t.info, opts)
 	if err != nil {
 		return fmt.Errorf("compile the probes of %v: %w", fresh, err)
 	}

@@ -27,8 +27,8 @@ func TestPIDZombie(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	p := compileScript(t, `usdt::net:inbound_message { exit(); }`)
-	_, err := Compile(p, Options{PID: cmd.Process.Pid})
+	p, info := compileScript(t, `usdt::net:inbound_message { exit(); }`)
+	_, err := Compile(p, info, Options{PID: cmd.Process.Pid})
 	want := "maps no files to look for usdt probes in: it has exited (a zombie that its parent has not reaped)"
 	if err == nil || !strings.Contains(err.Error(), want) {
 		t.Errorf("Compile: %v, want %q", err, want)

@@ -42,9 +42,9 @@ type probePlan struct {
 // objects an attach point without a path looks in, childPID the -c
 // command's PID (0 before it is started), files the ELF files the run
 // reads, kept open for attaching.
-func makePlan(p *lang.Program, opts Options, objs []string, childPID int, files *usdt.Files) (*probePlan, error) {
+func makePlan(p *lang.Program, info *lang.Info, opts Options, objs []string, childPID int, files *usdt.Files) (*probePlan, error) {
 	fields := parseFuncFields(p)
-	spec, err := compile(p, fields, opts, objs, childPID, files)
+	spec, err := compile(p, info, fields, opts, objs, childPID, files)
 	if err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func makePlan(p *lang.Program, opts Options, objs []string, childPID int, files 
 // attach points their wildcards expand to. childPID is
 // the -c command's PID, the value of cpid; files are the ELF files the run
 // reads, kept open for attaching.
-func compile(p *lang.Program, fields funcFields, opts Options, objs []string, childPID int, files *usdt.Files) (*codegen.Spec, error) {
+func compile(p *lang.Program, info *lang.Info, fields funcFields, opts Options, objs []string, childPID int, files *usdt.Files) (*codegen.Spec, error) {
 	if err := checkKernelSupport(p, capability.Of); err != nil {
 		return nil, err
 	}
@@ -107,7 +107,7 @@ func compile(p *lang.Program, fields funcFields, opts Options, objs []string, ch
 	}
 	copts := codegenOptions(opts, probes, childPID)
 	copts.WatchLoader = watch
-	return codegen.Compile(matched, copts)
+	return codegen.Compile(matched, info, copts)
 }
 
 // funcFields holds the function field of every uprobe and uretprobe

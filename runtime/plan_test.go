@@ -58,12 +58,13 @@ func TestPlan(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
+			info, err := lang.Analyze(p, lang.Config{}, nil)
+			if err != nil {
 				t.Fatal(err)
 			}
 			var files usdt.Files
 			defer files.Close()
-			plan, err := makePlan(p, Options{}, nil, 0, &files)
+			plan, err := makePlan(p, info, Options{}, nil, 0, &files)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -307,14 +307,14 @@ func FuzzReplay(f *testing.F) {
 // does (TestRunSIGUSR1), though the trace went on after.
 func TestCaptureSIGUSR1(t *testing.T) {
 	testenv.RequireRoot(t)
-	p := compileScript(t, `BEGIN { @a = 1; @c["x"] = count(); @s = stats(3); } interval:ms:20 { @c["y"] = count(); printf("tick\n"); }`)
+	p, info := compileScript(t, `BEGIN { @a = 1; @c["x"] = count(); @s = stats(3); } interval:ms:20 { @c["y"] = count(); printf("tick\n"); }`)
 	file := newSyncBuffer("")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	attached := make(chan struct{})
 	done := make(chan error, 1)
 	go func() {
-		done <- Run(ctx, p, Options{Capture: file, Attached: func() { close(attached) }})
+		done <- Run(ctx, p, info, Options{Capture: file, Attached: func() { close(attached) }})
 	}()
 	select {
 	case <-attached:

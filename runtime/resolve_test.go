@@ -152,10 +152,11 @@ func TestCompile(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
+	info, err := lang.Analyze(p, lang.Config{}, nil)
+	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Compile(p, Options{Values: settings.Values{MissingProbes: settings.MissingIgnore}})
+	spec, err := Compile(p, info, Options{Values: settings.Values{MissingProbes: settings.MissingIgnore}})
 	if err != nil {
 		t.Fatal(err)
 	}

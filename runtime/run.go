@@ -58,14 +58,15 @@ type ExitStatus uint8
 // Error says which status the script asked for.
 func (s ExitStatus) Error() string { return fmt.Sprintf("exit(%d)", uint8(s)) }
 
-// Run traces: it compiles and loads p, attaches its probes, prints what
+// Run traces: it compiles p, with what the checker recorded about it in
+// info (lang.Analyze), loads it, attaches its probes, prints what
 // the programs ask for and, when the trace ends (exit(), ctx cancelled by
 // SIGINT/SIGTERM, the -c command or the -p process exiting), runs END,
 // prints the maps and detaches everything. It returns nil on such a normal
 // end. On SIGUSR1 it prints every map, as bpftrace does, and goes on.
 // Every kernel object it created is gone when it returns, whatever the
 // path out.
-func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
+func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (err error) {
 	if opts.Out == nil {
 		opts.Out = io.Discard
 	}
@@ -84,6 +85,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	t := &tracer{
 		opts:  opts,
 		prog:  p,
+		info:  info,
 		pid:   opts.PID,
 		exit:  make(chan struct{}),
 		out:   output.NewWriter(opts.Out, format),
@@ -136,7 +138,7 @@ func Run(ctx context.Context, p *lang.Program, opts Options) (err error) {
 	if t.child != nil {
 		childPID = t.child.PID
 	}
-	plan, err := makePlan(p, opts, objs, childPID, t.files)
+	plan, err := makePlan(p, info, opts, objs, childPID, t.files)
 	if err != nil {
 		return err
 	}
@@ -268,8 +270,10 @@ type tracer struct {
 	// probes were looked for.
 	extra    []*ebpf.Collection
 	searched map[fileID]bool
-	// prog is the checked program, for the probes of objects loaded later.
+	// prog is the checked program and info what the checker recorded
+	// about it, for the probes of objects loaded later.
 	prog *lang.Program
+	info *lang.Info
 	// users caches the names username prints, by uid.
 	users map[uint64]string
 	// pid is the traced process, the -c command's or -p's (0: none);

@@ -59,32 +59,34 @@ func (b *syncBuffer) String() string {
 }
 
 // compileScript parses and checks src.
-func compileScript(t *testing.T, src string) *lang.Program {
+func compileScript(t *testing.T, src string) (*lang.Program, *lang.Info) {
 	t.Helper()
 	return checkScript(t, src, lang.Config{})
 }
 
-// checkScript parses src, resolves it and checks it with cfg.
-func checkScript(t *testing.T, src string, cfg lang.Config) *lang.Program {
+// checkScript parses src, resolves it and checks it with cfg, and returns
+// it with what the checker recorded about it.
+func checkScript(t *testing.T, src string, cfg lang.Config) (*lang.Program, *lang.Info) {
 	t.Helper()
 	p, err := lang.Parse("test.bt", src)
 	if err != nil {
 		t.Fatalf("parse: %v", err)
 	}
-	if err := lang.Analyze(p, cfg, nil); err != nil {
+	info, err := lang.Analyze(p, cfg, nil)
+	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
-	return p
+	return p, info
 }
 
 // runScript runs src to its end with opts (Out and Err are filled in) and
 // returns what it printed.
 func runScript(t *testing.T, ctx context.Context, src string, opts Options) (string, string, error) {
 	t.Helper()
-	p := checkScript(t, src, lang.Config{Params: opts.Params, Unsafe: opts.Unsafe, Child: opts.Command != "", Host: NewHost(opts.PID, opts.Command)})
+	p, info := checkScript(t, src, lang.Config{Params: opts.Params, Unsafe: opts.Unsafe, Child: opts.Command != "", Host: NewHost(opts.PID, opts.Command)})
 	out, errOut := newSyncBuffer(""), newSyncBuffer("")
 	opts.Out, opts.Err = out, errOut
-	err := Run(ctx, p, opts)
+	err := Run(ctx, p, info, opts)
 	checkNoBPFFiles(t)
 	return out.String(), errOut.String(), err
 }
@@ -185,7 +187,8 @@ func TestRunPIDUnmapped(t *testing.T) {
 	defer func() { sleep.Process.Kill(); sleep.Wait() }()
 	for _, probe := range []string{"usdt:%s:net:inbound_message", "uprobe:%s:main"} {
 		src := fmt.Sprintf(probe+" { @ = count(); }", bin)
-		_, err := Compile(checkScript(t, src, lang.Config{Host: NewHost(sleep.Process.Pid, "")}), Options{PID: sleep.Process.Pid})
+		p, info := checkScript(t, src, lang.Config{Host: NewHost(sleep.Process.Pid, "")})
+		_, err := Compile(p, info, Options{PID: sleep.Process.Pid})
 		var l lang.ErrorList
 		want := fmt.Sprintf("process %d (sleep) does not map %s: its probes would never fire", sleep.Process.Pid, bin)
 		if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != want {
@@ -226,7 +229,8 @@ func TestRunUnsupportedKinds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("parse %s: %v", tc.src, err)
 		}
-		if err := lang.Analyze(p, lang.Config{}, nil); err != nil {
+		info, err := lang.Analyze(p, lang.Config{}, nil)
+		if err != nil {
 			t.Fatalf("check %s: %v", tc.src, err)
 		}
 		err = checkKernelSupport(p, fixedCapabilities(tc.have...))
@@ -234,7 +238,7 @@ func TestRunUnsupportedKinds(t *testing.T) {
 			t.Errorf("%s on a host with %v: error %v, want one saying %q", tc.src, tc.have, err, tc.want)
 		}
 		if r := capability.Of(capability.Kprobes); !r.Available && !r.Unknown {
-			if _, err := Compile(p, Options{}); err == nil {
+			if _, err := Compile(p, info, Options{}); err == nil {
 				t.Errorf("%s: compiled on this host, want it refused", tc.src)
 			}
 		}
@@ -398,11 +402,11 @@ func TestRunPIDSignal(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := fixture.Private(t, "bitcoind")
 	cmd, fout := startFixture(t, bin, "--wait-attach", "net:inbound_message", "--wait-detach", "net:inbound_message", "--linger-ms", "0", "--rounds", "20", "--rate", "500")
-	p := compileScript(t, fmt.Sprintf(`usdt:%s:net:inbound_message { @in = count(); @n = @n + 1; if (@n == 50) { printf("fifty\n"); } } END { printf("end\n"); }`, bin))
+	p, info := compileScript(t, fmt.Sprintf(`usdt:%s:net:inbound_message { @in = count(); @n = @n + 1; if (@n == 50) { printf("fifty\n"); } } END { printf("end\n"); }`, bin))
 	out, errOut := newSyncBuffer("fifty\n"), newSyncBuffer("")
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, p, Options{PID: cmd.Process.Pid, Out: out, Err: errOut}) }()
+	go func() { done <- Run(ctx, p, info, Options{PID: cmd.Process.Pid, Out: out, Err: errOut}) }()
 	select {
 	case <-out.watch:
 	case err := <-done:

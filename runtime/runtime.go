@@ -105,31 +105,32 @@ type Options struct {
 	Metrics *metrics.Collector
 }
 
-// Compile finds what the attach points of p match and compiles it. It never loads
+// Compile finds what the attach points of p match and compiles it with
+// info, the checker's record of it (lang.Analyze). It never loads
 // anything into the kernel; with Command set it does not start the command
 // either, it only reads its executable and libraries.
-func Compile(p *lang.Program, opts Options) (*codegen.Spec, error) {
+func Compile(p *lang.Program, info *lang.Info, opts Options) (*codegen.Spec, error) {
 	objs, err := traceObjects(p, opts)
 	if err != nil {
 		return nil, err
 	}
 	var files usdt.Files
 	defer files.Close()
-	return compile(p, parseFuncFields(p), opts, objs, 0, &files)
+	return compile(p, info, parseFuncFields(p), opts, objs, 0, &files)
 }
 
 // DryRun computes the probe plan of p for a run with opts, as Run would
 // before loading anything, and with opts.Verbose prints it to opts.Out:
 // every site, where it attaches and why (--dry-run -v). It never loads or
 // attaches anything, nor starts the -c command.
-func DryRun(p *lang.Program, opts Options) error {
+func DryRun(p *lang.Program, info *lang.Info, opts Options) error {
 	objs, err := traceObjects(p, opts)
 	if err != nil {
 		return err
 	}
 	var files usdt.Files
 	defer files.Close()
-	plan, err := makePlan(p, opts, objs, 0, &files)
+	plan, err := makePlan(p, info, opts, objs, 0, &files)
 	if err != nil {
 		return err
 	}

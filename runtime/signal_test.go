@@ -35,12 +35,12 @@ func waitOutput(t *testing.T, out *syncBuffer, want string, done <-chan error) {
 // clearing them, and the trace goes on, as with bpftrace 0.17.
 func TestRunSIGUSR1(t *testing.T) {
 	testenv.RequireRoot(t)
-	p := compileScript(t, `BEGIN { @a = 1; @c["x"] = count(); @s = stats(3); }`)
+	p, info := compileScript(t, `BEGIN { @a = 1; @c["x"] = count(); @s = stats(3); }`)
 	out, errOut := newSyncBuffer(""), newSyncBuffer("")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, p, Options{Out: out, Err: errOut}) }()
+	go func() { done <- Run(ctx, p, info, Options{Out: out, Err: errOut}) }()
 	want := "Attaching 1 probe...\n"
 	waitOutput(t, out, want, done)
 	maps := "@a: 1\n@c[x]: 1\n@s: count 1, average 3, total 3\n\n"
@@ -65,13 +65,13 @@ func TestRunSIGUSR1(t *testing.T) {
 // everything detached and the -c command stopped.
 func TestRunQuit(t *testing.T) {
 	testenv.RequireRoot(t)
-	p := checkScript(t, `BEGIN { printf("go\n"); @a = 1; } END { printf("end\n"); }`, lang.Config{Child: true})
+	p, info := checkScript(t, `BEGIN { printf("go\n"); @a = 1; } END { printf("end\n"); }`, lang.Config{Child: true})
 	out, errOut := newSyncBuffer(""), newSyncBuffer("")
 	ctx, cancel := context.WithCancelCause(context.Background())
 	defer cancel(nil)
 	done := make(chan error, 1)
 	start := time.Now()
-	go func() { done <- Run(ctx, p, Options{Out: out, Err: errOut, Command: "sleep 60"}) }()
+	go func() { done <- Run(ctx, p, info, Options{Out: out, Err: errOut, Command: "sleep 60"}) }()
 	waitOutput(t, out, "Attaching 2 probes...\ngo\n", done)
 	cancel(ErrQuit)
 	select {
@@ -98,9 +98,9 @@ func TestRunStdout(t *testing.T) {
 	testenv.RequireRoot(t)
 	for _, format := range []string{"text", "json"} {
 		var stdout bytes.Buffer
-		p := compileScript(t, `BEGIN { printf("hello\n"); exit(); } END { @x = 1; }`)
+		p, info := compileScript(t, `BEGIN { printf("hello\n"); exit(); } END { @x = 1; }`)
 		out := newSyncBuffer("")
-		if err := Run(context.Background(), p, Options{Out: out, Stdout: &stdout, Format: format}); err != nil {
+		if err := Run(context.Background(), p, info, Options{Out: out, Stdout: &stdout, Format: format}); err != nil {
 			t.Fatal(err)
 		}
 		if stdout.String() != "\n\n" {
@@ -135,9 +135,9 @@ func (w *lineWriter) Write(p []byte) (int, error) {
 // the tracer otherwise holds what it reads from a ring buffer in one go.
 func TestRunLineBuffered(t *testing.T) {
 	testenv.RequireRoot(t)
-	p := compileScript(t, `BEGIN { printf("a\n"); printf("b\n"); printf("c\n"); exit(); }`)
+	p, info := compileScript(t, `BEGIN { printf("a\n"); printf("b\n"); printf("c\n"); exit(); }`)
 	var w lineWriter
-	if err := Run(context.Background(), p, Options{Out: &w, LineBuffered: true}); err != nil {
+	if err := Run(context.Background(), p, info, Options{Out: &w, LineBuffered: true}); err != nil {
 		t.Fatal(err)
 	}
 	want := []string{"Attaching 1 probe...\n", "a\n", "b\n", "c\n", "\n\n"}

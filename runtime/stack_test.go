@@ -263,7 +263,7 @@ func traceCxxChain(t *testing.T, bin string, capture bool) (string, string) {
 	fifo, release := cxxChainFIFO(t)
 	src := cxxChainScript(bin)
 	command := bin + " " + fifo
-	p := checkScript(t, src, lang.Config{Child: true, Host: NewHost(0, command)})
+	p, info := checkScript(t, src, lang.Config{Child: true, Host: NewHost(0, command)})
 	opts := Options{Command: command, Quiet: true}
 	out, errOut, captured := newSyncBuffer("\n|\n"), newSyncBuffer(""), newSyncBuffer(cxxChainFrames[0])
 	opts.Out, opts.Err = out, errOut
@@ -274,7 +274,7 @@ func traceCxxChain(t *testing.T, bin string, capture bool) (string, string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
-	go func() { done <- Run(ctx, p, opts) }()
+	go func() { done <- Run(ctx, p, info, opts) }()
 	select {
 	case <-handled:
 	case err := <-done:
@@ -346,7 +346,8 @@ func TestNamesUserAddresses(t *testing.T) {
 		{`BEGIN { @[1, usym(0)] = count(); }`, true},
 		{`BEGIN { @v = (1, usym(0)); }`, true},
 	} {
-		spec, err := Compile(compileScript(t, tt.src), Options{})
+		p, info := compileScript(t, tt.src)
+		spec, err := Compile(p, info, Options{})
 		if err != nil {
 			t.Fatalf("%s: %v", tt.src, err)
 		}

@@ -185,14 +185,16 @@ func TestRunPostgresQueries(t *testing.T) {
 	testenv.RequireFile(t, postgres)
 	psql := testenv.RequireTool(t, "psql")
 	sock, port := postgresServer(t)
-	p := compileScript(t, fmt.Sprintf(`usdt:%s:postgresql:query__start { printf("query: %%s\n", str(arg0)); @queries = count(); }`, postgres))
+	p, info := compileScript(t, fmt.Sprintf(`usdt:%s:postgresql:query__start { printf("query: %%s\n", str(arg0)); @queries = count(); }`, postgres))
 	out := newSyncBuffer("gotrace_done")
 	errOut := newSyncBuffer("")
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	done := make(chan error, 1)
 	attached := make(chan struct{})
-	go func() { done <- Run(ctx, p, Options{Out: out, Err: errOut, Attached: func() { close(attached) }}) }()
+	go func() {
+		done <- Run(ctx, p, info, Options{Out: out, Err: errOut, Attached: func() { close(attached) }})
+	}()
 	// Wait until the probe is attached, then query until the marker shows
 	// up.
 	queries := []string{"SELECT 1 AS gotrace_one", "SELECT count(*) FROM pg_class", "SELECT 'gotrace_done'"}

@@ -359,17 +359,18 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		cfg.Values, err = resolveSettings(f, prog)
 	}
 	if err == nil && dump.stage == "parse" {
-		lang.Dump(stdout, prog)
+		lang.Dump(stdout, prog, nil)
 		return 0, nil
 	}
+	var info *lang.Info
 	if err == nil {
-		err = lang.Analyze(prog, cfg, func(pass lang.Pass) { dump.after(pass, prog) })
+		info, err = lang.Analyze(prog, cfg, func(pass lang.Pass, info *lang.Info) { dump.after(pass, prog, info) })
 	}
 	if err != nil {
 		return diagnose(err)
 	}
 	if !f.noWarnings {
-		prog.Warnings.WriteWarnings(stderr, prog.File, prog.Source)
+		info.Warnings.WriteWarnings(stderr, prog.File, prog.Source)
 	}
 	if _, err := dump.w.WriteTo(stdout); err != nil {
 		return 1, fmt.Errorf("write debug output: %w", err)
@@ -411,7 +412,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		opts.Capture = wf
 	}
 	if dump.stage == "codegen" || f.debug.level > 0 {
-		spec, err := runtime.Compile(prog, opts)
+		spec, err := runtime.Compile(prog, info, opts)
 		if err != nil {
 			return diagnose(err)
 		}
@@ -422,7 +423,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		return 0, nil
 	}
 	if f.dryRun {
-		if err := runtime.DryRun(prog, opts); err != nil {
+		if err := runtime.DryRun(prog, info, opts); err != nil {
 			return diagnose(err)
 		}
 		return 0, nil
@@ -438,7 +439,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if opts.Capture, bus, err = startNATS(f.nats, opts.Capture, stderr); err != nil {
 		return 1, err
 	}
-	err = runtime.Run(ctx, prog, opts)
+	err = runtime.Run(ctx, prog, info, opts)
 	if bus != nil {
 		if berr := bus.Close(); berr != nil && err == nil {
 			err = berr
@@ -503,18 +504,19 @@ func debugDump(d debugFlag) (*debugDumper, error) {
 	return &debugDumper{stage: stage, level: d.level}, nil
 }
 
-// after prints prog after pass when -d asks for it.
-func (d *debugDumper) after(pass lang.Pass, prog *lang.Program) {
+// after prints prog, typed by info where the checker has run, after pass
+// when -d asks for it.
+func (d *debugDumper) after(pass lang.Pass, prog *lang.Program, info *lang.Info) {
 	switch {
 	case d.stage == pass.Name:
-		lang.Dump(&d.w, prog)
+		lang.Dump(&d.w, prog, info)
 		d.done = true
 	case d.level > 0 && pass.Name == lastDesugarPass():
 		debugHeader(&d.w, "AST after: parser")
-		lang.Dump(&d.w, prog)
+		lang.Dump(&d.w, prog, info)
 	case d.level > 0 && pass.Name == "check":
 		debugHeader(&d.w, "AST after: semantic")
-		lang.Dump(&d.w, prog)
+		lang.Dump(&d.w, prog, info)
 	}
 }
 

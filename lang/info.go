@@ -1,0 +1,139 @@
+package lang
+
+import "go/constant"
+
+// Info is what the resolve and check passes learned about a program, kept
+// beside its AST rather than on it, as go/types keeps its results in
+// types.Info: the AST stays what the parser and the desugaring passes
+// made, and a node that no pass checked has no entry, which
+// TestEveryExprTyped catches. Analyze fills one in; codegen reads it.
+//
+// The tables are keyed by the nodes themselves: a pass that copies a node
+// (runtime's attach-point matching copies probes, never expressions)
+// keeps its entries only while the expressions are shared.
+type Info struct {
+	// types is the checked type of each expression. Expressions of the
+	// common scalar types share one copy of it (internType), so that an
+	// entry costs a pointer rather than a whole Type.
+	types map[Expr]*Type
+	// values is the value of each constant expression other than an
+	// integer literal, whose value is its own (see constOf).
+	values map[Expr]constant.Value
+
+	// Maps is every map the program uses, by name ("@x", or "@" for the
+	// anonymous map).
+	Maps map[string]*MapInfo
+	// NumParams is the highest positional parameter ($N) the script reads.
+	NumParams int
+	// Symbols are the data symbols uaddr() names, in the target of each
+	// attach point of its probe, as the Host found them, so that the code
+	// generator reads no file.
+	Symbols map[SymbolRef]DataSymbol
+	// KernelStructs are the kernel's structs and unions the script uses,
+	// from the kernel's BTF.
+	KernelStructs []*StructDef
+	// Warnings are what the script asks for that gotrace cuts, such as a
+	// buf() longer than BPFTRACE_STRLEN, for the caller to print as
+	// bpftrace prints its warnings.
+	Warnings ErrorList
+}
+
+// NewInfo returns an empty Info, for Analyze to fill in.
+func NewInfo() *Info {
+	return &Info{
+		types:   map[Expr]*Type{},
+		values:  map[Expr]constant.Value{},
+		Maps:    map[string]*MapInfo{},
+		Symbols: map[SymbolRef]DataSymbol{},
+	}
+}
+
+// TypeOf returns the type the checker gave e, or the zero Type (KindNone)
+// when it gave e none.
+func (in *Info) TypeOf(e Expr) Type {
+	if t := in.types[e]; t != nil {
+		return *t
+	}
+	return Type{}
+}
+
+// Typed reports whether the checker recorded a type for e, KindNone
+// included (a stack mode inside ustack() has none, and says so).
+func (in *Info) Typed(e Expr) bool {
+	_, ok := in.types[e]
+	return ok
+}
+
+// SetType records e's type: the checker's, and a test's that builds a
+// typed AST by hand. Code generation never calls it: it asks for the
+// typed nodes it needs (MemberOf), which codegen's TestNoUntypedNodes
+// enforces.
+func (in *Info) SetType(e Expr, t Type) { in.types[e] = internType(t) }
+
+// setConst records e's value as a constant, or that it has none (nil).
+// An integer literal's value is its own (constOf).
+func (in *Info) setConst(e Expr, v constant.Value) {
+	if _, ok := e.(*IntLit); ok {
+		return
+	}
+	if v == nil {
+		delete(in.values, e)
+		return
+	}
+	in.values[e] = v
+}
+
+// constOf returns the value of e when it is a constant: an integer
+// literal's own, or what the checker recorded; nil for the others.
+func (in *Info) constOf(e Expr) constant.Value {
+	if lit, ok := e.(*IntLit); ok {
+		return constant.MakeInt64(int64(lit.Value))
+	}
+	return in.values[e]
+}
+
+// ConstInt returns the value the checker recorded for e when e is an
+// integer constant.
+func (in *Info) ConstInt(e Expr) (int64, bool) {
+	if lit, ok := e.(*IntLit); ok {
+		return int64(lit.Value), true
+	}
+	v := in.constOf(e)
+	if v == nil || v.Kind() != constant.Int {
+		return 0, false
+	}
+	return constant.Int64Val(v)
+}
+
+// ConstString returns the value the checker recorded for e when e is a
+// string constant: a positional parameter read as text by str().
+func (in *Info) ConstString(e Expr) (string, bool) {
+	v := in.constOf(e)
+	if v == nil || v.Kind() != constant.String {
+		return "", false
+	}
+	return constant.StringVal(v), true
+}
+
+// StructDef returns the struct called name: p's own, else one of the
+// kernel's the checker looked up, else nil.
+func (in *Info) StructDef(p *Program, name string) *StructDef {
+	for _, list := range [][]*StructDef{p.Structs, in.KernelStructs} {
+		for _, sd := range list {
+			if sd.Name == name {
+				return sd
+			}
+		}
+	}
+	return nil
+}
+
+// MemberOf returns, typed in in, the expression x.field that reads member
+// field of type t of the struct value x: what print() of a struct reads
+// member by member. Code generation asks for it here rather than build
+// an expression the checker never saw.
+func (in *Info) MemberOf(x Expr, field string, t Type) *FieldAccess {
+	member := &FieldAccess{ExprBase: ExprBase{Loc: x.Span()}, X: x, Field: field}
+	in.SetType(member, t)
+	return member
+}
