@@ -36,8 +36,8 @@ package lang
 //     them: unsigned; codegen reads them with the note's size and sign and
 //     widens); cpid uint32; comm string[16]; probe KindProbe; func KindUsym;
 //     ustack KindStack. A Builtin that names a stack mode inside ustack()
-//     (perf, bpftrace) has KindNone; one that names a type inside sizeof()
-//     (uint32) has that type.
+//     (perf, bpftrace) or a clock inside nsecs() (tai) has KindNone; one
+//     that names a type inside sizeof() (uint32) has that type.
 //   - PositionalParam: $# and $N used as a number are int64 constants (a
 //     missing $N is 0); $N as the first argument of str() is string[len+1]
 //     of its text (a missing $N is ""), and that str() call is a constant.

@@ -268,6 +268,10 @@ func (c *checker) callArgs(e *Call) {
 		if len(args) == 1 {
 			if b, ok := args[0].(*Builtin); !ok || !slices.Contains(nsecsClocks, b.Name) {
 				c.errorf(args[0].exprBase().Loc, "Invalid timestamp mode: expected one of %s", strings.Join(nsecsClocks, ", "))
+			} else {
+				// A clock's name is no value: it has no type, as a
+				// stack mode has none.
+				c.info.SetType(b, Type{})
 			}
 		}
 	case FuncStrncmp:
