@@ -113,19 +113,8 @@ func reflectExprs(v reflect.Value, seen map[uintptr]bool, visit func(lang.Expr))
 // typed ASTs by hand, are exempt.
 func TestNoUntypedNodes(t *testing.T) {
 	exprTypes := langExprTypes(t)
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	for _, file := range files {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, file, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	fset, files := parseGoFiles(t, ".")
+	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			switch n := n.(type) {
 			case *ast.CompositeLit:
@@ -146,20 +135,9 @@ func TestNoUntypedNodes(t *testing.T) {
 // the struct types that embed ExprBase.
 func langExprTypes(t *testing.T) []string {
 	t.Helper()
-	pkgs, err := filepath.Glob("../lang/*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
 	var names []string
-	fset := token.NewFileSet()
-	for _, file := range pkgs {
-		if strings.HasSuffix(file, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, file, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	_, files := parseGoFiles(t, "../lang")
+	for _, f := range files {
 		ast.Inspect(f, func(n ast.Node) bool {
 			spec, ok := n.(*ast.TypeSpec)
 			if !ok {
@@ -179,6 +157,28 @@ func langExprTypes(t *testing.T) []string {
 		t.Fatalf("found only %d expression types in lang: %v", len(names), names)
 	}
 	return names
+}
+
+// parseGoFiles parses the Go files of dir, test files left out.
+func parseGoFiles(t *testing.T, dir string) (*token.FileSet, []*ast.File) {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	fset := token.NewFileSet()
+	var files []*ast.File
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, path, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, f)
+	}
+	return fset, files
 }
 
 // langName returns T for the type expression lang.T.
