@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -106,13 +107,25 @@ func (m *metricFlags) start(stderr io.Writer) (*metrics.Collector, func(), error
 	case err != nil:
 		return nil, nil, fmt.Errorf("--metrics: %w", err)
 	}
-	served := make(chan error, 1)
-	go func() { served <- srv.link.Serve(c) }()
-	return c, func() {
-		srv.stop()
-		if err := <-served; err != nil {
-			fmt.Fprintf(stderr, "WARNING: --metrics: %v\n", err)
+	var stopping atomic.Bool
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		err := srv.link.Serve(c)
+		if stopping.Load() {
+			return
 		}
+		// The server went away while the trace runs: say so once, the
+		// trace goes on.
+		if err == nil {
+			err = errors.New("the metrics server gotrace-metrics exited")
+		}
+		fmt.Fprintf(stderr, "WARNING: --metrics: %v; the trace runs without serving metrics\n", err)
+	}()
+	return c, func() {
+		stopping.Store(true)
+		srv.stop()
+		<-served
 		srv.conn.Close()
 	}, nil
 }

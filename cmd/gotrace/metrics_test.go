@@ -15,6 +15,7 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -266,25 +267,7 @@ func TestMetricsTLS(t *testing.T) {
 
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
-	tracer := exec.CommandContext(ctx, gotraceCommand(t), "--metrics", metricsAddr, "--web.config.file", webConfig,
-		"-e", "interval:ms:100 { @ticks = count(); }")
-	stdout, err := tracer.StdoutPipe()
-	if err != nil {
-		t.Fatal(err)
-	}
-	var stderr strings.Builder
-	tracer.Stderr = &stderr
-	if err := tracer.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		tracer.Process.Kill()
-		tracer.Wait()
-	})
-	rd := bufio.NewReader(stdout)
-	if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "Attaching") {
-		t.Fatalf("gotrace printed %q, %v\n%s", line, err, stderr.String())
-	}
+	tracer, rd := startTicker(t, ctx, io.Discard, "--metrics", metricsAddr, "--web.config.file", webConfig)
 
 	var targets map[string][2]string
 	for deadline := time.Now().Add(60 * time.Second); ; time.Sleep(200 * time.Millisecond) {
@@ -310,12 +293,90 @@ func TestMetricsTLS(t *testing.T) {
 		t.Errorf("series arrived without the password or without TLS: %v", got)
 	}
 
+	stopTicker(t, tracer, rd)
+}
+
+// startTicker starts gotrace with the flags given and a script that
+// counts ticks in @ticks, its stderr to stderr, and returns it with its
+// stdout once it has attached. It is killed at the test's end.
+func startTicker(t *testing.T, ctx context.Context, stderr io.Writer, flags ...string) (*exec.Cmd, *bufio.Reader) {
+	t.Helper()
+	tracer := exec.CommandContext(ctx, gotraceCommand(t), append(flags, "-e", "interval:ms:100 { @ticks = count(); }")...)
+	stdout, err := tracer.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	tracer.Stderr = stderr
+	if err := tracer.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		tracer.Process.Kill()
+		tracer.Wait()
+	})
+	rd := bufio.NewReader(stdout)
+	if line, err := rd.ReadString('\n'); err != nil || !strings.HasPrefix(line, "Attaching") {
+		t.Fatalf("gotrace printed %q, %v", line, err)
+	}
+	return tracer, rd
+}
+
+// stopTicker interrupts a gotrace of startTicker and checks that it exits
+// cleanly, printing @ticks.
+func stopTicker(t *testing.T, tracer *exec.Cmd, stdout *bufio.Reader) {
+	t.Helper()
 	tracer.Process.Signal(os.Interrupt)
-	rest, _ := io.ReadAll(rd)
+	rest, _ := io.ReadAll(stdout)
 	if err := tracer.Wait(); err != nil {
-		t.Fatalf("gotrace: %v\n%s", err, stderr.String())
+		t.Fatalf("gotrace: %v", err)
 	}
 	if !regexp.MustCompile(`(?m)^@ticks: \d+$`).Match(rest) {
 		t.Errorf("gotrace printed at exit:\n%s", rest)
 	}
+}
+
+// childPIDs returns the processes that the threads of process pid
+// started.
+func childPIDs(t *testing.T, pid int) []int {
+	t.Helper()
+	files, err := filepath.Glob(fmt.Sprintf("/proc/%d/task/*/children", pid))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pids []int
+	for _, f := range files {
+		b, _ := os.ReadFile(f)
+		for _, field := range strings.Fields(string(b)) {
+			if n, err := strconv.Atoi(field); err == nil {
+				pids = append(pids, n)
+			}
+		}
+	}
+	return pids
+}
+
+// TestMetricsServerGone: when gotrace-metrics dies while the trace runs,
+// gotrace says so once and traces on, and prints its maps at exit.
+func TestMetricsServerGone(t *testing.T) {
+	testenv.RequireRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	stderr, stderrW := io.Pipe()
+	t.Cleanup(func() { stderrW.Close() })
+	tracer, rd := startTicker(t, ctx, stderrW, "--metrics", freePort(t))
+	// The metrics server has said it serves before gotrace attaches.
+	children := childPIDs(t, tracer.Process.Pid)
+	if len(children) != 1 {
+		t.Fatalf("gotrace has children %v, want its metrics server alone", children)
+	}
+	if err := syscall.Kill(children[0], syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	line, err := bufio.NewReader(stderr).ReadString('\n')
+	if want := "WARNING: --metrics: the metrics server gotrace-metrics exited; the trace runs without serving metrics\n"; err != nil || line != want {
+		t.Fatalf("gotrace's stderr: %q, %v; want %q", line, err, want)
+	}
+	// Whatever else gotrace says goes unread.
+	go io.Copy(io.Discard, stderr)
+	stopTicker(t, tracer, rd)
 }
