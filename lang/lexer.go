@@ -363,17 +363,37 @@ loop:
 		case c == '\\' && n+1 < len(rest) && rest[n+1] != '\n':
 			n += 2
 		case c == '"':
-			m := strings.IndexAny(rest[n+1:], "\"\n")
-			if m < 0 || rest[n+1+m] != '"' {
+			m := quotedLen(rest[n:])
+			if m < 0 {
 				return s.errorf(s.run, n+1, "unterminated string in attach point")
 			}
-			n += m + 2
+			n += m
 		default:
 			break loop
 		}
 	}
 	s.emit(tokAttach, n)
 	return nil
+}
+
+// quotedLen returns the length of the double-quoted section that s starts
+// with, quotes included, or -1 when it ends before its closing quote (at a
+// newline or the end). A backslash escapes the character after it, so that
+// a quoted probe name may hold quotes (usdt:...:test:"\"probe1\"").
+func quotedLen(s string) int {
+	for n := 1; n < len(s); n++ {
+		switch s[n] {
+		case '"':
+			return n + 1
+		case '\n':
+			return -1
+		case '\\':
+			if n+1 < len(s) && s[n+1] != '\n' {
+				n++
+			}
+		}
+	}
+	return -1
 }
 
 func (s *scanner) punct() *Error {

@@ -278,6 +278,7 @@ func TestParseAttachPoints(t *testing.T) {
 		{"ur:/bin/x:main", AttachPoint{Point: attachpoint.Point{Kind: ProbeUretprobe, Target: "/bin/x", Func: "main"}}},
 		{`uprobe:./bitcoind:"CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, bool)"`,
 			AttachPoint{Point: attachpoint.Point{Kind: ProbeUprobe, Target: "./bitcoind", Func: "CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, bool)"}}},
+		{`usdt:./usdt_quoted_probe:test:"\"probe1\""`, AttachPoint{Point: attachpoint.Point{Kind: ProbeUSDT, Target: "./usdt_quoted_probe", Provider: "test", Func: `"probe1"`}}},
 		{"uprobe:/bin/x:0x1234", AttachPoint{Point: attachpoint.Point{Kind: ProbeUprobe, Target: "/bin/x", Address: 0x1234}}},
 		{"interval:s:1", AttachPoint{Point: attachpoint.Point{Kind: ProbeInterval, Unit: "s", Freq: 1}}},
 		{"interval:ms:$2", AttachPoint{Point: attachpoint.Point{Kind: ProbeInterval, Unit: "ms", FreqParam: "$2"}}},

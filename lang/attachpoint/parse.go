@@ -43,7 +43,7 @@ var errUnterminated = errors.New("unterminated quote")
 
 // Split splits an attach point or a -l pattern at its colons; a
 // double-quoted part may hold colons and other characters (C++ names) and
-// loses its quotes.
+// loses its quotes and the backslashes that escape characters in it.
 func Split(raw string) ([]string, error) {
 	var parts []string
 	var cur strings.Builder
@@ -52,6 +52,11 @@ func Split(raw string) ([]string, error) {
 		switch c := raw[i]; {
 		case c == '"':
 			quoted = !quoted
+		case c == '\\' && quoted && i+1 < len(raw):
+			// Inside quotes a backslash escapes the next character: a
+			// USDT probe may be named with quotes ("\"probe1\"").
+			i++
+			cur.WriteByte(raw[i])
 		case c == ':' && !quoted:
 			parts = append(parts, cur.String())
 			cur.Reset()

@@ -79,6 +79,8 @@ func TestSplit(t *testing.T) {
 		{`uprobe:a:"std::x(int)"`, []string{"uprobe", "a", "std::x(int)"}},
 		{`"a:b"c:`, []string{"a:bc", ""}},
 		{`u:"a`, nil},
+		{`usdt:p:test:"\"probe1\""`, []string{"usdt", "p", "test", `"probe1"`}},
+		{`u:"a\"`, nil},
 	} {
 		got, err := Split(tc.raw)
 		if !slices.Equal(got, tc.want) || (err != nil) != (tc.want == nil) {
