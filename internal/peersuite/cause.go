@@ -93,7 +93,9 @@ var outputKinds = []struct {
 }{
 	{regexp.MustCompile(`^(?:true|false)$|[:(, ](?:true|false)\b`), "bool values printed true/false"},
 	{regexp.MustCompile(`^@\S*: 0x[0-9a-f]+$`), "pointers printed in hex"},
-	{regexp.MustCompile(`^Attached \d+ probe`), `"Attached N probes" (0.24's wording)`},
+	// The check takes 0.17's "Attaching N probes..." for 0.24's line (see
+	// attachingPattern), so what is left is the count.
+	{regexp.MustCompile(`^Attached \d+ probe`), `probe count: 0.24 counts a USDT probe once, 0.17 each location`},
 	{regexp.MustCompile(`\bbpftrace\b`), "the tracer's own name (comm is bpftrace)"},
 	{regexp.MustCompile(`WARNING|ERROR|HINT`), "a diagnostic's wording"},
 	{regexp.MustCompile(`\{ \.count = `), "stats printed as { .count = ... } (0.24)"},
