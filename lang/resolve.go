@@ -21,6 +21,15 @@ type Host interface {
 	ObjectSymbol(path, name string) (addr, size uint64, err error)
 }
 
+// ProcessHost is a Host that traces one process (-p), which may run in
+// another mount namespace: the absolute target path of a usdt or uprobe
+// attach point names that process's file.
+type ProcessHost interface {
+	// ProcessPath returns the path to open the file path names for the
+	// process by: path itself, or the same file under /proc/PID/root.
+	ProcessPath(path string) string
+}
+
 // Resolve makes the attach points of p name what they attach to, before
 // Check types the program, so that the checker and uaddr() see the real
 // file: it substitutes the positional parameters cfg.Params in every
@@ -47,6 +56,10 @@ func Resolve(p *Program, cfg Config) error {
 				if err := resolveTracepoint(ap, th); err != nil {
 					errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
 				}
+				continue
+			}
+			if ph, ok := cfg.Host.(ProcessHost); ok && absoluteTarget(ap) {
+				ap.Target = ph.ProcessPath(ap.Target)
 				continue
 			}
 			if cfg.Host == nil || !bareTarget(ap) {
@@ -145,10 +158,17 @@ func expandParams(s string, params []string) (string, error) {
 // bareTarget reports whether ap is a usdt, uprobe or uretprobe attach
 // point whose target is a bare file name.
 func bareTarget(ap *AttachPoint) bool {
-	switch ap.Kind {
-	case ProbeUSDT, ProbeUprobe, ProbeUretprobe:
-	default:
-		return false
-	}
-	return ap.Target != "" && !strings.ContainsAny(ap.Target, "/*?")
+	return userTarget(ap) && ap.Target != "" && !strings.ContainsAny(ap.Target, "/*?")
+}
+
+// absoluteTarget reports whether ap is a usdt, uprobe or uretprobe attach
+// point whose target is an absolute path without a wildcard.
+func absoluteTarget(ap *AttachPoint) bool {
+	return userTarget(ap) && strings.HasPrefix(ap.Target, "/") && !strings.ContainsAny(ap.Target, "*?")
+}
+
+// userTarget reports whether ap attaches to a file: usdt, uprobe or
+// uretprobe.
+func userTarget(ap *AttachPoint) bool {
+	return ap.Kind == ProbeUSDT || ap.Kind == ProbeUprobe || ap.Kind == ProbeUretprobe
 }

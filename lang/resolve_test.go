@@ -45,3 +45,35 @@ func TestResolveParamInProbeType(t *testing.T) {
 		}
 	}
 }
+
+// processHost is a ProcessHost whose process sees every absolute path
+// under /proc/7/root.
+type processHost struct{ fakeTracepoints }
+
+func (processHost) ProcessPath(path string) string { return "/proc/7/root" + path }
+
+// TestResolveProcessTarget checks that an absolute usdt or uprobe target
+// is the -p process's file, and that relative paths and wildcards are left
+// as written.
+func TestResolveProcessTarget(t *testing.T) {
+	for _, tc := range []struct {
+		src, want string
+	}{
+		{"usdt:/tmp/ns/usdt_test:tracetest:testprobe", "/proc/7/root/tmp/ns/usdt_test"},
+		{"uprobe:/tmp/ns/uprobe_test:uprobeFunction1", "/proc/7/root/tmp/ns/uprobe_test"},
+		{"uretprobe:/tmp/ns/uprobe_test:uprobeFunction1", "/proc/7/root/tmp/ns/uprobe_test"},
+		{"uprobe:./testprogs/uprobe_test:uprobeFunction1", "./testprogs/uprobe_test"},
+		{"uprobe:/tmp/ns/*:uprobeFunction1", "/tmp/ns/*"},
+	} {
+		p, err := Parse("stdin", tc.src+" { }")
+		if err != nil {
+			t.Fatalf("Parse(%q): %v", tc.src, err)
+		}
+		if err := Resolve(p, Config{Host: processHost{}}); err != nil {
+			t.Fatalf("Resolve(%q): %v", tc.src, err)
+		}
+		if got := p.Probes[0].Attach[0].Target; got != tc.want {
+			t.Errorf("%s: target %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strings"
 	"sync"
 )
@@ -48,6 +49,22 @@ func (h *Host) FindTarget(name string) (string, error) {
 		return "", fmt.Errorf("looked for as %s.so* in the loader's cache (ldconfig -p) and among the objects of a -p process or -c command, then in the working directory and $PATH; a library is named without .so (libc)", name)
 	}
 	return "", errors.New("looked for in the working directory and $PATH; a library is named by lib and its name without .so (libc)")
+}
+
+// ProcessPath returns the path gotrace opens the file by that the absolute
+// path names for the -p process, which may run in another mount namespace
+// (a container): path itself when it is the same file here, otherwise
+// /proc/PID/root followed by path. Without -p, for a relative path or when
+// the process's root has no such file, it is path.
+func (h *Host) ProcessPath(path string) string {
+	if h.PID == 0 || !filepath.IsAbs(path) {
+		return path
+	}
+	theirs := fmt.Sprintf("/proc/%d/root%s", h.PID, path)
+	if _, err := os.Stat(theirs); err != nil {
+		return path
+	}
+	return ownPath(path, theirs)
 }
 
 // ErrNoSymbol is returned by ObjectSymbol for a file without the symbol.

@@ -59,3 +59,54 @@ func TestHostFindTarget(t *testing.T) {
 		t.Errorf("FindTarget(nosuchprogram) = %v", err)
 	}
 }
+
+// TestHostProcessPath checks which target paths a -p process's mount
+// namespace changes: none without -p, none relative, and none in a process
+// of gotrace's own namespace (this test's).
+func TestHostProcessPath(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	self := &Host{PID: os.Getpid()}
+	for _, tc := range []struct {
+		name string
+		host *Host
+		path string
+	}{
+		{"no -p", &Host{}, exe},
+		{"relative", self, "./testprog"},
+		{"same namespace", self, exe},
+		{"no such file there", self, "/nonexistent/gotrace-target"},
+	} {
+		if got := tc.host.ProcessPath(tc.path); got != tc.path {
+			t.Errorf("%s: ProcessPath(%q) = %q, want it unchanged", tc.name, tc.path, got)
+		}
+	}
+}
+
+// TestOwnPath checks the choice between a process's path and its
+// /proc/PID/root path: the own path only when it is the same file.
+func TestOwnPath(t *testing.T) {
+	dir := t.TempDir()
+	file, link, other := dir+"/file", dir+"/link", dir+"/other"
+	for _, p := range []string{file, other} {
+		if err := os.WriteFile(p, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := os.Link(file, link); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		path, theirs, want string
+	}{
+		{file, link, file},
+		{file, other, other},
+		{dir + "/missing", file, file},
+	} {
+		if got := ownPath(tc.path, tc.theirs); got != tc.want {
+			t.Errorf("ownPath(%q, %q) = %q, want %q", tc.path, tc.theirs, got, tc.want)
+		}
+	}
+}

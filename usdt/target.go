@@ -103,15 +103,21 @@ func ProcessPaths(pid int) ([]string, error) {
 	}
 	paths := make([]string, 0, len(objs))
 	for _, o := range objs {
-		path := o.OpenPath
-		own, err1 := os.Stat(o.Path)
-		theirs, err2 := os.Stat(o.OpenPath)
-		if err1 == nil && err2 == nil && os.SameFile(own, theirs) {
-			path = o.Path
-		}
-		paths = append(paths, path)
+		paths = append(paths, ownPath(o.Path, o.OpenPath))
 	}
 	return paths, nil
+}
+
+// ownPath returns path, a file's path in another mount namespace, when it
+// names the same file in gotrace's, and theirs, the path that opens it
+// through /proc/PID/root, when it does not.
+func ownPath(path, theirs string) string {
+	own, err1 := os.Stat(path)
+	other, err2 := os.Stat(theirs)
+	if err1 == nil && err2 == nil && os.SameFile(own, other) {
+		return path
+	}
+	return theirs
 }
 
 // expandGlob returns the paths that match pattern, whose `*` and `?` stand
