@@ -83,7 +83,7 @@ func TestLoadUSDTArg(t *testing.T) {
 // values and returns it.
 func runArg(t *testing.T, a usdt.Arg, pc uint64, regs map[int]uint64) uint64 {
 	t.Helper()
-	regsMap, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: ptregs.Size, MaxEntries: 1})
+	regsMap, err := ebpf.NewMap(&ebpf.MapSpec{Type: ebpf.Array, KeySize: 4, ValueSize: uint32(ptregs.Size), MaxEntries: 1})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -80,7 +80,7 @@ func (f *fn) builtin(e *lang.Builtin) error {
 	case lang.VarRetval:
 		switch {
 		case f.t.kind == lang.ProbeUretprobe || f.t.kind == lang.ProbeKretprobe:
-			f.emit(memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), ptregs.AX))
+			f.emit(memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), ptregs.Return))
 		case f.t.kind == lang.ProbeKretfunc && f.t.tracepoint.Retval != nil:
 			return f.kfuncSlot(e, f.t.tracepoint.Retval)
 		default:
@@ -194,12 +194,16 @@ func (f *fn) reg(e *lang.Call) error {
 func (f *fn) usermode() error {
 	switch f.t.kind {
 	case lang.ProbeProfile, lang.ProbeWatchpoint:
-		cs, ok := ptregs.ByMember("cs")
-		assert(ok, nil, "pt_regs without cs")
+		// R0 = (mode & mask) == user: x86-64's cs, arm64's pstate.
+		t := ptregs.Native
 		f.emit(
-			memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), cs.Offset),
-			asm.And.Imm(asm.R0, 3),
-			asm.RSh.Imm(asm.R0, 1),
+			memAt(asm.LoadMem(asm.R0, regCtx, 0, asm.DWord), t.Offset(t.Mode)),
+			asm.And.Imm(asm.R0, t.ModeMask),
+			asm.Xor.Imm(asm.R0, t.UserMode),
+			// 0 (user) becomes 1; any other value, 0.
+			asm.Neg.Imm(asm.R0, 0),
+			asm.RSh.Imm(asm.R0, 63),
+			asm.Xor.Imm(asm.R0, 1),
 		)
 	case lang.ProbeTracepoint, lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
 		f.emit(asm.Mov.Imm(asm.R0, 0))

@@ -217,7 +217,7 @@ func (c *checker) callArgs(e *Call) {
 		c.tableArgs(e)
 		if lit, ok := args[0].(*StrLit); ok {
 			if _, reg := ptregs.ByMember(lit.Value); !reg {
-				c.errorf(e.Loc, "'%s' is not a valid register on this architecture (x86_64)", lit.Value)
+				c.errorf(e.Loc, "'%s' is not a valid register on this architecture (%s)", lit.Value, ptregs.Native.Arch)
 			}
 		}
 	case FuncNtop:

@@ -71,7 +71,7 @@ func (c *checker) builtin(e *Builtin) Type {
 			// USDT allows any argN its note describes; codegen checks N
 			// against the note.
 			if _, ok := ptregs.ArgOffset(e.ArgIndex()); !ok {
-				c.errorf(e.Loc, "x86_64 doesn't support %s", e.Name)
+				c.errorf(e.Loc, "%s doesn't support %s", ptregs.Native.Arch, e.Name)
 			}
 		}
 	}

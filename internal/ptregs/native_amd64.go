@@ -1,0 +1,4 @@
+package ptregs
+
+// Native is the table of the architecture gotrace is built for.
+var Native = AMD64
