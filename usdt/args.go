@@ -1,6 +1,7 @@
 package usdt
 
 import (
+	"debug/elf"
 	"fmt"
 	"strconv"
 	"strings"
@@ -10,18 +11,22 @@ import (
 )
 
 // registers maps every x86-64 register name an SDT operand may use to its
-// place in struct pt_regs and the width of the named part. It is built
-// when the first operand is parsed, not at every start of gotrace.
-var registers = sync.OnceValue(buildRegisters)
+// place in struct pt_regs and the width of the named part;
+// aarch64Registers, every AArch64 one. They are built when the first
+// operand is parsed, not at every start of gotrace.
+var (
+	registers        = sync.OnceValue(func() map[string]Register { return buildRegisters(ptregs.AMD64) })
+	aarch64Registers = sync.OnceValue(func() map[string]Register { return buildRegisters(ptregs.ARM64) })
+)
 
-func buildRegisters() map[string]Register {
+func buildRegisters(t *ptregs.Table) map[string]Register {
 	regs := make(map[string]Register)
 	add := func(name string, off, width int) {
 		if name != "" {
 			regs[name] = Register{Name: name, PtRegsOffset: off, Width: width}
 		}
 	}
-	for _, r := range ptregs.Registers {
+	for _, r := range t.Registers {
 		add(r.Q, r.Offset, 8)
 		add(r.D, r.Offset, 4)
 		add(r.W, r.Offset, 2)
@@ -40,10 +45,28 @@ func buildRegisters() map[string]Register {
 // arguments. On an operand that cannot be parsed it returns the arguments
 // before it and an error naming the operand.
 func ParseArgs(s string) ([]Arg, error) {
-	fields := strings.Fields(s)
+	return parseArgList(strings.Fields(s), ParseArg)
+}
+
+// ParseArgsFor parses a note's argument string in the operand syntax of
+// the ELF file's machine: x86-64's (ParseArgs) or AArch64's, whose
+// memory operands hold a space ("-4@x1 8@[x22, 20] 1@0").
+func ParseArgsFor(m elf.Machine, s string) ([]Arg, error) {
+	switch m {
+	case elf.EM_X86_64:
+		return ParseArgs(s)
+	case elf.EM_AARCH64:
+		return parseArgList(splitAArch64(s), ParseAArch64Arg)
+	}
+	return nil, fmt.Errorf("parse usdt arguments %q: machine %v is neither x86-64 nor AArch64", s, m)
+}
+
+// parseArgList parses each operand with parse, stopping at the first that
+// fails.
+func parseArgList(fields []string, parse func(string) (Arg, error)) ([]Arg, error) {
 	args := make([]Arg, 0, len(fields))
 	for _, f := range fields {
-		a, err := ParseArg(f)
+		a, err := parse(f)
 		if err != nil {
 			return args, err
 		}
@@ -58,18 +81,24 @@ func ParseArgs(s string) ([]Arg, error) {
 // `0(%r13,%rdi,8)`) or a %rip-relative symbol (`sym+16(%rip)`). Symbol
 // addresses are left for ReadFile to fill in.
 func ParseArg(s string) (Arg, error) {
-	a, err := parseArg(s)
-	if err != nil {
-		return Arg{}, fmt.Errorf("parse usdt argument %q: %w", s, err)
-	}
-	return a, nil
+	return parseArg(s, x86Operand)
 }
 
-func parseArg(s string) (Arg, error) {
+// ParseAArch64Arg parses one AArch64 SDT argument, `[-]SIZE@OPERAND`:
+// OPERAND is a register (`x1`, `w1`, `sp`), an immediate (`0`, `-1`, or
+// with '#'), or a memory reference of a 64-bit base register and an
+// optional displacement (`[x22, 20]`, `[sp, 16]`, `[x0]`).
+func ParseAArch64Arg(s string) (Arg, error) {
+	return parseArg(s, aarch64Operand)
+}
+
+// parseArg parses the size of an argument and leaves its operand to
+// operand, the machine's syntax.
+func parseArg(s string, operand func(op string, a *Arg) error) (Arg, error) {
 	var a Arg
 	sizeText, op, ok := strings.Cut(s, "@")
 	if !ok {
-		return a, fmt.Errorf("no '@' between size and operand")
+		return a, fmt.Errorf("parse usdt argument %q: no '@' between size and operand", s)
 	}
 	if strings.HasPrefix(sizeText, "-") {
 		a.Signed = true
@@ -79,32 +108,102 @@ func parseArg(s string) (Arg, error) {
 	case "1", "2", "4", "8":
 		a.Size = int(sizeText[0] - '0')
 	default:
-		return a, fmt.Errorf("size %q is not 1, 2, 4 or 8", sizeText)
+		return a, fmt.Errorf("parse usdt argument %q: size %q is not 1, 2, 4 or 8", s, sizeText)
 	}
 	a.Operand = op
-	switch {
-	case op == "":
-		return a, fmt.Errorf("empty operand")
-	case op[0] == '%':
+	if op == "" {
+		return Arg{}, fmt.Errorf("parse usdt argument %q: empty operand", s)
+	}
+	if err := operand(op, &a); err != nil {
+		return Arg{}, fmt.Errorf("parse usdt argument %q: %w", s, err)
+	}
+	return a, nil
+}
+
+// x86Operand parses an x86-64 operand (AT&T syntax) into a.
+func x86Operand(op string, a *Arg) error {
+	switch op[0] {
+	case '%':
 		r, err := register(op[1:])
 		if err != nil {
-			return a, err
+			return err
 		}
 		a.Loc = ArgRegister
 		a.Reg = r
-	case op[0] == '$':
+	case '$':
 		v, err := parseInt(op[1:])
 		if err != nil {
-			return a, fmt.Errorf("immediate %q: %w", op, err)
+			return fmt.Errorf("immediate %q: %w", op, err)
 		}
 		a.Loc = ArgConstant
 		a.Const = v
 	default:
-		if err := parseMemory(op, &a); err != nil {
-			return a, err
+		return parseMemory(op, a)
+	}
+	return nil
+}
+
+// splitAArch64 splits an AArch64 argument string at the spaces outside
+// brackets: "8@[x22, 20]" is one operand.
+func splitAArch64(s string) []string {
+	var fields []string
+	depth, start := 0, -1
+	for i := 0; i <= len(s); i++ {
+		if i == len(s) || (s[i] == ' ' || s[i] == '\t') && depth == 0 {
+			if start >= 0 {
+				fields = append(fields, s[start:i])
+				start = -1
+			}
+			continue
+		}
+		switch s[i] {
+		case '[':
+			depth++
+		case ']':
+			depth--
+		}
+		if start < 0 {
+			start = i
 		}
 	}
-	return a, nil
+	return fields
+}
+
+// aarch64Operand parses an AArch64 operand into a.
+func aarch64Operand(op string, a *Arg) error {
+	if inner, ok := strings.CutPrefix(op, "["); ok {
+		inner, ok = strings.CutSuffix(inner, "]")
+		if !ok {
+			return fmt.Errorf("memory operand %q has no closing ']'", op)
+		}
+		baseText, dispText, hasDisp := strings.Cut(inner, ",")
+		base, ok := aarch64Registers()[strings.TrimSpace(baseText)]
+		if !ok || base.Width != 8 {
+			return fmt.Errorf("memory operand %q: base %q is not a 64-bit register", op, strings.TrimSpace(baseText))
+		}
+		if hasDisp {
+			d, err := parseInt(strings.TrimPrefix(strings.TrimSpace(dispText), "#"))
+			if err != nil {
+				return fmt.Errorf("memory operand %q: displacement: %w", op, err)
+			}
+			a.Disp = d
+		}
+		a.Loc = ArgMemory
+		a.Reg = base
+		return nil
+	}
+	if r, ok := aarch64Registers()[op]; ok {
+		a.Loc = ArgRegister
+		a.Reg = r
+		return nil
+	}
+	v, err := parseInt(strings.TrimPrefix(op, "#"))
+	if err != nil {
+		return fmt.Errorf("operand %q is not a register, immediate or memory reference", op)
+	}
+	a.Loc = ArgConstant
+	a.Const = v
+	return nil
 }
 
 // parseMemory parses `DISP(%base[,%index[,scale]])` and the %rip-relative

@@ -1,6 +1,7 @@
 package usdt
 
 import (
+	"debug/elf"
 	"reflect"
 	"strings"
 	"testing"
@@ -180,5 +181,73 @@ func TestRegisterTable(t *testing.T) {
 	}
 	if len(registers()) != n {
 		t.Errorf("register table has %d names, the test knows %d", len(registers()), n)
+	}
+}
+
+// TestParseAArch64Arg parses the AArch64 operand forms: what gcc -O2
+// writes for the fixture (x registers, plain immediates) and the memory
+// forms of larger programs.
+func TestParseAArch64Arg(t *testing.T) {
+	tests := []struct {
+		in   string
+		want Arg
+		err  string
+	}{
+		{in: "-8@x0", want: Arg{Size: 8, Signed: true, Loc: ArgRegister, Reg: reg("x0", 0, 8)}},
+		{in: "-4@x1", want: Arg{Size: 4, Signed: true, Loc: ArgRegister, Reg: reg("x1", 8, 8)}},
+		{in: "4@w3", want: Arg{Size: 4, Loc: ArgRegister, Reg: reg("w3", 24, 4)}},
+		{in: "8@x30", want: Arg{Size: 8, Loc: ArgRegister, Reg: reg("x30", 240, 8)}},
+		{in: "8@sp", want: Arg{Size: 8, Loc: ArgRegister, Reg: reg("sp", 248, 8)}},
+		{in: "1@0", want: Arg{Size: 1, Loc: ArgConstant}},
+		{in: "-4@-1", want: Arg{Size: 4, Signed: true, Loc: ArgConstant, Const: -1}},
+		{in: "4@#5", want: Arg{Size: 4, Loc: ArgConstant, Const: 5}},
+		{in: "8@[x22, 20]", want: Arg{Size: 8, Loc: ArgMemory, Reg: reg("x22", 176, 8), Disp: 20}},
+		{in: "8@[sp, 16]", want: Arg{Size: 8, Loc: ArgMemory, Reg: reg("sp", 248, 8), Disp: 16}},
+		{in: "-4@[x29, -4]", want: Arg{Size: 4, Signed: true, Loc: ArgMemory, Reg: reg("x29", 232, 8), Disp: -4}},
+		{in: "8@[x1, #8]", want: Arg{Size: 8, Loc: ArgMemory, Reg: reg("x1", 8, 8), Disp: 8}},
+		{in: "8@[x1]", want: Arg{Size: 8, Loc: ArgMemory, Reg: reg("x1", 8, 8)}},
+		{in: "8@[w1, 8]", err: `base "w1" is not a 64-bit register`},
+		{in: "8@[x1, 8", err: `has no closing ']'`},
+		{in: "8@[x1, y]", err: `displacement: bad integer "y"`},
+		{in: "8@x31", err: `operand "x31" is not a register, immediate or memory reference`},
+		{in: "8@%rdi", err: `operand "%rdi" is not a register`},
+		{in: "3@x1", err: `size "3" is not 1, 2, 4 or 8`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.in, func(t *testing.T) {
+			got, err := ParseAArch64Arg(tt.in)
+			if tt.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tt.err) || !strings.Contains(err.Error(), tt.in) {
+					t.Fatalf("ParseAArch64Arg(%q) = %v, want an error naming it and saying %q", tt.in, err, tt.err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tt.want.Operand = tt.in[strings.IndexByte(tt.in, '@')+1:]
+			if !reflect.DeepEqual(got, tt.want) {
+				t.Errorf("ParseAArch64Arg(%q)\n got %+v\nwant %+v", tt.in, got, tt.want)
+			}
+		})
+	}
+}
+
+// TestParseArgsForAArch64 splits an AArch64 argument string at the
+// spaces outside brackets.
+func TestParseArgsForAArch64(t *testing.T) {
+	args, err := ParseArgsFor(elf.EM_AARCH64, "-8@x0 8@[x22, 20]  1@0 8@[sp, 16]")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ops []string
+	for _, a := range args {
+		ops = append(ops, a.Operand)
+	}
+	if want := []string{"x0", "[x22, 20]", "0", "[sp, 16]"}; !reflect.DeepEqual(ops, want) {
+		t.Errorf("operands %q, want %q", ops, want)
+	}
+	if _, err := ParseArgsFor(elf.EM_RISCV, "8@a0"); err == nil || !strings.Contains(err.Error(), "neither x86-64 nor AArch64") {
+		t.Errorf("ParseArgsFor(EM_RISCV) = %v, want it refused", err)
 	}
 }

@@ -71,10 +71,10 @@ func (f *File) Probes() ([]Probe, error) {
 func (f *File) readProbes(path string) ([]Probe, error) {
 	ef := f.elf
 	if ef.Class != elf.ELFCLASS64 {
-		return nil, fmt.Errorf("%v file, only 64-bit x86-64 ELF files are supported", ef.Class)
+		return nil, fmt.Errorf("%v file, only 64-bit x86-64 and AArch64 ELF files are supported", ef.Class)
 	}
-	if ef.Machine != elf.EM_X86_64 {
-		return nil, fmt.Errorf("machine %v, only x86-64 ELF files are supported", ef.Machine)
+	if ef.Machine != elf.EM_X86_64 && ef.Machine != elf.EM_AARCH64 {
+		return nil, fmt.Errorf("machine %v, only x86-64 and AArch64 ELF files are supported", ef.Machine)
 	}
 	sec := ef.Section(".note.stapsdt")
 	if sec == nil {
@@ -124,7 +124,7 @@ func (f *File) readProbes(path string) ([]Probe, error) {
 				return nil, fmt.Errorf("probe %s: semaphore %#x is in no loadable segment", id, loc.Semaphore)
 			}
 		}
-		loc.Args, loc.ArgsErr = ParseArgs(n.args)
+		loc.Args, loc.ArgsErr = ParseArgsFor(ef.Machine, n.args)
 		if n, err := syms.resolve(loc.Args); err != nil {
 			loc.Args, loc.ArgsErr = loc.Args[:n], err
 		}

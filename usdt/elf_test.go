@@ -5,6 +5,7 @@ import (
 	"debug/elf"
 	"encoding/binary"
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -252,6 +253,37 @@ func TestReadFileNoNotes(t *testing.T) {
 	}
 }
 
+// TestReadFileAArch64 reads an AArch64 file's notes on any host: the
+// probes and their operands in AArch64's syntax, as gcc -O2 writes them
+// for the fixture (registers, immediates, memory with a space inside).
+func TestReadFileAArch64(t *testing.T) {
+	notes := append(noteBytes(0x401010, 0, 0, "net", "inbound_message", "-8@x0 8@x1 4@x3 1@0"),
+		noteBytes(0x401020, 0, 0, "p", "mem", "8@[x22, 20] -4@[sp, 16] 8@[x1]")...)
+	path := writeTemp(t, "arm64", testELF{machine: elf.EM_AARCH64, notes: notes}.bytes())
+	probes, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(probes) != 2 {
+		t.Fatalf("%d probes, want 2", len(probes))
+	}
+	var got []string
+	for _, p := range probes {
+		l := p.Locations[0]
+		if l.ArgsErr != nil {
+			t.Fatalf("%s:%s: %v", p.Provider, p.Name, l.ArgsErr)
+		}
+		for _, a := range l.Args {
+			// operand:location(ArgRegister 1, ArgConstant 2, ArgMemory 3)/offset/displacement
+			got = append(got, fmt.Sprintf("%s:%d/%d/%d", a.Operand, a.Loc, a.Reg.PtRegsOffset, a.Disp))
+		}
+	}
+	want := []string{"x0:1/0/0", "x1:1/8/0", "x3:1/24/0", "0:2/0/0", "[x22, 20]:3/176/20", "[sp, 16]:3/248/16", "[x1]:3/8/0"}
+	if strings.Join(got, " ") != strings.Join(want, " ") {
+		t.Errorf("operands %q, want %q", got, want)
+	}
+}
+
 func TestReadFileErrors(t *testing.T) {
 	good := testELF{notes: noteBytes(0x401010, 0, 0, "p", "n", ""), baseAddr: 0}.bytes()
 	corrupt := func(f func(b []byte) []byte) []byte {
@@ -267,9 +299,9 @@ func TestReadFileErrors(t *testing.T) {
 		{"text", []byte("#!/bin/sh\necho hello\n"), "not a readable ELF file"},
 		{"truncated", good[:40], "truncated ELF file"},
 		{"truncated-sections", good[:len(good)-100], "truncated ELF file"},
-		{"arm64", testELF{machine: elf.EM_AARCH64, notes: noteBytes(0x401010, 0, 0, "p", "n", "")}.bytes(),
-			"only x86-64"},
-		{"elf32", elf32(), "ELFCLASS32 file, only 64-bit x86-64"},
+		{"riscv", testELF{machine: elf.EM_RISCV, notes: noteBytes(0x401010, 0, 0, "p", "n", "")}.bytes(),
+			"machine EM_RISCV, only x86-64 and AArch64"},
+		{"elf32", elf32(), "ELFCLASS32 file, only 64-bit x86-64 and AArch64"},
 		{"elf32-class-in-elf64", corrupt(func(b []byte) []byte { b[elf.EI_CLASS] = byte(elf.ELFCLASS32); return b }),
 			"not a readable ELF file"},
 		{"note-size", corrupt(func(b []byte) []byte {
