@@ -12,6 +12,8 @@ import (
 type vmCase struct {
 	Case
 	want []string
+	// exit is the status the case must end with.
+	exit int
 	// smoke puts the case in the smoke set that go test ./... runs;
 	// the others run under GOTRACE_VMTEST=all (hack/vmtest.sh).
 	smoke bool
@@ -98,8 +100,9 @@ func TestKernelProbes(t *testing.T) {
 }
 
 // runCases boots one guest of arch with the selected cases of cs and
-// checks each case's output in a subtest.
-func runCases(t *testing.T, arch Arch, cs []vmCase, extra ...Entry) {
+// checks each case's output in a subtest; it returns the boot for
+// further checks.
+func runCases(t *testing.T, arch Arch, cs []vmCase, extra ...Entry) *Boot {
 	Require(t, arch)
 	var cases []Case
 	files := append([]Entry{Gotrace(t, arch.Name)}, extra...)
@@ -129,8 +132,8 @@ func runCases(t *testing.T, arch Arch, cs []vmCase, extra ...Entry) {
 	for _, c := range run {
 		t.Run(c.Name, func(t *testing.T) {
 			r := b.Result(t, c.Name)
-			if r.Exit != 0 {
-				t.Errorf("exit status %d, want 0", r.Exit)
+			if r.Exit != c.exit {
+				t.Errorf("exit status %d, want %d", r.Exit, c.exit)
 			}
 			lines := strings.Split(r.Output, "\n")
 			for _, w := range c.want {
@@ -151,4 +154,5 @@ func runCases(t *testing.T, arch Arch, cs []vmCase, extra ...Entry) {
 			}
 		})
 	}
+	return b
 }
