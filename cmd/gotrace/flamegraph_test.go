@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
@@ -51,12 +50,7 @@ func runGotrace(t *testing.T, gotrace, dir string, args ...string) string {
 // readDrawing reads the stacks back from a flame graph file.
 func readDrawing(t *testing.T, path string) []flamegraph.Stack {
 	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	stacks, err := flamegraph.Read(f)
+	stacks, err := flamegraph.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -43,11 +43,12 @@ func Coord(v float64) string {
 
 // WriteDocument writes a drawing to w: the svg element that drawSVG
 // writes, as an SVG file (behind the XML declaration) or, with html, as
-// an HTML page of the given title that holds it.
+// an HTML page of the given title that holds it, scaled to the
+// window's width.
 func WriteDocument(w io.Writer, html bool, title string, drawSVG func(w *bufio.Writer) error) error {
 	bw := bufio.NewWriter(w)
 	if html {
-		fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n</head>\n<body style=\"margin: 0\">\n", Escape(title))
+		fmt.Fprintf(bw, "<!DOCTYPE html>\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n<title>%s</title>\n<style>body { margin: 0; } body > svg { width: 100%%; height: auto; }</style>\n</head>\n<body>\n", Escape(title))
 	} else {
 		bw.WriteString(XMLDeclaration)
 	}

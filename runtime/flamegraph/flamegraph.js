@@ -1,7 +1,8 @@
 // gotrace flame graph: click a frame to zoom into it, "Reset zoom" or
 // Escape to see everything, "Search" or Ctrl-F to highlight the frames
 // whose names match a regular expression (with the share of the samples
-// they hold). A URL ending in #search=REGEXP highlights at load.
+// they hold). A URL ending in #search=REGEXP highlights at load,
+// #zoom=NAME zooms into the widest frame of that name (both: joined by &).
 (function () {
 	"use strict";
 	var svg = document.getElementById("fg");
@@ -133,8 +134,23 @@
 			document.getElementById("fg-search").dispatchEvent(new MouseEvent("click"));
 		}
 	});
-	var hash = /^#search=(.*)$/.exec(window.location.hash);
-	if (hash) {
-		search(decodeURIComponent(hash[1]));
-	}
+	// #zoom=NAME zooms into the widest frame of that name, #search=REGEXP
+	// highlights; joined by &.
+	window.location.hash.replace(/^#/, "").split("&").forEach(function (part) {
+		var eq = part.indexOf("=");
+		var value = decodeURIComponent(part.slice(eq + 1));
+		if (part.slice(0, eq) === "search") {
+			search(value);
+		} else if (part.slice(0, eq) === "zoom") {
+			var widest = null;
+			frames.forEach(function (f) {
+				if (f.name === value && (widest === null || f.w > widest.w)) {
+					widest = f;
+				}
+			});
+			if (widest !== null) {
+				show(widest.x, widest.w, widest.d);
+			}
+		}
+	});
 })();

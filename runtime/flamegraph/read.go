@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 	"slices"
 	"strings"
 )
@@ -123,4 +124,15 @@ func Read(r io.Reader) ([]Stack, error) {
 	}
 	slices.SortFunc(stacks, func(a, b Stack) int { return slices.Compare(a.Frames, b.Frames) })
 	return stacks, nil
+}
+
+// ReadFile reads the stacks back from the drawing in the named file, as
+// Read does.
+func ReadFile(name string) ([]Stack, error) {
+	f, err := os.Open(name)
+	if err != nil {
+		return nil, fmt.Errorf("read flame graph: %w", err)
+	}
+	defer f.Close()
+	return Read(f)
 }
