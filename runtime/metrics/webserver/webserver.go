@@ -178,8 +178,8 @@ func Main(args []string, stderr io.Writer) int {
 		return 2
 	}
 	conn := os.NewFile(LinkFD, "gotrace metrics link")
-	if conn == nil {
-		fmt.Fprintln(stderr, "gotrace-metrics: no link to gotrace: it is started by gotrace --metrics")
+	if fi, err := conn.Stat(); err != nil || fi.Mode()&os.ModeSocket == 0 {
+		fmt.Fprintf(stderr, "gotrace-metrics: no link to gotrace on descriptor %d: gotrace --metrics starts it\n", LinkFD)
 		return 2
 	}
 	link := metrics.NewServerLink(conn)
