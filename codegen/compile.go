@@ -665,8 +665,9 @@ func assert(cond bool, n lang.Node, what string) {
 // it (lang.Info.MemberOf): one without a type is a bug in gotrace, not a
 // zero type to lower.
 func (f *fn) typeOf(e lang.Expr) lang.Type {
-	assert(f.c.info.Typed(e), e, fmt.Sprintf("%T has no type", e))
-	return f.c.info.TypeOf(e)
+	t, ok := f.c.info.LookupType(e)
+	assert(ok, e, "an expression without a type")
+	return t
 }
 
 // snippet returns the first line of n's source text, shortened, for
