@@ -375,7 +375,8 @@ var builtins = [numBuiltins]builtin{
 	FuncNsecs:      {name: "nsecs", class: classFunc, min: 0, max: 1, result: Uint64, unlexed: true},
 	FuncStrlen:     {name: "strlen", class: classFunc, min: 1, max: 1, result: Uint64, args: []argKind{argString}},
 	FuncSignalName: {name: "signal_name", class: classFunc, min: 1, max: 1, result: Type{Kind: KindSignal}, args: intArgs},
-	// syscall_name(n) is the name of x86-64 system call n (bpftrace 0.25).
+	// syscall_name(n) is the name of system call n of the architecture
+	// gotrace is built for (bpftrace 0.25).
 	FuncSyscallName: {name: "syscall_name", class: classFunc, min: 1, max: 1, result: Type{Kind: KindSyscall}, args: intArgs},
 
 	// len(@m) is the number of elements of map @m (bpftrace 0.21), len(s)

@@ -2,11 +2,11 @@
 
 package syscalls
 
-// x86_64 is the x86-64 system call table: names indexed by number,
+// table is the x86-64 system call table: names indexed by number,
 // "" for a number without a call. An array of constant strings is
 // static data, which costs nothing until syscall_name() reads it; a map
 // was built at every start of gotrace (0.5 ms, issue 24).
-var x86_64 = [...]string{
+var table = [...]string{
 	0:   "read",
 	1:   "write",
 	2:   "open",
