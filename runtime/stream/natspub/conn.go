@@ -141,6 +141,10 @@ func ensureStream(ctx context.Context, js jetstream.JetStream, c *stream.Config)
 			Subjects: []string{c.Subject + ".>"},
 			Storage:  jetstream.FileStorage,
 		})
+		if errors.Is(err, jetstream.ErrStreamNameAlreadyInUse) {
+			// Another gotrace made it first.
+			_, err = js.Stream(ctx, c.Stream)
+		}
 		if err != nil {
 			return fmt.Errorf("create stream %s for %s.>: %w", c.Stream, c.Subject, err)
 		}

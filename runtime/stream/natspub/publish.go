@@ -144,6 +144,13 @@ func (p *publisher) publish(ctx context.Context, line []byte) error {
 	h.Set(jetstream.MsgIDHeader, p.run+"."+seq)
 	msg := &nats.Msg{Subject: p.subject + kind(line), Data: bytes.Clone(line), Header: h}
 	p.window = append(p.window, pending{msg: msg, fut: p.send(ctx, msg)})
+	for p.window[len(p.window)-1].fut == nil {
+		// Not sent: the connection went, or the stream could not be
+		// made yet. The window goes again, in order, once they are.
+		if err := p.resend(ctx); err != nil {
+			return err
+		}
+	}
 	for len(p.window) >= window {
 		if err := p.settle(ctx); err != nil {
 			return err

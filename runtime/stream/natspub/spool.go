@@ -178,6 +178,10 @@ func (t *Trace) send() {
 	replayed := make(chan error, 1)
 	go func() {
 		err := t.pub.replay(t.ctx, pr)
+		if err != nil && t.ctx.Err() == nil {
+			// Said at once: the records now wait in the spool.
+			fmt.Fprintf(t.cfg.Err, "ERROR: --nats: publishing stopped: %v; records wait in the spool %s\n", err, t.path)
+		}
 		pr.CloseWithError(err)
 		replayed <- err
 	}()
