@@ -4,7 +4,14 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/pem"
 	"fmt"
+	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -121,9 +128,9 @@ func waitFor(t *testing.T, what string, done func() bool) {
 }
 
 // streamMessages reads every message the stream holds, in its order.
-func streamMessages(t *testing.T, url, name string) []jetstream.Msg {
+func streamMessages(t *testing.T, url, name string, opts ...nats.Option) []jetstream.Msg {
 	t.Helper()
-	nc, err := nats.Connect(url)
+	nc, err := nats.Connect(url, opts...)
 	if err != nil {
 		t.Fatalf("connect to %s: %v", url, err)
 	}
@@ -539,5 +546,78 @@ func TestNATSFlagErrors(t *testing.T) {
 				t.Errorf("exit %d (want %d), stderr:\n%s\nwant it to hold %q (%v)", r.Code, tc.code, r.Stderr, tc.want, r.Err)
 			}
 		})
+	}
+}
+
+// writeTLSFiles writes a certificate authority and a server certificate
+// for 127.0.0.1 that it signed, as PEM files in dir.
+func writeTLSFiles(t *testing.T, dir string) (ca, cert, key string) {
+	t.Helper()
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	caTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gotrace test CA"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srvTmpl := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		KeyUsage: x509.KeyUsageDigitalSignature,
+	}
+	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caTmpl, &srvKey.PublicKey, caKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	keyDER, err := x509.MarshalECPrivateKey(srvKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name, kind string, der []byte) string {
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return path
+	}
+	return write("ca.pem", "CERTIFICATE", caDER), write("server.pem", "CERTIFICATE", srvDER), write("server-key.pem", "EC PRIVATE KEY", keyDER)
+}
+
+// TestNATSTLS publishes to a server that requires TLS: with its
+// authority (--nats-tls-ca) the messages arrive; without it, gotrace ends
+// before tracing and names the flag.
+func TestNATSTLS(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := t.TempDir()
+	ca, cert, key := writeTLSFiles(t, dir)
+	srv := startNATSServer(t, fmt.Sprintf("tls { cert_file: %q, key_file: %q }\n", cert, key))
+	gotrace := gotraceCommand(t)
+	script := `BEGIN { printf("over TLS\n"); exit(); }`
+	r := runTool(gotrace, dir, []string{"--nats", srv.url(), "--nats-tls-ca", ca, "--nats-stream", "TLS", "-e", script})
+	if r.Err != nil || r.Code != 0 || r.Stderr != "" {
+		t.Fatalf("gotrace --nats-tls-ca: %v, exit %d\n%s", r.Err, r.Code, r.Stderr)
+	}
+	msgs := streamMessages(t, srv.url(), "TLS", nats.RootCAs(ca))
+	var data []string
+	for _, m := range msgs {
+		data = append(data, string(m.Data()))
+	}
+	if len(data) != 2 || data[1] != `{"type": "printf", "data": "over TLS\n"}` {
+		t.Errorf("the stream holds %q", data)
+	}
+	r = runTool(gotrace, dir, []string{"--nats", srv.url(), "--nats-stream", "TLS", "-e", script})
+	if r.Code != 1 || !strings.Contains(r.Stderr, "ERROR: --nats-tls-ca: TLS with the server failed") {
+		t.Errorf("without the authority: exit %d, stderr:\n%s", r.Code, r.Stderr)
 	}
 }
