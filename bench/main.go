@@ -204,6 +204,13 @@ func cases() []Case {
 		{Name: "capture-2m", Kind: KindPrintf, Args: []string{
 			"CAPTURE", "-c", fmt.Sprintf("LOOP %d", 4*printfEvents), "-e", burst,
 		}},
+		// The same burst published to a local NATS JetStream stream
+		// (gotrace --nats; bench/nats.go counts the printf messages the
+		// stream holds once gotrace has exited), against bpftrace
+		// printing it into a file.
+		{Name: "nats-500k", Kind: KindPrintf, Args: []string{
+			"NATS", "-c", fmt.Sprintf("LOOP %d", printfEvents), "-e", burst,
+		}},
 		{Name: "burst-2-threads", Kind: KindPrintf, Args: []string{
 			"-o", "OUT", "-c", fmt.Sprintf("LOOP %d 16 2", printfEvents/2), "-e", burst,
 		}},
@@ -418,6 +425,11 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 		if err != nil {
 			return err
 		}
+		if slices.Contains(c.Args, "NATS") {
+			if natsBus, err = startNATS(dir); err != nil {
+				return err
+			}
+		}
 		var bRuns, gRuns []Run
 		var bErr, gErr error
 		for i := 0; i < n; i++ {
@@ -447,6 +459,10 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 		if target != nil {
 			target.Process.Kill()
 			target.Wait()
+		}
+		if natsBus != nil {
+			natsBus.stop()
+			natsBus = nil
 		}
 		r.Bpftrace = summarize(bRuns, bErr, c.Kind, r.Untraced)
 		r.Gotrace = summarize(gRuns, gErr, c.Kind, r.Untraced)
@@ -482,6 +498,9 @@ func build(dir string) (gotrace, loop string, err error) {
 	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return "", "", fmt.Errorf("build gotrace (run bench from inside the module): %w\n%s", err, out)
+	}
+	if err := buildNATSHelper(gotrace); err != nil {
+		return "", "", err
 	}
 	src := filepath.Join(dir, "loop.c")
 	if err := os.WriteFile(src, loopSource, 0o644); err != nil {
@@ -651,6 +670,12 @@ func measure(tool, loop string, c Case, dir string, target *exec.Cmd) (Run, erro
 		switch a {
 		case "OUT":
 			args = append(args, out)
+		case "NATS":
+			if bpftrace {
+				args = append(args, "-o", out)
+			} else {
+				args = append(args, natsBus.args()...)
+			}
 		case "CAPTURE":
 			if bpftrace {
 				args = append(args, "-o", out)
@@ -739,7 +764,14 @@ func measure(tool, loop string, c Case, dir string, target *exec.Cmd) (Run, erro
 			return Run{}, fmt.Errorf("replay capture: %w: %s", err, b)
 		}
 	}
-	if slices.Contains(c.Args, "OUT") || slices.Contains(c.Args, "CAPTURE") {
+	if slices.Contains(c.Args, "NATS") && !bpftrace {
+		n, err := natsBus.delivered()
+		if err != nil {
+			return Run{}, err
+		}
+		stdout.printfLines += n
+	}
+	if slices.Contains(c.Args, "OUT") || slices.Contains(c.Args, "CAPTURE") || slices.Contains(c.Args, "NATS") && bpftrace {
 		lines, lost, err := countFile(out)
 		if err != nil {
 			return Run{}, err
@@ -930,7 +962,7 @@ func brief(s Stats, k Kind) string {
 	}
 	b := formatMeasure(s.measureOf(k), k) + " " + mib(s.MaxRSS)
 	if k == KindPrintf {
-		b += fmt.Sprintf(" %.0f events/s, %d lost", s.Rate, s.Lost)
+		b += fmt.Sprintf(" %.0f events/s, %.2f s, %d lost", s.Rate, s.Wall, s.Lost)
 	}
 	if k == KindAttach {
 		b += ", exit " + exitCell(s)

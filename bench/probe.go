@@ -61,8 +61,8 @@ type probeVariant struct {
 
 // probeEffect runs case c (a KindProbe) n times in each of four ways,
 // rotating which goes first so that a machine getting busier slows them
-// alike: the loop untraced, under bpftrace -o FILE, under gotrace -o FILE
-// and under gotrace -w FILE. It prints, for each, the medians of the
+// alike: the loop untraced, under bpftrace -o FILE, under gotrace -o FILE,
+// under gotrace -w FILE and under gotrace --nats. It prints, for each, the medians of the
 // loop's rate, its thread's LoopCost and the lines delivered, and each
 // tool's rate against bpftrace's.
 func probeEffect(w io.Writer, n int, c Case, t tools) error {
@@ -71,7 +71,19 @@ func probeEffect(w io.Writer, n int, c Case, t tools) error {
 		{name: "bpftrace -o", tool: t.bpftrace, out: "OUT"},
 		{name: "gotrace -o", tool: t.gotrace, out: "OUT"},
 		{name: "gotrace -w", tool: t.gotrace, out: "CAPTURE"},
+		{name: "gotrace --nats", tool: t.gotrace, out: "NATS"},
 	}
+	// gotrace --nats publishes to a local JetStream (bench/nats.go): the
+	// loop's own CPU per event shows that the bus is on the reader's
+	// side; its rate, that the reader's work competes for the cores.
+	var err error
+	if natsBus, err = startNATS(t.dir); err != nil {
+		return err
+	}
+	defer func() {
+		natsBus.stop()
+		natsBus = nil
+	}()
 	if *baseline != "" {
 		variants = append(variants,
 			probeVariant{name: "baseline -o", tool: *baseline, out: "OUT"},
