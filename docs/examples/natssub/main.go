@@ -1,6 +1,6 @@
 // Command natssub is docs/streams.md's subscriber: it prints every message
 // of gotrace's stream, from every node, in the order the stream holds
-// them, with the node, the kind and the run's sequence number.
+// them, with the node and the run's sequence number.
 //
 //	go run ./docs/examples/natssub nats://127.0.0.1:4222 GOTRACE
 package main
@@ -8,6 +8,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"log"
 	"os"
 
 	"github.com/nats-io/nats.go"
@@ -17,18 +18,15 @@ import (
 func main() {
 	nc, err := nats.Connect(os.Args[1])
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		log.Fatal(err)
 	}
 	js, _ := jetstream.New(nc)
 	c, err := js.OrderedConsumer(context.Background(), os.Args[2], jetstream.OrderedConsumerConfig{})
 	if err != nil {
-		fmt.Fprintln(os.Stderr, err)
-		os.Exit(1)
+		log.Fatal(err)
 	}
 	c.Consume(func(m jetstream.Msg) {
-		h := m.Headers()
-		fmt.Printf("%-8s %-5s %s\n", h.Get("Gotrace-Host"), h.Get("Gotrace-Seq"), m.Data())
+		fmt.Printf("%-5s %3s %s\n", m.Headers().Get("Gotrace-Host"), m.Headers().Get("Gotrace-Seq"), m.Data())
 	})
 	select {}
 }
