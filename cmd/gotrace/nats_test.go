@@ -4,14 +4,7 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"crypto/ecdsa"
-	"crypto/elliptic"
-	"crypto/rand"
-	"crypto/x509"
-	"crypto/x509/pkix"
-	"encoding/pem"
 	"fmt"
-	"math/big"
 	"net"
 	"os"
 	"os/exec"
@@ -28,6 +21,7 @@ import (
 	"github.com/nats-io/nkeys"
 
 	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/testcert"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/stream"
@@ -549,59 +543,15 @@ func TestNATSFlagErrors(t *testing.T) {
 	}
 }
 
-// writeTLSFiles writes a certificate authority and a server certificate
-// for 127.0.0.1 that it signed, as PEM files in dir.
-func writeTLSFiles(t *testing.T, dir string) (ca, cert, key string) {
-	t.Helper()
-	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	caTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "gotrace test CA"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IsCA: true, BasicConstraintsValid: true, KeyUsage: x509.KeyUsageCertSign,
-	}
-	caDER, err := x509.CreateCertificate(rand.Reader, caTmpl, caTmpl, &caKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
-	if err != nil {
-		t.Fatal(err)
-	}
-	srvTmpl := &x509.Certificate{
-		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
-		NotBefore: time.Now().Add(-time.Hour), NotAfter: time.Now().Add(time.Hour),
-		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
-		KeyUsage: x509.KeyUsageDigitalSignature,
-	}
-	srvDER, err := x509.CreateCertificate(rand.Reader, srvTmpl, caTmpl, &srvKey.PublicKey, caKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	keyDER, err := x509.MarshalECPrivateKey(srvKey)
-	if err != nil {
-		t.Fatal(err)
-	}
-	write := func(name, kind string, der []byte) string {
-		path := filepath.Join(dir, name)
-		if err := os.WriteFile(path, pem.EncodeToMemory(&pem.Block{Type: kind, Bytes: der}), 0o600); err != nil {
-			t.Fatal(err)
-		}
-		return path
-	}
-	return write("ca.pem", "CERTIFICATE", caDER), write("server.pem", "CERTIFICATE", srvDER), write("server-key.pem", "EC PRIVATE KEY", keyDER)
-}
-
 // TestNATSTLS publishes to a server that requires TLS: with its
 // authority (--nats-tls-ca) the messages arrive; without it, gotrace ends
 // before tracing and names the flag.
 func TestNATSTLS(t *testing.T) {
 	testenv.RequireRoot(t)
 	dir := t.TempDir()
-	ca, cert, key := writeTLSFiles(t, dir)
-	srv := startNATSServer(t, fmt.Sprintf("tls { cert_file: %q, key_file: %q }\n", cert, key))
+	certs := testcert.Write(t, dir, "nats")
+	ca := certs.CA
+	srv := startNATSServer(t, fmt.Sprintf("tls { cert_file: %q, key_file: %q }\n", certs.Cert, certs.Key))
 	gotrace := gotraceCommand(t)
 	script := `BEGIN { printf("over TLS\n"); exit(); }`
 	r := runTool(gotrace, dir, []string{"--nats", srv.url(), "--nats-tls-ca", ca, "--nats-stream", "TLS", "-e", script})
