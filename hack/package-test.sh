@@ -55,7 +55,7 @@ dpkg -L gotrace | grep -v '^/\.$' >"$work/listed"
 
 version=$(/usr/bin/gotrace --version) || fail "gotrace --version"
 echo "installed: $version"
-for b in /usr/bin/gotrace /usr/bin/gotrace-metrics; do
+for b in /usr/bin/gotrace /usr/bin/gotrace-metrics /usr/bin/gotrace-nats; do
 	[[ $(file -b $b) == *"statically linked"* ]] || fail "$b is not statically linked"
 done
 

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Build the Debian package bin/gotrace_VERSION_ARCH.deb with dpkg-deb: the
-# static binaries gotrace and gotrace-metrics in /usr/bin, gotrace(8), the bash, zsh and fish completions
+# static binaries gotrace, gotrace-metrics and gotrace-nats in /usr/bin, gotrace(8), the bash, zsh and fish completions
 # in Debian's directories and the documents in /usr/share/doc/gotrace. The
 # files are laid out by hack/install.sh, the one home of the install
 # layout. Prints the package's path on its last line.
