@@ -174,11 +174,11 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 	case layout.Timestamp:
 		return output.Str(t.timestampText(b))
 	case layout.Errno:
-		return output.Str(errnoText(int64(u64(b, 0))))
+		return output.Str(output.ErrnoText(int64(u64(b, 0))))
 	case layout.Signal:
-		return output.Str(signalText(int64(u64(b, 0))))
+		return output.Str(output.SignalText(int64(u64(b, 0))))
 	case layout.Syscall:
-		return output.Str(syscallText(int64(u64(b, 0))))
+		return output.Str(output.SyscallText(int64(u64(b, 0))))
 	case layout.Bool:
 		return output.Boolean(u64(b, 0) != 0)
 	case layout.Pointer:
@@ -223,7 +223,7 @@ func (t *tracer) timestampText(b []byte) string {
 	if i >= uint64(len(t.spec.TimeFormats)) {
 		return fmt.Sprintf("strftime#%d", i)
 	}
-	return strftime(t.spec.TimeFormats[i], t.wallTime(u64(b, 8)))
+	return output.Strftime(t.spec.TimeFormats[i], t.wallTime(u64(b, 8)))
 }
 
 // userName returns the name of user uid, "" for a uid with no name, as
@@ -422,7 +422,7 @@ func (t *tracer) printTime(ev *codegen.Event) error {
 	if err != nil {
 		return t.replay.Corrupt(fmt.Errorf("time(): %w", err))
 	}
-	return t.out.Message(output.MessageTime, strftime(ev.Format, time.Unix(0, ns)))
+	return t.out.Message(output.MessageTime, output.Strftime(ev.Format, time.Unix(0, ns)))
 }
 
 // system runs system()'s command (allowed by --unsafe) with the shell and
@@ -469,7 +469,7 @@ func (t *tracer) cat(ev *codegen.Event, data []byte) error {
 			return ""
 		}
 		// bpftrace's message, with strerror's text.
-		return Strerror(err)
+		return output.Strerror(err)
 	})
 	if reason != "" {
 		t.flushOut()

@@ -10,6 +10,10 @@
 // program that execs it once the probes are attached, so the PID filter
 // and the semaphores are in place before the command's first instruction;
 // proc owns the processes, the runtime what is traced in them.
+//
+// The runtime decodes records and maps into runtime/output's values and
+// leaves their text to output (printf, maps, times, errnos, signals): it
+// formats nothing itself that does not need the running trace.
 package runtime
 
 import (

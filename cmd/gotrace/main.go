@@ -582,7 +582,7 @@ func script(f *flags, args []string) (file, src string, params []string, err err
 	}
 	if err != nil {
 		// bpftrace's message, with strerror's text.
-		return "", "", nil, fmt.Errorf("failed to open file '%s': %s", args[0], runtime.Strerror(err))
+		return "", "", nil, fmt.Errorf("failed to open file '%s': %s", args[0], output.Strerror(err))
 	}
 	return file, string(b), args[1:], nil
 }

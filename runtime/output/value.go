@@ -4,7 +4,15 @@
 //
 // It only formats: the runtime decodes ring-buffer records and BPF maps
 // into the values of this package (Value, Map, Entry), merging per-CPU
-// aggregates first, and hands them to a Writer.
+// aggregates first, and hands them to a Writer. It also owns the text of
+// the values that are numbers in a record and words when printed, as the
+// C library spells them: times (Strftime), errnos (ErrnoText, Strerror),
+// signals (SignalText) and system calls (SyscallText).
+//
+// It must not load, attach or read anything from the kernel, nor import
+// the language or eBPF (TestDependencies): what needs the running trace
+// (maps, symbols, the boot time) stays in the runtime, which passes the
+// plain values in.
 package output
 
 import (

@@ -1,4 +1,4 @@
-package runtime
+package output
 
 import (
 	"strconv"
@@ -6,12 +6,12 @@ import (
 	"time"
 )
 
-// strftime formats tm as the C library's strftime does in the C locale,
+// Strftime formats tm as the C library's strftime does in the C locale,
 // in tm's zone, for time() and strftime(): every conversion of glibc's,
 // with its flags (_ - 0 ^ #), field widths and E and O modifiers, plus
 // bpftrace's %f (microseconds, six digits). A conversion glibc does not
 // know is printed as written, as glibc prints it.
-func strftime(format string, tm time.Time) string {
+func Strftime(format string, tm time.Time) string {
 	var b strings.Builder
 	for i := 0; i < len(format); i++ {
 		if format[i] != '%' {
@@ -191,7 +191,7 @@ func (c conversion) format(tm time.Time) string {
 		}
 	}
 	if sub, ok := subformats[c.verb]; ok {
-		s := strftime(sub, tm)
+		s := Strftime(sub, tm)
 		if c.upper {
 			s = strings.ToUpper(s)
 		}

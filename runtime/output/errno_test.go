@@ -1,4 +1,4 @@
-package runtime
+package output
 
 import "testing"
 
@@ -20,8 +20,8 @@ func TestErrnoText(t *testing.T) {
 		{200, "Unknown error 200"},
 		{-2, "Unknown error -2"},
 	} {
-		if got := errnoText(tc.n); got != tc.want {
-			t.Errorf("errnoText(%d) = %q, want %q", tc.n, got, tc.want)
+		if got := ErrnoText(tc.n); got != tc.want {
+			t.Errorf("ErrnoText(%d) = %q, want %q", tc.n, got, tc.want)
 		}
 	}
 }

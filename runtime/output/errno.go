@@ -1,4 +1,4 @@
-package runtime
+package output
 
 import (
 	"errors"
@@ -7,13 +7,12 @@ import (
 	"unicode"
 
 	"github.com/gotrace/gotrace/internal/syscalls"
-	"github.com/gotrace/gotrace/lang"
 )
 
-// errnoText is the C library's message for errno n, which strerror()
+// ErrnoText is the C library's message for errno n, which strerror()
 // prints: Go's table holds the same text in lower case, without the
 // messages of 0 and of errnos glibc names that Go does not.
-func errnoText(n int64) string {
+func ErrnoText(n int64) string {
 	switch n {
 	case 0:
 		return "Success"
@@ -37,17 +36,17 @@ func errnoText(n int64) string {
 func Strerror(err error) string {
 	var errno syscall.Errno
 	if errors.As(err, &errno) {
-		return errnoText(int64(errno))
+		return ErrnoText(int64(errno))
 	}
 	return err.Error()
 }
 
-// signalText is signal_name()'s text for signal n: the C library's
+// SignalText is signal_name()'s text for signal n: the C library's
 // description (strsignal), as Go's table holds it in lower case, and
 // bpftrace's "N/A" past the real-time signals.
-func signalText(n int64) string {
+func SignalText(n int64) string {
 	switch {
-	case n < 0 || n > lang.MaxSignal:
+	case n < 0 || n > MaxSignal:
 		return "N/A"
 	case n >= sigRTMin:
 		return "Real-time signal " + strconv.FormatInt(n-sigRTMin, 10)
@@ -58,6 +57,12 @@ func signalText(n int64) string {
 	}
 	return capitalized(text)
 }
+
+// MaxSignal is the largest signal number (SIGRTMAX), past which
+// SignalText says "N/A". It is lang.MaxSignal, the bound the checker puts
+// on signal(); output does not import the language, so runtime's
+// TestMaxSignalAgrees keeps the two equal.
+const MaxSignal = 64
 
 // sigRTMin is the C library's first real-time signal (glibc keeps 32
 // and 33 for itself).
@@ -70,9 +75,9 @@ func capitalized(text string) string {
 	return string(r)
 }
 
-// syscallText is syscall_name()'s text for system call n: its name, or
+// SyscallText is syscall_name()'s text for system call n: its name, or
 // "unknown" for a number the x86-64 table does not have.
-func syscallText(n int64) string {
+func SyscallText(n int64) string {
 	if name, ok := syscalls.Name(n); ok {
 		return name
 	}

@@ -1,4 +1,4 @@
-package runtime
+package output
 
 import (
 	"testing"
@@ -21,13 +21,13 @@ func TestStrftime(t *testing.T) {
 		{"%n|%t|%p|%r|%R|%T|%X", "\n|\t|PM|02:05:09 PM|14:05|14:05:09|14:05:09"},
 		{"%s|%y|%Y|%z|%Z|%f", "1772892309|26|2026|+0000|UTC|123456"},
 	} {
-		if got := strftime(tc.format, tm); got != tc.want {
-			t.Errorf("strftime(%q) = %q, want %q", tc.format, got, tc.want)
+		if got := Strftime(tc.format, tm); got != tc.want {
+			t.Errorf("Strftime(%q) = %q, want %q", tc.format, got, tc.want)
 		}
 	}
 	// Midnight on the first day of the year.
 	jan1 := time.Date(2026, time.January, 1, 0, 5, 9, 0, time.UTC)
-	if got, want := strftime("%I %p %r|%e|%j", jan1), "12 AM 12:05:09 AM| 1|001"; got != want {
+	if got, want := Strftime("%I %p %r|%e|%j", jan1), "12 AM 12:05:09 AM| 1|001"; got != want {
 		t.Errorf("strftime at midnight = %q, want %q", got, want)
 	}
 }
@@ -46,8 +46,8 @@ func TestStrftimeMicroseconds(t *testing.T) {
 		{"%%f", "%f"},
 		{"%%%f", "%000004"},
 	} {
-		if got := strftime(tc.format, tm); got != tc.want {
-			t.Errorf("strftime(%q) = %q, want %q", tc.format, got, tc.want)
+		if got := Strftime(tc.format, tm); got != tc.want {
+			t.Errorf("Strftime(%q) = %q, want %q", tc.format, got, tc.want)
 		}
 	}
 }

@@ -1,4 +1,4 @@
-package runtime
+package output
 
 import (
 	"bufio"
@@ -94,12 +94,12 @@ func TestStrftimeGlibc(t *testing.T) {
 		if _, err := io.ReadFull(r, want); err != nil {
 			t.Fatalf("read glibc's result: %v", err)
 		}
-		if got := strftime(q.format, q.tm); got != string(want[:n]) {
+		if got := Strftime(q.format, q.tm); got != string(want[:n]) {
 			// One report per conversion (and modifier) is enough.
 			failed++
 			if key := q.format[len(q.format)-min(2, len(q.format)):]; !reported[key] {
 				reported[key] = true
-				t.Errorf("strftime(%q) at %s = %q, glibc %q", q.format, q.tm.Format(time.RFC3339), got, want[:n])
+				t.Errorf("Strftime(%q) at %s = %q, glibc %q", q.format, q.tm.Format(time.RFC3339), got, want[:n])
 			}
 		}
 	}
