@@ -3,6 +3,7 @@ package runtime
 import (
 	"fmt"
 	"os"
+	"slices"
 	"syscall"
 
 	"github.com/cilium/ebpf"
@@ -28,11 +29,28 @@ import (
 
 // hasWildcardUSDT reports whether p has a usdt attach point without a path.
 func hasWildcardUSDT(p *lang.Program) bool {
+	return anyAttachPoint(p, func(ap *lang.AttachPoint) bool {
+		return ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target)
+	})
+}
+
+// hasWildcardUprobe reports whether p has a uprobe or uretprobe attach
+// point whose target is "*": every object of the -p process or -c command.
+func hasWildcardUprobe(p *lang.Program) bool {
+	return anyAttachPoint(p, wildcardUprobe)
+}
+
+// wildcardUprobe reports whether ap is a uprobe or uretprobe whose target
+// is "*".
+func wildcardUprobe(ap *lang.AttachPoint) bool {
+	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && ap.Target == "*"
+}
+
+// anyAttachPoint reports whether is holds for an attach point of p.
+func anyAttachPoint(p *lang.Program, is func(*lang.AttachPoint) bool) bool {
 	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
-			if ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target) {
-				return true
-			}
+		if slices.ContainsFunc(pr.Attach, is) {
+			return true
 		}
 	}
 	return false

@@ -77,7 +77,7 @@ func compile(p *lang.Program, info *lang.Info, fields funcFields, opts Options, 
 	if err != nil {
 		return nil, err
 	}
-	uprobes, err := expandUprobes(p, fields, files)
+	uprobes, err := expandUprobes(p, fields, objs, files)
 	if err != nil {
 		return nil, err
 	}

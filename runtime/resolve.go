@@ -189,7 +189,7 @@ func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint]
 			case ap.Kind == lang.ProbeUSDT && later && wildcardPath(ap.Target):
 			case ap.Kind == lang.ProbeUSDT:
 				l = append(l, usdtNotFound(ap, objs, files))
-			case ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe:
+			case (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && !wildcardUprobe(ap):
 				l = append(l, symbolNotFound(ap, fields.of(ap), files))
 			}
 		}
@@ -319,9 +319,11 @@ func symbolNotFound(ap *lang.AttachPoint, field attachpoint.Func, files *usdt.Fi
 // function with an offset (main+2) is matched by its function; with offset
 // 0 it becomes the function alone, which the probe builtin prints as
 // bpftrace does. Attach points given by address are left as they are.
-// fields holds the function fields of p's uprobes; those of the attach
-// points made here are added to it.
-func expandUprobes(p *lang.Program, fields funcFields, files *usdt.Files) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
+// A target of * stands for every object of objs, those the -p process
+// maps or the -c command loads (expandObjects). fields holds the function
+// fields of p's uprobes; those of the attach points made here are added
+// to it.
+func expandUprobes(p *lang.Program, fields funcFields, objs []string, files *usdt.Files) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
 	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
@@ -330,6 +332,14 @@ func expandUprobes(p *lang.Program, fields funcFields, files *usdt.Files) (map[*
 			}
 			field := fields.of(ap)
 			if field.IsAddress {
+				continue
+			}
+			if wildcardUprobe(ap) {
+				aps, err := expandObjects(ap, field, objs, fields, files)
+				if err != nil {
+					return nil, err
+				}
+				res[ap] = aps
 				continue
 			}
 			path, err := absPath(ap.Target)
@@ -402,6 +412,28 @@ func expandKprobes(p *lang.Program, res map[*lang.AttachPoint][]*lang.AttachPoin
 		}
 	}
 	return nil
+}
+
+// expandObjects returns an attach point per function of the objects objs
+// (those the -p process maps or the -c command loads) that uprobe attach
+// point ap, whose target is "*", matches, each with its object as the
+// target; their fields are added to fields. An object that is not a
+// readable ELF file has no functions to offer.
+func expandObjects(ap *lang.AttachPoint, field attachpoint.Func, objs []string, fields funcFields, files *usdt.Files) ([]*lang.AttachPoint, error) {
+	if len(objs) == 0 {
+		return nil, attachError(ap, "a uprobe whose target is * needs -p PID or -c CMD, whose objects it names")
+	}
+	aps := []*lang.AttachPoint{}
+	for _, obj := range objs {
+		fs, err := functionSymbols(files, obj)
+		if err != nil {
+			continue
+		}
+		inObj := *ap
+		inObj.Target = obj
+		aps = append(aps, expandWildcard(&inObj, field, matchSymbols(fs, field.Name), fields)...)
+	}
+	return aps, nil
 }
 
 // expandWildcard returns an attach point per symbol name that uprobe

@@ -170,3 +170,47 @@ func TestCompile(t *testing.T) {
 		t.Errorf("attachments %q, want %q", got, want)
 	}
 }
+
+// TestExpandUprobesInObjects checks uprobe:*:FUNC, which names the
+// functions of every object of the -p process or -c command: each match
+// gets its object as the target, objects that are not ELF files are
+// passed over, and without objects it is an error.
+func TestExpandUprobesInObjects(t *testing.T) {
+	exe := fixture.Build(t, "bitcoind")
+	notELF := filepath.Join(t.TempDir(), "notes.txt")
+	if err := os.WriteFile(notELF, []byte("not an ELF file\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		name string
+		objs []string
+		want []string // targets and functions of the expanded attach points
+		err  string
+	}{
+		{"in the executable", []string{notELF, exe}, []string{exe + ":main"}, ""},
+		{"no objects", nil, nil, "needs -p PID or -c CMD"},
+	} {
+		p, err := lang.Parse("stdin", "uprobe:*:main { }")
+		if err != nil {
+			t.Fatal(err)
+		}
+		ap := p.Probes[0].Attach[0]
+		res, err := expandUprobes(p, parseFuncFields(p), tc.objs, &usdt.Files{})
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
+			}
+			continue
+		}
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		var got []string
+		for _, e := range res[ap] {
+			got = append(got, e.Target+":"+e.Func)
+		}
+		if !slices.Equal(got, tc.want) {
+			t.Errorf("%s: expanded to %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}

@@ -157,11 +157,12 @@ func traceObjects(p *lang.Program, opts Options) ([]string, error) {
 }
 
 // pidObjects returns the objects process pid maps when an attach point of
-// p needs them (a usdt probe without a path), and nil otherwise: reading
+// p needs them (a usdt probe without a path, a uprobe whose target is *),
+// and nil otherwise: reading
 // /proc/PID/maps may be refused (-p 1 in a container) where a program
 // that needs no object still runs.
 func pidObjects(p *lang.Program, pid int) ([]string, error) {
-	if !hasWildcardUSDT(p) {
+	if !hasWildcardUSDT(p) && !hasWildcardUprobe(p) {
 		return nil, nil
 	}
 	objs, err := usdt.ProcessPaths(pid)
