@@ -5,15 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net/netip"
 	"os"
 	"os/exec"
 	"os/user"
 	"strconv"
 	"strings"
 	"time"
-
-	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/codegen/layout"
@@ -148,7 +145,7 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 	case layout.String:
 		return output.Str(cString(b[:f.Size]))
 	case layout.Inet:
-		return output.Str(inetText(b))
+		return output.Str(output.InetText(b))
 	case layout.Buf:
 		return output.Buf(clone(bufBytes(b, f.Size-8)))
 	case layout.Hash:
@@ -500,16 +497,4 @@ func (t *tracer) join(ev *codegen.Event, data []byte) error {
 		}
 	}
 	return t.out.Message(output.MessageJoin, strings.Join(parts, ev.Format)+"\n")
-}
-
-// inetText formats ntop()'s value (codegen's inet layout: a u64 address
-// family, then 16 bytes of address) as inet_ntop does.
-func inetText(b []byte) string {
-	switch u64(b, 0) {
-	case unix.AF_INET:
-		return netip.AddrFrom4([4]byte(b[8:12])).String()
-	case unix.AF_INET6:
-		return netip.AddrFrom16([16]byte(b[8:24])).String()
-	}
-	return ""
 }

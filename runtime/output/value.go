@@ -5,9 +5,10 @@
 // It only formats: the runtime decodes ring-buffer records and BPF maps
 // into the values of this package (Value, Map, Entry), merging per-CPU
 // aggregates first, and hands them to a Writer. It also owns the text of
-// the values that are numbers in a record and words when printed, as the
-// C library spells them: times (Strftime), errnos (ErrnoText, Strerror),
-// signals (SignalText) and system calls (SyscallText).
+// the values that a record holds as numbers or bytes and that print as
+// the C library spells them: times (Strftime), errnos (ErrnoText, Strerror),
+// signals (SignalText), system calls (SyscallText) and addresses
+// (InetText).
 //
 // It must not load, attach or read anything from the kernel, nor import
 // the language or eBPF (TestDependencies): what needs the running trace
