@@ -11,7 +11,8 @@
 #
 # Environment: PREFIX (default /usr/local), DESTDIR (default none),
 # GOTRACE_BIN (install this binary, and the gotrace-metrics beside it,
-# instead of building them), and the
+# instead of building them), GOARCH (build for that architecture: arm64),
+# and the
 # directories BINDIR, MANDIR, BASHCOMPDIR, ZSHCOMPDIR, FISHCOMPDIR, DOCDIR,
 # which default to the usual places under PREFIX. Prints each file it
 # installs (or, with --uninstall, removes). The manual page and
@@ -61,10 +62,18 @@ fi
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 if ! $uninstall; then
-	"$bin" __man | gzip -9n >"$tmp/gotrace.8.gz"
-	"$bin" completion bash >"$tmp/gotrace.bash"
-	"$bin" completion zsh >"$tmp/_gotrace"
-	"$bin" completion fish >"$tmp/gotrace.fish"
+	# The page and the completions are the same on every architecture,
+	# and a gotrace built for another one (GOARCH=arm64 hack/package.sh)
+	# cannot run here: a build for this machine writes them then.
+	gen=$bin
+	if [[ -n ${GOARCH:-} && $GOARCH != "$(go env GOHOSTARCH)" ]]; then
+		gen=$tmp/gotrace-host
+		GOARCH=$(go env GOHOSTARCH) CGO_ENABLED=0 go build -trimpath -o "$gen" ./cmd/gotrace
+	fi
+	"$gen" __man | gzip -9n >"$tmp/gotrace.8.gz"
+	"$gen" completion bash >"$tmp/gotrace.bash"
+	"$gen" completion zsh >"$tmp/_gotrace"
+	"$gen" completion fish >"$tmp/gotrace.fish"
 fi
 
 put() { # put MODE SOURCE TARGET

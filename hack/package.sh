@@ -6,6 +6,7 @@
 # layout. Prints the package's path on its last line.
 #
 #   hack/package.sh && sudo apt-get install ./bin/gotrace_*.deb
+#   GOARCH=arm64 hack/package.sh    # the arm64 package, cross-built
 set -euo pipefail
 cd "$(dirname "$0")/.."
 case ":$PATH:" in
@@ -18,10 +19,16 @@ trap 'rm -rf "$stage"' EXIT
 DESTDIR=$stage/root PREFIX=/usr ZSHCOMPDIR=/usr/share/zsh/vendor-completions \
 	hack/install.sh >/dev/null
 
-# The version gotrace prints (v0.1.0) without its v.
-version=$("$stage/root/usr/bin/gotrace" --version)
+# The version gotrace prints (v0.1.0) without its v; the binary of
+# another architecture cannot say it here, the version package can.
+if [[ -n ${GOARCH:-} && $GOARCH != "$(go env GOHOSTARCH)" ]]; then
+	version=$(GOARCH=$(go env GOHOSTARCH) go run ./cmd/gotrace --version)
+else
+	version=$("$stage/root/usr/bin/gotrace" --version)
+fi
 version=${version#gotrace v}
-arch=$(dpkg --print-architecture)
+# Go's amd64 and arm64 are Debian's names too.
+arch=${GOARCH:-$(dpkg --print-architecture)}
 size=$(du -sk --apparent-size "$stage/root" | cut -f1)
 
 mkdir "$stage/root/DEBIAN"
