@@ -325,6 +325,9 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if f.writeFile != "" && f.outFile != "" {
 		return 1, errors.New("-w and -o cannot be used together: a capture (-w) holds the output; give -o to gotrace replay")
 	}
+	if f.nats.URL != "" && f.outFile != "" {
+		return 1, errors.New("--nats and -o cannot be used together: the trace goes to the stream, and nothing of it to -o's file (-w FILE keeps a capture as well)")
+	}
 
 	if err := checkPrivileges(f, args); err != nil {
 		return 1, err

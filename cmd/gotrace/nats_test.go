@@ -529,6 +529,7 @@ func TestNATSFlagErrors(t *testing.T) {
 		{"scheme", []string{"--nats", "http://127.0.0.1:4222"}, 1, `ERROR: --nats: parse URL "http://127.0.0.1:4222": scheme "http": want nats, tls, ws or wss`},
 		{"no host", []string{"--nats", "nats://"}, 1, `ERROR: --nats: parse URL "nats://": no host`},
 		{"subject", []string{"--nats", srv.url(), "--nats-subject", "a.*"}, 1, `ERROR: --nats-subject: "a.*" is not a subject prefix`},
+		{"with -o", []string{"--nats", srv.url(), "-o", filepath.Join(dir, "out")}, 1, "ERROR: --nats and -o cannot be used together"},
 		{"missing seed", []string{"--nats", srv.url(), "--nats-nkey", filepath.Join(dir, "none")}, 1, "ERROR: --nats-nkey: read file: stat "},
 		{"refused nkey", []string{"--nats", srv.url(), "--nats-nkey", seedFile(other)}, 1, "ERROR: --nats-nkey: the server refused the credentials"},
 		{"no credentials", []string{"--nats", srv.url()}, 1, "ERROR: --nats (no credentials given: --nats-creds or --nats-nkey): the server refused the credentials"},
