@@ -13,6 +13,13 @@ import (
 	"github.com/gotrace/gotrace/runtime/proc"
 )
 
+// testedWhere says, for each architecture gotrace builds for, where its
+// probe kinds are tested (docs/vmtest.md has the table).
+var testedWhere = map[string]string{
+	"amd64": "x86_64 (usdt, uprobe, tracepoint, profile tested on Linux 6.18 against bpftrace 0.17; kprobe, kretprobe, kfunc, kretfunc in an emulated x86-64 with Debian's 6.1)",
+	"arm64": "aarch64 (usdt, kprobe, kretprobe tested in an emulated arm64 with Debian's 6.1, whose kernel refuses kfunc)",
+}
+
 // WriteInfo prints what gotrace finds on this system (--info): the
 // kernel, its build, the kernel and CPU features gotrace uses, each tried
 // the way gotrace would use it (internal/capability), and the privileges
@@ -25,6 +32,7 @@ func WriteInfo(w io.Writer, version string) {
 		unix.ByteSliceToString(u.Version[:]), unix.ByteSliceToString(u.Machine[:]))
 
 	fmt.Fprintf(w, "\nBuild\n  version: %s\n  Go: %s\n", version, goruntime.Version())
+	fmt.Fprintf(w, "  built for: %s\n", testedWhere[goruntime.GOARCH])
 	if bi, ok := debug.ReadBuildInfo(); ok {
 		for _, m := range bi.Deps {
 			if m.Path == "github.com/cilium/ebpf" {
