@@ -494,6 +494,25 @@ func TestNATSSpoolFull(t *testing.T) {
 	if n == 0 || n != all-kept || lost != uint64(n) {
 		t.Errorf("gotrace reports %d dropped; the -w capture has %d records, the spool %d, with lost_events %d", n, all, kept, lost)
 	}
+
+	// The spool left behind goes to a server later, as gotrace said.
+	srv := startNATSServer(t, "")
+	if r := runTool(gotrace, t.TempDir(), []string{"replay", "--nats", srv.url(), left[1]}); r.Err != nil || r.Code != 0 {
+		t.Fatalf("gotrace replay --nats of the spool: %v, exit %d\n%s", r.Err, r.Code, r.Stderr)
+	}
+	printfs, lostMsg := 0, ""
+	for _, m := range streamMessages(t, srv.url(), stream.DefaultStream) {
+		switch {
+		case strings.HasSuffix(m.Subject(), ".printf"):
+			printfs++
+		case strings.HasSuffix(m.Subject(), ".lost_events"):
+			lostMsg = string(m.Data())
+		}
+	}
+	if want := fmt.Sprintf(`{"type": "lost_events", "data": {"events": %d}}`, n); lostMsg != want {
+		t.Errorf("the replayed spool's lost_events: %q, want %q", lostMsg, want)
+	}
+	t.Logf("the spool replayed: %d printf messages", printfs)
 }
 
 // TestNATSFlagErrors: a bad URL and refused credentials end gotrace
