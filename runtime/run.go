@@ -154,6 +154,14 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 		return errNoProbes
 	}
 	t.syms = symbols.New(t.pid, siteSymbols(sites), t.files)
+	if namesUserAddresses(t.spec) {
+		// Before the command runs (it is held at its gate): the kernel's
+		// mapping records keep the maps of processes that exit before
+		// /proc is read. Without them /proc is read as before.
+		if err := t.syms.Track(t.pid); err != nil && opts.Verbose {
+			fmt.Fprintf(opts.Err, "symbols: %v; memory maps are read from /proc only\n", err)
+		}
+	}
 	// Asking the kernel whether it has uprobe_multi links loads and
 	// attaches test programs (6% of the CPU time of BEGIN { exit(); }):
 	// only a script with usdt or uprobe probes needs the answer.
@@ -818,6 +826,9 @@ func (t *tracer) close() error {
 	t.readers.Wait()
 	if t.favoured != nil {
 		t.favoured.Undo()
+	}
+	if t.syms != nil {
+		t.syms.Close()
 	}
 	t.files.Close()
 	for _, c := range t.extra {

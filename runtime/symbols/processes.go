@@ -129,6 +129,8 @@ func (s *Symbolizer) capture(tid int, threads bool) (Mappings, bool) {
 func (s *Symbolizer) Refresh() bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// The rings are emptied now and then, so that they keep room.
+	s.drain()
 	for _, pid := range slices.Collect(maps.Keys(s.procs.latest)) {
 		if _, ok := s.capture(pid, true); !ok {
 			continue
@@ -148,6 +150,10 @@ func (s *Symbolizer) mappings(tid int) (Mappings, bool) {
 	if ms, ok := s.capture(tid, false); ok {
 		return ms, true
 	}
+	// Gone: what the mapping records told (after an exec they replace
+	// the /proc capture, which for -c may show the gate program), else
+	// the last capture.
+	s.drain()
 	tgid, ok := s.procs.threads[tid]
 	if !ok {
 		tgid = tid
@@ -156,12 +162,11 @@ func (s *Symbolizer) mappings(tid int) (Mappings, bool) {
 		// The thread is gone, its process runs.
 		return ms, true
 	}
-	key, ok := s.procs.latest[tgid]
-	if !ok {
-		return nil, false
+	var captured Mappings
+	if key, ok := s.procs.latest[tgid]; ok {
+		captured = s.procs.maps[key]
 	}
-	ms := s.procs.maps[key]
-	return ms, len(ms) > 0
+	return s.trackedMappings(tgid, captured)
 }
 
 // UserFrames returns the frame namer FormatStack takes for a user stack

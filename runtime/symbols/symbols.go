@@ -46,6 +46,14 @@ type Symbolizer struct {
 	// unmapped counts the frames named as addresses because their
 	// process's mappings were never read.
 	unmapped int
+	// tracker, when Track started one, delivers the kernel's mapping
+	// records; tracked holds what they told of each process, by pid.
+	tracker *tracker
+	tracked map[int]*trackedProcess
+	// badRecords and lostRecords count the records that did not parse
+	// and those the kernel dropped for want of room in a ring.
+	badRecords  int
+	lostRecords uint64
 }
 
 // Site is an attached uprobe's symbol and its file offset.
@@ -64,7 +72,8 @@ type elfSymbols struct {
 // uprobes are attached at sites, opening files through files.
 func New(pid int, sites []Site, files *usdt.Files) *Symbolizer {
 	return &Symbolizer{pid: pid, sites: sites, files: files, symbols: map[string]*elfSymbols{},
-		procs: processes{maps: map[processKey]Mappings{}, latest: map[int]processKey{}, threads: map[int]int{}}}
+		tracked: map[int]*trackedProcess{},
+		procs:   processes{maps: map[processKey]Mappings{}, latest: map[int]processKey{}, threads: map[int]int{}}}
 }
 
 // file reads the symbols of path once; nil when it has none. The caller

@@ -1,0 +1,382 @@
+package symbols
+
+import (
+	"cmp"
+	"errors"
+	"fmt"
+	"os"
+	"slices"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// trackerRingPages is the data size of each CPU's ring, in pages (a power
+// of two, as perf requires): a few thousand mapping records, drained at
+// every Refresh and every lookup.
+const trackerRingPages = 64
+
+// tracker reads the mapping records of a dummy perf event, the way perf
+// record keeps the memory maps of what it profiles: the kernel writes a
+// record for every executable mapping, exec, fork and exit while they
+// happen, so the mappings of a process that exits before anyone reads
+// /proc/PID/maps are still known.
+type tracker struct {
+	// fds are the perf events; rings the ring of each CPU (the other
+	// events of a CPU write into its first event's ring).
+	fds   []int
+	rings []*ring
+}
+
+// ring is one mmapped perf ring buffer.
+type ring struct {
+	mem  []byte
+	meta *unix.PerfEventMmapPage
+	data []byte
+}
+
+// trackedProcess is what the records told of one process.
+type trackedProcess struct {
+	maps Mappings
+	// complete says the process forked or executed under tracking, so
+	// maps hold all its code; otherwise they add to a capture from
+	// /proc.
+	complete bool
+}
+
+// Track starts keeping the mappings of process pid and the processes it
+// starts from the kernel's mapping records (pid 0: every process). Its
+// threads that run now are followed; those they start are inherited.
+// Close stops it.
+func (s *Symbolizer) Track(pid int) error {
+	cpus, err := onlineCPUs()
+	if err != nil {
+		return err
+	}
+	targets := []int{-1}
+	if pid != 0 {
+		targets = threadsOf(pid)
+	}
+	tr := &tracker{}
+	for _, cpu := range cpus {
+		first := -1
+		for _, target := range targets {
+			fd, err := openMappingEvent(target, cpu, pid != 0)
+			if err != nil {
+				if errors.Is(err, unix.ESRCH) {
+					// The thread ended since it was listed.
+					continue
+				}
+				tr.close()
+				return err
+			}
+			tr.fds = append(tr.fds, fd)
+			if first < 0 {
+				first = fd
+				r, err := mapRing(fd)
+				if err != nil {
+					tr.close()
+					return err
+				}
+				tr.rings = append(tr.rings, r)
+				continue
+			}
+			if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, first); err != nil {
+				tr.close()
+				return fmt.Errorf("share mapping record ring: %w", err)
+			}
+		}
+	}
+	for _, fd := range tr.fds {
+		if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_ENABLE, 0); err != nil {
+			tr.close()
+			return fmt.Errorf("enable mapping records: %w", err)
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tracker != nil {
+		s.tracker.close()
+	}
+	s.tracker = tr
+	return nil
+}
+
+// Close stops tracking mappings; what was recorded is kept.
+func (s *Symbolizer) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.tracker != nil {
+		s.drain()
+		s.tracker.close()
+		s.tracker = nil
+	}
+	return nil
+}
+
+// openMappingEvent opens a disabled dummy software event on cpu for thread
+// tid (-1: every thread) that records mappings, execs, forks and exits,
+// inherited by the children the thread starts when inherit is set.
+func openMappingEvent(tid, cpu int, inherit bool) (int, error) {
+	attr := unix.PerfEventAttr{
+		Type:        unix.PERF_TYPE_SOFTWARE,
+		Config:      unix.PERF_COUNT_SW_DUMMY,
+		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
+		Sample_type: unix.PERF_SAMPLE_TIME,
+		Bits: unix.PerfBitDisabled | unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec |
+			unix.PerfBitTask | unix.PerfBitSampleIDAll,
+	}
+	if inherit {
+		attr.Bits |= unix.PerfBitInherit
+	}
+	fd, err := unix.PerfEventOpen(&attr, tid, cpu, -1, unix.PERF_FLAG_FD_CLOEXEC)
+	if err != nil {
+		return -1, fmt.Errorf("open mapping records of thread %d on CPU %d: %w", tid, cpu, err)
+	}
+	return fd, nil
+}
+
+// mapRing maps the ring buffer of perf event fd.
+func mapRing(fd int) (*ring, error) {
+	page := os.Getpagesize()
+	mem, err := unix.Mmap(fd, 0, (1+trackerRingPages)*page, unix.PROT_READ|unix.PROT_WRITE, unix.MAP_SHARED)
+	if err != nil {
+		return nil, fmt.Errorf("map mapping record ring: %w", err)
+	}
+	return &ring{mem: mem, meta: (*unix.PerfEventMmapPage)(unsafe.Pointer(&mem[0])), data: mem[page:]}, nil
+}
+
+// read appends the records waiting in r to recs and frees their room; a
+// record that does not parse is skipped and counted in bad.
+func (r *ring) read(recs []perfRecord, bad *int) []perfRecord {
+	head := atomic.LoadUint64(&r.meta.Data_head)
+	tail := r.meta.Data_tail
+	size := uint64(len(r.data))
+	var buf []byte
+	for tail < head {
+		// A record may wrap around the end of the ring: its header first,
+		// then the whole record, are copied out.
+		hdr := r.copyOut(buf[:0], tail, recordHeaderSize)
+		n := uint64(hdr[6]) | uint64(hdr[7])<<8
+		if n < recordHeaderSize || n > head-tail || n > size {
+			// A corrupt header: the rest cannot be framed.
+			*bad++
+			tail = head
+			break
+		}
+		buf = r.copyOut(hdr[:0], tail, n)
+		if rec, err := parseRecord(buf); err != nil {
+			*bad++
+		} else if rec.kind != recordOther {
+			recs = append(recs, rec)
+		}
+		tail += n
+	}
+	atomic.StoreUint64(&r.meta.Data_tail, tail)
+	return recs
+}
+
+// copyOut appends the n bytes of the ring at position pos to buf.
+func (r *ring) copyOut(buf []byte, pos, n uint64) []byte {
+	size := uint64(len(r.data))
+	start := pos % size
+	if start+n <= size {
+		return append(buf, r.data[start:start+n]...)
+	}
+	buf = append(buf, r.data[start:]...)
+	return append(buf, r.data[:n-(size-start)]...)
+}
+
+// close unmaps the rings and closes the events.
+func (tr *tracker) close() {
+	for _, r := range tr.rings {
+		unix.Munmap(r.mem)
+	}
+	for _, fd := range tr.fds {
+		unix.Close(fd)
+	}
+	tr.rings, tr.fds = nil, nil
+}
+
+// drain applies the records waiting in every ring, in the order they
+// happened (a process moves between CPUs). The caller holds s.mu.
+func (s *Symbolizer) drain() {
+	if s.tracker == nil {
+		return
+	}
+	var recs []perfRecord
+	for _, r := range s.tracker.rings {
+		recs = r.read(recs, &s.badRecords)
+	}
+	slices.SortStableFunc(recs, func(a, b perfRecord) int { return cmp.Compare(a.time, b.time) })
+	for _, rec := range recs {
+		s.apply(rec)
+	}
+}
+
+// apply keeps what record rec says of its process. The caller holds s.mu.
+func (s *Symbolizer) apply(rec perfRecord) {
+	switch rec.kind {
+	case recordLost:
+		s.lostRecords += rec.lost
+	case recordExec:
+		// The process runs a new program: its old mappings are gone, and
+		// the records that follow map all of the new one's code.
+		s.tracked[rec.pid] = &trackedProcess{complete: true}
+		s.procs.threads[rec.tid] = rec.pid
+	case recordFork:
+		s.procs.threads[rec.tid] = rec.pid
+		if rec.pid == rec.ppid {
+			// A new thread of the same process.
+			return
+		}
+		// A new process starts with its parent's mappings.
+		child := &trackedProcess{complete: true}
+		if parent, ok := s.tracked[rec.ppid]; ok && parent.complete {
+			child.maps = slices.Clone(parent.maps)
+		} else if key, ok := s.procs.latest[rec.ppid]; ok {
+			child.maps = slices.Clone(s.procs.maps[key])
+			child.maps = append(child.maps, s.trackedAdditions(rec.ppid)...)
+		} else {
+			child.complete = false
+		}
+		s.tracked[rec.pid] = child
+	case recordMmap:
+		s.procs.threads[rec.tid] = rec.pid
+		if rec.prot&unix.PROT_EXEC == 0 || !isFilePath(rec.mapping.Path) {
+			return
+		}
+		m, ok := s.openMapped(rec.pid, rec.mapping)
+		if !ok {
+			return
+		}
+		tp, ok := s.tracked[rec.pid]
+		if !ok {
+			tp = &trackedProcess{}
+			s.tracked[rec.pid] = tp
+		}
+		// A new mapping replaces what it overlaps.
+		tp.maps = slices.DeleteFunc(tp.maps, func(old Mapping) bool { return old.Start < m.End && m.Start < old.End })
+		tp.maps = append(tp.maps, m)
+	}
+}
+
+// trackedAdditions returns the mappings records added to a process that
+// ran before tracking began. The caller holds s.mu.
+func (s *Symbolizer) trackedAdditions(pid int) Mappings {
+	if tp, ok := s.tracked[pid]; ok && !tp.complete {
+		return tp.maps
+	}
+	return nil
+}
+
+// isFilePath tells a mapped file's path from the names the kernel gives
+// anonymous mappings ("[vdso]", "//anon").
+func isFilePath(path string) bool {
+	return len(path) > 1 && path[0] == '/' && path[1] != '/'
+}
+
+// openMapped reads the symbol table of the file that mapping m of process
+// pid maps, now, while it most likely still is at its path. The file at
+// the path must be the one mapped (same device and inode): otherwise,
+// while the process runs, the mapped file itself is read through
+// /proc/PID/map_files; failing that the mapping is not kept (its frames
+// print as addresses rather than with another file's names).
+func (s *Symbolizer) openMapped(pid int, m Mapping) (Mapping, bool) {
+	if m.Ino == 0 || sameFile(m.Path, m) {
+		return m, s.file(m.Path) != nil
+	}
+	m.Path = fmt.Sprintf("/proc/%d/map_files/%x-%x", pid, m.Start, m.End)
+	if !sameFile(m.Path, m) {
+		return m, false
+	}
+	return m, s.file(m.Path) != nil
+}
+
+// sameFile reports whether path is the file of mapping m.
+func sameFile(path string, m Mapping) bool {
+	var st unix.Stat_t
+	if err := unix.Stat(path, &st); err != nil {
+		return false
+	}
+	return st.Ino == m.Ino && st.Dev == m.Dev
+}
+
+// trackedMappings returns the mappings of process pid the records told,
+// on top of capture (what /proc showed when it was last read, if ever).
+// The caller holds s.mu.
+func (s *Symbolizer) trackedMappings(pid int, capture Mappings) (Mappings, bool) {
+	tp, ok := s.tracked[pid]
+	if !ok {
+		return capture, len(capture) > 0
+	}
+	if tp.complete {
+		return tp.maps, len(tp.maps) > 0
+	}
+	// Records first: they are newer than the capture.
+	ms := append(slices.Clone(tp.maps), capture...)
+	return ms, len(ms) > 0
+}
+
+// onlineCPUs returns the CPUs perf events can be opened on.
+func onlineCPUs() ([]int, error) {
+	text, err := os.ReadFile("/sys/devices/system/cpu/online")
+	if err != nil {
+		return nil, fmt.Errorf("read online CPUs: %w", err)
+	}
+	cpus, err := parseCPUList(string(text))
+	if err != nil {
+		return nil, fmt.Errorf("read online CPUs: %w", err)
+	}
+	return cpus, nil
+}
+
+// parseCPUList parses a kernel CPU list ("0-3,5").
+func parseCPUList(text string) ([]int, error) {
+	var cpus []int
+	for _, part := range strings.Split(strings.TrimSpace(text), ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		first, err := strconv.Atoi(lo)
+		if err != nil {
+			return nil, fmt.Errorf("parse CPU list %q: %w", text, err)
+		}
+		last := first
+		if isRange {
+			if last, err = strconv.Atoi(hi); err != nil {
+				return nil, fmt.Errorf("parse CPU list %q: %w", text, err)
+			}
+		}
+		if last < first || last-first > 1<<16 {
+			return nil, fmt.Errorf("parse CPU list %q: bad range %s", text, part)
+		}
+		for c := first; c <= last; c++ {
+			cpus = append(cpus, c)
+		}
+	}
+	if len(cpus) == 0 {
+		return nil, fmt.Errorf("parse CPU list %q: no CPU", text)
+	}
+	return cpus, nil
+}
+
+// threadsOf returns the thread ids of process pid, or pid alone when they
+// cannot be listed.
+func threadsOf(pid int) []int {
+	tasks, err := os.ReadDir(fmt.Sprintf("/proc/%d/task", pid))
+	if err != nil {
+		return []int{pid}
+	}
+	var tids []int
+	for _, task := range tasks {
+		if id, err := strconv.Atoi(task.Name()); err == nil {
+			tids = append(tids, id)
+		}
+	}
+	if len(tids) == 0 {
+		return []int{pid}
+	}
+	return tids
+}
