@@ -34,11 +34,10 @@ func TestFlameGraphReindex(t *testing.T) {
 
 	drawing := filepath.Join(t.TempDir(), "reindex.svg")
 	command := strings.Join(n.Command("-reindex-chainstate", fmt.Sprintf("-stopatheight=%d", reindexBlocks)), " ")
-	// The printf of the first block's frame makes the trace read the
-	// node's mappings while it runs (as TestUstackAfterStop's does): a
-	// -c trace whose user stacks are only map keys prints their frames
-	// as addresses once the command has exited.
-	src := fmt.Sprintf(`usdt:%s:validation:block_connected { @[comm, ustack] = count(); if (@n++ == 0) { printf("first block%%s", ustack(1)); } }`, n.Bitcoind)
+	// The stacks are only map keys, printed after the node exited: their
+	// frames are named from the mappings the kernel's records told while
+	// it ran (runtime/symbols' Track).
+	src := fmt.Sprintf(`usdt:%s:validation:block_connected { @[comm, ustack] = count(); }`, n.Bitcoind)
 	ctx, cancel := context.WithTimeout(context.Background(), regtest.Deadline)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, gotrace(t), "flamegraph", "-q", "-o", drawing, "-c", command, "-e", src)
