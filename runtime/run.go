@@ -743,6 +743,9 @@ func (t *tracer) finish() error {
 	t.flushOut()
 	t.reportFull()
 	t.reportUnmapped()
+	if n := t.syms.LostRecords(); n > 0 && !t.opts.NoWarnings {
+		fmt.Fprintf(t.opts.Err, "WARNING: %d memory mapping records were lost (a ring was full): stacks of processes that exited may print as addresses\n", n)
+	}
 	if t.runErr == nil && t.exitStatus != 0 {
 		return t.exitStatus
 	}

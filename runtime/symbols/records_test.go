@@ -128,3 +128,30 @@ func TestParseCPUList(t *testing.T) {
 		}
 	}
 }
+
+// TestRingRead reads records from a ring whose second record wraps around
+// its end, as the kernel leaves them, and checks the tail is advanced past
+// all of them.
+func TestRingRead(t *testing.T) {
+	fork := encodeRecord(unix.PERF_RECORD_FORK, 0, append(u32s(20, 10, 20, 10), u64s(3, 3)...))
+	exec := encodeRecord(unix.PERF_RECORD_COMM, unix.PERF_RECORD_MISC_COMM_EXEC, append(append(u32s(20, 20), "sh\x00\x00\x00\x00\x00\x00"...), u64s(5)...))
+	const size = 128
+	r := &ring{meta: &unix.PerfEventMmapPage{}, data: make([]byte, size)}
+	// The fork record ends 8 bytes before the end; the exec record's
+	// header fits there and its body wraps to the start.
+	start := uint64(size - 8 - len(fork))
+	stream := append(append([]byte{}, fork...), exec...)
+	for i, b := range stream {
+		r.data[(start+uint64(i))%size] = b
+	}
+	r.meta.Data_tail, r.meta.Data_head = start, start+uint64(len(stream))
+	bad := 0
+	recs := r.read(nil, &bad)
+	want := []perfRecord{{kind: recordFork, pid: 20, ppid: 10, tid: 20, time: 3}, {kind: recordExec, pid: 20, tid: 20, time: 5}}
+	if fmt.Sprint(recs) != fmt.Sprint(want) || bad != 0 {
+		t.Errorf("read %+v (%d bad), want %+v", recs, bad, want)
+	}
+	if r.meta.Data_tail != r.meta.Data_head {
+		t.Errorf("tail %d, want the head %d", r.meta.Data_tail, r.meta.Data_head)
+	}
+}

@@ -380,3 +380,13 @@ func threadsOf(pid int) []int {
 	}
 	return tids
 }
+
+// LostRecords returns how many mapping records the kernel dropped because
+// a ring was full: the processes they told of may be named wrongly or not
+// at all once they exit.
+func (s *Symbolizer) LostRecords() uint64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drain()
+	return s.lostRecords
+}
