@@ -127,12 +127,20 @@ func resolveUSDT(p *lang.Program, objs []string, files *usdt.Files) (map[*lang.A
 			}
 			var paths []string
 			wild := wildcardPath(ap.Target)
-			if wild {
+			glob := !wild && strings.ContainsAny(ap.Target, "*?")
+			switch {
+			case wild:
 				if len(objs) == 0 {
 					return nil, attachError(ap, "a usdt probe without a path needs -p PID or -c CMD")
 				}
 				paths = objs
-			} else {
+			case glob:
+				// Each file the pattern matches, named as expanded.
+				var err error
+				if paths, err = usdt.GlobTargets("usdt", ap.Target); err != nil {
+					return nil, attachError(ap, "%v", err)
+				}
+			default:
 				path, err := absPath(ap.Target)
 				if err != nil {
 					return nil, err
@@ -143,9 +151,9 @@ func resolveUSDT(p *lang.Program, objs []string, files *usdt.Files) (map[*lang.A
 			for _, path := range paths {
 				ps, err := files.Probes(path)
 				if err != nil {
-					if wild {
-						// A mapped object that is not a readable ELF
-						// file has no probes to offer.
+					if wild || glob {
+						// A mapped or matched object that is not a
+						// readable ELF file has no probes to offer.
 						continue
 					}
 					return nil, attachErrorHint(ap, err.Error(), "usdt target file '%s' does not exist or is not executable", ap.Target)
@@ -155,7 +163,7 @@ func resolveUSDT(p *lang.Program, objs []string, files *usdt.Files) (map[*lang.A
 						continue
 					}
 					pr := &ps[i]
-					if !wild && ap.Target != path {
+					if !wild && !glob && ap.Target != path {
 						// The probe builtin names the file as the
 						// script does, like bpftrace.
 						named := *pr

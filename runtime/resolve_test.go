@@ -55,6 +55,7 @@ func TestResolveUSDT(t *testing.T) {
 		{"usdt:" + bin + ":net:nope", nil, []string{}},
 		{"usdt::validation:block_connected", []string{"/no/such/lib.so", bin}, []string{"validation:block_connected"}},
 		{"usdt:*:validation:block_connected", []string{bin}, []string{"validation:block_connected"}},
+		{"usdt:" + bin + "*:validation:block_connected", nil, []string{"validation:block_connected"}},
 	} {
 		p := usdtProgram(tc.raw)
 		res, err := resolveUSDT(p, tc.objs, &usdt.Files{})
@@ -67,9 +68,9 @@ func TestResolveUSDT(t *testing.T) {
 		for _, pr := range res[ap] {
 			got = append(got, pr.Provider+":"+pr.Name)
 			// The path is the script's, for the probe builtin, or the
-			// object's when the script names none.
+			// object's when the script names none or a pattern.
 			want := ap.Target
-			if wildcardPath(ap.Target) {
+			if wildcardPath(ap.Target) || strings.HasSuffix(ap.Target, "*") {
 				want = bin
 			}
 			if pr.Path != want {
@@ -90,6 +91,7 @@ func TestResolveUSDTErrors(t *testing.T) {
 	}{
 		{"usdt:/no/such/binary:net:x", "usdt target file '/no/such/binary' does not exist or is not executable"},
 		{"usdt::net:x", "needs -p PID or -c CMD"},
+		{"usdt:/no/such/binary*:net:x", "usdt target file '/no/such/binary*' does not exist or is not executable"},
 	} {
 		_, err := resolveUSDT(usdtProgram(tc.raw), nil, &usdt.Files{})
 		if err == nil || !strings.Contains(err.Error(), tc.want) {

@@ -2,9 +2,11 @@ package usdt
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 
 	"golang.org/x/sys/unix"
@@ -202,6 +204,28 @@ func targetFiles(kind, path string, mapped []string) ([]target, error) {
 		return nil, targetFileError(kind, path)
 	}
 	return targets, nil
+}
+
+// GlobTargets returns the target files a usdt or uprobe target with a
+// wildcard (./testprogs/usdt_test*) matches, as -l lists them: relative to
+// the working directory or, for a pattern without '/', in every $PATH
+// directory, each as expanded. kind ("usdt" or "uprobe") names the probe
+// in the error for a pattern that matches nothing.
+func GlobTargets(kind, pattern string) ([]string, error) {
+	targets, err := targetFiles(kind, pattern, nil)
+	if err != nil {
+		// The message alone: the caller positions it on the attach point.
+		if pe, ok := err.(*PatternError); ok {
+			return nil, errors.New(pe.Msg)
+		}
+		return nil, err
+	}
+	paths := make([]string, len(targets))
+	for i, t := range targets {
+		paths[i] = t.open
+	}
+	slices.Sort(paths)
+	return paths, nil
 }
 
 // targetFileError is bpftrace's message for a path that names no target

@@ -192,3 +192,29 @@ func TestExpandGlob(t *testing.T) {
 		}
 	}
 }
+
+// TestGlobTargets checks the target files a usdt or uprobe pattern
+// matches: the ELF files only, named as expanded, and a message of its own
+// when there is none.
+func TestGlobTargets(t *testing.T) {
+	exe, err := os.ReadFile("/proc/self/exe")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	files := map[string][]byte{"usdt_test": exe, "usdt_test-pie": exe, "usdt_test.c": []byte("int main;\n")}
+	for name, data := range files {
+		if err := os.WriteFile(filepath.Join(dir, name), data, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	t.Chdir(dir)
+	got, err := GlobTargets("usdt", "./usdt_test*")
+	if want := []string{"./usdt_test", "./usdt_test-pie"}; err != nil || !slices.Equal(got, want) {
+		t.Errorf("GlobTargets(./usdt_test*) = %q, %v; want %q", got, err, want)
+	}
+	_, err = GlobTargets("uprobe", "./none*")
+	if want := "uprobe target file './none*' does not exist or is not executable"; err == nil || err.Error() != want {
+		t.Errorf("GlobTargets(./none*) error %v, want %q", err, want)
+	}
+}
