@@ -14,10 +14,13 @@ import (
 
 // The floors: TestPeerSuite fails when fewer tests pass under gotrace, in
 // the measured population and in all, than when they were last raised.
-// Raise them as the language grows.
+// Raise them as the language grows. Each sits a little under the count it
+// was raised at (measured 337, all 581 with the helper programs' usdt and
+// uprobe tests, issue 28), the margin the timing tests need that can fail
+// on a machine loaded by the other tests running beside them.
 const (
 	floorCore = 335
-	floorAll  = 551
+	floorAll  = 570
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).
