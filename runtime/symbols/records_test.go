@@ -3,10 +3,13 @@ package symbols
 import (
 	"encoding/binary"
 	"fmt"
+	"os"
 	"strings"
 	"testing"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // encodeRecord lays out a ring buffer record of type typ with misc flags
@@ -153,5 +156,56 @@ func TestRingRead(t *testing.T) {
 	}
 	if r.meta.Data_tail != r.meta.Data_head {
 		t.Errorf("tail %d, want the head %d", r.meta.Data_tail, r.meta.Data_head)
+	}
+}
+
+// TestApplyRecords checks what the records make of processes' mappings:
+// a mapping replaces what it overlaps, an exec starts afresh, a fork
+// inherits its parent's, and a process from before tracking keeps its
+// /proc start state under the records.
+func TestApplyRecords(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	mmap := func(pid int, start, end uint64) perfRecord {
+		return perfRecord{kind: recordMmap, pid: pid, tid: pid, prot: unix.PROT_EXEC, mapping: Mapping{Start: start, End: end, Path: exe}}
+	}
+	starts := func(ms Mappings) string {
+		var b strings.Builder
+		for _, m := range ms {
+			fmt.Fprintf(&b, "%#x-%#x ", m.Start, m.End)
+		}
+		return strings.TrimSpace(b.String())
+	}
+	s := New(0, nil, &usdt.Files{})
+	s.tracked[1] = &trackedProcess{maps: Mappings{{Start: 0x100, End: 0x200, Path: exe}}}
+	for _, rec := range []perfRecord{
+		mmap(1, 0x1000, 0x2000),
+		mmap(1, 0x1800, 0x3000),
+		{kind: recordFork, pid: 2, ppid: 1, tid: 2},
+		{kind: recordFork, pid: 1, ppid: 1, tid: 7},
+		{kind: recordExec, pid: 2, tid: 2},
+		mmap(2, 0x5000, 0x6000),
+		{kind: recordFork, pid: 3, ppid: 9, tid: 3},
+	} {
+		s.apply(rec)
+	}
+	for _, tt := range []struct {
+		pid  int
+		want string
+		ok   bool
+	}{
+		{1, "0x100-0x200 0x1800-0x3000", true},
+		{2, "0x5000-0x6000", true},
+		{3, "", false},
+	} {
+		ms, ok := s.trackedMappings(tt.pid, nil)
+		if got := starts(ms); got != tt.want || ok != tt.ok {
+			t.Errorf("process %d: mappings %q (%v), want %q (%v)", tt.pid, got, ok, tt.want, tt.ok)
+		}
+	}
+	if s.procs.threads[7] != 1 {
+		t.Errorf("thread 7 belongs to %d, want 1", s.procs.threads[7])
 	}
 }

@@ -96,13 +96,46 @@ func (s *Symbolizer) Track(pid int) error {
 			return fmt.Errorf("enable mapping records: %w", err)
 		}
 	}
+	// Without a target every process that runs now is a start state,
+	// read after the events are on so that no mapping falls between:
+	// only its mappings, the symbol tables when a frame is named (a -p
+	// target's are read by Capture).
+	var running map[int]Mappings
+	if pid == 0 {
+		running = runningProcesses()
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.tracker != nil {
 		s.tracker.close()
 	}
 	s.tracker = tr
+	for p, ms := range running {
+		if _, ok := s.tracked[p]; !ok {
+			s.tracked[p] = &trackedProcess{maps: ms}
+		}
+	}
 	return nil
+}
+
+// runningProcesses returns the executable file mappings of every process
+// that runs, by pid.
+func runningProcesses() map[int]Mappings {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil
+	}
+	running := map[int]Mappings{}
+	for _, e := range entries {
+		p, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if ms := ProcessMappings(p); len(ms) > 0 {
+			running[p] = ms
+		}
+	}
+	return running
 }
 
 // Close stops tracking mappings; what was recorded is kept.
@@ -234,14 +267,17 @@ func (s *Symbolizer) apply(rec perfRecord) {
 			return
 		}
 		// A new process starts with its parent's mappings.
-		child := &trackedProcess{complete: true}
-		if parent, ok := s.tracked[rec.ppid]; ok && parent.complete {
+		parent, tracked := s.tracked[rec.ppid]
+		var captured Mappings
+		if key, ok := s.procs.latest[rec.ppid]; ok {
+			captured = s.procs.maps[key]
+		}
+		child := &trackedProcess{complete: tracked || captured != nil}
+		if tracked {
 			child.maps = slices.Clone(parent.maps)
-		} else if key, ok := s.procs.latest[rec.ppid]; ok {
-			child.maps = slices.Clone(s.procs.maps[key])
-			child.maps = append(child.maps, s.trackedAdditions(rec.ppid)...)
-		} else {
-			child.complete = false
+		}
+		if !tracked || !parent.complete {
+			child.maps = append(child.maps, captured...)
 		}
 		s.tracked[rec.pid] = child
 	case recordMmap:
@@ -262,15 +298,6 @@ func (s *Symbolizer) apply(rec perfRecord) {
 		tp.maps = slices.DeleteFunc(tp.maps, func(old Mapping) bool { return old.Start < m.End && m.Start < old.End })
 		tp.maps = append(tp.maps, m)
 	}
-}
-
-// trackedAdditions returns the mappings records added to a process that
-// ran before tracking began. The caller holds s.mu.
-func (s *Symbolizer) trackedAdditions(pid int) Mappings {
-	if tp, ok := s.tracked[pid]; ok && !tp.complete {
-		return tp.maps
-	}
-	return nil
 }
 
 // isFilePath tells a mapped file's path from the names the kernel gives
