@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -75,7 +76,8 @@ func readMem(pid int, bin string, off uint64, n int, exec bool) ([]byte, error) 
 	return nil, fmt.Errorf("offset %#x of %s is not mapped %s in process %d", off, bin, perm, pid)
 }
 
-// symbolAddr returns the address of the symbol called name in bin.
+// symbolAddr returns the address of the symbol called name in bin, from
+// its symbol table or, for a stripped file, its dynamic one.
 func symbolAddr(t *testing.T, bin, name string) uint64 {
 	t.Helper()
 	f, err := elf.Open(bin)
@@ -84,10 +86,11 @@ func symbolAddr(t *testing.T, bin, name string) uint64 {
 	}
 	defer f.Close()
 	syms, err := f.Symbols()
-	if err != nil {
+	if err != nil && !errors.Is(err, elf.ErrNoSymbols) {
 		t.Fatal(err)
 	}
-	for _, s := range syms {
+	dyn, _ := f.DynamicSymbols()
+	for _, s := range append(syms, dyn...) {
 		if s.Name == name {
 			return s.Value
 		}
@@ -106,9 +109,9 @@ func symbolOffset(t *testing.T, bin, name string) (addr, off uint64) {
 		t.Fatal(err)
 	}
 	defer f.Close()
-	off, err = fileOffset(f, addr)
-	if err != nil {
-		t.Fatal(err)
+	off, ok := f.Offset(addr, true)
+	if !ok {
+		t.Fatalf("address %#x is not in an executable segment of %s", addr, bin)
 	}
 	return addr, off
 }

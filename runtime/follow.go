@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
 )
@@ -35,12 +36,12 @@ type follower struct {
 
 // newFollower returns a follower of root's descendants for the locations
 // in files among sites, or nil when there is none.
-func newFollower(t *tracer, root int, sites []site) *follower {
+func newFollower(t *tracer, root int, sites []plan.Site) *follower {
 	f := &follower{t: t, family: proc.NewFamily(root), groups: map[fileKey][]siteGroup{}, attached: map[int]bool{}}
 	_, groups := groupSites(sites)
 	for _, g := range groups {
 		// The file that was read and is attached to, by its descriptor.
-		file, err := t.files.Open(g.sites[0].path)
+		file, err := t.files.Open(g.sites[0].Path)
 		if err != nil {
 			continue
 		}
@@ -50,7 +51,7 @@ func newFollower(t *tracer, root int, sites []site) *follower {
 		}
 		k := fileKey{dev: st.Dev, ino: st.Ino}
 		if _, ok := f.groups[k]; !ok {
-			f.names = append(f.names, g.sites[0].path)
+			f.names = append(f.names, g.sites[0].Path)
 		}
 		f.groups[k] = append(f.groups[k], g)
 	}
@@ -114,9 +115,9 @@ func (f *follower) attach(pid int, mapped map[fileKey]bool) error {
 			continue
 		}
 		for _, g := range groups {
-			prog := t.coll.Programs[g.sites[0].att.Program]
+			prog := t.coll.Programs[g.sites[0].Attachment.Program]
 			if prog == nil {
-				return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].att.Probe, g.sites[0].att.Program)
+				return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].Attachment.Probe, g.sites[0].Attachment.Program)
 			}
 			if t.uprobes == multiUprobes {
 				l, err := attachMulti(g, prog, t.execs, pid)

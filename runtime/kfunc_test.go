@@ -3,7 +3,6 @@ package runtime
 import (
 	"context"
 	"errors"
-	"slices"
 	"strings"
 	"testing"
 
@@ -19,7 +18,7 @@ import (
 func compileKernel(t *testing.T, src string) *codegen.Spec {
 	t.Helper()
 	p, info := checkScript(t, src, lang.Config{Host: NewHost(0, ""), Kernel: NewKernel()})
-	spec, err := codegen.Compile(p, info, codegenOptions(Options{}, nil, 0))
+	spec, err := codegen.Compile(p, info, codegenOptions(Options{}))
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
@@ -89,29 +88,6 @@ kretfunc:vfs_read { @ret = max(retval); if (retval > 0) { exit(); } }`
 	if !errors.As(err, &list) || !strings.Contains(err.Error(), "the kernel refuses to load fentry/fexit programs (kfunc, kretfunc): ") ||
 		list[0].Span.Start.Line != 1 && list[0].Span.Start.Line != 2 {
 		t.Fatalf("Run: %v; want the kernel's refusal at a kfunc attach point", err)
-	}
-}
-
-// TestExpandKprobes expands a kprobe wildcard into one attach point per
-// matching kernel function (of available_filter_functions, or of
-// /proc/kallsyms where the kernel refuses that list, as this project's
-// does), each named as written.
-func TestExpandKprobes(t *testing.T) {
-	testenv.RequireRoot(t)
-	p, _ := checkScript(t, `kprobe:vfs_rea* { @ = count(); }`, lang.Config{})
-	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
-	if err := expandKprobes(p, res); err != nil {
-		t.Fatal(err)
-	}
-	var raws []string
-	for _, ap := range res[p.Probes[0].Attach[0]] {
-		if !strings.HasPrefix(ap.Func, "vfs_rea") || ap.Raw != "kprobe:"+ap.Func {
-			t.Errorf("attach point %q for function %q", ap.Raw, ap.Func)
-		}
-		raws = append(raws, ap.Raw)
-	}
-	if !slices.Contains(raws, "kprobe:vfs_read") || !slices.IsSorted(raws) {
-		t.Errorf("kprobe:vfs_rea* expanded to %q, want kprobe:vfs_read among sorted names", raws)
 	}
 }
 

@@ -6,8 +6,6 @@ package runtime
 
 import (
 	"fmt"
-	"os"
-	"path/filepath"
 	"strings"
 
 	"github.com/cilium/ebpf"
@@ -16,44 +14,7 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/runtime/symbols"
-	"github.com/gotrace/gotrace/runtime/tracefs"
 )
-
-// traceableFunctions returns the kernel functions kprobes can attach to,
-// in tracefs's available_filter_functions order: the list bpftrace
-// matches kprobe wildcards and -l against. A function of a module is
-// listed by its name alone, without the "[module]" the file adds.
-func traceableFunctions() ([]string, error) {
-	dir, err := tracefs.Find(os.Geteuid() == 0)
-	if err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "available_filter_functions"))
-	if err != nil {
-		return nil, fmt.Errorf("read traceable kernel functions: %w", err)
-	}
-	var names []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if name, _, _ := strings.Cut(line, " "); name != "" {
-			names = append(names, name)
-		}
-	}
-	return names, nil
-}
-
-// kernelFunctionNames returns the names of /proc/kallsyms, in its order.
-func kernelFunctionNames() ([]string, error) {
-	syms, err := symbols.KernelSymbols()
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(syms))
-	for i, s := range syms {
-		names[i] = s.Name
-	}
-	return names, nil
-}
 
 // attachKernelFunc attaches a kprobe, kretprobe, kfunc or kretfunc program
 // to its kernel function. A refusal names what the kernel lacks: kprobes
@@ -74,7 +35,7 @@ func attachKernelFunc(a *codegen.Attachment, prog *ebpf.Program) (link.Link, err
 	}
 	switch {
 	case (a.Kind == lang.ProbeKprobe || a.Kind == lang.ProbeKretprobe) && !capability.Of(capability.Kprobes).Available:
-		return nil, fmt.Errorf("attach %s: %s: %w", a.ProbeName, notAvailable(capability.Of(capability.Kprobes)), err)
+		return nil, fmt.Errorf("attach %s: %s: %w", a.ProbeName, capability.Of(capability.Kprobes).NotAvailable(), err)
 	case a.Kind == lang.ProbeKfunc || a.Kind == lang.ProbeKretfunc:
 		return nil, fmt.Errorf("attach %s: the kernel refuses fentry/fexit programs: %w", a.ProbeName, err)
 	}
@@ -89,7 +50,7 @@ func attachKernelFunc(a *codegen.Attachment, prog *ebpf.Program) (link.Link, err
 func kernelFuncLoadError(spec *codegen.Spec, err error) error {
 	for _, a := range spec.Attachments {
 		if (a.Kind == lang.ProbeKfunc || a.Kind == lang.ProbeKretfunc) && strings.Contains(err.Error(), "program "+a.Program+":") {
-			return spanError(a.ProbePos, "", "%s: the kernel refuses to load fentry/fexit programs (kfunc, kretfunc): %v", a.ProbeName, err)
+			return lang.ErrorList{{Span: a.ProbePos, Msg: fmt.Sprintf("%s: the kernel refuses to load fentry/fexit programs (kfunc, kretfunc): %v", a.ProbeName, err)}}
 		}
 	}
 	return err

@@ -10,6 +10,7 @@ import (
 
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang/attachpoint"
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/tracefs"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -77,7 +78,7 @@ func ListKernel(w io.Writer, pattern string, explicit, verbose bool) (bool, erro
 			return true, argCount("1 argument")
 		}
 		if r := capability.Of(capability.Kprobes); !r.Available && !r.Unknown {
-			return true, &usdt.PatternError{Pattern: pattern, Msg: notAvailable(r)}
+			return true, &usdt.PatternError{Pattern: pattern, Msg: r.NotAvailable()}
 		}
 		return true, listKprobes(w, kind, fields[1])
 	case attachpoint.Watchpoint:
@@ -145,7 +146,7 @@ func listIters(w io.Writer, pattern string, verbose bool) {
 // (those the kernel can probe) whose name matches pattern, as kprobe or
 // kretprobe probes (kind).
 func listKprobes(w io.Writer, kind attachpoint.Kind, pattern string) error {
-	funcs, err := traceableFunctions()
+	funcs, err := plan.TraceableFunctions()
 	if err != nil {
 		return fmt.Errorf("list %s probes: %w", kind, err)
 	}

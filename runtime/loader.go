@@ -3,7 +3,6 @@ package runtime
 import (
 	"fmt"
 	"os"
-	"slices"
 	"syscall"
 
 	"github.com/cilium/ebpf"
@@ -11,8 +10,8 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -26,35 +25,6 @@ import (
 // process and tells the runtime, which searches the new objects, compiles
 // and attaches programs for the probes they have, and lets the process go
 // on (loadedObjects).
-
-// hasWildcardUSDT reports whether p has a usdt attach point without a path.
-func hasWildcardUSDT(p *lang.Program) bool {
-	return anyAttachPoint(p, func(ap *lang.AttachPoint) bool {
-		return ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target)
-	})
-}
-
-// hasWildcardUprobe reports whether p has a uprobe or uretprobe attach
-// point whose target is "*": every object of the -p process or -c command.
-func hasWildcardUprobe(p *lang.Program) bool {
-	return anyAttachPoint(p, wildcardUprobe)
-}
-
-// wildcardUprobe reports whether ap is a uprobe or uretprobe whose target
-// is "*".
-func wildcardUprobe(ap *lang.AttachPoint) bool {
-	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && ap.Target == "*"
-}
-
-// anyAttachPoint reports whether is holds for an attach point of p.
-func anyAttachPoint(p *lang.Program, is func(*lang.AttachPoint) bool) bool {
-	for _, pr := range p.Probes {
-		if slices.ContainsFunc(pr.Attach, is) {
-			return true
-		}
-	}
-	return false
-}
 
 // fileID identifies a file whatever path it is reached by.
 type fileID struct{ dev, ino uint64 }
@@ -139,45 +109,17 @@ func (t *tracer) loadedObjects() error {
 	}
 	// Only the attach points without a path look in the new objects: the
 	// others are attached already, and their files need no new reading.
-	wild := map[*lang.AttachPoint][]*lang.AttachPoint{}
-	for _, pr := range t.prog.Probes {
-		for _, ap := range pr.Attach {
-			wild[ap] = nil
-			if ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target) {
-				wild[ap] = []*lang.AttachPoint{ap}
-			}
-		}
-	}
-	probes, err := resolveUSDT(matchedProgram(t.prog, wild), fresh, t.files)
-	if err != nil {
+	in := planInput(t.opts, fresh, t.pid, t.files)
+	in.Codegen.Extends = t.spec
+	spec, sites, err := plan.Loaded(t.prog, t.info, fresh, in)
+	if err != nil || spec == nil {
 		return err
-	}
-	found := false
-	for ap, ps := range probes {
-		if len(ps) == 0 {
-			wild[ap] = nil
-		}
-		found = found || len(ps) > 0
-	}
-	if !found {
-		return nil
-	}
-	opts := codegenOptions(t.opts, probes, t.pid)
-	opts.Extends = t.spec
-	spec, err := codegen.Compile(matchedProgram(t.prog, wild), t.info, opts)
-	if err != nil {
-		return fmt.Errorf("compile the probes of %v: %w", fresh, err)
 	}
 	coll, err := loadSharing(t.loadSpec(spec), t.coll.Maps)
 	if err != nil {
 		return fmt.Errorf("load the probes of %v: %w", fresh, err)
 	}
 	t.extra = append(t.extra, coll)
-	// Only usdt attach points wait for libraries: no symbols to read.
-	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(t.spec.Attachments):]}, nil, t.files, false)
-	if err != nil {
-		return err
-	}
 	if err := t.attachAll(sites, coll, spec.Collection); err != nil {
 		return err
 	}
@@ -218,7 +160,7 @@ func (t *tracer) waiting() []*lang.AttachPoint {
 	var aps []*lang.AttachPoint
 	for _, pr := range t.prog.Probes {
 		for _, ap := range pr.Attach {
-			if ap.Kind == lang.ProbeUSDT && wildcardPath(ap.Target) && !attached[ap.Loc] {
+			if ap.Kind == lang.ProbeUSDT && plan.WildcardPath(ap.Target) && !attached[ap.Loc] {
 				aps = append(aps, ap)
 			}
 		}
@@ -230,14 +172,8 @@ func (t *tracer) waiting() []*lang.AttachPoint {
 // loads, about each attach point without a path that names one probe and
 // was found in no object the command had or loaded.
 func (t *tracer) warnUnmatched() {
-	if t.opts.NoWarnings || t.opts.MissingProbes == settings.MissingIgnore {
+	if t.opts.NoWarnings {
 		return
 	}
-	var l lang.ErrorList
-	for _, ap := range t.waiting() {
-		if namesOne(ap) {
-			l = append(l, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s was not found in the objects the command loaded", probeLabel(ap))})
-		}
-	}
-	l.WriteWarnings(t.opts.Err, t.prog.File, t.prog.Source)
+	plan.WarnNotLoaded(t.prog, t.waiting(), t.opts.MissingProbes, t.opts.Err)
 }

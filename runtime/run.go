@@ -24,6 +24,7 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
 	"github.com/gotrace/gotrace/usdt"
@@ -119,7 +120,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	var objs []string
 	switch {
 	case opts.Command != "":
-		if objs, err = commandObjects(opts.Command); err != nil {
+		if objs, err = plan.CommandObjects(opts.Command); err != nil {
 			return err
 		}
 		if t.child, err = proc.StartChild(opts.Command, proc.RunAs{User: opts.User, Root: opts.AsRoot}); err != nil {
@@ -138,12 +139,12 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	if t.child != nil {
 		childPID = t.child.PID
 	}
-	plan, err := makePlan(p, info, opts, objs, childPID, t.files)
+	pl, err := plan.Make(p, info, planInput(opts, objs, childPID, t.files))
 	if err != nil {
 		return err
 	}
-	t.spec = plan.spec
-	sites := plan.sites
+	t.spec = pl.Spec
+	sites := pl.Sites
 	if opts.Compiled != nil {
 		opts.Compiled()
 	}
@@ -151,7 +152,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 		return err
 	}
 	if len(sites) == 0 && t.spec.LoaderProgram == "" {
-		return errNoProbes
+		return plan.ErrNoProbes
 	}
 	t.syms = symbols.New(t.pid, siteSymbols(sites), t.files)
 	if namesUserAddresses(t.spec) {
@@ -165,7 +166,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	// Asking the kernel whether it has uprobe_multi links loads and
 	// attaches test programs (6% of the CPU time of BEGIN { exit(); }):
 	// only a script with usdt or uprobe probes needs the answer.
-	if slices.ContainsFunc(t.spec.Attachments, func(a codegen.Attachment) bool { return isUserSite(a.Kind) }) {
+	if slices.ContainsFunc(t.spec.Attachments, func(a codegen.Attachment) bool { return plan.UserKind(a.Kind) }) {
 		var why string
 		t.uprobes, why = chooseUprobeMode(opts.NoUprobeMulti, t.pid)
 		if opts.Verbose {
@@ -272,7 +273,7 @@ type tracer struct {
 	// afterBegin are the sites of kernel probes, attached once BEGIN has
 	// run: they fire system-wide at once, and BEGIN's output (a tool's
 	// header) comes first, as in bpftrace.
-	afterBegin []site
+	afterBegin []plan.Site
 	// extra holds the programs attached later, to the probes of objects
 	// the -c command loaded (loadedObjects); searched the objects whose
 	// probes were looked for.
@@ -362,7 +363,7 @@ type interval struct {
 // attachAll attaches every site, the programs coming from coll, loaded
 // from spec: the runtime's own sites one by one, in order, and the
 // locations in files by attachment and file (attachGroup).
-func (t *tracer) attachAll(sites []site, coll *ebpf.Collection, spec *ebpf.CollectionSpec) error {
+func (t *tracer) attachAll(sites []plan.Site, coll *ebpf.Collection, spec *ebpf.CollectionSpec) error {
 	own, groups := groupSites(sites)
 	for _, s := range own {
 		if err := t.attach(s); err != nil {
@@ -370,9 +371,9 @@ func (t *tracer) attachAll(sites []site, coll *ebpf.Collection, spec *ebpf.Colle
 		}
 	}
 	for _, g := range groups {
-		prog := coll.Programs[g.sites[0].att.Program]
+		prog := coll.Programs[g.sites[0].Attachment.Program]
 		if prog == nil {
-			return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].att.Probe, g.sites[0].att.Program)
+			return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].Attachment.Probe, g.sites[0].Attachment.Program)
 		}
 		if err := t.attachGroup(g, prog, spec); err != nil {
 			return err
@@ -393,12 +394,12 @@ func (t *tracer) loadSpec(spec *codegen.Spec) *ebpf.CollectionSpec {
 
 // attach attaches one site, or records the program of a BEGIN, END or
 // interval site for the runtime to run.
-func (t *tracer) attach(s site) error {
-	prog := t.coll.Programs[s.att.Program]
+func (t *tracer) attach(s plan.Site) error {
+	prog := t.coll.Programs[s.Attachment.Program]
 	if prog == nil {
-		return fmt.Errorf("attach %s: program %s is missing from the collection", s.att.Probe, s.att.Program)
+		return fmt.Errorf("attach %s: program %s is missing from the collection", s.Attachment.Probe, s.Attachment.Program)
 	}
-	switch s.att.Kind {
+	switch s.Attachment.Kind {
 	case lang.ProbeBegin:
 		t.begin = append(t.begin, prog)
 		return nil
@@ -406,10 +407,10 @@ func (t *tracer) attach(s site) error {
 		t.end = append(t.end, prog)
 		return nil
 	case lang.ProbeInterval:
-		t.intervals = append(t.intervals, interval{prog: prog, period: s.att.Period})
+		t.intervals = append(t.intervals, interval{prog: prog, period: s.Attachment.Period})
 		return nil
 	case lang.ProbeProfile:
-		links, err := attachProfile(s.att, prog)
+		links, err := attachProfile(s.Attachment, prog)
 		t.links = append(t.links, links...)
 		return err
 	case lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint,
@@ -421,32 +422,32 @@ func (t *tracer) attach(s site) error {
 }
 
 // attachKernel attaches a kernel probe's site.
-func (t *tracer) attachKernel(s site) error {
-	prog := t.coll.Programs[s.att.Program]
-	switch s.att.Kind {
+func (t *tracer) attachKernel(s plan.Site) error {
+	prog := t.coll.Programs[s.Attachment.Program]
+	switch s.Attachment.Kind {
 	case lang.ProbeSoftware, lang.ProbeHardware:
-		links, err := attachPerfCounter(s.att, prog)
+		links, err := attachPerfCounter(s.Attachment, prog)
 		t.links = append(t.links, links...)
 		return err
 	case lang.ProbeWatchpoint:
 		// Asked only here, so that scripts without watchpoints open no
 		// breakpoint of their own.
 		bp := capability.Of(capability.Breakpoints)
-		links, err := attachWatchpoint(s.att, prog, t.pid, t.child != nil)
+		links, err := attachWatchpoint(s.Attachment, prog, t.pid, t.child != nil)
 		t.links = append(t.links, links...)
 		if err == nil && !bp.Available && !bp.Unknown {
-			fmt.Fprintf(t.opts.Err, "WARNING: %s: the probe will not fire: hardware breakpoints attach on this machine but are not delivered (tried by gotrace: %s)\n", s.att.Probe, bp.Evidence)
+			fmt.Fprintf(t.opts.Err, "WARNING: %s: the probe will not fire: hardware breakpoints attach on this machine but are not delivered (tried by gotrace: %s)\n", s.Attachment.Probe, bp.Evidence)
 		}
 		return err
 	case lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
-		l, err := attachKernelFunc(s.att, prog)
+		l, err := attachKernelFunc(s.Attachment, prog)
 		if err != nil {
 			return err
 		}
 		t.links = append(t.links, l)
 		return nil
 	}
-	l, err := attachTracepoint(s.att, prog)
+	l, err := attachTracepoint(s.Attachment, prog)
 	if err != nil {
 		return err
 	}

@@ -10,7 +10,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
-	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -19,11 +18,11 @@ import (
 
 	"golang.org/x/sys/unix"
 
-	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -144,7 +143,7 @@ func TestRunNoProbes(t *testing.T) {
 	bin := fixture.Private(t, "bitcoind")
 	// A pattern that matches nothing: bpftrace's message.
 	_, _, err := runScript(t, context.Background(), fmt.Sprintf(`usdt:%s:net:no_such_* { exit(); }`, bin), Options{})
-	if !errors.Is(err, errNoProbes) || err.Error() != "No probes to attach" {
+	if !errors.Is(err, plan.ErrNoProbes) || err.Error() != "No probes to attach" {
 		t.Errorf("error %v, want No probes to attach", err)
 	}
 	// One probe, misspelt: where it is and what was meant.
@@ -194,87 +193,6 @@ func TestRunPIDUnmapped(t *testing.T) {
 		if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != want {
 			t.Errorf("%s: error %v, want %q", src, err, want)
 		}
-	}
-}
-
-// fixedCapabilities answers that exactly the features have are available,
-// so that a test means the same on every machine.
-func fixedCapabilities(have ...capability.Feature) capabilityOf {
-	return func(f capability.Feature) capability.Row {
-		if slices.Contains(have, f) {
-			return capability.Row{Feature: f, Available: true, Evidence: "given by the test"}
-		}
-		return capability.Row{Feature: f, Evidence: "taken away by the test"}
-	}
-}
-
-// TestRunUnsupportedKinds checks that kprobes are refused before
-// anything is loaded where the machine has none, saying why, and pass where
-// it has them. The state is given rather than tried, so the test means the
-// same on every machine; Compile then refuses them exactly where the
-// capability table says kprobes are missing.
-func TestRunUnsupportedKinds(t *testing.T) {
-	kprobe := `kprobe:do_nanosleep { exit(); }`
-	for _, tc := range []struct {
-		src  string
-		have []capability.Feature
-		// want is what the error says, "" for none: a kernel with
-		// kprobes attaches them.
-		want string
-	}{
-		{kprobe, nil, "kprobes are not available: taken away by the test"},
-		{kprobe, []capability.Feature{capability.Kprobes, capability.Tracefs}, ""},
-	} {
-		p, err := lang.Parse("test.bt", tc.src)
-		if err != nil {
-			t.Fatalf("parse %s: %v", tc.src, err)
-		}
-		info, err := lang.Analyze(p, lang.Config{}, nil)
-		if err != nil {
-			t.Fatalf("check %s: %v", tc.src, err)
-		}
-		err = checkKernelSupport(p, fixedCapabilities(tc.have...))
-		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
-			t.Errorf("%s on a host with %v: error %v, want one saying %q", tc.src, tc.have, err, tc.want)
-		}
-		if r := capability.Of(capability.Kprobes); !r.Available && !r.Unknown {
-			if _, err := Compile(p, info, Options{}); err == nil {
-				t.Errorf("%s: compiled on this host, want it refused", tc.src)
-			}
-		}
-	}
-}
-
-// TestCheckHardwareProbes checks that hardware probes are refused, with a
-// positioned error naming the missing PMU, exactly on hosts without one.
-func TestCheckHardwareProbes(t *testing.T) {
-	p, err := lang.Parse("test.bt", "BEGIN { exit(); }\nh:cycles { @ = count(); }")
-	if err != nil {
-		t.Fatal(err)
-	}
-	err = checkKernelSupport(p, fixedCapabilities(capability.Tracefs))
-	if err == nil || !strings.Contains(err.Error(), "hardware probes are not available: this machine has no hardware PMU") {
-		t.Errorf("no PMU: error %v, want a positioned one naming the missing PMU", err)
-	}
-	if err := checkKernelSupport(p, fixedCapabilities(capability.PMU)); err != nil {
-		t.Errorf("with a PMU: %v", err)
-	}
-}
-
-// TestCheckKernelSupportAsksOnlyWhatItNeeds checks that a script of BEGIN
-// asks the capability table nothing: start-up tries no feature.
-func TestCheckKernelSupportAsksOnlyWhatItNeeds(t *testing.T) {
-	p, err := lang.Parse("test.bt", "BEGIN { exit(); } uprobe:/bin/sh:main { }")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var asked []capability.Feature
-	err = checkKernelSupport(p, func(f capability.Feature) capability.Row {
-		asked = append(asked, f)
-		return capability.Row{Feature: f}
-	})
-	if err != nil || len(asked) != 0 {
-		t.Errorf("checkKernelSupport: %v, asked about %v; want no error and nothing asked", err, asked)
 	}
 }
 

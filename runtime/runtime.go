@@ -26,6 +26,7 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/metrics"
 	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -120,7 +121,7 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*codegen.Spec, err
 	}
 	var files usdt.Files
 	defer files.Close()
-	return compile(p, info, parseFuncFields(p), opts, objs, 0, &files)
+	return plan.Compile(p, info, planInput(opts, objs, 0, &files))
 }
 
 // DryRun computes the probe plan of p for a run with opts, as Run would
@@ -134,12 +135,12 @@ func DryRun(p *lang.Program, info *lang.Info, opts Options) error {
 	}
 	var files usdt.Files
 	defer files.Close()
-	plan, err := makePlan(p, info, opts, objs, 0, &files)
+	pl, err := plan.Make(p, info, planInput(opts, objs, 0, &files))
 	if err != nil {
 		return err
 	}
 	if opts.Verbose && opts.Out != nil {
-		plan.write(opts.Out)
+		pl.Write(opts.Out)
 	}
 	return nil
 }
@@ -149,7 +150,7 @@ func DryRun(p *lang.Program, info *lang.Info, opts Options) error {
 func traceObjects(p *lang.Program, opts Options) ([]string, error) {
 	switch {
 	case opts.Command != "":
-		return commandObjects(opts.Command)
+		return plan.CommandObjects(opts.Command)
 	case opts.PID != 0:
 		return pidObjects(p, opts.PID)
 	}
@@ -162,7 +163,7 @@ func traceObjects(p *lang.Program, opts Options) ([]string, error) {
 // /proc/PID/maps may be refused (-p 1 in a container) where a program
 // that needs no object still runs.
 func pidObjects(p *lang.Program, pid int) ([]string, error) {
-	if !hasWildcardUSDT(p) && !hasWildcardUprobe(p) {
+	if !plan.HasWildcardUSDT(p) && !plan.HasWildcardUprobe(p) {
 		return nil, nil
 	}
 	objs, err := usdt.ProcessPaths(pid)
@@ -176,48 +177,35 @@ func pidObjects(p *lang.Program, pid int) ([]string, error) {
 	return objs, nil
 }
 
-// codegenOptions are the code generator's options for a run with opts.
-func codegenOptions(opts Options, probes map[*lang.AttachPoint][]*usdt.Probe, childPID int) codegen.Options {
-	return codegen.Options{
-		USDT:       probes,
-		Values:     opts.Values,
-		EventsSize: ringSize(opts.PerfRBPages),
-		ChildPID:   uint32(childPID),
-		CPUs:       ebpfPossibleCPUs(),
+// planInput is the probe plan's input for a run with opts: objs are the
+// objects an attach point without a path looks in, childPID the -c
+// command's PID (0 before it is started), files the ELF files the run
+// reads, kept open for attaching.
+func planInput(opts Options, objs []string, childPID int, files *usdt.Files) plan.Input {
+	in := plan.Input{
+		Files:         files,
+		Objects:       objs,
+		PID:           opts.PID,
+		Command:       opts.Command,
+		ChildPID:      childPID,
+		Unsafe:        opts.Unsafe,
+		MissingProbes: opts.MissingProbes,
+		Codegen:       codegenOptions(opts),
 	}
+	if !opts.NoWarnings {
+		in.Warnings = opts.Err
+	}
+	return in
 }
 
-// matchedProgram returns p with every attach point in replace replaced by
-// its list: the usdt and uprobe attach points that matched nothing
-// disappear, those with a wildcard become one attach point per match, and
-// probe blocks left with no attach point go, as bpftrace skips them
-// silently. p itself is not changed.
-func matchedProgram(p *lang.Program, replace map[*lang.AttachPoint][]*lang.AttachPoint) *lang.Program {
-	q := *p
-	q.Probes = nil
-	for _, pr := range p.Probes {
-		var aps []*lang.AttachPoint
-		changed := false
-		for _, ap := range pr.Attach {
-			with, ok := replace[ap]
-			if !ok {
-				aps = append(aps, ap)
-				continue
-			}
-			aps = append(aps, with...)
-			changed = changed || len(with) != 1 || with[0] != ap
-		}
-		switch {
-		case len(aps) == 0:
-		case !changed:
-			q.Probes = append(q.Probes, pr)
-		default:
-			kept := *pr
-			kept.Attach = aps
-			q.Probes = append(q.Probes, &kept)
-		}
+// codegenOptions are the code generator's options for a run with opts;
+// the plan adds what it resolved.
+func codegenOptions(opts Options) codegen.Options {
+	return codegen.Options{
+		Values:     opts.Values,
+		EventsSize: ringSize(opts.PerfRBPages),
+		CPUs:       ebpfPossibleCPUs(),
 	}
-	return &q
 }
 
 // ringSize is the byte size of a ring buffer of pages pages, rounded up to

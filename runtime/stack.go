@@ -8,6 +8,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/symbols"
 )
 
@@ -38,11 +39,11 @@ func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
 
 // siteSymbols are the symbols of the uprobe sites among sites, for the
 // symbolizer to name addresses of a process it cannot read the maps of.
-func siteSymbols(sites []site) []symbols.Site {
+func siteSymbols(sites []plan.Site) []symbols.Site {
 	var out []symbols.Site
 	for _, st := range sites {
-		if st.symbol != "" {
-			out = append(out, symbols.Site{Name: st.symbol, Offset: st.offset})
+		if st.Symbol != "" {
+			out = append(out, symbols.Site{Name: st.Symbol, Offset: st.Offset})
 		}
 	}
 	return out

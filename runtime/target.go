@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -13,7 +14,7 @@ func NewHost(pid int, command string) lang.Host {
 	if command != "" {
 		h.Loaded = func() []string {
 			// A command that cannot be found is Run's error to report.
-			objs, _ := commandObjects(command)
+			objs, _ := plan.CommandObjects(command)
 			return objs
 		}
 	}

@@ -11,34 +11,35 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/usdt"
 )
 
 // attachSite attaches the program of a USDT or uprobe site, filtered on
 // pid when it is not 0.
-func attachSite(s site, prog *ebpf.Program, execs *executables, pid int) (link.Link, error) {
+func attachSite(s plan.Site, prog *ebpf.Program, execs *executables, pid int) (link.Link, error) {
 	ex, err := execs.open(s)
 	if err != nil {
 		return nil, err
 	}
 	var l link.Link
-	switch s.att.Kind {
+	switch s.Attachment.Kind {
 	case lang.ProbeUSDT:
 		l, err = ex.Uprobe("", prog, &link.UprobeOptions{
-			Address:      s.usdt.Offset,
-			RefCtrOffset: s.usdt.SemaphoreOffset,
-			Cookie:       s.usdt.Cookie,
+			Address:      s.USDT.Offset,
+			RefCtrOffset: s.USDT.SemaphoreOffset,
+			Cookie:       s.USDT.Cookie,
 			PID:          pid,
 		})
 	case lang.ProbeUprobe:
-		l, err = ex.Uprobe(s.symbol, prog, &link.UprobeOptions{Address: s.offset, PID: pid})
+		l, err = ex.Uprobe(s.Symbol, prog, &link.UprobeOptions{Address: s.Offset, PID: pid})
 	case lang.ProbeUretprobe:
-		l, err = ex.Uretprobe(s.symbol, prog, &link.UprobeOptions{Address: s.offset, PID: pid})
+		l, err = ex.Uretprobe(s.Symbol, prog, &link.UprobeOptions{Address: s.Offset, PID: pid})
 	default:
-		return nil, fmt.Errorf("attach %s: probes of this kind cannot be attached", s.att.Probe)
+		return nil, fmt.Errorf("attach %s: probes of this kind cannot be attached", s.Attachment.Probe)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("attach %s to %s: %w", s.att.Probe, s.where(), err)
+		return nil, fmt.Errorf("attach %s to %s: %w", s.Attachment.Probe, s.Where(), err)
 	}
 	return l, nil
 }
@@ -59,39 +60,31 @@ func newExecutables(files *usdt.Files) *executables {
 }
 
 // open returns the executable of a site's file.
-func (e *executables) open(s site) (*link.Executable, error) {
-	if ex, ok := e.byPath[s.path]; ok {
+func (e *executables) open(s plan.Site) (*link.Executable, error) {
+	if ex, ok := e.byPath[s.Path]; ok {
 		return ex, nil
 	}
-	f, err := e.files.Open(s.path)
+	f, err := e.files.Open(s.Path)
 	if err != nil {
-		return nil, fmt.Errorf("attach %s: %w", s.att.Probe, err)
+		return nil, fmt.Errorf("attach %s: %w", s.Attachment.Probe, err)
 	}
 	ex, err := link.OpenExecutable(f.KernelPath())
 	if err != nil {
-		return nil, fmt.Errorf("attach %s: %w", s.att.Probe, err)
+		return nil, fmt.Errorf("attach %s: %w", s.Attachment.Probe, err)
 	}
-	e.byPath[s.path] = ex
+	e.byPath[s.Path] = ex
 	return ex, nil
 }
 
-// where names the place of a USDT or uprobe site in messages.
-func (s site) where() string {
-	if s.symbol != "" {
-		return s.path + ":" + s.symbol
-	}
-	return fmt.Sprintf("%s at offset %#x", s.path, s.usdt.Offset+s.offset)
-}
-
 // attachProbe attaches prog at a USDT or uprobe site.
-func (t *tracer) attachProbe(s site, prog *ebpf.Program) error {
+func (t *tracer) attachProbe(s plan.Site, prog *ebpf.Program) error {
 	l, err := attachSite(s, prog, t.execs, t.pid)
 	if err != nil {
 		return err
 	}
 	t.links = append(t.links, l)
 	if t.opts.Verbose {
-		fmt.Fprintf(t.opts.Err, "attached %s to %s (semaphore at offset %#x)\n", s.att.Probe, s.where(), s.usdt.SemaphoreOffset)
+		fmt.Fprintf(t.opts.Err, "attached %s to %s (semaphore at offset %#x)\n", s.Attachment.Probe, s.Where(), s.USDT.SemaphoreOffset)
 	}
 	return nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/plan"
 )
 
 // uprobeMode is how the programs of usdt, uprobe and uretprobe probes are
@@ -75,19 +76,13 @@ func kernelRelease() ([2]int, bool) {
 	return [2]int{a, b}, err1 == nil && err2 == nil
 }
 
-// isUserSite reports whether an attachment of kind k runs at locations in
-// an ELF file.
-func isUserSite(k lang.ProbeKind) bool {
-	return k == lang.ProbeUSDT || k == lang.ProbeUprobe || k == lang.ProbeUretprobe
-}
-
 // forUprobeMulti returns a copy of spec whose programs attached to
 // locations in files load as uprobe_multi programs: the kernel attaches a
 // program to a uprobe_multi link only when it was loaded for one.
 func forUprobeMulti(spec *ebpf.CollectionSpec, atts []codegen.Attachment) *ebpf.CollectionSpec {
 	spec = spec.Copy()
 	for _, a := range atts {
-		if p := spec.Programs[a.Program]; p != nil && isUserSite(a.Kind) {
+		if p := spec.Programs[a.Program]; p != nil && plan.UserKind(a.Kind) {
 			p.AttachType = ebpf.AttachTraceUprobeMulti
 		}
 	}
@@ -97,7 +92,7 @@ func forUprobeMulti(spec *ebpf.CollectionSpec, atts []codegen.Attachment) *ebpf.
 // siteGroup is the sites of one attachment in one file, attached with one
 // uprobe_multi link.
 type siteGroup struct {
-	sites []site
+	sites []plan.Site
 }
 
 // groupSites splits sites into the runtime's own sites (BEGIN, END,
@@ -105,14 +100,14 @@ type siteGroup struct {
 // locations of each attachment and file, last probe first: the kernel runs
 // the handlers of one location newest first, so attaching in reverse runs
 // two probes of one function in script order, as bpftrace does.
-func groupSites(sites []site) (own []site, groups []siteGroup) {
+func groupSites(sites []plan.Site) (own []plan.Site, groups []siteGroup) {
 	index := map[[2]any]int{}
 	for _, s := range sites {
-		if !isUserSite(s.att.Kind) {
+		if !plan.UserKind(s.Attachment.Kind) {
 			own = append(own, s)
 			continue
 		}
-		key := [2]any{s.att, s.path}
+		key := [2]any{s.Attachment, s.Path}
 		i, ok := index[key]
 		if !ok {
 			i = len(groups)
@@ -136,22 +131,22 @@ func attachMulti(g siteGroup, prog *ebpf.Program, execs *executables, pid int) (
 	opts := &link.UprobeMultiOptions{PID: uint32(pid)}
 	semaphores := false
 	for _, s := range g.sites {
-		opts.Addresses = append(opts.Addresses, s.usdt.Offset+s.offset)
-		opts.RefCtrOffsets = append(opts.RefCtrOffsets, s.usdt.SemaphoreOffset)
-		opts.Cookies = append(opts.Cookies, s.usdt.Cookie)
-		semaphores = semaphores || s.usdt.SemaphoreOffset != 0
+		opts.Addresses = append(opts.Addresses, s.USDT.Offset+s.Offset)
+		opts.RefCtrOffsets = append(opts.RefCtrOffsets, s.USDT.SemaphoreOffset)
+		opts.Cookies = append(opts.Cookies, s.USDT.Cookie)
+		semaphores = semaphores || s.USDT.SemaphoreOffset != 0
 	}
 	if !semaphores {
 		opts.RefCtrOffsets = nil
 	}
 	var l link.Link
-	if first.att.Kind == lang.ProbeUretprobe {
+	if first.Attachment.Kind == lang.ProbeUretprobe {
 		l, err = ex.UretprobeMulti(nil, prog, opts)
 	} else {
 		l, err = ex.UprobeMulti(nil, prog, opts)
 	}
 	if err != nil {
-		return nil, fmt.Errorf("attach %s to %d locations of %s with uprobe_multi: %w", first.att.Probe, len(g.sites), first.path, err)
+		return nil, fmt.Errorf("attach %s to %d locations of %s with uprobe_multi: %w", first.Attachment.Probe, len(g.sites), first.Path, err)
 	}
 	return l, nil
 }
@@ -174,14 +169,14 @@ func (t *tracer) attachGroup(g siteGroup, prog *ebpf.Program, spec *ebpf.Collect
 	if err == nil {
 		t.links = append(t.links, l)
 		if t.opts.Verbose {
-			fmt.Fprintf(t.opts.Err, "attached %s to %d locations of %s with one uprobe_multi link\n", g.sites[0].att.Probe, len(g.sites), g.sites[0].path)
+			fmt.Fprintf(t.opts.Err, "attached %s to %d locations of %s with one uprobe_multi link\n", g.sites[0].Attachment.Probe, len(g.sites), g.sites[0].Path)
 		}
 		return nil
 	}
 	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
 		return err
 	}
-	fallback, lerr := t.loadPerfUprobe(spec, g.sites[0].att.Program)
+	fallback, lerr := t.loadPerfUprobe(spec, g.sites[0].Attachment.Program)
 	if lerr != nil {
 		return fmt.Errorf("%w; and again for perf-event uprobes: %v", err, lerr)
 	}

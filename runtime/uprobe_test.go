@@ -5,7 +5,6 @@ import (
 	"debug/elf"
 	"fmt"
 	"os"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -13,68 +12,13 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/usdt"
 )
 
 // connectBlock is the fixture's uprobe target: bitcoind's old mangled
 // CChainState::ConnectBlock.
 const connectBlock = "_ZN11CChainState12ConnectBlockERK6CBlockR20BlockValidationStateP11CBlockIndexR15CCoinsViewCacheRK12CChainParamsb"
-
-func TestMatchSymbols(t *testing.T) {
-	bin := fixture.Build(t, "bitcoind")
-	syms, err := functionSymbols(&usdt.Files{}, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, tc := range []struct {
-		pattern string
-		want    []string
-	}{
-		{connectBlock, []string{connectBlock}},
-		{"CChainState::ConnectBlock(CBlock const&, BlockValidationState&, CBlockIndex*, CCoinsViewCache&, CChainParams const&, bool)", []string{connectBlock}},
-		{"CChainState::Connect*", []string{connectBlock}},
-		{"main", []string{"main"}},
-		{"no_such_function", nil},
-	} {
-		if got := matchSymbols(syms, tc.pattern); !slices.Equal(got, tc.want) {
-			t.Errorf("matchSymbols(%q) = %q, want %q", tc.pattern, got, tc.want)
-		}
-	}
-	stripped := fixture.Build(t, "bitcoind-stripped")
-	syms, err = functionSymbols(&usdt.Files{}, stripped)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if got := matchSymbols(syms, connectBlock); len(got) != 0 {
-		t.Errorf("the stripped fixture has %q", got)
-	}
-}
-
-func TestFileOffset(t *testing.T) {
-	bin := fixture.Build(t, "bitcoind")
-	addr := symbolAddr(t, bin, connectBlock)
-	f, err := elf.Open(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	uf, err := usdt.OpenFile(bin)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer uf.Close()
-	off, err := fileOffset(uf, addr)
-	if err != nil {
-		t.Fatal(err)
-	}
-	text := f.Section(".text")
-	if want := addr - text.Addr + text.Offset; off != want {
-		t.Errorf("fileOffset(%#x) = %#x, want %#x", addr, off, want)
-	}
-	if _, err := fileOffset(uf, 1<<40); err == nil {
-		t.Error("an address outside every segment gave no error")
-	}
-}
 
 // TestRunUprobes attaches a uprobe by demangled name, a uretprobe by
 // mangled name, a uprobe by address and one by wildcard to the fixture's
@@ -195,7 +139,7 @@ func TestExecutablesUseDescriptor(t *testing.T) {
 	}
 
 	execs := newExecutables(files)
-	ex, err := execs.open(site{att: &codegen.Attachment{Probe: "uprobe:" + link + ":main"}, path: link})
+	ex, err := execs.open(plan.Site{Attachment: &codegen.Attachment{Probe: "uprobe:" + link + ":main"}, Path: link})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,5 +148,66 @@ func TestExecutablesUseDescriptor(t *testing.T) {
 	sym, err := ex.Symbol(symbolAddr(t, read, connectBlock))
 	if err != nil || sym.Symbol != connectBlock {
 		t.Errorf("the executable's symbol at ConnectBlock is %q (%v), want %s", sym.Symbol, err, connectBlock)
+	}
+}
+
+// TestRunAddressUprobes traces the fixture and python3.11 by address and
+// by function and offset at instruction starts, and refuses the middle of
+// an instruction before the command runs any of its code; the stripped
+// fixture needs --unsafe.
+func TestRunAddressUprobes(t *testing.T) {
+	testenv.RequireRoot(t)
+	testenv.RequireFile(t, python3)
+	bin := fixture.Private(t, "bitcoind")
+	stripped := fixture.Private(t, "bitcoind-stripped")
+	main := elf.Symbol{Name: "main", Value: symbolAddr(t, bin, "main")}
+	py := elf.Symbol{Name: "Py_RunMain", Value: symbolAddr(t, python3, "Py_RunMain")}
+	// Both functions start with a 2-byte push %r15.
+	for _, sym := range []elf.Symbol{main, py} {
+		path := bin
+		if sym.Name == py.Name {
+			path = python3
+		}
+		if starts := fixture.InstructionStarts(t, path, sym.Value, sym.Value+16); !starts[sym.Value+2] || starts[sym.Value+1] {
+			t.Fatalf("%s does not start with a 2-byte instruction", sym.Name)
+		}
+	}
+	fixtureCmd := quietCommand(bin, "--rounds 2 --linger-ms 0")
+	strippedCmd := quietCommand(stripped, "--rounds 2 --linger-ms 0")
+	pyCmd := python3 + " -c pass"
+	for _, tc := range []struct {
+		name, src string
+		opts      Options
+		want      string // the output's end, or the error
+	}{
+		{"fixture by address", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", bin, main.Value+2), Options{Command: fixtureCmd}, "@: 1\n"},
+		{"fixture by offset", fmt.Sprintf("uprobe:%s:main+2 { @[probe] = count(); }", bin), Options{Command: fixtureCmd},
+			fmt.Sprintf("@[uprobe:%s:main+2]: 1\n", bin)},
+		{"fixture by decimal address", fmt.Sprintf("uprobe:%s:%d { @[probe] = count(); }", bin, main.Value+2), Options{Command: fixtureCmd},
+			fmt.Sprintf("@[uprobe:%s:%d]: 1\n", bin, main.Value+2)},
+		{"python3.11 by address", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", python3, py.Value+2), Options{Command: pyCmd}, "@: 1\n"},
+		{"fixture inside an instruction", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", bin, main.Value+1), Options{Command: fixtureCmd},
+			fmt.Sprintf("address %#x is inside an instruction of main (at %#x, 2 bytes long)", main.Value+1, main.Value)},
+		{"python3.11 inside an instruction", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", python3, py.Value+1), Options{Command: pyCmd},
+			fmt.Sprintf("address %#x is inside an instruction of Py_RunMain (at %#x, 2 bytes long)", py.Value+1, py.Value)},
+		{"stripped", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", stripped, main.Value+2), Options{Command: strippedCmd},
+			"(a stripped file?)"},
+		{"stripped with --unsafe", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", stripped, main.Value+2), Options{Command: strippedCmd, Unsafe: true}, "@: 1\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			tc.opts.Quiet = true
+			out, stderr, err := runScript(t, ctx, tc.src, tc.opts)
+			if strings.HasSuffix(tc.want, "\n") {
+				if err != nil || !strings.HasSuffix(out, tc.want) {
+					t.Errorf("output %q, %v\n%s; want it to end with %q", out, err, stderr, tc.want)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want %q", err, tc.want)
+			}
+		})
 	}
 }

@@ -55,6 +55,12 @@ type Row struct {
 	Uses string
 }
 
+// NotAvailable says that the feature is not available and why, as the
+// runtime refuses what needs it.
+func (r Row) NotAvailable() string {
+	return fmt.Sprintf("%s are not available: %s", r.Feature, r.Evidence)
+}
+
 // Answer is the row's yes, no or unknown.
 func (r Row) Answer() string {
 	switch {

@@ -1,21 +1,22 @@
-package runtime
-
-// The probe plan: one stage, before anything is loaded, turns the checked
-// program and the host (the files, -p, -c, the kernel) into the list of
-// concrete places its programs attach to, each with why it was chosen.
-// compile resolves the attach points (resolve.go: kernel support,
-// watchpoint addresses, usdt probes, uprobe and kprobe wildcards, bare and
-// C++ names; boundary.go: offsets and instruction boundaries; -p mapping
-// checks) and applies the missing-probe policy, then the code generator
-// compiles what matched; planSites turns its attachments into sites: the
-// file, the file offset, the semaphore, the cookie. Attaching executes the
-// sites without resolving anything again, a file per mechanism:
-// uprobe_multi.go, uprobe.go (perf-event uprobes), tracepoint.go,
-// profile.go (perf events), watchpoint.go, kprobe.go (kprobes and kfuncs),
-// dispatched by run.go and follow.go. Nothing here loads or attaches.
+// Package plan owns the probe plan: one stage, before anything is
+// loaded, that turns a checked program and the host (its files, the -p
+// process, the -c command's objects, the kernel's capabilities) into a
+// plain list of sites, the concrete places its programs attach to, each
+// with why it was chosen. Every rule of attach-point resolution lives
+// here and runs once: kernel support and watchpoint addresses
+// (resolve.go), usdt probes, uprobe and kprobe wildcards, bare and C++
+// names, the -p mapping checks, offsets and instruction boundaries
+// (boundary.go), and the missing-probe policy; the code generator then
+// compiles what matched, and the sites say where each program goes: the
+// file, the file offset, the semaphore, the cookie.
+//
+// The package never loads a program nor attaches one: the runtime's
+// attach files execute the sites without resolving anything again.
+package plan
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"io"
 	"sort"
@@ -28,56 +29,94 @@ import (
 	"github.com/gotrace/gotrace/usdt"
 )
 
-// probePlan is a run's plan: the compiled program and every site its
-// programs attach to.
-type probePlan struct {
-	spec  *codegen.Spec
-	sites []site
-	// pid is the process the uprobes and usdt probes are filtered on (-p,
-	// or the -c command's), 0 for every process.
-	pid int
+// ErrNoProbes is returned when no attach point of the script matches
+// anything: bpftrace's wording.
+var ErrNoProbes = errors.New("No probes to attach")
+
+// Input is what a plan is made from besides the program: the host as
+// the run sees it and the run's options that decide what is attached.
+type Input struct {
+	// Files opens the ELF files the plan reads, once; they stay open for
+	// attaching.
+	Files *usdt.Files
+	// Objects are the objects an attach point without a path looks in:
+	// those the -p process maps or the -c command loads at start.
+	Objects []string
+	// PID is the -p process, 0 for none.
+	PID int
+	// Command is the -c command, "" for none: its usdt probes without a
+	// path may be in a library it loads later, which is then watched.
+	Command string
+	// ChildPID is the -c command's PID, the value of cpid (0 before it
+	// is started).
+	ChildPID int
+	// Unsafe (--unsafe) attaches uprobes at addresses whose instruction
+	// boundary cannot be checked, after a warning.
+	Unsafe bool
+	// MissingProbes says what an attach point that names one usdt probe
+	// or function the file does not have does to the run.
+	MissingProbes settings.MissingProbes
+	// Warnings receives the plan's warnings; nil drops them
+	// (--no-warnings).
+	Warnings io.Writer
+	// Codegen are the code generator's options for the run; the plan
+	// adds the usdt probes that matched, the child's PID and whether the
+	// command's library loads are watched.
+	Codegen codegen.Options
 }
 
-// makePlan computes the plan of p for a run with opts: objs are the
-// objects an attach point without a path looks in, childPID the -c
-// command's PID (0 before it is started), files the ELF files the run
-// reads, kept open for attaching.
-func makePlan(p *lang.Program, info *lang.Info, opts Options, objs []string, childPID int, files *usdt.Files) (*probePlan, error) {
+// Plan is a run's plan: the compiled program and every site its programs
+// attach to.
+type Plan struct {
+	Spec  *codegen.Spec
+	Sites []Site
+	// PID is the process the uprobes and usdt probes are filtered on (-p,
+	// or the -c command's), 0 for every process.
+	PID int
+}
+
+// Make computes the plan of p, which has been through lang.Analyze
+// (info is what the checker found), for a run on in.
+func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 	fields := parseFuncFields(p)
-	spec, err := compile(p, info, fields, opts, objs, childPID, files)
+	spec, err := compile(p, info, fields, in)
 	if err != nil {
 		return nil, err
 	}
-	sites, err := planSites(spec, fields, files, opts.Unsafe)
+	sites, err := planSites(spec, fields, in.Files, in.Unsafe)
 	if err != nil {
 		return nil, err
 	}
-	pid := opts.PID
-	if childPID != 0 {
-		pid = childPID
+	pid := in.PID
+	if in.ChildPID != 0 {
+		pid = in.ChildPID
 	}
-	return &probePlan{spec: spec, sites: sites, pid: pid}, nil
+	return &Plan{Spec: spec, Sites: sites, PID: pid}, nil
+}
+
+// Compile resolves the attach points of p for a run on in and compiles
+// what they match, as Make does, without planning the sites.
+func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) {
+	return compile(p, info, parseFuncFields(p), in)
 }
 
 // compile refuses the attach points this kernel cannot serve, resolves
-// USDT probes in objs and runs the code generator on the attach points
-// that matched something. p has been through lang.Resolve; fields holds
-// the function fields of its uprobes, and compile adds those of the
-// attach points their wildcards expand to. childPID is
-// the -c command's PID, the value of cpid; files are the ELF files the run
-// reads, kept open for attaching.
-func compile(p *lang.Program, info *lang.Info, fields funcFields, opts Options, objs []string, childPID int, files *usdt.Files) (*codegen.Spec, error) {
+// USDT probes in in.Objects and runs the code generator on the attach
+// points that matched something. p has been through lang.Resolve; fields
+// holds the function fields of its uprobes, and compile adds those of the
+// attach points their wildcards expand to; info is the checker's.
+func compile(p *lang.Program, info *lang.Info, fields funcFields, in Input) (*codegen.Spec, error) {
 	if err := checkKernelSupport(p, capability.Of); err != nil {
 		return nil, err
 	}
-	if err := checkWatchpoints(p, opts, objs, files); err != nil {
+	if err := checkWatchpoints(p, in); err != nil {
 		return nil, err
 	}
-	probes, err := resolveUSDT(p, objs, files)
+	probes, err := resolveUSDT(p, in.Objects, in.Files)
 	if err != nil {
 		return nil, err
 	}
-	uprobes, err := expandUprobes(p, fields, objs, files)
+	uprobes, err := expandUprobes(p, fields, in.Objects, in.Files)
 	if err != nil {
 		return nil, err
 	}
@@ -92,21 +131,21 @@ func compile(p *lang.Program, info *lang.Info, fields funcFields, opts Options, 
 		}
 	}
 	matched := matchedProgram(p, uprobes)
-	if err := checkAddresses(matched, fields, opts, files); err != nil {
+	if err := checkAddresses(matched, fields, in); err != nil {
 		return nil, err
 	}
 	// A -c command's probes without a path may be in a library it loads
-	// later: those are looked for again then (see loader.go).
-	watch := opts.Command != "" && hasWildcardUSDT(p)
-	missing := notFound(p, fields, uprobes, objs, watch, files)
-	if opts.PID != 0 {
-		missing = append(missing, notMapped(p, opts.PID)...)
+	// later: those are looked for again then (see Loaded).
+	watch := in.Command != "" && HasWildcardUSDT(p)
+	missing := notFound(p, fields, uprobes, in.Objects, watch, in.Files)
+	if in.PID != 0 {
+		missing = append(missing, notMapped(p, in.PID)...)
 	}
-	if err := applyMissingPolicy(p, opts, len(matched.Probes) > 0 || watch, missing); err != nil {
+	if err := applyMissingPolicy(p, in, len(matched.Probes) > 0 || watch, missing); err != nil {
 		return nil, err
 	}
-	copts := codegenOptions(opts, probes, childPID)
-	copts.WatchLoader = watch
+	copts := in.Codegen
+	copts.USDT, copts.ChildPID, copts.WatchLoader = probes, uint32(in.ChildPID), watch
 	return codegen.Compile(matched, info, copts)
 }
 
@@ -166,39 +205,57 @@ func (ff funcFields) ofAttachment(a *codegen.Attachment) attachpoint.Func {
 // applyMissingPolicy decides what the attach points that named one usdt
 // probe or function and matched nothing (missing) do to the run: with
 // nothing else to trace (matched is false) the run fails, else
-// opts.MissingProbes says whether it fails, warns or goes on silently.
-func applyMissingPolicy(p *lang.Program, opts Options, matched bool, missing lang.ErrorList) error {
+// in.MissingProbes says whether it fails, warns or goes on silently.
+func applyMissingPolicy(p *lang.Program, in Input, matched bool, missing lang.ErrorList) error {
 	switch {
 	case !matched && len(missing) > 0:
 		return missing
 	case !matched:
-		return errNoProbes
-	case len(missing) > 0 && opts.MissingProbes == settings.MissingError:
+		return ErrNoProbes
+	case len(missing) > 0 && in.MissingProbes == settings.MissingError:
 		return missing
-	case len(missing) > 0 && opts.MissingProbes == settings.MissingWarn && !opts.NoWarnings && opts.Err != nil:
-		missing.WriteWarnings(opts.Err, p.File, p.Source)
+	case len(missing) > 0 && in.MissingProbes == settings.MissingWarn && in.Warnings != nil:
+		missing.WriteWarnings(in.Warnings, p.File, p.Source)
 	}
 	return nil
 }
 
-// write prints the plan, one line per site: the program, the probe, where
-// it attaches and why.
-func (pl *probePlan) write(w io.Writer) {
-	fmt.Fprintf(w, "plan: %d sites", len(pl.sites))
-	if pl.spec.LoaderProgram != "" {
+// WarnNotLoaded applies the missing-probe policy at the end of a trace
+// that watched the -c command's loads: unless policy ignores them, each
+// of the attach points of p still waiting (usdt without a path) that
+// names one probe is a warning to w, found in no object the command had
+// or loaded.
+func WarnNotLoaded(p *lang.Program, waiting []*lang.AttachPoint, policy settings.MissingProbes, w io.Writer) {
+	if policy == settings.MissingIgnore {
+		return
+	}
+	var l lang.ErrorList
+	for _, ap := range waiting {
+		if namesOne(ap) {
+			l = append(l, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s was not found in the objects the command loaded", probeLabel(ap))})
+		}
+	}
+	l.WriteWarnings(w, p.File, p.Source)
+}
+
+// Write prints the plan, one line per site: the program, the probe, where
+// it attaches and why (gotrace --dry-run -v).
+func (pl *Plan) Write(w io.Writer) {
+	fmt.Fprintf(w, "plan: %d sites", len(pl.Sites))
+	if pl.Spec.LoaderProgram != "" {
 		fmt.Fprintf(w, ", and the -c command's library loads watched for usdt probes without a path")
 	}
 	fmt.Fprintln(w)
-	for _, s := range pl.sites {
-		fmt.Fprintf(w, "  %s %s", s.att.Program, s.att.Probe)
-		if s.att.ProbeName != s.att.Probe {
+	for _, s := range pl.Sites {
+		fmt.Fprintf(w, "  %s %s", s.Attachment.Program, s.Attachment.Probe)
+		if s.Attachment.ProbeName != s.Attachment.Probe {
 			// A wildcard, a bare or C++ name, an offset of 0: the
 			// attach point as it matched.
-			fmt.Fprintf(w, " as %s", s.att.ProbeName)
+			fmt.Fprintf(w, " as %s", s.Attachment.ProbeName)
 		}
-		fmt.Fprintf(w, ": %s", s.why)
-		if pl.pid != 0 && isUserSite(s.att.Kind) {
-			fmt.Fprintf(w, " (process %d)", pl.pid)
+		fmt.Fprintf(w, ": %s", s.Why)
+		if pl.PID != 0 && UserKind(s.Attachment.Kind) {
+			fmt.Fprintf(w, " (process %d)", pl.PID)
 		}
 		fmt.Fprintln(w)
 	}
@@ -254,21 +311,38 @@ func addressWhy(a *codegen.Attachment, field attachpoint.Func, addr, off uint64,
 	return fmt.Sprintf("%s %s in %s, file offset %#x: %s", a.Kind, what, a.Path, off, checked)
 }
 
-// site is one place a program runs: what bpftrace counts in "Attaching N
+// Site is one place a program runs: what bpftrace counts in "Attaching N
 // probes...". BEGIN, END and every interval are one site each, a USDT
 // probe one site per location, a uprobe one site per matching symbol.
-type site struct {
-	att *codegen.Attachment
-	// path is the absolute ELF path of USDT and uprobe sites.
-	path string
-	// usdt is the location of a USDT site.
-	usdt codegen.Site
-	// symbol names a uprobe's ELF symbol ("" for one by address) and
-	// offset is where it attaches in the file.
-	symbol string
-	offset uint64
-	// why says how the plan chose the site, for --dry-run -v.
-	why string
+type Site struct {
+	// Attachment is the code generator's attachment of the program.
+	Attachment *codegen.Attachment
+	// Path is the absolute ELF path of USDT and uprobe sites.
+	Path string
+	// USDT is the location of a USDT site: file offset, semaphore offset,
+	// cookie.
+	USDT codegen.Site
+	// Symbol names a uprobe's ELF symbol ("" for one by address) and
+	// Offset is where it attaches in the file.
+	Symbol string
+	Offset uint64
+	// Why says how the plan chose the site, for --dry-run -v.
+	Why string
+}
+
+// Where names the place of a USDT or uprobe site in messages: the file
+// and the symbol, or the file offset.
+func (s Site) Where() string {
+	if s.Symbol != "" {
+		return s.Path + ":" + s.Symbol
+	}
+	return fmt.Sprintf("%s at offset %#x", s.Path, s.USDT.Offset+s.Offset)
+}
+
+// UserKind reports whether probes of kind k attach to a user file
+// (usdt, uprobe, uretprobe): those are filtered on the traced process.
+func UserKind(k lang.ProbeKind) bool {
+	return k == lang.ProbeUSDT || k == lang.ProbeUprobe || k == lang.ProbeUretprobe
 }
 
 // planSites expands the attachments of spec into sites; fields holds the
@@ -276,21 +350,21 @@ type site struct {
 // resolved here, before anything is loaded, so that the count printed
 // first is right; an attach point that matches nothing drops out silently,
 // as in bpftrace.
-func planSites(spec *codegen.Spec, fields funcFields, files *usdt.Files, unsafe bool) ([]site, error) {
-	var sites []site
+func planSites(spec *codegen.Spec, fields funcFields, files *usdt.Files, unsafe bool) ([]Site, error) {
+	var sites []Site
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
 		switch a.Kind {
 		case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval, lang.ProbeProfile, lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint,
 			lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
-			sites = append(sites, site{att: a, why: ownWhy(a)})
+			sites = append(sites, Site{Attachment: a, Why: ownWhy(a)})
 		case lang.ProbeUSDT:
 			path, err := absPath(a.Path)
 			if err != nil {
 				return nil, err
 			}
 			for _, s := range a.Sites {
-				sites = append(sites, site{att: a, path: path, usdt: s, why: usdtWhy(a, path, s)})
+				sites = append(sites, Site{Attachment: a, Path: path, USDT: s, Why: usdtWhy(a, path, s)})
 			}
 		case lang.ProbeUprobe, lang.ProbeUretprobe:
 			path, err := absPath(a.Path)
@@ -330,7 +404,7 @@ func siteError(a *codegen.Attachment, format string, args ...any) error {
 // function that the attachment names (expandUprobes has made it one
 // symbol's name). unsafe is --unsafe, which attached addresses whose
 // boundary could not be checked.
-func uprobeSites(a *codegen.Attachment, field attachpoint.Func, f *usdt.File, syms []elf.Symbol, unsafe bool) ([]site, error) {
+func uprobeSites(a *codegen.Attachment, field attachpoint.Func, f *usdt.File, syms []elf.Symbol, unsafe bool) ([]Site, error) {
 	path := f.Path()
 	if field.AtAddress() {
 		addr, _, err := uprobeAddress(field, a.Address, syms)
@@ -341,7 +415,7 @@ func uprobeSites(a *codegen.Attachment, field attachpoint.Func, f *usdt.File, sy
 		if err != nil {
 			return nil, siteError(a, "%v", err)
 		}
-		return []site{{att: a, path: path, offset: off, why: addressWhy(a, field, addr, off, unsafe)}}, nil
+		return []Site{{Attachment: a, Path: path, Offset: off, Why: addressWhy(a, field, addr, off, unsafe)}}, nil
 	}
 	// Attach by offset: symbols of size 0 (frame_dummy, hand-written
 	// assembly) are still code.
@@ -353,8 +427,8 @@ func uprobeSites(a *codegen.Attachment, field attachpoint.Func, f *usdt.File, sy
 	if err != nil {
 		return nil, siteError(a, "symbol %s: %v", sym.Name, err)
 	}
-	return []site{{att: a, path: path, symbol: sym.Name, offset: off,
-		why: fmt.Sprintf("%s %s in %s: symbol at %#x, file offset %#x", a.Kind, sym.Name, path, sym.Value, off)}}, nil
+	return []Site{{Attachment: a, Path: path, Symbol: sym.Name, Offset: off,
+		Why: fmt.Sprintf("%s %s in %s: symbol at %#x, file offset %#x", a.Kind, sym.Name, path, sym.Value, off)}}, nil
 }
 
 // functionSymbols returns the function symbols of the ELF file at path
@@ -406,4 +480,48 @@ func fileOffset(f *usdt.File, addr uint64) (uint64, error) {
 		return 0, fmt.Errorf("address %#x is not in an executable segment of %s", addr, f.Path())
 	}
 	return off, nil
+}
+
+// Loaded plans the usdt attach points of p without a path against objs,
+// the objects a -c command has loaded since the plan was made: only they
+// look in new objects, the others are attached already. It compiles the
+// probes they match into a Spec that extends the run's
+// (in.Codegen.Extends) and returns it with the sites of its new
+// attachments; a nil Spec when nothing matched. info is the checker's.
+func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen.Spec, []Site, error) {
+	wild := map[*lang.AttachPoint][]*lang.AttachPoint{}
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			wild[ap] = nil
+			if ap.Kind == lang.ProbeUSDT && WildcardPath(ap.Target) {
+				wild[ap] = []*lang.AttachPoint{ap}
+			}
+		}
+	}
+	probes, err := resolveUSDT(matchedProgram(p, wild), objs, in.Files)
+	if err != nil {
+		return nil, nil, err
+	}
+	found := false
+	for ap, ps := range probes {
+		if len(ps) == 0 {
+			wild[ap] = nil
+		}
+		found = found || len(ps) > 0
+	}
+	if !found {
+		return nil, nil, nil
+	}
+	copts := in.Codegen
+	copts.USDT, copts.ChildPID = probes, uint32(in.ChildPID)
+	spec, err := codegen.Compile(matchedProgram(p, wild), info, copts)
+	if err != nil {
+		return nil, nil, fmt.Errorf("compile the probes of %v: %w", objs, err)
+	}
+	// Only usdt attach points wait for libraries: no symbols to read.
+	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(in.Codegen.Extends.Attachments):]}, nil, in.Files, false)
+	if err != nil {
+		return nil, nil, err
+	}
+	return spec, sites, nil
 }

@@ -1,17 +1,12 @@
-package runtime
+package plan
 
 import (
-	"bufio"
-	"bytes"
-	"context"
 	"debug/elf"
 	"fmt"
 	"github.com/gotrace/gotrace/lang/attachpoint"
-	"os/exec"
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
@@ -72,27 +67,6 @@ func FuzzInstLen(f *testing.F) {
 	})
 }
 
-// objdumpStarts returns the addresses where objdump sees instructions
-// start in [start, end) of the ELF file path.
-func objdumpStarts(t *testing.T, path string, start, end uint64) map[uint64]bool {
-	t.Helper()
-	objdump := testenv.RequireTool(t, "objdump")
-	out, err := exec.Command(objdump, "-d", "--no-show-raw-insn",
-		fmt.Sprintf("--start-address=%#x", start), fmt.Sprintf("--stop-address=%#x", end), path).Output()
-	if err != nil {
-		t.Fatalf("objdump: %v", err)
-	}
-	starts := map[uint64]bool{}
-	sc := bufio.NewScanner(bytes.NewReader(out))
-	for sc.Scan() {
-		addr, _, ok := strings.Cut(strings.TrimSpace(sc.Text()), ":\t")
-		if a, err := strconv.ParseUint(addr, 16, 64); ok && err == nil {
-			starts[a] = true
-		}
-	}
-	return starts
-}
-
 // functionSymbol returns the function symbol called name of the ELF file
 // path, from its symbol table or its dynamic one.
 func functionSymbol(t *testing.T, path, name string) elf.Symbol {
@@ -121,7 +95,7 @@ func TestCheckAddressBoundaries(t *testing.T) {
 	} {
 		sym := functionSymbol(t, tc.path, tc.fn)
 		end := sym.Value + min(sym.Size, 64)
-		starts := objdumpStarts(t, tc.path, sym.Value, sym.Value+sym.Size)
+		starts := fixture.InstructionStarts(t, tc.path, sym.Value, sym.Value+sym.Size)
 		if len(starts) < 4 {
 			t.Fatalf("objdump found %d instructions in %s", len(starts), tc.fn)
 		}
@@ -152,7 +126,7 @@ func TestCheckAddressErrors(t *testing.T) {
 	bin := fixture.Build(t, "bitcoind")
 	stripped := fixture.Build(t, "bitcoind-stripped")
 	main := functionSymbol(t, bin, "main")
-	starts := objdumpStarts(t, bin, main.Value, main.Value+main.Size)
+	starts := fixture.InstructionStarts(t, bin, main.Value, main.Value+main.Size)
 	second := main.Value + 1
 	for !starts[second] {
 		second++
@@ -210,80 +184,19 @@ func TestCheckAddressesUnsafe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = checkAddresses(p, parseFuncFields(p), Options{}, &usdt.Files{})
+	err = checkAddresses(p, parseFuncFields(p), Input{Files: &usdt.Files{}})
 	if l, ok := err.(lang.ErrorList); !ok || l[0].Span.End.Line != 2 || l[0].Hint != "--unsafe attaches there anyway" {
 		t.Fatalf("error %#v, want one on line 2 with the --unsafe hint", err)
 	}
 	var warnings strings.Builder
-	if err := checkAddresses(p, parseFuncFields(p), Options{Unsafe: true, Err: &warnings}, &usdt.Files{}); err != nil {
+	if err := checkAddresses(p, parseFuncFields(p), Input{Files: &usdt.Files{}, Unsafe: true, Warnings: &warnings}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "stdin:1-2: WARNING: no function symbol of"; !strings.HasPrefix(warnings.String(), want) {
 		t.Errorf("warning %q, want a positioned WARNING", warnings.String())
 	}
 	warnings.Reset()
-	if err := checkAddresses(p, parseFuncFields(p), Options{Unsafe: true, NoWarnings: true, Err: &warnings}, &usdt.Files{}); err != nil || warnings.Len() > 0 {
+	if err := checkAddresses(p, parseFuncFields(p), Input{Files: &usdt.Files{}, Unsafe: true}); err != nil || warnings.Len() > 0 {
 		t.Errorf("--no-warnings: %v, %q", err, warnings.String())
-	}
-}
-
-// TestRunAddressUprobes traces the fixture and python3.11 by address and
-// by function and offset at instruction starts, and refuses the middle of
-// an instruction before the command runs any of its code; the stripped
-// fixture needs --unsafe.
-func TestRunAddressUprobes(t *testing.T) {
-	testenv.RequireRoot(t)
-	testenv.RequireFile(t, python3)
-	bin := fixture.Private(t, "bitcoind")
-	stripped := fixture.Private(t, "bitcoind-stripped")
-	main := functionSymbol(t, bin, "main")
-	py := functionSymbol(t, python3, "Py_RunMain")
-	// Both functions start with a 2-byte push %r15.
-	for _, sym := range []elf.Symbol{main, py} {
-		path := bin
-		if sym.Name == py.Name {
-			path = python3
-		}
-		if starts := objdumpStarts(t, path, sym.Value, sym.Value+16); !starts[sym.Value+2] || starts[sym.Value+1] {
-			t.Fatalf("%s does not start with a 2-byte instruction", sym.Name)
-		}
-	}
-	fixtureCmd := quietCommand(bin, "--rounds 2 --linger-ms 0")
-	strippedCmd := quietCommand(stripped, "--rounds 2 --linger-ms 0")
-	pyCmd := python3 + " -c pass"
-	for _, tc := range []struct {
-		name, src string
-		opts      Options
-		want      string // the output's end, or the error
-	}{
-		{"fixture by address", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", bin, main.Value+2), Options{Command: fixtureCmd}, "@: 1\n"},
-		{"fixture by offset", fmt.Sprintf("uprobe:%s:main+2 { @[probe] = count(); }", bin), Options{Command: fixtureCmd},
-			fmt.Sprintf("@[uprobe:%s:main+2]: 1\n", bin)},
-		{"fixture by decimal address", fmt.Sprintf("uprobe:%s:%d { @[probe] = count(); }", bin, main.Value+2), Options{Command: fixtureCmd},
-			fmt.Sprintf("@[uprobe:%s:%d]: 1\n", bin, main.Value+2)},
-		{"python3.11 by address", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", python3, py.Value+2), Options{Command: pyCmd}, "@: 1\n"},
-		{"fixture inside an instruction", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", bin, main.Value+1), Options{Command: fixtureCmd},
-			fmt.Sprintf("address %#x is inside an instruction of main (at %#x, 2 bytes long)", main.Value+1, main.Value)},
-		{"python3.11 inside an instruction", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", python3, py.Value+1), Options{Command: pyCmd},
-			fmt.Sprintf("address %#x is inside an instruction of Py_RunMain (at %#x, 2 bytes long)", py.Value+1, py.Value)},
-		{"stripped", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", stripped, main.Value+2), Options{Command: strippedCmd},
-			"(a stripped file?)"},
-		{"stripped with --unsafe", fmt.Sprintf("uprobe:%s:%#x { @ = count(); }", stripped, main.Value+2), Options{Command: strippedCmd, Unsafe: true}, "@: 1\n"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-			defer cancel()
-			tc.opts.Quiet = true
-			out, stderr, err := runScript(t, ctx, tc.src, tc.opts)
-			if strings.HasSuffix(tc.want, "\n") {
-				if err != nil || !strings.HasSuffix(out, tc.want) {
-					t.Errorf("output %q, %v\n%s; want it to end with %q", out, err, stderr, tc.want)
-				}
-				return
-			}
-			if err == nil || !strings.Contains(err.Error(), tc.want) {
-				t.Errorf("error %v, want %q", err, tc.want)
-			}
-		})
 	}
 }

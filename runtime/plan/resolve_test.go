@@ -1,7 +1,6 @@
-package runtime
+package plan
 
 import (
-	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -9,7 +8,6 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/fixture"
-	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
@@ -70,7 +68,7 @@ func TestResolveUSDT(t *testing.T) {
 			// The path is the script's, for the probe builtin, or the
 			// object's when the script names none or a pattern.
 			want := ap.Target
-			if wildcardPath(ap.Target) || strings.HasSuffix(ap.Target, "*") {
+			if WildcardPath(ap.Target) || strings.HasSuffix(ap.Target, "*") {
 				want = bin
 			}
 			if pr.Path != want {
@@ -124,7 +122,7 @@ func TestMatchedProgram(t *testing.T) {
 }
 
 func TestCommandObjects(t *testing.T) {
-	objs, err := commandObjects("sh -c true")
+	objs, err := CommandObjects("sh -c true")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -140,36 +138,8 @@ func TestCommandObjects(t *testing.T) {
 	if !libc {
 		t.Errorf("libraries of sh %q do not include libc", objs[1:])
 	}
-	if _, err := commandObjects("/no/such/command"); err == nil || !strings.Contains(err.Error(), "does not exist or is not executable") {
+	if _, err := CommandObjects("/no/such/command"); err == nil || !strings.Contains(err.Error(), "does not exist or is not executable") {
 		t.Errorf("missing command: error %v", err)
-	}
-}
-
-// TestCompile compiles a script against the fixture without loading
-// anything: the spec has one attachment per matched probe (net:nope, which
-// does not exist, is ignored as asked).
-func TestCompile(t *testing.T) {
-	bin := fixture.Build(t, "bitcoind")
-	p, err := lang.Parse("test.bt", fmt.Sprintf(`usdt:%[1]s:net:*bound_message { @[probe] = count(); } usdt:%[1]s:net:nope { } BEGIN { }`, bin))
-	if err != nil {
-		t.Fatal(err)
-	}
-	info, err := lang.Analyze(p, lang.Config{}, nil)
-	if err != nil {
-		t.Fatal(err)
-	}
-	spec, err := Compile(p, info, Options{Values: settings.Values{MissingProbes: settings.MissingIgnore}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got []string
-	for _, a := range spec.Attachments {
-		got = append(got, a.ProbeName)
-	}
-	slices.Sort(got)
-	want := []string{"BEGIN", "usdt:" + bin + ":net:inbound_message", "usdt:" + bin + ":net:outbound_message"}
-	if !slices.Equal(got, want) {
-		t.Errorf("attachments %q, want %q", got, want)
 	}
 }
 

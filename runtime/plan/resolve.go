@@ -1,9 +1,8 @@
-package runtime
+package plan
 
 import (
 	"bufio"
 	"debug/elf"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -15,12 +14,10 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/runtime/proc"
+	"github.com/gotrace/gotrace/runtime/symbols"
+	"github.com/gotrace/gotrace/runtime/tracefs"
 	"github.com/gotrace/gotrace/usdt"
 )
-
-// errNoProbes is returned when no attach point of the script matches
-// anything: bpftrace's wording.
-var errNoProbes = errors.New("No probes to attach")
 
 // capabilityOf answers what the machine can do: capability.Of, or a fixed
 // answer in tests.
@@ -37,7 +34,7 @@ func checkKernelSupport(p *lang.Program, has capabilityOf) error {
 			switch ap.Kind {
 			case lang.ProbeKprobe, lang.ProbeKretprobe:
 				if r := has(capability.Kprobes); !r.Available && !r.Unknown {
-					return attachError(ap, "%s", notAvailable(r))
+					return attachError(ap, "%s", r.NotAvailable())
 				}
 			case lang.ProbeHardware:
 				if r := has(capability.PMU); !r.Available && !r.Unknown {
@@ -51,11 +48,6 @@ func checkKernelSupport(p *lang.Program, has capabilityOf) error {
 	return nil
 }
 
-// notAvailable says that a feature is not available and why.
-func notAvailable(r capability.Row) string {
-	return fmt.Sprintf("%s are not available: %s", r.Feature, r.Evidence)
-}
-
 // kernelSpace is where x86-64's kernel half of the address space starts.
 const kernelSpace = 0xffff800000000000
 
@@ -66,7 +58,8 @@ const kernelSpace = 0xffff800000000000
 // bpftrace 0.17 attaches there and the watchpoint never fires. Without -p
 // or -c a watchpoint watches every process, and kernel addresses are not
 // checked.
-func checkWatchpoints(p *lang.Program, opts Options, objs []string, files *usdt.Files) error {
+func checkWatchpoints(p *lang.Program, in Input) error {
+	objs := in.Objects
 	var errs lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
@@ -74,16 +67,16 @@ func checkWatchpoints(p *lang.Program, opts Options, objs []string, files *usdt.
 				continue
 			}
 			switch {
-			case opts.PID != 0:
-				mapped, err := usdt.AddressMapped(opts.PID, ap.Address)
+			case in.PID != 0:
+				mapped, err := usdt.AddressMapped(in.PID, ap.Address)
 				if err != nil {
 					return attachError(ap, "%v", err)
 				}
 				if !mapped {
-					errs = append(errs, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("address %#x is not mapped in process %d", ap.Address, opts.PID)})
+					errs = append(errs, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("address %#x is not mapped in process %d", ap.Address, in.PID)})
 				}
-			case opts.Command != "" && len(objs) > 0:
-				f, err := files.Open(objs[0])
+			case in.Command != "" && len(objs) > 0:
+				f, err := in.Files.Open(objs[0])
 				if err != nil {
 					return attachError(ap, "%v", err)
 				}
@@ -99,9 +92,9 @@ func checkWatchpoints(p *lang.Program, opts Options, objs []string, files *usdt.
 	return nil
 }
 
-// wildcardPath reports whether a usdt or uprobe target means "every object
-// of the traced process" (empty or *).
-func wildcardPath(target string) bool { return target == "" || target == "*" }
+// WildcardPath reports whether a usdt or uprobe target means "every
+// object of the traced process" (empty or *).
+func WildcardPath(target string) bool { return target == "" || target == "*" }
 
 // absPath resolves a probe's target path against the working directory.
 func absPath(target string) (string, error) {
@@ -126,7 +119,7 @@ func resolveUSDT(p *lang.Program, objs []string, files *usdt.Files) (map[*lang.A
 				continue
 			}
 			var paths []string
-			wild := wildcardPath(ap.Target)
+			wild := WildcardPath(ap.Target)
 			glob := !wild && strings.ContainsAny(ap.Target, "*?")
 			switch {
 			case wild:
@@ -194,7 +187,7 @@ func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint]
 				continue
 			}
 			switch {
-			case ap.Kind == lang.ProbeUSDT && later && wildcardPath(ap.Target):
+			case ap.Kind == lang.ProbeUSDT && later && WildcardPath(ap.Target):
 			case ap.Kind == lang.ProbeUSDT:
 				l = append(l, usdtNotFound(ap, objs, files))
 			case (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && !wildcardUprobe(ap):
@@ -215,16 +208,20 @@ func notMapped(p *lang.Program, pid int) lang.ErrorList {
 		return nil
 	}
 	f.Close()
-	mapped := mappedFiles(pid)
+	// A file is known by its device and inode, whatever path maps it.
+	mapped := map[[2]uint64]bool{}
+	for _, m := range symbols.ProcessMappings(pid) {
+		mapped[[2]uint64{m.Dev, m.Ino}] = true
+	}
 	var l lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			userFile := ap.Kind == lang.ProbeUSDT || ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe
-			if !userFile || wildcardPath(ap.Target) {
+			if !userFile || WildcardPath(ap.Target) {
 				continue
 			}
 			var st syscall.Stat_t
-			if syscall.Stat(ap.Target, &st) != nil || mapped[fileKey{dev: st.Dev, ino: st.Ino}] {
+			if syscall.Stat(ap.Target, &st) != nil || mapped[[2]uint64{st.Dev, st.Ino}] {
 				continue
 			}
 			l = append(l, &lang.Error{Span: ap.Loc,
@@ -254,7 +251,7 @@ func probeLabel(ap *lang.AttachPoint) string {
 func usdtNotFound(ap *lang.AttachPoint, objs []string, files *usdt.Files) *lang.Error {
 	want := probeLabel(ap)
 	paths := objs
-	if !wildcardPath(ap.Target) {
+	if !WildcardPath(ap.Target) {
 		path, _ := absPath(ap.Target)
 		paths = []string{path}
 	}
@@ -270,7 +267,7 @@ func usdtNotFound(ap *lang.AttachPoint, objs []string, files *usdt.Files) *lang.
 		}
 	}
 	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s not found in %s", want, ap.Target)}
-	if wildcardPath(ap.Target) {
+	if WildcardPath(ap.Target) {
 		e.Msg = fmt.Sprintf("usdt probe %s not found in the objects of the traced process", want)
 		e.Hint = "a library the process loads later with dlopen is not searched: give its path in the probe"
 	}
@@ -392,7 +389,7 @@ func expandKprobes(p *lang.Program, res map[*lang.AttachPoint][]*lang.AttachPoin
 			if (ap.Kind != lang.ProbeKprobe && ap.Kind != lang.ProbeKretprobe) || !strings.Contains(ap.Func, "*") {
 				continue
 			}
-			funcs, err := traceableFunctions()
+			funcs, err := TraceableFunctions()
 			if err != nil {
 				// A kernel without kprobes may refuse the list
 				// (this project's answer EPERM): the symbols
@@ -444,6 +441,41 @@ func expandObjects(ap *lang.AttachPoint, field attachpoint.Func, objs []string, 
 	return aps, nil
 }
 
+// TraceableFunctions returns the kernel functions kprobes can attach to,
+// in tracefs's available_filter_functions order: the list bpftrace
+// matches kprobe wildcards and -l against. A function of a module is
+// listed by its name alone, without the "[module]" the file adds.
+func TraceableFunctions() ([]string, error) {
+	dir, err := tracefs.Find(os.Geteuid() == 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "available_filter_functions"))
+	if err != nil {
+		return nil, fmt.Errorf("read traceable kernel functions: %w", err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, _, _ := strings.Cut(line, " "); name != "" {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// kernelFunctionNames returns the names of /proc/kallsyms, in its order.
+func kernelFunctionNames() ([]string, error) {
+	syms, err := symbols.KernelSymbols()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(syms))
+	for i, s := range syms {
+		names[i] = s.Name
+	}
+	return names, nil
+}
+
 // expandWildcard returns an attach point per symbol name that uprobe
 // attach point ap, whose function field is field, matched, each with the
 // field's non-zero offset (+2) after the name; their fields are added to
@@ -471,9 +503,10 @@ func matchUSDT(ap *lang.AttachPoint, pr *usdt.Probe) bool {
 	return attachpoint.Star.Match(ap.Func, pr.Name)
 }
 
-// commandObjects returns the executable of a -c command, looked up on PATH,
-// followed by the shared libraries it needs at start-up, in load order.
-func commandObjects(command string) ([]string, error) {
+// CommandObjects returns the executable of a -c command, looked up on PATH,
+// followed by the shared libraries it needs at start-up, in load order:
+// the objects its attach points without a path look in.
+func CommandObjects(command string) ([]string, error) {
 	path, err := proc.CommandPath(command)
 	if err != nil {
 		return nil, err
@@ -590,4 +623,67 @@ func attachErrorHint(ap *lang.AttachPoint, hint, format string, args ...any) err
 // spanError is a diagnostic at span of the script.
 func spanError(span lang.Span, hint, format string, args ...any) error {
 	return lang.ErrorList{{Span: span, Msg: fmt.Sprintf(format, args...), Hint: hint}}
+}
+
+// HasWildcardUSDT reports whether p has a usdt attach point without a
+// path: one that looks in the objects of the traced process.
+func HasWildcardUSDT(p *lang.Program) bool {
+	return anyAttachPoint(p, func(ap *lang.AttachPoint) bool {
+		return ap.Kind == lang.ProbeUSDT && WildcardPath(ap.Target)
+	})
+}
+
+// HasWildcardUprobe reports whether p has a uprobe or uretprobe attach
+// point whose target is "*": every object of the -p process or -c command.
+func HasWildcardUprobe(p *lang.Program) bool {
+	return anyAttachPoint(p, wildcardUprobe)
+}
+
+// wildcardUprobe reports whether ap is a uprobe or uretprobe whose target
+// is "*".
+func wildcardUprobe(ap *lang.AttachPoint) bool {
+	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && ap.Target == "*"
+}
+
+// anyAttachPoint reports whether is holds for an attach point of p.
+func anyAttachPoint(p *lang.Program, is func(*lang.AttachPoint) bool) bool {
+	for _, pr := range p.Probes {
+		if slices.ContainsFunc(pr.Attach, is) {
+			return true
+		}
+	}
+	return false
+}
+
+// matchedProgram returns p with every attach point in replace replaced by
+// its list: the usdt and uprobe attach points that matched nothing
+// disappear, those with a wildcard become one attach point per match, and
+// probe blocks left with no attach point go, as bpftrace skips them
+// silently. p itself is not changed.
+func matchedProgram(p *lang.Program, replace map[*lang.AttachPoint][]*lang.AttachPoint) *lang.Program {
+	q := *p
+	q.Probes = nil
+	for _, pr := range p.Probes {
+		var aps []*lang.AttachPoint
+		changed := false
+		for _, ap := range pr.Attach {
+			with, ok := replace[ap]
+			if !ok {
+				aps = append(aps, ap)
+				continue
+			}
+			aps = append(aps, with...)
+			changed = changed || len(with) != 1 || with[0] != ap
+		}
+		switch {
+		case len(aps) == 0:
+		case !changed:
+			q.Probes = append(q.Probes, pr)
+		default:
+			kept := *pr
+			kept.Attach = aps
+			q.Probes = append(q.Probes, &kept)
+		}
+	}
+	return &q
 }

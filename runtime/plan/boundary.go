@@ -1,4 +1,4 @@
-package runtime
+package plan
 
 import (
 	"debug/elf"
@@ -28,16 +28,16 @@ const maxInstLen = 15
 // are not at a function's entry. Where gotrace cannot tell (no function
 // symbol holds the address, as in a stripped file, or an instruction it
 // does not know comes first) the attach point is refused too, unless
-// opts.Unsafe is set: then a warning says what was not checked. fields
+// in.Unsafe is set: then a warning says what was not checked. fields
 // holds the function fields of p's uprobes.
-func checkAddresses(p *lang.Program, fields funcFields, opts Options, files *usdt.Files) error {
+func checkAddresses(p *lang.Program, fields funcFields, in Input) error {
 	var errs, warnings lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
-			e, unchecked := checkAddress(ap, fields.of(ap), files)
+			e, unchecked := checkAddress(ap, fields.of(ap), in.Files)
 			switch {
 			case e == nil:
-			case unchecked && opts.Unsafe:
+			case unchecked && in.Unsafe:
 				warnings = append(warnings, e)
 			case unchecked:
 				e.Hint = "--unsafe attaches there anyway"
@@ -50,8 +50,8 @@ func checkAddresses(p *lang.Program, fields funcFields, opts Options, files *usd
 	if len(errs) > 0 {
 		return errs
 	}
-	if len(warnings) > 0 && !opts.NoWarnings && opts.Err != nil {
-		warnings.WriteWarnings(opts.Err, p.File, p.Source)
+	if len(warnings) > 0 && in.Warnings != nil {
+		warnings.WriteWarnings(in.Warnings, p.File, p.Source)
 	}
 	return nil
 }

@@ -1,4 +1,4 @@
-package runtime
+package plan
 
 import (
 	"fmt"
@@ -11,6 +11,9 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
 )
+
+// python3 is a system binary whose functions the plan is tested against.
+const python3 = "/usr/bin/python3.11"
 
 // TestPlan computes the probe plan of scripts against the fixture, python3.11
 // and libc without loading or attaching anything, and checks each site's
@@ -64,12 +67,12 @@ func TestPlan(t *testing.T) {
 			}
 			var files usdt.Files
 			defer files.Close()
-			plan, err := makePlan(p, info, Options{}, nil, 0, &files)
+			plan, err := Make(p, info, Input{Files: &files})
 			if err != nil {
 				t.Fatal(err)
 			}
 			var out strings.Builder
-			plan.write(&out)
+			plan.Write(&out)
 			lines := strings.Split(strings.TrimSpace(out.String()), "\n")
 			if want := fmt.Sprintf("plan: %d sites", len(tc.want)); lines[0] != want {
 				t.Fatalf("plan:\n%s\nwant %q first", out.String(), want)

@@ -1,4 +1,4 @@
-package runtime
+package plan
 
 import (
 	"github.com/gotrace/gotrace/lang/attachpoint"
