@@ -6,6 +6,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gotrace/gotrace/runtime/attach"
 	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
@@ -26,7 +27,7 @@ type follower struct {
 	family *proc.Family
 	// groups are the locations in files, by the file's key; names are
 	// the files' paths, for the warning.
-	groups map[fileKey][]siteGroup
+	groups map[fileKey][]attach.Group
 	names  []string
 	// attached are the descendants the probes were attached to.
 	attached map[int]bool
@@ -37,11 +38,11 @@ type follower struct {
 // newFollower returns a follower of root's descendants for the locations
 // in files among sites, or nil when there is none.
 func newFollower(t *tracer, root int, sites []plan.Site) *follower {
-	f := &follower{t: t, family: proc.NewFamily(root), groups: map[fileKey][]siteGroup{}, attached: map[int]bool{}}
-	_, groups := groupSites(sites)
+	f := &follower{t: t, family: proc.NewFamily(root), groups: map[fileKey][]attach.Group{}, attached: map[int]bool{}}
+	_, groups := attach.GroupSites(sites)
 	for _, g := range groups {
 		// The file that was read and is attached to, by its descriptor.
-		file, err := t.files.Open(g.sites[0].Path)
+		file, err := t.files.Open(g.Sites[0].Path)
 		if err != nil {
 			continue
 		}
@@ -51,7 +52,7 @@ func newFollower(t *tracer, root int, sites []plan.Site) *follower {
 		}
 		k := fileKey{dev: st.Dev, ino: st.Ino}
 		if _, ok := f.groups[k]; !ok {
-			f.names = append(f.names, g.sites[0].Path)
+			f.names = append(f.names, g.Sites[0].Path)
 		}
 		f.groups[k] = append(f.groups[k], g)
 	}
@@ -115,12 +116,12 @@ func (f *follower) attach(pid int, mapped map[fileKey]bool) error {
 			continue
 		}
 		for _, g := range groups {
-			prog := t.coll.Programs[g.sites[0].Attachment.Program]
+			prog := t.coll.Programs[g.Sites[0].Attachment.Program]
 			if prog == nil {
-				return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].Attachment.Probe, g.sites[0].Attachment.Program)
+				return fmt.Errorf("attach %s: program %s is missing from the collection", g.Sites[0].Attachment.Probe, g.Sites[0].Attachment.Program)
 			}
-			if t.uprobes == multiUprobes {
-				l, err := attachMulti(g, prog, t.execs, pid)
+			if t.uprobes == attach.MultiUprobes {
+				l, err := attach.UprobeMulti(g, prog, t.execs, pid)
 				if err != nil {
 					return fmt.Errorf("attach to process %d, which the command started: %w", pid, err)
 				}
@@ -128,8 +129,8 @@ func (f *follower) attach(pid int, mapped map[fileKey]bool) error {
 				n++
 				continue
 			}
-			for _, s := range g.sites {
-				l, err := attachSite(s, prog, t.execs, pid)
+			for _, s := range g.Sites {
+				l, err := attach.Uprobe(s, prog, t.execs, pid)
 				if err != nil {
 					return fmt.Errorf("attach to process %d, which the command started: %w", pid, err)
 				}

@@ -10,6 +10,8 @@ import (
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/attach"
+	"github.com/gotrace/gotrace/runtime/plan"
 )
 
 // compileKernel parses, resolves, checks and compiles src with the
@@ -46,7 +48,7 @@ kretprobe:vfs_read { @ret[func] = hist(retval); }`)
 	}
 	defer coll.Close()
 	for _, a := range spec.Attachments {
-		l, err := attachKernelFunc(&a, coll.Programs[a.Program])
+		l, err := attach.KernelFunc(plan.Site{Attachment: &a}, coll.Programs[a.Program])
 		switch {
 		case err == nil:
 			l.Close()

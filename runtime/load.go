@@ -14,6 +14,9 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/lang"
 )
 
 // verifierTail is how many lines of a verifier log an error shows: enough
@@ -202,4 +205,18 @@ func sourceAt(insns asm.Instructions, off int) string {
 		}
 	}
 	return src
+}
+
+// kernelFuncLoadError turns the kernel's refusal to load the program of a
+// kfunc or kretfunc attach point into an error at that attach point,
+// saying that it is fentry/fexit programs the kernel refuses (this
+// project's kernels refuse them with EPERM, even to root); other errors
+// are returned as they are.
+func kernelFuncLoadError(spec *codegen.Spec, err error) error {
+	for _, a := range spec.Attachments {
+		if (a.Kind == lang.ProbeKfunc || a.Kind == lang.ProbeKretfunc) && strings.Contains(err.Error(), "program "+a.Program+":") {
+			return lang.ErrorList{{Span: a.ProbePos, Msg: fmt.Sprintf("%s: the kernel refuses to load fentry/fexit programs (kfunc, kretfunc): %v", a.ProbeName, err)}}
+		}
+	}
+	return err
 }

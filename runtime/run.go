@@ -22,6 +22,7 @@ import (
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/memlock"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/attach"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
 	"github.com/gotrace/gotrace/runtime/plan"
@@ -92,7 +93,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 		out:   output.NewWriter(opts.Out, format),
 		files: &usdt.Files{},
 	}
-	t.execs = newExecutables(t.files)
+	t.execs = attach.NewExecutables(t.files)
 	switch {
 	case opts.Capture != nil:
 		t.out = output.NewWriter(io.Discard, format)
@@ -168,7 +169,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	// only a script with usdt or uprobe probes needs the answer.
 	if slices.ContainsFunc(t.spec.Attachments, func(a codegen.Attachment) bool { return plan.UserKind(a.Kind) }) {
 		var why string
-		t.uprobes, why = chooseUprobeMode(opts.NoUprobeMulti, t.pid)
+		t.uprobes, why = attach.ChooseMode(opts.NoUprobeMulti, t.pid)
 		if opts.Verbose {
 			fmt.Fprintf(opts.Err, "uprobes: %s", t.uprobes)
 			if why != "" {
@@ -294,10 +295,10 @@ type tracer struct {
 	// follow attaches the probes to the processes the child starts.
 	follow *follower
 
-	execs *executables
+	execs *attach.Executables
 	links []link.Link
 	// uprobes is how usdt and uprobe programs are attached.
-	uprobes uprobeMode
+	uprobes attach.Mode
 	// begin, end and intervals are the programs the runtime runs itself.
 	begin, end []*ebpf.Program
 	intervals  []interval
@@ -364,16 +365,16 @@ type interval struct {
 // from spec: the runtime's own sites one by one, in order, and the
 // locations in files by attachment and file (attachGroup).
 func (t *tracer) attachAll(sites []plan.Site, coll *ebpf.Collection, spec *ebpf.CollectionSpec) error {
-	own, groups := groupSites(sites)
+	own, groups := attach.GroupSites(sites)
 	for _, s := range own {
 		if err := t.attach(s); err != nil {
 			return err
 		}
 	}
 	for _, g := range groups {
-		prog := coll.Programs[g.sites[0].Attachment.Program]
+		prog := coll.Programs[g.Sites[0].Attachment.Program]
 		if prog == nil {
-			return fmt.Errorf("attach %s: program %s is missing from the collection", g.sites[0].Attachment.Probe, g.sites[0].Attachment.Program)
+			return fmt.Errorf("attach %s: program %s is missing from the collection", g.Sites[0].Attachment.Probe, g.Sites[0].Attachment.Program)
 		}
 		if err := t.attachGroup(g, prog, spec); err != nil {
 			return err
@@ -386,8 +387,8 @@ func (t *tracer) attachAll(sites []plan.Site, coll *ebpf.Collection, spec *ebpf.
 // with uprobe_multi links, with the programs of usdt and uprobe probes
 // loaded for them.
 func (t *tracer) loadSpec(spec *codegen.Spec) *ebpf.CollectionSpec {
-	if t.uprobes == multiUprobes {
-		return forUprobeMulti(spec.Collection, spec.Attachments)
+	if t.uprobes == attach.MultiUprobes {
+		return attach.ForUprobeMulti(spec.Collection, spec.Attachments)
 	}
 	return spec.Collection
 }
@@ -410,7 +411,7 @@ func (t *tracer) attach(s plan.Site) error {
 		t.intervals = append(t.intervals, interval{prog: prog, period: s.Attachment.Period})
 		return nil
 	case lang.ProbeProfile:
-		links, err := attachProfile(s.Attachment, prog)
+		links, err := attach.Profile(s, prog)
 		t.links = append(t.links, links...)
 		return err
 	case lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint,
@@ -426,28 +427,28 @@ func (t *tracer) attachKernel(s plan.Site) error {
 	prog := t.coll.Programs[s.Attachment.Program]
 	switch s.Attachment.Kind {
 	case lang.ProbeSoftware, lang.ProbeHardware:
-		links, err := attachPerfCounter(s.Attachment, prog)
+		links, err := attach.PerfCounter(s, prog)
 		t.links = append(t.links, links...)
 		return err
 	case lang.ProbeWatchpoint:
 		// Asked only here, so that scripts without watchpoints open no
 		// breakpoint of their own.
 		bp := capability.Of(capability.Breakpoints)
-		links, err := attachWatchpoint(s.Attachment, prog, t.pid, t.child != nil)
+		links, err := attach.Watchpoint(s, prog, t.pid, t.child != nil)
 		t.links = append(t.links, links...)
 		if err == nil && !bp.Available && !bp.Unknown {
 			fmt.Fprintf(t.opts.Err, "WARNING: %s: the probe will not fire: hardware breakpoints attach on this machine but are not delivered (tried by gotrace: %s)\n", s.Attachment.Probe, bp.Evidence)
 		}
 		return err
 	case lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
-		l, err := attachKernelFunc(s.Attachment, prog)
+		l, err := attach.KernelFunc(s, prog)
 		if err != nil {
 			return err
 		}
 		t.links = append(t.links, l)
 		return nil
 	}
-	l, err := attachTracepoint(s.Attachment, prog)
+	l, err := attach.Tracepoint(s, prog)
 	if err != nil {
 		return err
 	}

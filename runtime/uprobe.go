@@ -1,84 +1,24 @@
 package runtime
 
-// Perf-event uprobes: one link per site (a usdt location, a uprobe's
-// symbol or address), on the file descriptor the plan opened; the
-// fallback where uprobe_multi links are not used (uprobe_multi.go).
+// The run's uprobes: each group of a program's locations in one file is
+// attached with one uprobe_multi link where the run uses them, else, or
+// when the kernel refuses the link, with a perf-event uprobe per
+// location (the mechanisms are runtime/attach's).
 
 import (
+	"errors"
 	"fmt"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 
-	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/attach"
 	"github.com/gotrace/gotrace/runtime/plan"
-	"github.com/gotrace/gotrace/usdt"
 )
-
-// attachSite attaches the program of a USDT or uprobe site, filtered on
-// pid when it is not 0.
-func attachSite(s plan.Site, prog *ebpf.Program, execs *executables, pid int) (link.Link, error) {
-	ex, err := execs.open(s)
-	if err != nil {
-		return nil, err
-	}
-	var l link.Link
-	switch s.Attachment.Kind {
-	case lang.ProbeUSDT:
-		l, err = ex.Uprobe("", prog, &link.UprobeOptions{
-			Address:      s.USDT.Offset,
-			RefCtrOffset: s.USDT.SemaphoreOffset,
-			Cookie:       s.USDT.Cookie,
-			PID:          pid,
-		})
-	case lang.ProbeUprobe:
-		l, err = ex.Uprobe(s.Symbol, prog, &link.UprobeOptions{Address: s.Offset, PID: pid})
-	case lang.ProbeUretprobe:
-		l, err = ex.Uretprobe(s.Symbol, prog, &link.UprobeOptions{Address: s.Offset, PID: pid})
-	default:
-		return nil, fmt.Errorf("attach %s: probes of this kind cannot be attached", s.Attachment.Probe)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("attach %s to %s: %w", s.Attachment.Probe, s.Where(), err)
-	}
-	return l, nil
-}
-
-// executables are the files of a run's uprobes, each opened once. The
-// kernel is handed the descriptor files holds (File.KernelPath), not the
-// path: the file it attaches to is the one opened (with the user's rights,
-// see usdt.SetOpenRights) and read, even if the path (a symlink) has been
-// changed since.
-type executables struct {
-	files  *usdt.Files
-	byPath map[string]*link.Executable
-}
-
-// newExecutables returns the executables of a run whose files are files.
-func newExecutables(files *usdt.Files) *executables {
-	return &executables{files: files, byPath: map[string]*link.Executable{}}
-}
-
-// open returns the executable of a site's file.
-func (e *executables) open(s plan.Site) (*link.Executable, error) {
-	if ex, ok := e.byPath[s.Path]; ok {
-		return ex, nil
-	}
-	f, err := e.files.Open(s.Path)
-	if err != nil {
-		return nil, fmt.Errorf("attach %s: %w", s.Attachment.Probe, err)
-	}
-	ex, err := link.OpenExecutable(f.KernelPath())
-	if err != nil {
-		return nil, fmt.Errorf("attach %s: %w", s.Attachment.Probe, err)
-	}
-	e.byPath[s.Path] = ex
-	return ex, nil
-}
 
 // attachProbe attaches prog at a USDT or uprobe site.
 func (t *tracer) attachProbe(s plan.Site, prog *ebpf.Program) error {
-	l, err := attachSite(s, prog, t.execs, t.pid)
+	l, err := attach.Uprobe(s, prog, t.execs, t.pid)
 	if err != nil {
 		return err
 	}
@@ -87,4 +27,61 @@ func (t *tracer) attachProbe(s plan.Site, prog *ebpf.Program) error {
 		fmt.Fprintf(t.opts.Err, "attached %s to %s (semaphore at offset %#x)\n", s.Attachment.Probe, s.Where(), s.USDT.SemaphoreOffset)
 	}
 	return nil
+}
+
+// attachGroup attaches the locations of g: with one uprobe_multi link
+// when t uses them, else, or when the kernel refuses the link (a limit of
+// its own, such as a file it cannot probe that way), one perf-event
+// uprobe per location, with the program loaded again from spec for that
+// kind of attachment.
+func (t *tracer) attachGroup(g attach.Group, prog *ebpf.Program, spec *ebpf.CollectionSpec) error {
+	if t.uprobes != attach.MultiUprobes {
+		for _, s := range g.Sites {
+			if err := t.attachProbe(s, prog); err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	l, err := attach.UprobeMulti(g, prog, t.execs, t.pid)
+	if err == nil {
+		t.links = append(t.links, l)
+		if t.opts.Verbose {
+			fmt.Fprintf(t.opts.Err, "attached %s to %d locations of %s with one uprobe_multi link\n", g.Sites[0].Attachment.Probe, len(g.Sites), g.Sites[0].Path)
+		}
+		return nil
+	}
+	if errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) {
+		return err
+	}
+	fallback, lerr := t.loadPerfUprobe(spec, g.Sites[0].Attachment.Program)
+	if lerr != nil {
+		return fmt.Errorf("%w; and again for perf-event uprobes: %v", err, lerr)
+	}
+	if t.opts.Verbose {
+		fmt.Fprintf(t.opts.Err, "%v; attaching perf-event uprobes instead\n", err)
+	}
+	for _, s := range g.Sites {
+		if err := t.attachProbe(s, fallback); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// loadPerfUprobe loads program name of spec again, for perf-event
+// uprobes, sharing the maps already created.
+func (t *tracer) loadPerfUprobe(spec *ebpf.CollectionSpec, name string) (*ebpf.Program, error) {
+	spec = spec.Copy()
+	for other := range spec.Programs {
+		if other != name {
+			delete(spec.Programs, other)
+		}
+	}
+	coll, err := loadSharing(spec, t.coll.Maps)
+	if err != nil {
+		return nil, err
+	}
+	t.extra = append(t.extra, coll)
+	return coll.Programs[name], nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/runtime/attach"
 	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -138,8 +139,8 @@ func TestExecutablesUseDescriptor(t *testing.T) {
 		t.Errorf("%s is not %s, the file read", kernelPath, read)
 	}
 
-	execs := newExecutables(files)
-	ex, err := execs.open(plan.Site{Attachment: &codegen.Attachment{Probe: "uprobe:" + link + ":main"}, Path: link})
+	execs := attach.NewExecutables(files)
+	ex, err := execs.Open(plan.Site{Attachment: &codegen.Attachment{Probe: "uprobe:" + link + ":main"}, Path: link})
 	if err != nil {
 		t.Fatal(err)
 	}

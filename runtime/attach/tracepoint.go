@@ -1,4 +1,4 @@
-package runtime
+package attach
 
 // Tracepoints: a program per matching tracepoint, attached through tracefs.
 
@@ -8,11 +8,12 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/runtime/plan"
 )
 
-// attachTracepoint attaches the program of a tracepoint attachment.
-func attachTracepoint(a *codegen.Attachment, prog *ebpf.Program) (link.Link, error) {
+// Tracepoint attaches prog at the tracepoint of site s.
+func Tracepoint(s plan.Site, prog *ebpf.Program) (link.Link, error) {
+	a := s.Attachment
 	tp := a.Tracepoint
 	l, err := link.Tracepoint(tp.Category, tp.Name, prog, nil)
 	if err != nil {

@@ -1,4 +1,4 @@
-package runtime
+package attach
 
 // Watchpoints: hardware breakpoints on an address, as perf events of the
 // traced process's threads or of every CPU.
@@ -13,16 +13,17 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
-	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/runtime/plan"
 )
 
-// attachWatchpoint attaches a watchpoint program to a hardware breakpoint
-// on its address, every hit: on every online CPU for every process when
+// Watchpoint attaches prog to a hardware breakpoint on the address of
+// watchpoint site s, every hit: on every online CPU for every process when
 // pid is 0, else on the traced process's threads, those it has and those
 // it starts. A -c command (child) is one thread until it execs, and its
 // event follows it through exec. bpftrace 0.17 watches only the main
 // thread of the -c or -p process.
-func attachWatchpoint(a *codegen.Attachment, prog *ebpf.Program, pid int, child bool) ([]link.Link, error) {
+func Watchpoint(s plan.Site, prog *ebpf.Program, pid int, child bool) ([]link.Link, error) {
+	a := s.Attachment
 	attr := perfEvent(unix.PERF_TYPE_BREAKPOINT, 0, 1)
 	attr.Bp_type = a.WatchAccess
 	attr.Ext1, attr.Ext2 = a.Address, a.WatchLen // bp_addr, bp_len

@@ -1,4 +1,7 @@
-package runtime
+package attach
+
+// Perf events: opened on every online CPU or on one thread, with a BPF
+// program attached to each; used by profile.go and watchpoint.go.
 
 import (
 	"fmt"
@@ -12,7 +15,6 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/lang"
 )
 
 // profileLink is a profile, software or hardware program attached to one CPU's
@@ -22,33 +24,11 @@ type profileLink struct {
 	fd int
 }
 
+// Close detaches the program and closes the perf event.
 func (l *profileLink) Close() error {
 	err := l.Link.Close()
 	unix.Close(l.fd)
 	return err
-}
-
-// attachProfile attaches a profile program to a CPU clock event on every
-// online CPU, sampling every process, as bpftrace does: Frequency times a
-// second, or every Period.
-func attachProfile(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, error) {
-	attr := perfEvent(unix.PERF_TYPE_SOFTWARE, unix.PERF_COUNT_SW_CPU_CLOCK, uint64(a.Period.Nanoseconds()))
-	if a.Frequency > 0 {
-		attr.Bits |= unix.PerfBitFreq
-		attr.Sample = a.Frequency
-	}
-	return attachPerfEvents(a, prog, &attr)
-}
-
-// attachPerfCounter attaches a software or hardware program to its perf
-// event on every online CPU, every Count events of every process.
-func attachPerfCounter(a *codegen.Attachment, prog *ebpf.Program) ([]link.Link, error) {
-	typ := uint32(unix.PERF_TYPE_SOFTWARE)
-	if a.Kind == lang.ProbeHardware {
-		typ = unix.PERF_TYPE_HARDWARE
-	}
-	attr := perfEvent(typ, a.PerfConfig, a.Count)
-	return attachPerfEvents(a, prog, &attr)
 }
 
 // perfBitInheritThread is perf_event_attr's inherit_thread bit (Linux
@@ -70,7 +50,7 @@ func perfEvent(typ uint32, config, period uint64) unix.PerfEventAttr {
 // attachPerfEvents opens the perf event attr describes on every online
 // CPU and attaches prog to each.
 func attachPerfEvents(a *codegen.Attachment, prog *ebpf.Program, attr *unix.PerfEventAttr) ([]link.Link, error) {
-	cpus, err := onlineCPUs()
+	cpus, err := OnlineCPUs()
 	if err != nil {
 		return nil, err
 	}
@@ -106,9 +86,9 @@ func attachPerfEvent(prog *ebpf.Program, attr *unix.PerfEventAttr, tid, cpu int)
 	return &profileLink{Link: l, fd: fd}, nil
 }
 
-// onlineCPUs lists the CPUs /sys/devices/system/cpu/online names
+// OnlineCPUs lists the CPUs /sys/devices/system/cpu/online names
 // ("0-3,5").
-func onlineCPUs() ([]int, error) {
+func OnlineCPUs() ([]int, error) {
 	b, err := os.ReadFile("/sys/devices/system/cpu/online")
 	if err != nil {
 		return nil, fmt.Errorf("list the online CPUs: %w", err)

@@ -1,4 +1,4 @@
-package runtime
+package attach
 
 // Kernel functions: kprobes and kretprobes (perf-event kprobes, refused
 // where the kernel has none), kfuncs and kretfuncs (fentry and fexit
@@ -6,20 +6,21 @@ package runtime
 
 import (
 	"fmt"
-	"strings"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
 
-	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/plan"
 )
 
-// attachKernelFunc attaches a kprobe, kretprobe, kfunc or kretfunc program
-// to its kernel function. A refusal names what the kernel lacks: kprobes
-// (CONFIG_KPROBES) or BPF trampolines for fentry and fexit programs.
-func attachKernelFunc(a *codegen.Attachment, prog *ebpf.Program) (link.Link, error) {
+// KernelFunc attaches the kprobe, kretprobe, kfunc or kretfunc program
+// prog of site s to its kernel function. A refusal names what the kernel
+// lacks: kprobes (CONFIG_KPROBES) or BPF trampolines for fentry and fexit
+// programs.
+func KernelFunc(s plan.Site, prog *ebpf.Program) (link.Link, error) {
+	a := s.Attachment
 	var l link.Link
 	var err error
 	switch a.Kind {
@@ -40,18 +41,4 @@ func attachKernelFunc(a *codegen.Attachment, prog *ebpf.Program) (link.Link, err
 		return nil, fmt.Errorf("attach %s: the kernel refuses fentry/fexit programs: %w", a.ProbeName, err)
 	}
 	return nil, fmt.Errorf("attach %s: %w", a.ProbeName, err)
-}
-
-// kernelFuncLoadError turns the kernel's refusal to load the program of a
-// kfunc or kretfunc attach point into an error at that attach point,
-// saying that it is fentry/fexit programs the kernel refuses (this
-// project's kernels refuse them with EPERM, even to root); other errors
-// are returned as they are.
-func kernelFuncLoadError(spec *codegen.Spec, err error) error {
-	for _, a := range spec.Attachments {
-		if (a.Kind == lang.ProbeKfunc || a.Kind == lang.ProbeKretfunc) && strings.Contains(err.Error(), "program "+a.Program+":") {
-			return lang.ErrorList{{Span: a.ProbePos, Msg: fmt.Sprintf("%s: the kernel refuses to load fentry/fexit programs (kfunc, kretfunc): %v", a.ProbeName, err)}}
-		}
-	}
-	return err
 }
