@@ -131,7 +131,7 @@ func TestInitScript(t *testing.T) {
 	m := markers{tag: "@@vmtest-test"}
 	g := Guest{Cases: []Case{{Name: "one"}, {Name: "two"}}}
 	init := m.initScript(g)
-	for _, want := range []string{"echo '@@vmtest-test begin one'", "sh /cases/two >/tmp/case.out", "poweroff -f"} {
+	for _, want := range []string{"echo '@@vmtest-test begin one'", "sh /cases/two 2>&1 </dev/null; echo $? >/tmp/case.rc; } | cat >/tmp/case.out", "poweroff -f"} {
 		if !strings.Contains(init, want) {
 			t.Errorf("/init lacks %q:\n%s", want, init)
 		}

@@ -304,9 +304,15 @@ echo "%s booted $(cut -d' ' -f1 /proc/uptime)"
 	for _, c := range g.Cases {
 		// The output goes to a file and then to the console, after the
 		// case: the console is also the kernel's, and a message it
-		// prints cannot fall into the middle of a case's line.
+		// prints cannot fall into the middle of a case's line. It
+		// reaches the file through a pipe: were the file the case's
+		// standard output, a -c command such as coreutils' cat, which
+		// writes with copy_file_range(2), would write at a file position
+		// that write(2) from gotrace moves at the same time, and one
+		// would overwrite the other (seen under load; a pipe has no
+		// position).
 		fmt.Fprintf(&s, "echo '%s begin %s'\n", m.tag, c.Name)
-		fmt.Fprintf(&s, "timeout -s KILL %d sh /cases/%s >/tmp/case.out 2>&1 </dev/null; rc=$?\n", int(timeout.Seconds()), c.Name)
+		fmt.Fprintf(&s, "{ timeout -s KILL %d sh /cases/%s 2>&1 </dev/null; echo $? >/tmp/case.rc; } | cat >/tmp/case.out; rc=$(cat /tmp/case.rc)\n", int(timeout.Seconds()), c.Name)
 		fmt.Fprintf(&s, "cat /tmp/case.out\necho\necho \"%s end %s $rc\"\n", m.tag, c.Name)
 	}
 	fmt.Fprintf(&s, "echo '%s done'\nsync\npoweroff -f\n", m.tag)
