@@ -6,7 +6,6 @@ import (
 	"io"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync/atomic"
 	"syscall"
@@ -15,6 +14,7 @@ import (
 	"github.com/spf13/pflag"
 	"golang.org/x/sys/unix"
 
+	"github.com/gotrace/gotrace/internal/companion"
 	"github.com/gotrace/gotrace/runtime/metrics"
 )
 
@@ -68,8 +68,8 @@ func mapSetting(flag, s string) (name, value string, err error) {
 	return name, value, nil
 }
 
-// metricsServerEnv names the metrics server's program when it is not
-// gotrace-metrics next to gotrace's own (tests run gotrace from elsewhere).
+// metricsServerEnv names the metrics server's program, overriding the
+// search beside gotrace and on PATH (tests run gotrace from elsewhere).
 const metricsServerEnv = "GOTRACE_METRICS_SERVER"
 
 // metricsServerTimeout bounds how long gotrace waits for the metrics
@@ -143,13 +143,9 @@ type metricsServer struct {
 // configuration file webConfig and waits for it to say whether it serves.
 // Its refusals are *metrics.Refusal, with the server's message.
 func startMetricsServer(addr, webConfig string, stderr io.Writer) (*metricsServer, error) {
-	path := os.Getenv(metricsServerEnv)
-	if path == "" {
-		exe, err := os.Executable()
-		if err != nil {
-			return nil, fmt.Errorf("find gotrace-metrics: %w", err)
-		}
-		path = filepath.Join(filepath.Dir(exe), "gotrace-metrics")
+	path, err := companion.Path("gotrace-metrics", metricsServerEnv)
+	if err != nil {
+		return nil, err
 	}
 	fds, err := unix.Socketpair(unix.AF_UNIX, unix.SOCK_STREAM|unix.SOCK_CLOEXEC, 0)
 	if err != nil {

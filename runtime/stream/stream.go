@@ -17,11 +17,11 @@ import (
 	"net/url"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
 
+	"github.com/gotrace/gotrace/internal/companion"
 	"github.com/spf13/pflag"
 )
 
@@ -160,26 +160,6 @@ const (
 	StatusError = "error: "
 )
 
-// helperPath finds gotrace-nats: $GOTRACE_NATS, beside the running
-// program, or on PATH.
-func helperPath() (string, error) {
-	if p := os.Getenv(HelperEnv); p != "" {
-		return p, nil
-	}
-	self, err := os.Executable()
-	if err == nil {
-		beside := filepath.Join(filepath.Dir(self), HelperName)
-		if _, err := os.Stat(beside); err == nil {
-			return beside, nil
-		}
-	}
-	p, err := exec.LookPath(HelperName)
-	if err != nil {
-		return "", &FlagError{"--nats", fmt.Errorf("find %s, which publishes to NATS: it is neither beside gotrace nor on PATH (make install installs it)", HelperName)}
-	}
-	return p, nil
-}
-
 // Helper is a running gotrace-nats: the capture written to it is
 // published.
 type Helper struct {
@@ -196,9 +176,9 @@ func StartHelper(c Config, mode string, errOut io.Writer) (*Helper, error) {
 	if err := c.Check(); err != nil {
 		return nil, err
 	}
-	path, err := helperPath()
+	path, err := companion.Path(HelperName, HelperEnv)
 	if err != nil {
-		return nil, err
+		return nil, &FlagError{"--nats", err}
 	}
 	cmd := exec.Command(path, append(c.Args(), "--nats-mode="+mode)...)
 	cmd.Stderr = errOut
