@@ -308,6 +308,9 @@ type tracer struct {
 	// from the events reader each time a Flush has been read through.
 	readers sync.WaitGroup
 	flushed chan struct{}
+	// procs is GOMAXPROCS from before the readers started (0: they did
+	// not), given back when they are gone.
+	procs int
 	// eventsDone is closed when the events reader goroutine has returned.
 	eventsDone chan struct{}
 	// exit is closed by the first exit() record.
@@ -499,9 +502,25 @@ func (t *tracer) openReaders() error {
 	return nil
 }
 
+// blockingReaders is how many goroutines of a trace wait in a system call
+// that keeps their P (epoll_wait in the ring-buffer readers).
+const blockingReaders = 2
+
 // startReaders starts one goroutine per ring buffer; the events reader
 // also reports lost records.
+//
+// The readers wait in epoll_wait, a system call that keeps the P it was
+// made on until sysmon takes it back, and an idle sysmon looks only every
+// 10 ms. With as many Ps as CPUs (2 on this project's VMs), both readers
+// waiting held every P, and a goroutine they woke (Run's, at exit()) sat
+// in a run queue until sysmon came: 10-14 ms of the 29 ms that
+// BEGIN { exit(); } took (perf trace). A P for each reader on top of the
+// CPUs' leaves one free for the goroutine woken, which an idle thread then
+// takes at once; it adds no thread and runs no more Go code at once than
+// there are goroutines that are not waiting.
 func (t *tracer) startReaders() {
+	t.procs = goruntime.GOMAXPROCS(0)
+	goruntime.GOMAXPROCS(t.procs + blockingReaders)
 	t.flushed = make(chan struct{})
 	t.eventsDone = make(chan struct{})
 	t.stop = make(chan struct{})
@@ -829,6 +848,10 @@ func (t *tracer) close() error {
 		t.control.Close()
 	}
 	t.readers.Wait()
+	if t.procs != 0 {
+		// A process that traces again and again (the tests) keeps its Ps.
+		goruntime.GOMAXPROCS(t.procs)
+	}
 	if t.favoured != nil {
 		t.favoured.Undo()
 	}

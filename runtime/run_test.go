@@ -10,6 +10,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -124,6 +125,27 @@ func TestRunBeginExit(t *testing.T) {
 	}
 	if strings.Index(out, "@c: 1") > strings.Index(out, "@x: 5") {
 		t.Errorf("maps not printed in name order:\n%s", out)
+	}
+}
+
+// TestRunReadersLeaveAP checks that the ring-buffer readers, waiting in
+// epoll_wait, leave a P free for the goroutines they wake: with only as
+// many Ps as CPUs, Run's goroutine waited for sysmon (up to 10 ms) at
+// exit() when both readers held one (issue 24). Counted, not timed: the
+// Ps while the trace runs, and the count given back after it.
+func TestRunReadersLeaveAP(t *testing.T) {
+	testenv.RequireRoot(t)
+	before := goruntime.GOMAXPROCS(0)
+	var during int
+	_, _, err := runScript(t, context.Background(), `BEGIN { exit(); }`, Options{Attached: func() { during = goruntime.GOMAXPROCS(0) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := before + blockingReaders; during != want {
+		t.Errorf("GOMAXPROCS while tracing = %d, want %d (%d before, and one for each of the %d blocking readers)", during, want, before, blockingReaders)
+	}
+	if after := goruntime.GOMAXPROCS(0); after != before {
+		t.Errorf("GOMAXPROCS after the trace = %d, want %d as before it", after, before)
 	}
 }
 
