@@ -1,13 +1,12 @@
 package codegen
 
 import (
-	"strings"
 	"time"
 
 	"github.com/cilium/ebpf/asm"
-	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/internal/signals"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -567,11 +566,7 @@ func (f *fn) join(call *lang.Call) error {
 // a signal named by a string literal ("SIGUSR1" or "USR1") or a number.
 func (f *fn) signal(call *lang.Call) error {
 	if lit, ok := call.Args[0].(*lang.StrLit); ok {
-		name := lit.Value
-		if !strings.HasPrefix(name, "SIG") {
-			name = "SIG" + name
-		}
-		sig := unix.SignalNum(name)
+		sig := signals.Number(lit.Value)
 		assert(sig != 0, call, "signal() of an unknown signal")
 		f.emit(asm.Mov.Imm(asm.R1, int32(sig)))
 	} else {

@@ -12,10 +12,9 @@ import (
 	"slices"
 	"strings"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/gotrace/gotrace/internal/printf"
 	"github.com/gotrace/gotrace/internal/ptregs"
+	"github.com/gotrace/gotrace/internal/signals"
 )
 
 // call checks a function call used as u.
@@ -549,11 +548,7 @@ func (c *checker) signalCall(e *Call) {
 	a := e.Args[0]
 	t := c.expr(a, useValue)
 	if lit, ok := a.(*StrLit); ok {
-		name := lit.Value
-		if !strings.HasPrefix(name, "SIG") {
-			name = "SIG" + name
-		}
-		if unix.SignalNum(name) == 0 {
+		if signals.Number(lit.Value) == 0 {
 			c.errorf(e.Loc, "%s is not a valid signal", lit.Value)
 		}
 		return
@@ -562,14 +557,10 @@ func (c *checker) signalCall(e *Call) {
 		c.errorf(e.Loc, "signal only accepts string literals or integers")
 		return
 	}
-	if n, ok := c.info.ConstInt(a); ok && (n < 1 || n > MaxSignal) {
-		c.errorf(e.Loc, "%d is not a valid signal, allowed range: [1,%d]", n, MaxSignal)
+	if n, ok := c.info.ConstInt(a); ok && (n < 1 || n > signals.Max) {
+		c.errorf(e.Loc, "%d is not a valid signal, allowed range: [1,%d]", n, signals.Max)
 	}
 }
-
-// MaxSignal is the largest signal number (SIGRTMAX): the last signal()
-// sends and signal_name() describes.
-const MaxSignal = 64
 
 // stackMode resolves a stack mode argument of ustack(): it records and
 // returns its id, or returns BuiltinInvalid for an expression that is no

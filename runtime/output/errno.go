@@ -6,6 +6,7 @@ import (
 	"syscall"
 	"unicode"
 
+	"github.com/gotrace/gotrace/internal/signals"
 	"github.com/gotrace/gotrace/internal/syscalls"
 )
 
@@ -46,10 +47,10 @@ func Strerror(err error) string {
 // bpftrace's "N/A" past the real-time signals.
 func SignalText(n int64) string {
 	switch {
-	case n < 0 || n > MaxSignal:
+	case n < 0 || n > signals.Max:
 		return "N/A"
-	case n >= sigRTMin:
-		return "Real-time signal " + strconv.FormatInt(n-sigRTMin, 10)
+	case n >= signals.RTMin:
+		return "Real-time signal " + strconv.FormatInt(n-signals.RTMin, 10)
 	}
 	text := syscall.Signal(n).String()
 	if text == "signal "+strconv.FormatInt(n, 10) {
@@ -57,16 +58,6 @@ func SignalText(n int64) string {
 	}
 	return capitalized(text)
 }
-
-// MaxSignal is the largest signal number (SIGRTMAX), past which
-// SignalText says "N/A". It is lang.MaxSignal, the bound the checker puts
-// on signal(); output does not import the language, so runtime's
-// TestMaxSignalAgrees keeps the two equal.
-const MaxSignal = 64
-
-// sigRTMin is the C library's first real-time signal (glibc keeps 32
-// and 33 for itself).
-const sigRTMin = 34
 
 // capitalized is text with its first letter in upper case.
 func capitalized(text string) string {
