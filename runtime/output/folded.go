@@ -36,10 +36,11 @@ func (m *Map) HasStackKey() bool {
 
 // FoldStacks returns the entries of m, a map with a stack in its key
 // (HasStackKey), as folded stacks sorted by their frames. The key's
-// elements become frames in the key's order: a stack its frames from
+// elements become frames: a stack its frames from
 // the root to the leaf, named without their "+offset" so that the calls
 // of a function from one caller add up; any other element (comm, pid,
-// a probe) one frame, as the text format prints it. A ';' in a frame
+// a probe) one frame, as the text format prints it, below the stacks
+// (keyFrames). A ';' in a frame
 // becomes ':', as ';' separates frames. Entries whose frames are the
 // same after that are added up.
 //
@@ -60,15 +61,7 @@ func FoldStacks(m *Map) ([]FoldedStack, error) {
 		if err != nil {
 			return nil, err
 		}
-		var frames []string
-		for j, k := range e.Key {
-			if j < len(m.KeyStacks) && m.KeyStacks[j] {
-				frames = append(frames, stackFrames(k.Str)...)
-			} else {
-				frames = append(frames, foldedFrame(string(appendText(nil, k))))
-			}
-		}
-		weights[strings.Join(frames, ";")] += w
+		weights[strings.Join(keyFrames(m, e.Key), ";")] += w
 	}
 	stacks := make([]FoldedStack, 0, len(weights))
 	for line, w := range weights {
@@ -76,6 +69,24 @@ func FoldStacks(m *Map) ([]FoldedStack, error) {
 	}
 	slices.SortFunc(stacks, compareFrames)
 	return stacks, nil
+}
+
+// keyFrames returns the frames of key, a key of m: its parts that are
+// not stacks first, in the key's order, then its stacks' frames, each
+// from its root to its leaf, in the key's order. The other parts (comm,
+// pid, a probe) are roots, whatever their place in the key, because they
+// group the stacks the way a flame graph is read: @[ustack, pid] and
+// @[pid, ustack] draw a tower per process, not a pid above every leaf.
+func keyFrames(m *Map, key []Value) []string {
+	var roots, stacks []string
+	for j, k := range key {
+		if j < len(m.KeyStacks) && m.KeyStacks[j] {
+			stacks = append(stacks, stackFrames(k.Str)...)
+		} else {
+			roots = append(roots, foldedFrame(string(appendText(nil, k))))
+		}
+	}
+	return append(roots, stacks...)
 }
 
 // foldedWeight is entry e's weight in a flame graph (see FoldStacks).

@@ -15,7 +15,7 @@ func stackKey(frames ...string) Value {
 }
 
 // TestFolded checks -f folded on maps of each kind: one line per stack,
-// root first, key parts as frames in the key's order, offsets dropped
+// root first, other key parts as root frames in the key's order, offsets dropped
 // and equal stacks added up, other maps as text.
 func TestFolded(t *testing.T) {
 	stackOnly := []bool{true}
@@ -41,6 +41,19 @@ func TestFolded(t *testing.T) {
 			{Key: []Value{Str("b;c"), stackKey("0x1234")}, Value: Int(1)},
 		}},
 		want: "b:c;0x1234 1\nbitcoind;0x7f00;main;leaf 40\n",
+	}, {
+		name: "key parts after the stack are roots too",
+		m: &Map{Name: "@p", Kind: layout.MapCount, KeyStacks: []bool{true, false}, Entries: []Entry{
+			{Key: []Value{stackKey("leaf+1", "main+2"), Uint(4242)}, Value: Uint(3)},
+			{Key: []Value{stackKey("leaf+1", "main+2"), Uint(7)}, Value: Uint(1)},
+		}},
+		want: "4242;main;leaf 3\n7;main;leaf 1\n",
+	}, {
+		name: "parts around the stack keep their order below it",
+		m: &Map{Name: "@t", Kind: layout.MapCount, KeyStacks: []bool{false, true, false}, Entries: []Entry{
+			{Key: []Value{Str("bitcoind"), stackKey("leaf+1", "main+2"), Uint(12)}, Value: Uint(5)},
+		}},
+		want: "bitcoind;12;main;leaf 5\n",
 	}, {
 		name: "hist weighs the values seen",
 		m: &Map{Name: "@h", Kind: layout.MapHist, KeyStacks: stackOnly, Entries: []Entry{
