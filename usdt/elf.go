@@ -27,6 +27,29 @@ func ReadFile(path string) ([]Probe, error) {
 	return fs.Probes(path)
 }
 
+// ReadNames reads the USDT probes of a file as ReadFile does, but leaves
+// their locations' arguments unparsed (Args and ArgsErr empty, ArgString
+// as written): `-l` without `-v` prints only the probes' names, and the
+// operands of every location were 40% of what listing libjvm.so's 531
+// locations allocated (370 KB in 2,000 allocations), each fresh page of
+// heap a page fault (issue 24).
+func ReadNames(path string) ([]Probe, error) {
+	var fs Files
+	defer fs.Close()
+	f, err := fs.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read usdt notes of %s: %w", path, err)
+	}
+	abs, err := filepath.Abs(f.path)
+	if err == nil {
+		var list []Probe
+		if list, err = f.readProbes(abs, false); err == nil {
+			return list, nil
+		}
+	}
+	return nil, fmt.Errorf("read usdt notes of %s: %w", f.path, err)
+}
+
 // Probes returns the USDT probes of the file at path (File.Probes), opened
 // through fs.
 func (fs *Files) Probes(path string) ([]Probe, error) {
@@ -56,7 +79,7 @@ func (f *File) Probes() ([]Probe, error) {
 	}
 	abs, err := filepath.Abs(f.path)
 	if err == nil {
-		list, err = f.readProbes(abs)
+		list, err = f.readProbes(abs, true)
 	}
 	if err != nil {
 		err = fmt.Errorf("read usdt notes of %s: %w", f.path, err)
@@ -67,8 +90,9 @@ func (f *File) Probes() ([]Probe, error) {
 	return list, err
 }
 
-// readProbes reads the probes of the file, naming them path.
-func (f *File) readProbes(path string) ([]Probe, error) {
+// readProbes reads the probes of the file, naming them path; with
+// parseArgs, it also parses each location's arguments.
+func (f *File) readProbes(path string, parseArgs bool) ([]Probe, error) {
 	ef := f.elf
 	if ef.Class != elf.ELFCLASS64 {
 		return nil, fmt.Errorf("%v file, only 64-bit x86-64 and AArch64 ELF files are supported", ef.Class)
@@ -124,9 +148,11 @@ func (f *File) readProbes(path string) ([]Probe, error) {
 				return nil, fmt.Errorf("probe %s: semaphore %#x is in no loadable segment", id, loc.Semaphore)
 			}
 		}
-		loc.Args, loc.ArgsErr = ParseArgsFor(ef.Machine, n.args)
-		if n, err := syms.resolve(loc.Args); err != nil {
-			loc.Args, loc.ArgsErr = loc.Args[:n], err
+		if parseArgs {
+			loc.Args, loc.ArgsErr = ParseArgsFor(ef.Machine, n.args)
+			if n, err := syms.resolve(loc.Args); err != nil {
+				loc.Args, loc.ArgsErr = loc.Args[:n], err
+			}
 		}
 		i, seen := index[id]
 		if !seen {

@@ -218,6 +218,36 @@ func TestReadFileSynthetic(t *testing.T) {
 	}
 }
 
+// TestReadNames checks that ReadNames reads what ReadFile reads, the
+// locations' arguments left unparsed: their operands (one that parses, one
+// that does not, one naming a symbol) are not looked at.
+func TestReadNames(t *testing.T) {
+	notes := noteBytes(0x401010, 0x402000, 0x403008, "net", "recv", "-8@%rdi 8@-16(%rbp)")
+	notes = append(notes, noteBytes(0x401040, 0x402000, 0, "a", "zz", "8f@%xmm0")...)
+	notes = append(notes, noteBytes(0x401050, 0x402000, 0, "a", "sym", "8@nowhere(%rip)")...)
+	path := writeTemp(t, "prog", testELF{notes: notes, baseAddr: 0x402000}.bytes())
+	parsed, err := ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	names, err := ReadNames(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range parsed {
+		for j := range parsed[i].Locations {
+			loc := &parsed[i].Locations[j]
+			if loc.ArgString == "" {
+				t.Fatalf("%s location %d has no argument string", parsed[i].Name, j)
+			}
+			loc.Args, loc.ArgsErr = nil, nil
+		}
+	}
+	if !reflect.DeepEqual(names, parsed) {
+		t.Errorf("ReadNames = %+v\nwant ReadFile's without arguments: %+v", names, parsed)
+	}
+}
+
 // TestReadFileBaseAdjustment checks the prelink case: notes whose addresses
 // lag 0x1000 behind the code are moved by .stapsdt.base's real address.
 func TestReadFileBaseAdjustment(t *testing.T) {

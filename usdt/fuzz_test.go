@@ -42,7 +42,7 @@ func FuzzReadNotes(f *testing.F) {
 			if err != nil {
 				continue
 			}
-			probes, err := f.readProbes("fuzz")
+			probes, err := f.readProbes("fuzz", true)
 			if err != nil {
 				continue
 			}

@@ -73,7 +73,7 @@ func list(w io.Writer, opts ListOptions) error {
 	}
 	var probes map[string]*Probe
 	if usdtPat != nil {
-		if probes, err = usdtProbes(*usdtPat, opts.PID); err != nil {
+		if probes, err = usdtProbes(*usdtPat, opts.PID, opts.Verbose); err != nil {
 			return err
 		}
 		for line := range probes {
@@ -94,8 +94,9 @@ func list(w io.Writer, opts ListOptions) error {
 	return bw.Flush()
 }
 
-// usdtProbes returns the usdt probes that pat names by their lines.
-func usdtProbes(pat attachpoint.Point, pid int) (map[string]*Probe, error) {
+// usdtProbes returns the usdt probes that pat names by their lines; their
+// locations' arguments are parsed only for verbose, which prints them.
+func usdtProbes(pat attachpoint.Point, pid int, verbose bool) (map[string]*Probe, error) {
 	var targets []target
 	var err error
 	if pid != 0 {
@@ -108,7 +109,11 @@ func usdtProbes(pat attachpoint.Point, pid int) (map[string]*Probe, error) {
 	}
 	probes := make(map[string]*Probe)
 	for _, t := range targets {
-		found, err := ReadFile(t.open)
+		read := ReadNames
+		if verbose {
+			read = ReadFile
+		}
+		found, err := read(t.open)
 		if err != nil {
 			if t.optional {
 				continue

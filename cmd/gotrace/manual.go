@@ -92,8 +92,9 @@ func completeArgs(cmd *cobra.Command, args []string, toComplete string) ([]strin
 	if !ok || path == "" {
 		return nil, cobra.ShellCompDirectiveDefault
 	}
-	// Read with the user's rights, as every ELF file (usdt.SetOpenRights).
-	probes, err := usdt.ReadFile(path)
+	// Read with the user's rights, as every ELF file (usdt.SetOpenRights);
+	// names only, as -l without -v.
+	probes, err := usdt.ReadNames(path)
 	if err != nil {
 		return nil, cobra.ShellCompDirectiveNoFileComp
 	}
