@@ -5,10 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 
 	"github.com/spf13/cobra"
@@ -257,9 +255,10 @@ func (g *flameGraph) write(w io.Writer, html bool, title string) error {
 }
 
 // charts is gotrace chart's drawing: the hist, lhist and tseries maps,
-// each as the trace last printed it.
+// and the maps of numbers printed more than once, over their prints
+// (chart.Prints).
 type charts struct {
-	byMap map[string][]output.Series
+	prints chart.Prints
 }
 
 // addChartCommand gives root the chart subcommand.
@@ -271,29 +270,26 @@ command exits or Ctrl-C, or replays a capture of gotrace -w, and draws its
 hist(), lhist() and tseries() maps: a panel per map entry, a bar per bucket
 (from the first to the last that counted something, as the text prints them)
 or a line through a time series' intervals, each with its value as a
-tooltip. A map printed more than once is drawn as last printed. Everything
-else the trace prints goes to standard output as text (docs/flamegraph.md).
+tooltip. A map printed more than once (at every interval) is drawn over its
+prints: a histogram as a panel per print, one under the other on one scale;
+a time series through the intervals of all its prints; a map of numbers
+(count, sum, avg...), which also prints as text, as a line through its
+prints. Everything else the trace prints goes to standard output as text
+(docs/flamegraph.md).
 
   sudo gotrace chart -o sizes.svg -e 'usdt:./bitcoind:net:inbound_message { @[str(arg3)] = hist(arg4); }'`,
-		func() drawing { return &charts{byMap: map[string][]output.Series{}} })
+		func() drawing { return &charts{} })
 }
 
-// take keeps the series of a hist, lhist or tseries map.
+// take keeps the series of a hist, lhist or tseries map, and the values
+// of a map of numbers, which still prints as text.
 func (c *charts) take(m *output.Map) bool {
-	series := output.ChartSeries(m)
-	if series == nil {
-		return false
-	}
-	c.byMap[m.Name] = series
-	return true
+	return c.prints.Add(m)
 }
 
 // write draws the series taken, the maps in name order.
 func (c *charts) write(w io.Writer, html bool, title string) error {
-	var series []output.Series
-	for _, name := range slices.Sorted(maps.Keys(c.byMap)) {
-		series = append(series, c.byMap[name]...)
-	}
+	series := c.prints.Series()
 	err := chart.Write(w, series, chart.Options{Title: title, HTML: html})
 	if errors.Is(err, chart.ErrEmpty) {
 		return errors.New("nothing to draw: the trace printed no hist, lhist or tseries map, or only empty ones")

@@ -1,6 +1,7 @@
 // Package chart draws the histograms (hist, lhist) and time series
 // (tseries) of a trace as SVG: a panel per map entry, a bar per bucket
-// or a line through the intervals, each with a tooltip of its value. It
+// or a line through the intervals, each with a tooltip of its value; and
+// the maps a trace printed more than once over their prints (Prints). It
 // is a static picture (no script), deterministic, self-contained.
 package chart
 
@@ -63,23 +64,55 @@ func write(w io.Writer, html bool, series []output.Series, title string) error {
 		fmt.Fprintf(w, "<svg xmlns=\"http://www.w3.org/2000/svg\" version=\"1.1\" width=\"%d\" height=\"%d\" viewBox=\"0 0 %d %d\" font-family=\"Verdana, sans-serif\" font-size=\"11\">\n", imageWidth, height, imageWidth, height)
 		fmt.Fprintf(w, "<rect x=\"0\" y=\"0\" width=\"%d\" height=\"%d\" fill=\"#ffffff\"/>\n", imageWidth, height)
 		fmt.Fprintf(w, "<text x=\"%d\" y=\"26\" text-anchor=\"middle\" font-size=\"17\">%s</text>\n", imageWidth/2, svg.Escape(svg.Cut(title, titleChars)))
+		scales := sharedScales(series)
 		for i, s := range series {
-			writePanel(w, s, titleHeight+i*panelHeight)
+			writePanel(w, s, scales[s.Map+s.Key], titleHeight+i*panelHeight)
 		}
 		w.WriteString("</svg>\n")
 		return nil
 	})
 }
 
-// writePanel draws one series in the panel that starts at top.
-func writePanel(w *bufio.Writer, s output.Series, top int) {
-	fmt.Fprintf(w, "<g class=\"panel\" data-name=\"%s\" transform=\"translate(0,%d)\">\n", svg.Escape(s.Map+s.Key), top)
-	fmt.Fprintf(w, "<text x=\"%d\" y=\"16\" font-size=\"13\" font-weight=\"bold\">%s</text>\n", plotLeft, svg.Escape(s.Map+s.Key))
+// scale is the range of values a plot spans.
+type scale struct{ lo, hi int64 }
+
+// sharedScales returns the scale of each entry drawn print by print
+// (Series.Prints), by map name and key: the range of all its prints, so
+// that the panels of the prints of one entry compare by eye.
+func sharedScales(series []output.Series) map[string]scale {
+	scales := map[string]scale{}
+	for _, s := range series {
+		if s.Prints == 0 {
+			continue
+		}
+		lo, hi := valueRange(s)
+		if sc, ok := scales[s.Map+s.Key]; ok {
+			lo, hi = min(lo, sc.lo), max(hi, sc.hi)
+		}
+		scales[s.Map+s.Key] = scale{lo, hi}
+	}
+	return scales
+}
+
+// writePanel draws one series in the panel that starts at top, on scale
+// sc when it is set, else on the range of its own values.
+func writePanel(w *bufio.Writer, s output.Series, sc scale, top int) {
+	name := s.Map + s.Key
+	if s.Prints > 0 {
+		name += fmt.Sprintf(" (print %d of %d)", s.Print, s.Prints)
+		fmt.Fprintf(w, "<g class=\"panel\" data-name=\"%s\" data-print=\"%d\" transform=\"translate(0,%d)\">\n", svg.Escape(s.Map+s.Key), s.Print, top)
+	} else {
+		fmt.Fprintf(w, "<g class=\"panel\" data-name=\"%s\" transform=\"translate(0,%d)\">\n", svg.Escape(s.Map+s.Key), top)
+	}
+	fmt.Fprintf(w, "<text x=\"%d\" y=\"16\" font-size=\"13\" font-weight=\"bold\">%s</text>\n", plotLeft, svg.Escape(name))
 	if len(s.Points) == 0 {
 		fmt.Fprintf(w, "<text x=\"%d\" y=\"%d\">no data</text>\n</g>\n", plotLeft, (plotTop+plotBottom)/2)
 		return
 	}
-	lo, hi := valueRange(s)
+	lo, hi := sc.lo, sc.hi
+	if lo == hi {
+		lo, hi = valueRange(s)
+	}
 	y := func(v int64) float64 {
 		return plotBottom - float64(v-lo)/float64(hi-lo)*(plotBottom-plotTop)
 	}

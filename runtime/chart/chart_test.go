@@ -4,18 +4,24 @@ import (
 	"bytes"
 	"encoding/xml"
 	"errors"
+	"maps"
 	"math"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/runtime/output"
 )
 
 // drawn is the part of a chart the tests read back.
 type drawn struct {
 	Panels []struct {
-		Name string `xml:"data-name,attr"`
-		Bars []struct {
+		Name  string `xml:"data-name,attr"`
+		Print string `xml:"data-print,attr"`
+		Bars  []struct {
 			Height float64 `xml:"height,attr"`
 			Value  int64   `xml:"data-value,attr"`
 			Title  string  `xml:"title"`
@@ -100,5 +106,107 @@ func TestEmpty(t *testing.T) {
 	var b bytes.Buffer
 	if err := Write(&b, nil, Options{}); !errors.Is(err, ErrEmpty) {
 		t.Errorf("error %v, want ErrEmpty", err)
+	}
+}
+
+// TestPrints checks what a map printed several times draws: a histogram
+// a panel per entry and print on one scale, a time series one line
+// through the intervals of all its prints, a map of numbers a line
+// through its prints; a map printed once as it was printed.
+func TestPrints(t *testing.T) {
+	hist := func(buckets map[string][]uint64) *output.Map {
+		m := &output.Map{Name: "@lat", Kind: layout.MapHist}
+		for _, key := range slices.Sorted(maps.Keys(buckets)) {
+			m.Entries = append(m.Entries, output.Entry{Key: []output.Value{output.Str(key)}, Buckets: buckets[key]})
+		}
+		return m
+	}
+	count := func(values map[string]uint64) *output.Map {
+		m := &output.Map{Name: "@n", Kind: layout.MapCount}
+		for _, key := range slices.Sorted(maps.Keys(values)) {
+			m.Entries = append(m.Entries, output.Entry{Key: []output.Value{output.Str(key)}, Value: output.Uint(values[key])})
+		}
+		return m
+	}
+	tseries := func(values map[uint64]int64) *output.Map {
+		m := &output.Map{Name: "@t", Kind: layout.MapTseries, Tseries: layout.Tseries{Interval: int64(time.Second), Intervals: 2}}
+		e := output.Entry{}
+		for _, epoch := range slices.Sorted(maps.Keys(values)) {
+			e.Intervals = append(e.Intervals, output.Interval{Epoch: epoch, Value: output.Int(values[epoch])})
+		}
+		m.Entries = append(m.Entries, e)
+		return m
+	}
+	// panel is what a test expects of one panel: its name, print, and
+	// bar values or point titles.
+	type panel struct {
+		name   string
+		print  string
+		values []int64
+	}
+	tests := []struct {
+		name   string
+		prints []*output.Map
+		want   []panel
+		// full is the value drawn as tall as the plot in every panel of
+		// an entry's bars, by panel name.
+		full map[string]int64
+	}{{
+		name:   "a hist printed three times",
+		prints: []*output.Map{hist(map[string][]uint64{"read": {0, 0, 2}}), hist(map[string][]uint64{"read": {0, 0, 8}, "write": {0, 1}}), hist(map[string][]uint64{"read": {0, 0, 4, 1}})},
+		want: []panel{
+			{"@lat[read]", "1", []int64{2}}, {"@lat[read]", "2", []int64{8}}, {"@lat[read]", "3", []int64{4, 1}},
+			{"@lat[write]", "1", nil}, {"@lat[write]", "2", []int64{1}}, {"@lat[write]", "3", nil},
+		},
+		full: map[string]int64{"@lat[read]": 8, "@lat[write]": 1},
+	}, {
+		name:   "a hist printed once",
+		prints: []*output.Map{hist(map[string][]uint64{"read": {0, 0, 2, 6}})},
+		want:   []panel{{"@lat[read]", "", []int64{2, 6}}},
+		full:   map[string]int64{"@lat[read]": 6},
+	}, {
+		name:   "a count printed three times",
+		prints: []*output.Map{count(map[string]uint64{"a": 1}), count(map[string]uint64{"a": 5, "b": 2}), count(map[string]uint64{"a": 9})},
+		want:   []panel{{"@n[a]", "", []int64{1, 5, 9}}, {"@n[b]", "", []int64{2}}},
+	}, {
+		name:   "a tseries printed twice",
+		prints: []*output.Map{tseries(map[uint64]int64{100: 1, 101: 2}), tseries(map[uint64]int64{101: 3, 102: 4})},
+		want:   []panel{{"@t", "", []int64{1, 3, 4}}},
+	}}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var p Prints
+			for _, m := range tt.prints {
+				p.Add(m)
+			}
+			var b bytes.Buffer
+			if err := Write(&b, p.Series(), Options{Title: tt.name}); err != nil {
+				t.Fatal(err)
+			}
+			d := readChart(t, b.Bytes())
+			if len(d.Panels) != len(tt.want) {
+				t.Fatalf("%d panels, want %d: %+v", len(d.Panels), len(tt.want), d.Panels)
+			}
+			full := float64(plotBottom - plotTop)
+			for i, want := range tt.want {
+				got := d.Panels[i]
+				var values []int64
+				for _, bar := range got.Bars {
+					values = append(values, bar.Value)
+					if h := float64(bar.Value) / float64(tt.full[want.name]) * full; math.Abs(bar.Height-h) > 0.01 {
+						t.Errorf("panel %d: bar of %d is %v tall, want %v (one scale for every print)", i, bar.Value, bar.Height, h)
+					}
+				}
+				for _, pt := range got.Points {
+					_, v, _ := strings.Cut(pt.Title, ": ")
+					if n, err := strconv.ParseInt(v, 10, 64); err == nil {
+						values = append(values, n)
+					}
+				}
+				if got.Name != want.name || got.Print != want.print || !slices.Equal(values, want.values) {
+					t.Errorf("panel %d: %s print %q values %v, want %s print %q values %v", i, got.Name, got.Print, values, want.name, want.print, want.values)
+				}
+			}
+		})
 	}
 }

@@ -17,6 +17,10 @@ type Series struct {
 	// Points are the buckets from the first to the last that counted
 	// something, or the intervals the text chart shows.
 	Points []Point
+	// Print and Prints say that the series is the entry as the Print-th
+	// of Prints prints of its map showed it (counted from 1), for a map
+	// printed more than once; both are 0 otherwise.
+	Print, Prints int
 }
 
 // Point is one bucket or interval of a Series.
@@ -29,6 +33,47 @@ type Point struct {
 	// the interval had none.
 	Value   int64
 	Missing bool
+	// At is the interval's start (zero for a bucket): the prints of a
+	// time series are merged by it.
+	At time.Time
+}
+
+// Scalar is one entry of a map of numbers as a chart draws it over the
+// prints of the map (ScalarValues).
+type Scalar struct {
+	// Key is the entry's key as text prints it ("" for a map without
+	// keys).
+	Key string
+	// Value is the count, sum, min, max, average or assigned integer.
+	Value int64
+}
+
+// ScalarValues returns the entries of a map of one number per key
+// (count, sum, min, max, avg, or assigned integers) in the order text
+// prints them; nil for other maps (hist, lhist, tseries, stats, and
+// values that are not integers: strings, tuples, booleans).
+func ScalarValues(m *Map) []Scalar {
+	switch m.Kind {
+	case layout.MapCount, layout.MapSum, layout.MapMin, layout.MapMax, layout.MapAvg, layout.MapValue:
+	default:
+		return nil
+	}
+	es := sortedEntries(m)
+	values := make([]Scalar, 0, es.len())
+	for i := range es.len() {
+		e := es.at(i)
+		sc := Scalar{Value: int64(e.Value.Bits)}
+		if len(e.Key) > 0 {
+			sc.Key = string(appendKeyText(nil, "", e.Key))
+		}
+		if m.Kind == layout.MapAvg {
+			sc.Value = e.average()
+		} else if e.Value.Kind != ValueInt || e.Value.Bool {
+			return nil
+		}
+		values = append(values, sc)
+	}
+	return values
 }
 
 // ChartSeries returns the series of a hist, lhist or tseries map, a
@@ -55,7 +100,7 @@ func ChartSeries(m *Map) []Series {
 				layoutOf = "15:04:05.000"
 			}
 			for _, p := range ps {
-				s.Points = append(s.Points, Point{Label: p.start.Format(layoutOf), Value: int64(p.value.Bits), Missing: !p.has})
+				s.Points = append(s.Points, Point{Label: p.start.Format(layoutOf), Value: int64(p.value.Bits), Missing: !p.has, At: p.start})
 			}
 		} else {
 			for _, bk := range histBuckets(m, e, 0) {

@@ -32,7 +32,7 @@ func TestChartSeries(t *testing.T) {
 		t.Fatalf("tseries: got %+v", got)
 	}
 	label := func(epoch int64) string { return time.Unix(epoch, 0).Format("15:04:05") }
-	wantPoints := []Point{{Label: label(100), Value: 4}, {Label: label(101), Missing: true}, {Label: label(102), Value: -1}}
+	wantPoints := []Point{{Label: label(100), Value: 4, At: time.Unix(100, 0)}, {Label: label(101), Missing: true, At: time.Unix(101, 0)}, {Label: label(102), Value: -1, At: time.Unix(102, 0)}}
 	if !reflect.DeepEqual(got[0].Points, wantPoints) {
 		t.Errorf("tseries points %+v, want %+v", got[0].Points, wantPoints)
 	}
