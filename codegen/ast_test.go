@@ -37,7 +37,8 @@ func (a handAST) call(name string, t lang.Type, args ...lang.Expr) *lang.Call {
 	switch c.ID {
 	case lang.FuncPrintf, lang.FuncSystem, lang.FuncCat:
 		if lit, ok := args[0].(*lang.StrLit); ok {
-			c.Format, _ = printf.Parse(lit.Value)
+			parts, _ := printf.Parse(lit.Value)
+			a.info.SetFormat(c, parts)
 		}
 	}
 	return c

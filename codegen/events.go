@@ -78,8 +78,9 @@ func (f *fn) callStmt(call *lang.Call) error {
 func (f *fn) formatted(call *lang.Call, kind EventKind) error {
 	lit, ok := call.Args[0].(*lang.StrLit)
 	assert(ok, call, "a format that is not a string literal")
-	assert(call.Format != nil || lit.Value == "", call, "a format the checker did not parse")
-	return f.packedEvent(call, Event{Kind: kind, Format: lit.Value, Parts: call.Format}, call.Args[1:])
+	parts := f.c.info.Format(call)
+	assert(parts != nil || lit.Value == "", call, "a format the checker did not parse")
+	return f.packedEvent(call, Event{Kind: kind, Format: lit.Value, Parts: parts}, call.Args[1:])
 }
 
 // print lowers print(@m[, top[, div]]) and print(value).

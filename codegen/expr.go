@@ -105,13 +105,13 @@ func (f *fn) cast(e *lang.Cast) error {
 	if err := f.intExpr(e.X); err != nil {
 		return err
 	}
-	switch {
-	case e.To.Boolean:
+	switch to := f.typeOf(e); {
+	case to.Boolean:
 		done := f.label("bool")
 		f.emit(asm.JEq.Imm(asm.R0, 0, done), asm.Mov.Imm(asm.R0, 1))
 		f.place(done)
-	case e.To.Kind == lang.KindInt:
-		f.emit(extend(asm.R0, e.To.Size, e.To.Signed)...)
+	case to.Kind == lang.KindInt:
+		f.emit(extend(asm.R0, to.Size, to.Signed)...)
 	}
 	return nil
 }
@@ -201,7 +201,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		}
 	case *lang.IndexExpr:
 		if f.typeOf(e.X).Kind == lang.KindTuple {
-			return f.tupleElemInto(e.X, e.TupleIndex, off, sizeOf(t))
+			return f.tupleElemInto(e.X, f.c.info.ElemIndex(e), off, sizeOf(t))
 		}
 	case *lang.Unary:
 		if e.Op == "*" {

@@ -253,7 +253,7 @@ func (f *fn) index(e *lang.IndexExpr) error {
 	xt := f.typeOf(e.X)
 	switch xt.Kind {
 	case lang.KindTuple:
-		off, err := f.tupleField(e.X, e.TupleIndex)
+		off, err := f.tupleField(e.X, f.c.info.ElemIndex(e))
 		if err != nil {
 			return err
 		}
@@ -296,7 +296,7 @@ func (f *fn) arrayElem(e *lang.IndexExpr) error {
 		return err
 	}
 	size := xt.Elem.Size
-	f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, memSize[size]), tmp+e.TupleIndex*size))
+	f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, memSize[size]), tmp+f.c.info.ElemIndex(e)*size))
 	f.emit(extend(asm.R0, size, xt.Elem.Signed)...)
 	return nil
 }

@@ -237,7 +237,7 @@ func (f *fn) stmt(s lang.Stmt) error {
 	case *lang.IfStmt:
 		return f.ifStmt(s)
 	case *lang.UnrollStmt:
-		for i := 0; i < s.N; i++ {
+		for range f.c.info.UnrollCount(s) {
 			if err := f.block(s.Body); err != nil {
 				return err
 			}

@@ -12,7 +12,6 @@ package lang
 import (
 	"sort"
 
-	"github.com/gotrace/gotrace/internal/printf"
 	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
@@ -282,14 +281,13 @@ func (s *IfStmt) Chain() []*IfStmt {
 	return chain
 }
 
-// UnrollStmt is `unroll (Count) Body`. The checker sets N to the constant
-// repeat count.
+// UnrollStmt is `unroll (Count) Body`. The checker records the constant
+// repeat count in the Info (Info.UnrollCount).
 type UnrollStmt struct {
 	Loc Span
 	// Head is `unroll (Count)`, without the body.
 	Head  Span
 	Count Expr
-	N     int
 	Body  *Block
 }
 
@@ -461,11 +459,10 @@ type Call struct {
 	// only the name for "Unknown function".
 	NameLoc Span
 	Args    []Expr
-	// ID is the function Name denotes, set by the checker.
+	// ID is the function Name denotes, set by the checker. The format of
+	// printf, system and cat, which the checker parses to check the
+	// arguments, is in the Info (Info.Format).
 	ID BuiltinID
-	// Format is the format of printf, system and cat parsed, set by the
-	// checker, which parses it to check the arguments.
-	Format []printf.Part
 }
 
 // Binary is `X Op Y` for the arithmetic, bitwise, comparison and logical
@@ -529,7 +526,9 @@ type Ternary struct {
 }
 
 // Cast is `(TypeName)X`, such as `(uint32)arg0`, `(uint8 *)$p` or
-// `(struct CBlockIndex *)arg3`. To is the written type.
+// `(struct CBlockIndex *)arg3`. To is the written type, as the parser
+// read it; the type the cast gives, struct sizes filled in (and for a
+// declaration's typeof, TypeOf's type), is the cast's type in the Info.
 type Cast struct {
 	ExprBase
 	TypeName string
@@ -540,8 +539,8 @@ type Cast struct {
 	// Decl says the cast converts the value of a typed declaration,
 	// `$x: TYPE = X`, whose type is written before the "=".
 	Decl bool
-	// TypeOf is EXPR of a declaration's `typeof(EXPR)`: the checker sets
-	// To to its type; it is not evaluated.
+	// TypeOf is EXPR of a declaration's `typeof(EXPR)`: the cast is to
+	// its type, which the checker finds; it is not evaluated.
 	TypeOf Expr
 }
 
@@ -592,9 +591,9 @@ func ValueCall(e Expr) *Call {
 // IndexExpr is `X[I]` on a pointer or array (maps use MapExpr).
 type IndexExpr struct {
 	ExprBase
-	X     Expr
+	X Expr
+	// Index is the index; when X is a tuple or an array value
+	// (KindIntArray) it is a constant, and the element it selects is in
+	// the Info (Info.ElemIndex).
 	Index Expr
-	// TupleIndex is filled in by the checker when X is a tuple or an
-	// array value (KindIntArray): the element the constant Index selects.
-	TupleIndex int
 }

@@ -3,9 +3,9 @@ package lang
 // The checker is gotrace's semantic analysis, modelled on bpftrace 0.17's
 // semantic analyser: it resolves the type of every expression, checks
 // every builtin and function against the probe it appears in, records
-// the maps and the positional parameters read in the Info and sets
-// UnrollStmt.N. Its messages
-// and their columns are bpftrace's.
+// the maps, the positional parameters read, the unroll counts, the
+// parsed formats and the selected tuple elements in the Info, never on
+// the AST. Its messages and their columns are bpftrace's.
 //
 // Like bpftrace, it works in passes: a map or a variable may be read in
 // the source before the assignment that gives it its type (`@n = @n + 1`
@@ -57,7 +57,8 @@ package lang
 //     first created by ++/--).
 //   - Ternary: two integers give a 64-bit integer signed when both are;
 //     two strings give string[StrLen].
-//   - Cast: Cast.To (struct sizes filled in from the script's definitions).
+//   - Cast: Cast.To, or the type of Cast.TypeOf (struct sizes filled in
+//     from the script's definitions).
 //   - Tuple: KindTuple with the element types. FieldAccess: the tuple
 //     element or the struct field's type. IndexExpr: the element type.
 //   - Call: str() string[StrLen] (str(p, n) reads at most n bytes into

@@ -466,7 +466,7 @@ func (c *checker) formatCall(e *Call) {
 		c.errorf(e.Loc, "%s: %v", e.Name, err)
 		return
 	}
-	e.Format = parts
+	c.info.SetFormat(e, parts)
 	var verbs []*printf.Verb
 	for _, p := range parts {
 		if p.Verb != nil {

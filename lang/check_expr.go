@@ -280,15 +280,15 @@ func (c *checker) ternary(e *Ternary, u use) Type {
 }
 
 func (c *checker) cast(e *Cast) Type {
+	written := e.To
 	if e.TypeOf != nil {
-		t := c.expr(e.TypeOf, useValue)
-		if t.Kind != KindInt && t.Kind != KindNone {
-			c.errorf(e.TypeLoc, "gotrace declares variables of integer types and bool only, not %s", typeName(t))
+		written = c.expr(e.TypeOf, useValue)
+		if written.Kind != KindInt && written.Kind != KindNone {
+			c.errorf(e.TypeLoc, "gotrace declares variables of integer types and bool only, not %s", typeName(written))
 		}
-		e.To = t
 	}
 	x := c.expr(e.X, useValue)
-	to := c.resolve(e.To)
+	to := c.resolve(written)
 	if !c.prog.Newer {
 		to.Enum = nil // 0.17 prints enum values as numbers
 	}
@@ -443,7 +443,7 @@ func (c *checker) index(e *IndexExpr) Type {
 			c.laterf(e.Loc, "the index %d is out of bounds for array of size %d", n, x.Len)
 			return Type{}
 		}
-		e.TupleIndex = int(n)
+		c.info.elems[e] = int(n)
 		return *x.Elem
 	case (x.Kind == KindPointer || x.Kind == KindArray) && x.Elem != nil:
 		return c.resolve(*x.Elem)
@@ -464,7 +464,7 @@ func (c *checker) index(e *IndexExpr) Type {
 			c.laterf(e.Loc, "Invalid tuple index: %d. Found %d elements in tuple.", n, len(x.Elems))
 			return Type{}
 		}
-		e.TupleIndex = int(n)
+		c.info.elems[e] = int(n)
 		return x.Elems[n]
 	}
 	c.laterf(e.Loc, "The array index operator [] can only be used on arrays and pointers, found %s.", formatTypeName(x))

@@ -79,7 +79,6 @@ func (c *checker) stmt(s Stmt) {
 func (c *checker) unroll(s *UnrollStmt) {
 	c.expr(s.Count, useValue)
 	span := s.Head
-	s.N = 0
 	n, ok := c.info.ConstInt(s.Count)
 	switch {
 	case c.badParam(s.Count):
@@ -91,7 +90,7 @@ func (c *checker) unroll(s *UnrollStmt) {
 	case n > 100:
 		c.errorf(span, "unroll maximum value is 100")
 	default:
-		s.N = int(n)
+		c.info.unrolls[s] = int(n)
 	}
 	c.block(s.Body)
 }

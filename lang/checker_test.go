@@ -359,7 +359,8 @@ END { @late = (int8)1; }`
 	}
 }
 
-// TestCheckUnrollAndParams checks UnrollStmt.N and Program.NumParams.
+// TestCheckUnrollAndParams checks the unroll counts and NumParams the
+// checker records.
 func TestCheckUnrollAndParams(t *testing.T) {
 	src := `BEGIN { $i = 0; unroll(32) { $i++; } unroll($2) { $i++; } printf("%s %d\n", str($3), $#); }`
 	p, info, errs := checkSource(t, src, Config{Params: []string{"x", "7", "name"}})
@@ -369,7 +370,7 @@ func TestCheckUnrollAndParams(t *testing.T) {
 	var ns []int
 	for _, s := range p.Probes[0].Body.Stmts {
 		if u, ok := s.(*UnrollStmt); ok {
-			ns = append(ns, u.N)
+			ns = append(ns, info.UnrollCount(u))
 		}
 	}
 	if !slices.Equal(ns, []int{32, 7}) {

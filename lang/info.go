@@ -1,6 +1,10 @@
 package lang
 
-import "go/constant"
+import (
+	"go/constant"
+
+	"github.com/gotrace/gotrace/internal/printf"
+)
 
 // Info is what the resolve and check passes learned about a program, kept
 // beside its AST rather than on it, as go/types keeps its results in
@@ -22,6 +26,15 @@ type Info struct {
 	// values is the value of each constant expression other than an
 	// integer literal, whose value is its own (see constOf).
 	values map[*ExprBase]constant.Value
+	// unrolls is the repeat count of each unroll statement the checker
+	// accepted.
+	unrolls map[*UnrollStmt]int
+	// formats is the parsed format of each printf, system and cat call
+	// whose format is a literal the checker could parse.
+	formats map[*Call][]printf.Part
+	// elems is the element a constant index selects in a tuple or an
+	// array value (`$t[1]`), folded by the checker.
+	elems map[*IndexExpr]int
 
 	// Maps is every map the program uses, by name ("@x", or "@" for the
 	// anonymous map).
@@ -46,6 +59,9 @@ func NewInfo() *Info {
 	return &Info{
 		types:   map[*ExprBase]*Type{},
 		values:  map[*ExprBase]constant.Value{},
+		unrolls: map[*UnrollStmt]int{},
+		formats: map[*Call][]printf.Part{},
+		elems:   map[*IndexExpr]int{},
 		Maps:    map[string]*MapInfo{},
 		Symbols: map[SymbolRef]DataSymbol{},
 	}
@@ -124,6 +140,22 @@ func (in *Info) ConstString(e Expr) (string, bool) {
 	}
 	return constant.StringVal(v), true
 }
+
+// UnrollCount returns how many times the checker found unroll statement
+// s repeats its body: 0 when it refused the count.
+func (in *Info) UnrollCount(s *UnrollStmt) int { return in.unrolls[s] }
+
+// Format returns the parsed format of a printf, system or cat call, nil
+// when its format is not a literal the checker parsed.
+func (in *Info) Format(call *Call) []printf.Part { return in.formats[call] }
+
+// SetFormat records the parsed format of call: the checker's, and a
+// test's that builds a checked AST by hand.
+func (in *Info) SetFormat(call *Call, parts []printf.Part) { in.formats[call] = parts }
+
+// ElemIndex returns the element the constant index of e selects when e
+// indexes a tuple or an array value, as the checker folded it.
+func (in *Info) ElemIndex(e *IndexExpr) int { return in.elems[e] }
 
 // StructDef returns the struct called name: p's own, else one of the
 // kernel's the checker looked up, else nil.

@@ -67,6 +67,15 @@ func (d *dumper) typeOf(e Expr) Type {
 	return d.info.TypeOf(e)
 }
 
+// unrollCount returns the repeat count the checker found for s, 0 before
+// the checker.
+func (d *dumper) unrollCount(s *UnrollStmt) int {
+	if d.info == nil {
+		return 0
+	}
+	return d.info.UnrollCount(s)
+}
+
 func (d *dumper) line(depth int, format string, args ...any) {
 	fmt.Fprintf(d.w, "%s%s\n", strings.Repeat(" ", depth), fmt.Sprintf(format, args...))
 }
@@ -103,8 +112,8 @@ func (d *dumper) stmt(depth int, s Stmt) {
 			depth += 2
 		}
 	case *UnrollStmt:
-		if s.N > 0 {
-			d.line(depth, "unroll %d", s.N)
+		if n := d.unrollCount(s); n > 0 {
+			d.line(depth, "unroll %d", n)
 		} else {
 			d.line(depth, "unroll")
 		}
