@@ -6,6 +6,7 @@ require (
 	github.com/alecthomas/participle/v2 v2.1.4
 	github.com/cilium/ebpf v0.22.0
 	github.com/cpuguy83/go-md2man/v2 v2.0.6
+	github.com/go-delve/delve v1.27.2
 	github.com/ianlancetaylor/demangle v0.0.0-20260724033716-83e58baca724
 	github.com/nats-io/nats.go v1.56.0
 	github.com/nats-io/nkeys v0.4.16
