@@ -95,3 +95,36 @@ func TestLongProgram(t *testing.T) {
 	}
 	load(t, spec)
 }
+
+// TestShortenLongJumps checks that the long jumps around if and while
+// bodies become classic jumps where the target is in a 16-bit offset's
+// reach (kernels before 6.6, such as arm64's 6.1 JIT, know no other), and
+// stay long where it is not.
+func TestShortenLongJumps(t *testing.T) {
+	long := strings.Repeat("unroll(100) { $n = $n * 3 + 1; $n = $n * 3 + 1; $n = $n * 3 + 1; } ", 20)
+	tests := []struct {
+		name string
+		src  string
+		// long says whether a long jump must remain.
+		long bool
+	}{
+		{"if", `BEGIN { if (0) { @never = count(); } exit(); }`, false},
+		{"if else chain", `BEGIN { $x = 2; if ($x == 1) { printf("a\n"); } else if ($x == 2) { printf("b\n"); } else { printf("c\n"); } exit(); }`, false},
+		{"while break continue", `BEGIN { $i = 0; while ($i < 5) { $i++; if ($i == 2) { continue; } if ($i == 4) { break; } } exit(); }`, false},
+		{"body beyond 32767 instructions", `BEGIN { $n = 0; if ($n == 0) { ` + long + ` } exit(); }`, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			spec := compileSource(t, tt.src)
+			longJumps := 0
+			for _, ins := range spec.Collection.Programs["prog0"].Instructions {
+				if isLongJump(ins) {
+					longJumps++
+				}
+			}
+			if (longJumps > 0) != tt.long {
+				t.Errorf("%d long jumps left, want long jumps: %v", longJumps, tt.long)
+			}
+		})
+	}
+}

@@ -80,6 +80,7 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 			inheritMetadata(asm.Mov.Reg(regScratch, asm.RFP), f.insns[scratchLookup]),
 			asm.Add.Imm(regScratch, -stackSize))
 	}
+	shortenLongJumps(f.insns)
 	return f.insns, nil
 }
 
