@@ -16,7 +16,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -70,113 +69,6 @@ func loadDiffScript(path string) (*diffScript, error) {
 	s.Source = string(src)
 	return &diffScript{Script: s, Name: filepath.Base(path)}, nil
 }
-
-// noiseLines are lines bpftrace 0.17 prints on this kind of machine that say
-// nothing about the script: dropped from both tools' outputs. docs/compat.md
-// lists them under "Noise the differential tests ignore".
-var noiseLines = []*regexp.Regexp{
-	// RLIMIT_MEMLOCK cannot be raised without CAP_SYS_RESOURCE; bpftrace
-	// carries on.
-	regexp.MustCompile(`^ERROR: Unknown error -?\d+: couldn't set RLIMIT_MEMLOCK for bpftrace\.`),
-	// tracefs is not mounted, so detaching a uprobe the old way fails.
-	regexp.MustCompile(`^open\(/sys/kernel/(debug/)?tracing/uprobe_events\): No such file or directory$`),
-	regexp.MustCompile(`^ERROR: failed to detach probe: `),
-}
-
-// mapLine matches one entry of a keyed map: "@name[key]: value". A value
-// that is empty starts a keyed histogram.
-var mapLine = regexp.MustCompile(`^(@\w*)\[.*\]: (.*)$`)
-
-// bucketLine matches one bucket of a histogram and captures its count.
-var bucketLine = regexp.MustCompile(`^[\[(].*\s(\d+) \|[@ ]*\|$`)
-
-// normalize prepares one tool output for comparison: it drops noise, then
-// applies the script's drop, mask and sort rules and puts the entries of a
-// keyed map that have equal values in a fixed order.
-func normalize(s *fixture.Script, out string) []string {
-	var kept []string
-	for _, line := range strings.Split(strings.TrimSuffix(out, "\n"), "\n") {
-		if !slices.ContainsFunc(noiseLines, func(re *regexp.Regexp) bool { return re.MatchString(line) }) {
-			kept = append(kept, line)
-		}
-	}
-	norm := s.Normalize(strings.Join(kept, "\n"))
-	if norm == "" {
-		return nil
-	}
-	return sortEqualMapEntries(strings.Split(norm, "\n"))
-}
-
-// mapEntry is one entry of a keyed map as printed: one line, or a
-// histogram's header line, its bucket lines and the blank line after them.
-type mapEntry struct {
-	lines []string
-	// name is the map's name, "" for a line that is no map entry.
-	name string
-	// value is what bpftrace sorts entries by: the printed value, or for a
-	// histogram the total of its buckets.
-	value string
-}
-
-// sortEqualMapEntries puts each run of consecutive entries of one keyed map
-// with equal values in lexical order. bpftrace sorts a map by value and
-// leaves equal values in hash order, which differs from run to run.
-func sortEqualMapEntries(lines []string) []string {
-	var entries []mapEntry
-	for i := 0; i < len(lines); i++ {
-		m := mapLine.FindStringSubmatch(lines[i])
-		if m == nil {
-			entries = append(entries, mapEntry{lines: lines[i : i+1]})
-			continue
-		}
-		e := mapEntry{lines: lines[i : i+1], name: m[1], value: m[2]}
-		if strings.TrimSpace(m[2]) == "" {
-			total := 0
-			j := i + 1
-			for ; j < len(lines); j++ {
-				b := bucketLine.FindStringSubmatch(lines[j])
-				if b == nil {
-					break
-				}
-				c, _ := strconv.Atoi(b[1])
-				total += c
-			}
-			// The blank line after a histogram belongs to it.
-			if j < len(lines) && lines[j] == "" {
-				j++
-			}
-			e.lines = lines[i:j]
-			e.value = "hist " + strconv.Itoa(total)
-			i = j - 1
-		}
-		entries = append(entries, e)
-	}
-	out := make([]string, 0, len(lines))
-	for i := 0; i < len(entries); {
-		j := i + 1
-		if entries[i].name != "" {
-			// Histograms in one run all end with their blank line, or
-			// all lack it: which line is blank stays put, so sorting
-			// sorted output changes nothing.
-			for j < len(entries) && entries[j].name == entries[i].name && entries[j].value == entries[i].value &&
-				endsBlank(entries[j].lines) == endsBlank(entries[i].lines) {
-				j++
-			}
-		}
-		run := entries[i:j]
-		slices.SortStableFunc(run, func(a, b mapEntry) int {
-			return strings.Compare(strings.Join(a.lines, "\n"), strings.Join(b.lines, "\n"))
-		})
-		for _, e := range run {
-			out = append(out, e.lines...)
-		}
-		i = j
-	}
-	return out
-}
-
-// endsBlank reports whether an entry's last line is its blank line.
-func endsBlank(lines []string) bool { return len(lines) > 1 && lines[len(lines)-1] == "" }
 
 // toolResult is what one run of a tool left behind.
 type toolResult struct {
@@ -338,7 +230,6 @@ func runScript(t *testing.T, s *diffScript, tool string, toolArgs ...string) dif
 	if err := os.WriteFile(filepath.Join(dir, s.Name), []byte(s.Source), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	var args []string
 	summary := filepath.Join(dir, "fixture.out")
 	if s.Traced {
 		// A copy of its own: uprobes attached by path fire in every
@@ -350,12 +241,8 @@ func runScript(t *testing.T, s *diffScript, tool string, toolArgs ...string) dif
 		if err := os.WriteFile(filepath.Join(dir, "bitcoind"), bin, 0o755); err != nil {
 			t.Fatal(err)
 		}
-		args = append(args, "-c", s.Command("--output", summary))
 	}
-	args = append(args, toolArgs...)
-	args = append(args, s.Name)
-	args = append(args, s.Args...)
-	r := diffRun{toolResult: runTool(tool, dir, args)}
+	r := diffRun{toolResult: runTool(tool, dir, s.RunArgs(s.Name, summary, toolArgs...))}
 	if s.Traced {
 		out, err := os.ReadFile(summary)
 		if err != nil {
@@ -382,9 +269,9 @@ func compareRuns(s *fixture.Script, want, got diffRun) string {
 	if want.Code != got.Code {
 		fmt.Fprintf(&b, "exit code: bpftrace %d, gotrace %d\n", want.Code, got.Code)
 	}
-	b.WriteString(lineDiff("stdout", normalize(s, want.Stdout), normalize(s, got.Stdout)))
+	b.WriteString(lineDiff("stdout", s.CompareLines(want.Stdout), s.CompareLines(got.Stdout)))
 	if want.Code != 0 {
-		b.WriteString(lineDiff("stderr", normalize(s, want.Stderr), normalize(s, got.Stderr)))
+		b.WriteString(lineDiff("stderr", s.CompareLines(want.Stderr), s.CompareLines(got.Stderr)))
 	} else if got.Code != 0 {
 		fmt.Fprintf(&b, "gotrace stderr:\n%s", got.Stderr)
 	}
@@ -423,88 +310,4 @@ func lineDiff(what string, want, got []string) string {
 		}
 	}
 	return b.String()
-}
-
-func TestSortEqualMapEntries(t *testing.T) {
-	hist := func(key string, counts ...int) []string {
-		lines := []string{"@h[" + key + "]: "}
-		for i, c := range counts {
-			lines = append(lines, fmt.Sprintf("[%d, %d)%*d |@|", i, i+1, 18, c))
-		}
-		return append(lines, "")
-	}
-	join := func(parts ...[]string) []string { return slices.Concat(parts...) }
-	tests := []struct {
-		name     string
-		in, want []string
-	}{
-		{"equal values sorted",
-			[]string{"@c[b]: 1", "@c[a]: 1", "@c[z]: 2"},
-			[]string{"@c[a]: 1", "@c[b]: 1", "@c[z]: 2"}},
-		{"unequal values keep their order",
-			[]string{"@c[b]: 1", "@c[a]: 2"},
-			[]string{"@c[b]: 1", "@c[a]: 2"}},
-		{"runs do not cross maps",
-			[]string{"@a[y]: 1", "@b[x]: 1"},
-			[]string{"@a[y]: 1", "@b[x]: 1"}},
-		{"runs do not cross other lines",
-			[]string{"@a[y]: 1", "text", "@a[x]: 1"},
-			[]string{"@a[y]: 1", "text", "@a[x]: 1"}},
-		{"scalar maps are single lines",
-			[]string{"@z: 1", "@a: 1"},
-			[]string{"@z: 1", "@a: 1"}},
-		{"histograms with equal totals sorted as blocks",
-			join(hist("2", 1, 0), hist("1", 0, 1)),
-			join(hist("1", 0, 1), hist("2", 1, 0))},
-		{"histograms with different totals keep their order",
-			join(hist("2", 1, 0), hist("1", 1, 1)),
-			join(hist("2", 1, 0), hist("1", 1, 1))},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			got := sortEqualMapEntries(slices.Clone(tt.in))
-			if !slices.Equal(got, tt.want) {
-				t.Errorf("got\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(tt.want, "\n"))
-			}
-		})
-	}
-}
-
-func TestNormalizeNoise(t *testing.T) {
-	s := &fixture.Script{Masks: []*regexp.Regexp{regexp.MustCompile(`\d+ ms`)}}
-	out := "ERROR: Unknown error -1: couldn't set RLIMIT_MEMLOCK for bpftrace. If your program is not loading, you can try \"ulimit -l 8192\" to fix the problem\n" +
-		"Attaching 1 probe...\n" +
-		"open(/sys/kernel/tracing/uprobe_events): No such file or directory\n" +
-		"ERROR: failed to detach probe: usdt:./bitcoind:net:inbound_message\n" +
-		"took 12 ms\n"
-	want := []string{"Attaching 1 probe...", "took <masked>"}
-	if got := normalize(s, out); !slices.Equal(got, want) {
-		t.Errorf("normalize = %q, want %q", got, want)
-	}
-	for _, out := range []string{"", "\n", "open(/sys/kernel/tracing/uprobe_events): No such file or directory\n"} {
-		if got := normalize(s, out); got != nil {
-			t.Errorf("normalize(%q) = %q, want nil", out, got)
-		}
-	}
-}
-
-// FuzzSortEqualMapEntries checks that ordering map entries only reorders
-// lines, and that doing it twice changes nothing.
-func FuzzSortEqualMapEntries(f *testing.F) {
-	f.Add("@c[b]: 1\n@c[a]: 1\n@c[z]: 2")
-	f.Add("@h[2]: \n[0, 1)                 1 |@|\n\n@h[1]: \n[1, 2)                 1 |@|\n")
-	f.Add("Attaching 1 probe...\n\n\n@s[1]: count 1, average 4, total 4\n@s[2]: count 1, average 4, total 4\n")
-	f.Fuzz(func(t *testing.T, out string) {
-		in := strings.Split(out, "\n")
-		got := sortEqualMapEntries(slices.Clone(in))
-		a, b := slices.Clone(in), slices.Clone(got)
-		slices.Sort(a)
-		slices.Sort(b)
-		if !slices.Equal(a, b) {
-			t.Fatalf("lines changed: %q became %q", in, got)
-		}
-		if again := sortEqualMapEntries(slices.Clone(got)); !slices.Equal(again, got) {
-			t.Fatalf("not idempotent: %q became %q", got, again)
-		}
-	})
 }

@@ -69,7 +69,7 @@ END { printf("end\n"); }`, counter, bump)
 		}
 	}
 	var s fixture.Script
-	if msg := lineDiff("stdout", normalize(&s, want.Stdout), normalize(&s, got.Stdout)); msg != "" {
+	if msg := lineDiff("stdout", s.CompareLines(want.Stdout), s.CompareLines(got.Stdout)); msg != "" {
 		t.Errorf("gotrace differs from bpftrace:\n%s", msg)
 	}
 	warning := fmt.Sprintf("WARNING: watchpoint:%#x:8:w: the probe will not fire: hardware breakpoints attach on this machine but are not delivered", counter)

@@ -68,12 +68,10 @@ func TestARM64(t *testing.T) {
 		}
 		cases = append(cases, c)
 	}
-	libs := []Entry{
-		File(t, "/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-aarch64.so.1"),
-		File(t, "/usr/aarch64-linux-gnu/lib/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6"),
+	libs := append(arm64Libs(t),
 		File(t, fixture.BuildARM64(t, s.Variant), "/work/bitcoind"),
-		{Path: "/work/netmsg.bt", Mode: 0o644, Data: []byte(s.Source)},
-	}
+		Entry{Path: "/work/netmsg.bt", Mode: 0o644, Data: []byte(s.Source)},
+	)
 	b := runCases(t, ARM64, cases, libs...)
 
 	guest := b.Result(t, "netmsg")
@@ -94,6 +92,15 @@ func TestARM64(t *testing.T) {
 		if n != e.Count {
 			t.Errorf("arm64 output has %d lines matching %v, want %d", n, e.Re, e.Count)
 		}
+	}
+}
+
+// arm64Libs are the guest's C library, from Debian's cross toolchain, at
+// the paths an arm64 Debian has them: the fixture is linked against it.
+func arm64Libs(t *testing.T) []Entry {
+	return []Entry{
+		File(t, "/usr/aarch64-linux-gnu/lib/ld-linux-aarch64.so.1", "/lib/ld-linux-aarch64.so.1"),
+		File(t, "/usr/aarch64-linux-gnu/lib/libc.so.6", "/lib/aarch64-linux-gnu/libc.so.6"),
 	}
 }
 
