@@ -308,9 +308,9 @@ type tracer struct {
 	// from the events reader each time a Flush has been read through.
 	readers sync.WaitGroup
 	flushed chan struct{}
-	// procs is GOMAXPROCS from before the readers started (0: they did
-	// not), given back when they are gone.
-	procs int
+	// addedProcs is how many Ps startReaders added for this trace's
+	// readers (0: none yet), given back when they are gone.
+	addedProcs int
 	// eventsDone is closed when the events reader goroutine has returned.
 	eventsDone chan struct{}
 	// exit is closed by the first exit() record.
@@ -506,6 +506,20 @@ func (t *tracer) openReaders() error {
 // that keeps their P (epoll_wait in the ring-buffer readers).
 const blockingReaders = 2
 
+// procsMu orders the changes addProcs makes to GOMAXPROCS, so that traces
+// that overlap in one process (a program using this package for several)
+// each add and give back their own Ps, whatever order they end in.
+var procsMu sync.Mutex
+
+// addProcs changes GOMAXPROCS by n, relative to its value now rather than
+// to one remembered, so that overlapping traces and a caller's own setting
+// in between are kept.
+func addProcs(n int) {
+	procsMu.Lock()
+	defer procsMu.Unlock()
+	goruntime.GOMAXPROCS(max(1, goruntime.GOMAXPROCS(0)+n))
+}
+
 // startReaders starts one goroutine per ring buffer; the events reader
 // also reports lost records.
 //
@@ -519,8 +533,8 @@ const blockingReaders = 2
 // takes at once; it adds no thread and runs no more Go code at once than
 // there are goroutines that are not waiting.
 func (t *tracer) startReaders() {
-	t.procs = goruntime.GOMAXPROCS(0)
-	goruntime.GOMAXPROCS(t.procs + blockingReaders)
+	addProcs(blockingReaders)
+	t.addedProcs = blockingReaders
 	t.flushed = make(chan struct{})
 	t.eventsDone = make(chan struct{})
 	t.stop = make(chan struct{})
@@ -848,9 +862,10 @@ func (t *tracer) close() error {
 		t.control.Close()
 	}
 	t.readers.Wait()
-	if t.procs != 0 {
+	if t.addedProcs != 0 {
 		// A process that traces again and again (the tests) keeps its Ps.
-		goruntime.GOMAXPROCS(t.procs)
+		addProcs(-t.addedProcs)
+		t.addedProcs = 0
 	}
 	if t.favoured != nil {
 		t.favoured.Undo()

@@ -149,6 +149,24 @@ func TestRunReadersLeaveAP(t *testing.T) {
 	}
 }
 
+// TestAddProcsOverlapping checks that traces overlapping in one process
+// give back only their own Ps, in whichever order they end: the first to
+// end must not restore the GOMAXPROCS it saw before the second began.
+func TestAddProcsOverlapping(t *testing.T) {
+	before := goruntime.GOMAXPROCS(0)
+	t.Cleanup(func() { goruntime.GOMAXPROCS(before) })
+	addProcs(blockingReaders)  // the first trace starts
+	addProcs(blockingReaders)  // the second starts
+	addProcs(-blockingReaders) // the first ends
+	if got, want := goruntime.GOMAXPROCS(0), before+blockingReaders; got != want {
+		t.Errorf("GOMAXPROCS with the second trace still running = %d, want %d", got, want)
+	}
+	addProcs(-blockingReaders) // the second ends
+	if got := goruntime.GOMAXPROCS(0); got != before {
+		t.Errorf("GOMAXPROCS after both traces = %d, want %d", got, before)
+	}
+}
+
 func TestRunQuiet(t *testing.T) {
 	testenv.RequireRoot(t)
 	out, _, err := runScript(t, context.Background(), `BEGIN { printf("only\n"); exit(); }`, Options{Quiet: true})
