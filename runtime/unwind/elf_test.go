@@ -12,10 +12,20 @@ import (
 // non-zero.
 const ehFrameAddr = 0x400000
 
-// minimalELF wraps section, as .eh_frame, in the smallest 64-bit
+// minimalELF returns the file of minimalELFBytes, read by debug/elf.
+func minimalELF(t testing.TB, m elf.Machine, section []byte) *elf.File {
+	t.Helper()
+	f, err := elf.NewFile(bytes.NewReader(minimalELFBytes(t, m, section)))
+	if err != nil {
+		t.Fatalf("read the synthetic ELF file: %v", err)
+	}
+	return f
+}
+
+// minimalELFBytes wraps section, as .eh_frame, in the smallest 64-bit
 // little-endian ELF file debug/elf reads: a header, the section and a
 // section name table.
-func minimalELF(t testing.TB, m elf.Machine, section []byte) *elf.File {
+func minimalELFBytes(t testing.TB, m elf.Machine, section []byte) []byte {
 	t.Helper()
 	names := []byte("\x00.eh_frame\x00.shstrtab\x00")
 	const hdrSize, shdrSize = 64, 64
@@ -41,11 +51,7 @@ func minimalELF(t testing.TB, m elf.Machine, section []byte) *elf.File {
 			t.Fatal(err)
 		}
 	}
-	f, err := elf.NewFile(bytes.NewReader(buf.Bytes()))
-	if err != nil {
-		t.Fatalf("read the synthetic ELF file: %v", err)
-	}
-	return f
+	return buf.Bytes()
 }
 
 // cieParams are a CIE's alignment factors, return address column and

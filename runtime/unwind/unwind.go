@@ -8,6 +8,7 @@ package unwind
 import (
 	"debug/elf"
 	"fmt"
+	"os"
 	"sort"
 )
 
@@ -81,18 +82,15 @@ type Table struct {
 	Rules []Rule
 }
 
-// Open opens the ELF file at path and builds its table.
+// Open opens the ELF file at path and builds its table, every call anew;
+// Cache.Open builds a file's once.
 func Open(path string) (*Table, error) {
-	f, err := elf.Open(path)
+	f, err := os.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read unwind table of %s: %w", path, err)
 	}
 	defer f.Close()
-	t, err := Build(f)
-	if err != nil {
-		return nil, fmt.Errorf("read unwind table of %s: %w", path, err)
-	}
-	return t, nil
+	return buildFile(path, f)
 }
 
 // Lookup returns the rule for addr by binary search, as the BPF side
