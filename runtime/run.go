@@ -266,6 +266,9 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	return t.finish()
 }
 
+// spareProcs is how many Ps a trace adds to GOMAXPROCS (see startReaders).
+const spareProcs = 1
+
 // tracer is the state of one Run.
 type tracer struct {
 	opts Options
@@ -502,10 +505,6 @@ func (t *tracer) openReaders() error {
 	return nil
 }
 
-// blockingReaders is how many goroutines of a trace wait in a system call
-// that keeps their P (epoll_wait in the ring-buffer readers).
-const blockingReaders = 2
-
 // procsMu orders the changes addProcs makes to GOMAXPROCS, so that traces
 // that overlap in one process (a program using this package for several)
 // each add and give back their own Ps, whatever order they end in.
@@ -526,15 +525,17 @@ func addProcs(n int) {
 // The readers wait in epoll_wait, a system call that keeps the P it was
 // made on until sysmon takes it back, and an idle sysmon looks only every
 // 10 ms. With as many Ps as CPUs (2 on this project's VMs), both readers
-// waiting held every P, and a goroutine they woke (Run's, at exit()) sat
-// in a run queue until sysmon came: 10-14 ms of the 29 ms that
-// BEGIN { exit(); } took (perf trace). A P for each reader on top of the
-// CPUs' leaves one free for the goroutine woken, which an idle thread then
-// takes at once; it adds no thread and runs no more Go code at once than
-// there are goroutines that are not waiting.
+// waiting held every P, and a goroutine they woke (Run's, at exit()), a
+// timer or a signal's goroutine sat in a run queue until sysmon came:
+// 7-16 ms of the 29 ms that BEGIN { exit(); } took (perf trace: from
+// BEGIN's BPF_PROG_TEST_RUN to the exit flag's update), about 2 ms with
+// a P to spare. The spare P runs no more Go code at once than there are
+// goroutines not waiting; it costs about 50 page faults and 0.13 MiB of
+// peak RSS (a P's own spans), a second one would cost 20 faults more and
+// buy nothing while only the two readers block.
 func (t *tracer) startReaders() {
-	addProcs(blockingReaders)
-	t.addedProcs = blockingReaders
+	addProcs(spareProcs)
+	t.addedProcs = spareProcs
 	t.flushed = make(chan struct{})
 	t.eventsDone = make(chan struct{})
 	t.stop = make(chan struct{})

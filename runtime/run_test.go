@@ -141,8 +141,8 @@ func TestRunReadersLeaveAP(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if want := before + blockingReaders; during != want {
-		t.Errorf("GOMAXPROCS while tracing = %d, want %d (%d before, and one for each of the %d blocking readers)", during, want, before, blockingReaders)
+	if want := before + spareProcs; during != want {
+		t.Errorf("GOMAXPROCS while tracing = %d, want %d (%d before, and %d to spare)", during, want, before, spareProcs)
 	}
 	if after := goruntime.GOMAXPROCS(0); after != before {
 		t.Errorf("GOMAXPROCS after the trace = %d, want %d as before it", after, before)
@@ -155,13 +155,13 @@ func TestRunReadersLeaveAP(t *testing.T) {
 func TestAddProcsOverlapping(t *testing.T) {
 	before := goruntime.GOMAXPROCS(0)
 	t.Cleanup(func() { goruntime.GOMAXPROCS(before) })
-	addProcs(blockingReaders)  // the first trace starts
-	addProcs(blockingReaders)  // the second starts
-	addProcs(-blockingReaders) // the first ends
-	if got, want := goruntime.GOMAXPROCS(0), before+blockingReaders; got != want {
+	addProcs(spareProcs)  // the first trace starts
+	addProcs(spareProcs)  // the second starts
+	addProcs(-spareProcs) // the first ends
+	if got, want := goruntime.GOMAXPROCS(0), before+spareProcs; got != want {
 		t.Errorf("GOMAXPROCS with the second trace still running = %d, want %d", got, want)
 	}
-	addProcs(-blockingReaders) // the second ends
+	addProcs(-spareProcs) // the second ends
 	if got := goruntime.GOMAXPROCS(0); got != before {
 		t.Errorf("GOMAXPROCS after both traces = %d, want %d", got, before)
 	}
