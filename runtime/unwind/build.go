@@ -58,6 +58,7 @@ func Build(f *elf.File) (*Table, error) {
 		return nil, fmt.Errorf("parse %s: %w", name, err)
 	}
 	b := newBuilder(f.Machine, mr)
+	b.interp.section, b.interp.ehFrameAddr = data, ehFrameAddr
 	// bitcoind has a row per 5.5 bytes of .eh_frame; starting near that
 	// saves the appends' copies, and finish trims what is left over.
 	b.t.Rows = make([]Row, 0, len(data)/4)
@@ -134,6 +135,7 @@ func (b *builder) addFDE(fde *frame.FrameDescriptionEntry, data []byte) error {
 	cie := fde.CIE
 	in := &b.interp
 	in.reset(cie.CodeAlignmentFactor, cie.DataAlignmentFactor, cie.ReturnAddressRegister)
+	in.fde = nil
 	if err := in.run(cie.InitialInstructions, fde.Begin(), nil); err != nil {
 		return fmt.Errorf("CIE initial instructions at %#x, of the FDE for %#x: %w",
 			sectionOffset(data, cie.InitialInstructions), fde.Begin(), err)
@@ -154,6 +156,7 @@ func (b *builder) addFDE(fde *frame.FrameDescriptionEntry, data []byte) error {
 		}
 		rowStart = next
 	}
+	in.fde = fde
 	err := in.run(fde.Instructions, loc, emit)
 	if err != nil {
 		return fmt.Errorf("FDE for %#x..%#x, instructions at %#x: %w",

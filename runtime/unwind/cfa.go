@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math"
+
+	"github.com/go-delve/delve/pkg/dwarf/frame"
 )
 
 // The call frame instructions (DWARF 5, section 6.4.2, and the GNU
@@ -166,6 +168,12 @@ type interpreter struct {
 	cur, initial state
 	stack        []state
 	loc          uint64
+	// fde is the FDE whose instructions run (nil for a CIE's), in
+	// section, loaded at ehFrameAddr (0 for .debug_frame): what
+	// DW_CFA_set_loc needs to decode its operand.
+	fde         *frame.FrameDescriptionEntry
+	section     []byte
+	ehFrameAddr uint64
 }
 
 // reset starts the interpreter on a CIE's parameters.
@@ -325,10 +333,19 @@ func (in *interpreter) step(c *cursor, op byte, advance func(uint64)) error {
 	switch op {
 	case opNop:
 	case opSetLoc:
-		// gcc, clang and the assemblers never emit it in .eh_frame (its
-		// operand would need the CIE's pointer encoding, which delve keeps
-		// to itself); .debug_frame's is an absolute 8-byte address.
-		return errors.New("DW_CFA_set_loc is not supported")
+		// Compilers and assemblers do not emit it; hand-written CFI may.
+		if in.fde == nil {
+			return errors.New("DW_CFA_set_loc outside an FDE")
+		}
+		d, err := newLocationDecoder(in.section, in.fde, in.ehFrameAddr)
+		if err != nil {
+			return err
+		}
+		loc, err := d.decode(c)
+		if err != nil {
+			return err
+		}
+		in.moveTo(loc, advance)
 	case opAdvanceLoc1, opAdvanceLoc2, opAdvanceLoc4:
 		delta, err := c.fixed(1 << (op - opAdvanceLoc1))
 		if err != nil {

@@ -1,7 +1,10 @@
 package unwind
 
 import (
+	"bytes"
 	"debug/elf"
+	"encoding/binary"
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -137,7 +140,7 @@ func TestInterpretErrors(t *testing.T) {
 		{"truncated block", elf.EM_X86_64, []byte{opDefCFAExpression, 5, 1}, "instruction 0x0f at +0x0: operands run past the end"},
 		{"unknown opcode", elf.EM_X86_64, []byte{opAdvanceLoc | 1, 0x3f}, "instruction 0x3f at +0x1: unknown call frame instruction"},
 		{"restore_state alone", elf.EM_X86_64, []byte{opRestoreState}, "without DW_CFA_remember_state"},
-		{"set_loc", elf.EM_X86_64, []byte{opSetLoc, 0, 0, 0, 0}, "DW_CFA_set_loc is not supported"},
+		{"set_loc truncated", elf.EM_X86_64, []byte{opSetLoc, 0, 0}, "instruction 0x01 at +0x0: operands run past the end"},
 		{"window_save on x86-64", elf.EM_X86_64, []byte{opGNUWindowSave}, "SPARC"},
 		{"LEB128 past 64 bits", elf.EM_X86_64, []byte{opDefCFAOffset, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x7f}, "overflows 64 bits"},
 		{"remember_state without end", elf.EM_X86_64, []byte(strings.Repeat(string(rune(opRememberState)), maxRememberedStateDepth+1)), "nested"},
@@ -183,5 +186,34 @@ func checkInvariants(t testing.TB, table *Table) {
 	}
 	if n := len(table.Rows); n > 0 && table.Rows[n-1].Rule != 0 {
 		t.Fatalf("last row %+v is not undefined", table.Rows[n-1])
+	}
+}
+
+// TestSetLoc checks DW_CFA_set_loc, whose operand is in the CIE's pointer
+// encoding: absolute, and relative to the operand's own address.
+func TestSetLoc(t *testing.T) {
+	marker := []byte{0xde, 0xad, 0xbe, 0xef}
+	program := append(append([]byte{opSetLoc}, marker...), opDefCFAOffset, 16)
+	for _, enc := range []byte{encUdata4, encPCRel | encSdata4} {
+		t.Run(fmt.Sprintf("encoding %#02x", enc), func(t *testing.T) {
+			cie := x86CIE
+			cie.enc = enc
+			section := ehFrame(cie, fdeBegin, fdeSize, program)
+			at := bytes.Index(section, marker)
+			operand := uint32(fdeBegin + 0x10)
+			if enc&0x70 == encPCRel {
+				operand -= uint32(ehFrameAddr + at)
+			}
+			binary.LittleEndian.PutUint32(section[at:], operand)
+			table, err := Build(minimalELF(t, elf.EM_X86_64, section))
+			if err != nil {
+				t.Fatalf("Build: %v", err)
+			}
+			for _, w := range []lookupWant{{0x100f, sp8, true}, {0x1010, sp16, true}} {
+				if rule, ok := table.Lookup(w.addr); rule != w.rule || ok != w.ok {
+					t.Errorf("Lookup(%#x) = %+v, %v; want %+v, %v", w.addr, rule, ok, w.rule, w.ok)
+				}
+			}
+		})
 	}
 }

@@ -2,6 +2,7 @@ package unwind
 
 import (
 	"bytes"
+	"cmp"
 	"debug/elf"
 	"encoding/binary"
 	"testing"
@@ -54,13 +55,15 @@ func minimalELFBytes(t testing.TB, m elf.Machine, section []byte) []byte {
 	return buf.Bytes()
 }
 
-// cieParams are a CIE's alignment factors, return address column and
-// initial instructions.
+// cieParams are a CIE's alignment factors, return address column,
+// initial instructions and pointer encoding ('R'; 0 stands for udata4,
+// absolute).
 type cieParams struct {
 	caf     uint64
 	daf     int64
 	ra      byte
 	initial []byte
+	enc     byte
 }
 
 // x86CIE is what gcc emits on x86-64: CFA = rsp+8, return address at
@@ -70,16 +73,17 @@ var x86CIE = cieParams{caf: 1, daf: -8, ra: 16, initial: []byte{opDefCFA, 7, 8, 
 // arm64CIE is what gcc emits on arm64: CFA = sp, x30 in its register.
 var arm64CIE = cieParams{caf: 4, daf: -8, ra: 30, initial: []byte{opDefCFA, 31, 0}}
 
-// ehFrame assembles an .eh_frame holding one CIE ("zR", addresses as
-// absolute 4-byte values) and one FDE covering [begin, begin+size) with
-// program, then the zero terminator.
+// ehFrame assembles an .eh_frame holding one CIE ("zR", addresses as 4-byte
+// values, absolute or pc-relative) and one FDE covering [begin,
+// begin+size) with program, then the zero terminator.
 func ehFrame(cie cieParams, begin, size uint32, program []byte) []byte {
 	var b []byte
 	le := binary.LittleEndian
 	body := []byte{1, 'z', 'R', 0}
 	body = appendULEB(body, cie.caf)
 	body = appendSLEB(body, cie.daf)
-	body = append(body, cie.ra, 1, 0x03) // augmentation data: 1 byte, udata4
+	enc := cmp.Or(cie.enc, encUdata4)
+	body = append(body, cie.ra, 1, enc) // augmentation data: 1 byte, the encoding
 	body = append(body, cie.initial...)
 	b = le.AppendUint32(b, uint32(4+len(body)))
 	b = le.AppendUint32(b, 0)
@@ -87,6 +91,9 @@ func ehFrame(cie cieParams, begin, size uint32, program []byte) []byte {
 	fdeAt := len(b)
 	var fde []byte
 	fde = le.AppendUint32(fde, uint32(fdeAt+4)) // back to the CIE from this field
+	if enc&0x70 == encPCRel {
+		begin -= uint32(ehFrameAddr + fdeAt + 8) // relative to the field itself
+	}
 	fde = le.AppendUint32(fde, begin)
 	fde = le.AppendUint32(fde, size)
 	fde = append(fde, 0) // no augmentation data

@@ -15,6 +15,9 @@ func FuzzBuild(f *testing.F) {
 	f.Add(ehFrame(x86CIE, fdeBegin, fdeSize, []byte{opAdvanceLoc | 1, opDefCFAOffset, 16, opOffset | 6, 2, opRememberState, opAdvanceLoc1, 4, opDefCFARegister, 6, opRestoreState}), false)
 	f.Add(ehFrame(x86CIE, fdeBegin, fdeSize, append([]byte{opDefCFAExpression, byte(len(pltCFAExpression))}, pltCFAExpression...)), false)
 	f.Add(ehFrame(arm64CIE, fdeBegin, fdeSize, []byte{opAdvanceLoc | 1, opDefCFAOffset, 16, opOffset | 29, 2, opOffset | 30, 1, opGNUWindowSave}), true)
+	pcrel := x86CIE
+	pcrel.enc = encPCRel | encSdata4
+	f.Add(ehFrame(pcrel, fdeBegin, fdeSize, []byte{opSetLoc, 0x10, 0, 0, 0, opDefCFAOffset, 16}), false)
 	f.Add([]byte{}, false)
 	f.Fuzz(func(t *testing.T, section []byte, arm64 bool) {
 		m := elf.EM_X86_64
