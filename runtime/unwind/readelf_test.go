@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"debug/elf"
 	"fmt"
+	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -303,6 +304,8 @@ func TestBuildMatchesReadelf(t *testing.T) {
 		{"arm64 fixture", func(t *testing.T) string {
 			return fixture.BuildARM64(t, "bitcoind")
 		}},
+		// Go writes no .eh_frame, only a compressed .debug_frame.
+		{"go debug_frame", buildGoProgram},
 	}
 	for _, tc := range files {
 		t.Run(tc.name, func(t *testing.T) {
@@ -351,6 +354,29 @@ func buildCxxChain(t *testing.T, compiler string, flags ...string) string {
 	args = append(args, filepath.Join("..", "testdata", "cxxchain.cc"))
 	if out, err := exec.Command(cxx, args...).CombinedOutput(); err != nil {
 		t.Fatalf("build cxxchain with %s: %v\n%s", compiler, err, out)
+	}
+	return bin
+}
+
+// buildGoProgram builds a small Go program with its DWARF (go test's own
+// binary has none) into a temporary directory and returns its path.
+func buildGoProgram(t *testing.T) string {
+	t.Helper()
+	goTool := testenv.RequireTool(t, "go")
+	dir := t.TempDir()
+	for name, text := range map[string]string{
+		"go.mod":  "module hello\n",
+		"main.go": "package main\n\nimport \"fmt\"\n\nfunc main() { fmt.Println(\"hello\") }\n",
+	} {
+		if err := os.WriteFile(filepath.Join(dir, name), []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	bin := filepath.Join(dir, "hello")
+	cmd := exec.Command(goTool, "build", "-o", bin, ".")
+	cmd.Dir = dir
+	if out, err := cmd.CombinedOutput(); err != nil {
+		t.Fatalf("go build hello: %v\n%s", err, out)
 	}
 	return bin
 }
