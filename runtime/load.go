@@ -55,8 +55,13 @@ const maxStackFile = "/proc/sys/kernel/perf_event_max_stack"
 
 // checkStackDepth refuses a ustack deeper than the limit in the file
 // limitFile, which the kernel would refuse with a bare "invalid argument"
-// when creating its stack map. Without the file the kernel decides.
+// when creating its stack map. Without the file the kernel decides. A
+// program without stack maps reads nothing: every start of gotrace would
+// pay for the file's opening (issue 24).
 func checkStackDepth(spec *ebpf.CollectionSpec, limitFile string) error {
+	if !hasStackMap(spec) {
+		return nil
+	}
 	b, err := os.ReadFile(limitFile)
 	if err != nil {
 		return nil
@@ -73,6 +78,16 @@ func checkStackDepth(spec *ebpf.CollectionSpec, limitFile string) error {
 		}
 	}
 	return nil
+}
+
+// hasStackMap says whether spec has a stack map (ustack, kstack).
+func hasStackMap(spec *ebpf.CollectionSpec) bool {
+	for _, m := range spec.Maps {
+		if m.Type == ebpf.StackTrace {
+			return true
+		}
+	}
+	return false
 }
 
 // referenceSource returns "FILE:LINE:COL: " of the first instruction that
