@@ -101,6 +101,9 @@ func (s *Symbolizer) capture(tid int, threads bool) (Mappings, bool) {
 			key.start = pstart
 		}
 	}
+	if s.onMappings != nil && !slices.Equal(s.procs.maps[key], ms) {
+		s.onMappings(tgid, ms)
+	}
 	s.procs.maps[key] = ms
 	s.procs.latest[tgid] = key
 	for _, m := range ms {

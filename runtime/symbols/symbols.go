@@ -54,6 +54,20 @@ type Symbolizer struct {
 	// and those the kernel dropped for want of room in a ring.
 	badRecords  int
 	lostRecords uint64
+	// onMappings, when set, is told each process's mappings when they
+	// change (OnMappings).
+	onMappings func(pid int, ms Mappings)
+}
+
+// OnMappings has fn called with a process's file mappings whenever the
+// symbolizer learns new ones: from a /proc read that differs from the
+// last, from the kernel's mapping records, and for the processes that run
+// when Track starts. It is called with the symbolizer's lock held, so it
+// must not call the symbolizer. Set it before Track.
+func (s *Symbolizer) OnMappings(fn func(pid int, ms Mappings)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.onMappings = fn
 }
 
 // Site is an attached uprobe's symbol and its file offset.

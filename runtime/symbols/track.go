@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"slices"
 	"strconv"
@@ -113,6 +114,9 @@ func (s *Symbolizer) Track(pid int) error {
 	for p, ms := range running {
 		if _, ok := s.tracked[p]; !ok {
 			s.tracked[p] = &trackedProcess{maps: ms}
+			if s.onMappings != nil {
+				s.onMappings(p, ms)
+			}
 		}
 	}
 	return nil
@@ -247,6 +251,23 @@ func (s *Symbolizer) drain() {
 	slices.SortStableFunc(recs, func(a, b perfRecord) int { return cmp.Compare(a.time, b.time) })
 	for _, rec := range recs {
 		s.apply(rec)
+	}
+	if s.onMappings == nil {
+		return
+	}
+	changed := map[int]bool{}
+	for _, rec := range recs {
+		if rec.kind == recordExec || rec.kind == recordFork && rec.pid != rec.ppid || rec.kind == recordMmap {
+			changed[rec.pid] = true
+		}
+	}
+	for _, pid := range slices.Sorted(maps.Keys(changed)) {
+		var captured Mappings
+		if key, ok := s.procs.latest[pid]; ok {
+			captured = s.procs.maps[key]
+		}
+		ms, _ := s.trackedMappings(pid, captured)
+		s.onMappings(pid, ms)
 	}
 }
 
