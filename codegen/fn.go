@@ -89,6 +89,9 @@ type fn struct {
 	// countCallback is the symbol of the callback len() iterates with,
 	// once one is emitted.
 	countCallback string
+	// unwindSteps are the symbols of the eh_frame walk's step callbacks
+	// (unwind.go), by the frames limit of their stacks.
+	unwindSteps map[int]string
 }
 
 // variable is a scratch variable: an integer in a stack slot or a larger

@@ -6,6 +6,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -29,6 +30,9 @@ func (f *fn) ustack(n lang.Node, t lang.Type) error {
 	frames := t.StackFrames
 	if frames <= 0 {
 		return f.c.errorf(n, "ustack with %d frames", frames)
+	}
+	if !t.StackKernel && f.c.opts.StackUnwind == settings.UnwindEhFrame {
+		return f.unwoundUstack(n, t)
 	}
 	name := StackMap(frames)
 	f.c.spec.Collection.Maps[name] = &ebpf.MapSpec{

@@ -21,7 +21,8 @@ type ConfigSetting struct {
 
 // configKeys are bpftrace's configuration options. gotrace acts on
 // max_strlen, max_map_keys, print_maps_on_exit and missing_probes (read by
-// cmd/gotrace), and has one of its own, max_buflen (lang.Config.BufLen);
+// cmd/gotrace), and has two of its own, max_buflen (lang.Config.BufLen) and stack_unwind
+// (codegen and runtime);
 // the others are
 // accepted so that scripts written for bpftrace run, and change nothing
 // (gotrace has no LLVM, no BTF and attaches only what it can).
@@ -30,7 +31,7 @@ var configKeys = []string{
 	"log_size", "max_bpf_progs", "max_buflen", "max_cat_bytes", "max_map_keys",
 	"max_probes", "max_strlen", "max_type_res_iterations", "missing_probes",
 	"on_stack_limit", "perf_rb_pages", "print_maps_on_exit", "show_debug_info",
-	"stack_mode", "str_trunc_trailer", "symbol_source", "use_blazesym",
+	"stack_mode", "stack_unwind", "str_trunc_trailer", "symbol_source", "use_blazesym",
 	"unstable_import", "unstable_macro", "unstable_map_decl", "unstable_tseries",
 	"unstable_addr", "unstable_typeinfo",
 }

@@ -156,6 +156,14 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 		return plan.ErrNoProbes
 	}
 	t.syms = symbols.New(t.pid, siteSymbols(sites), t.files)
+	// The unwind tables follow the mappings symbols learns, from the
+	// start of tracking: the maps exist before the collection.
+	if t.unwind, err = newUnwindTables(t.spec.Collection, t.verbosef); err != nil {
+		return err
+	}
+	if t.unwind != nil {
+		t.syms.OnMappings(t.unwind.setProcess)
+	}
 	if namesUserAddresses(t.spec) {
 		// Before the command runs (it is held at its gate): the kernel's
 		// mapping records keep the maps of processes that exit before
@@ -180,7 +188,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	} else if opts.Verbose {
 		fmt.Fprintln(opts.Err, "uprobes: none in the script")
 	}
-	if t.coll, err = load(t.loadSpec(t.spec), nil); err != nil {
+	if t.coll, err = load(t.loadSpec(t.spec), t.unwind.replacements()); err != nil {
 		return kernelFuncLoadError(t.spec, err)
 	}
 	if err := t.openReaders(); err != nil {
@@ -342,6 +350,8 @@ type tracer struct {
 	args []output.Value
 	// syms names code addresses for func and usym().
 	syms *symbols.Symbolizer
+	// unwind loads the tables of stack_unwind=eh_frame; nil without.
+	unwind *unwindTables
 	// files are the ELF files the run reads, each opened once.
 	files *usdt.Files
 	// bootWall is the wall-clock time of CLOCK_MONOTONIC's zero, to print
@@ -779,6 +789,9 @@ func (t *tracer) finish() error {
 	t.flushOut()
 	t.reportFull()
 	t.reportUnmapped()
+	if t.opts.Verbose {
+		t.unwind.report(t.opts.Err)
+	}
 	if n := t.syms.LostRecords(); n > 0 && !t.opts.NoWarnings {
 		fmt.Fprintf(t.opts.Err, "WARNING: %d memory mapping records were lost (a ring was full): stacks of processes that exited may print as addresses\n", n)
 	}
@@ -881,6 +894,7 @@ func (t *tracer) close() error {
 	if t.coll != nil {
 		t.coll.Close()
 	}
+	t.unwind.close()
 	if t.child != nil {
 		t.child.Terminate(childGrace)
 	}

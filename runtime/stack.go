@@ -20,7 +20,11 @@ import (
 // user code) prints as nothing, as in bpftrace.
 func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
 	var addrs []uint64
-	if m := t.coll.Maps[codegen.StackMap(f.StackFrames)]; m != nil {
+	name := codegen.StackMap(f.StackFrames)
+	if !f.StackKernel {
+		name = codegen.UserStackMap(f.StackFrames, t.opts.StackUnwind)
+	}
+	if m := t.coll.Maps[name]; m != nil {
 		raw := make([]byte, 8*f.StackFrames)
 		if err := m.Lookup(uint32(v), raw); err == nil {
 			for i := 0; i+8 <= len(raw); i += 8 {

@@ -283,14 +283,7 @@ func traceCxxChain(t *testing.T, bin string, capture bool) (string, string) {
 		t.Fatalf("the probe's record was not handled in 60 s:\n%s%s", out, errOut)
 	}
 	release()
-	select {
-	case err := <-done:
-		if err != nil {
-			t.Fatalf("Run: %v\n%s", err, errOut)
-		}
-	case <-time.After(60 * time.Second):
-		t.Fatalf("the trace did not end in 60 s after the program was let go:\n%s%s", out, errOut)
-	}
+	awaitRunEnd(t, done, out, errOut)
 	checkNoBPFFiles(t)
 	if !capture {
 		return out.String(), errOut.String()
@@ -300,6 +293,14 @@ func traceCxxChain(t *testing.T, bin string, capture bool) (string, string) {
 		t.Fatalf("replay: %v", err)
 	}
 	return replay, errOut.String()
+}
+
+// firstFrames returns the first n frames of a stack's text: without frame
+// pointers the frames after those the walk gets right are whatever rbp
+// pointed to, named or not.
+func firstFrames(text string, n int) string {
+	lines := strings.Split(strings.Trim(text, "\n"), "\n")
+	return strings.Join(lines[:min(n, len(lines))], "\n")
 }
 
 // checkCxxStacks checks the output of TestRunCxxStackAfterExit's script:
@@ -316,14 +317,14 @@ func checkCxxStacks(t *testing.T, out string, frames int) {
 		t.Errorf("usym while running is %q, want %q", sym, cxxChainFrames[0])
 	}
 	want := strings.Join(cxxChainFrames[:frames], "\n")
-	if got := stackFunctions(t, live, "        "); len(got) < frames || strings.Join(got[:frames], "\n") != want {
+	if got := stackFunctions(t, firstFrames(live, frames), "        "); len(got) < frames || strings.Join(got[:frames], "\n") != want {
 		t.Errorf("ustack while running names\n%s\nwant it to start with\n%s", strings.Join(got, "\n"), want)
 	}
 	key, value, ok := strings.Cut(strings.TrimPrefix(maps, "\n\n@[\n"), "]: 1\n")
 	if !ok {
 		t.Fatalf("maps %q: want one stack counted once", maps)
 	}
-	if got := stackFunctions(t, key, "    "); len(got) < frames || strings.Join(got[:frames], "\n") != want {
+	if got := stackFunctions(t, firstFrames(key, frames), "    "); len(got) < frames || strings.Join(got[:frames], "\n") != want {
 		t.Errorf("ustack after exit names\n%s\nwant it to start with\n%s", strings.Join(got, "\n"), want)
 	}
 	if want := "@s: " + cxxChainFrames[0] + "\n"; value != want {

@@ -17,19 +17,7 @@ import (
 // the node ran, where bpftrace 0.17 prints addresses. The printf of one
 // frame makes the reader see the validation thread while it runs.
 func TestUstackAfterStop(t *testing.T) {
-	testenv.RequireRoot(t)
-	n := regtest.New(t, regtest.Options{})
-	src := fmt.Sprintf(`usdt:%s:validation:block_connected { @[ustack(6)] = count(); printf("block %%s", ustack(1)); }`, n.Bitcoind)
-	tr := regtest.StartTrace(t, gotrace(t), "", "-q", "-c", strings.Join(n.Command(), " "), "-e", src)
-	n.WaitReady(t)
-	n.CLI(t, "generatetodescriptor", "3", "raw(51)")
-	tr.Await(t, "three block_connected", func(lines []string) bool { return len(prefixed(lines, "block ")) >= 3 })
-	n.Stop(t)
-	tr.Wait(t)
-	var stacks map[string]int
-	if err := json.Unmarshal(tr.Map("@"), &stacks); err != nil {
-		t.Fatalf("map @: %v (%s)", err, tr.Map("@"))
-	}
+	stacks := blockStacks(t, `usdt:%s:validation:block_connected { @[ustack(6)] = count(); printf("block %%s", ustack(1)); }`)
 	total := 0
 	for stack, count := range stacks {
 		total += count
@@ -52,4 +40,25 @@ func TestUstackAfterStop(t *testing.T) {
 	if total != 3 {
 		t.Errorf("the stacks count %d blocks, want 3: %v", total, stacks)
 	}
+}
+
+// blockStacks runs bitcoind under a trace of script (a format of the
+// path of bitcoind) whose probe prints a line starting with "block" at
+// each block connected, mines three blocks, stops the node and returns
+// the map @ printed after it ended, stacks to counts.
+func blockStacks(t *testing.T, script string) map[string]int {
+	t.Helper()
+	testenv.RequireRoot(t)
+	n := regtest.New(t, regtest.Options{})
+	tr := regtest.StartTrace(t, gotrace(t), "", "-q", "-c", strings.Join(n.Command(), " "), "-e", fmt.Sprintf(script, n.Bitcoind))
+	n.WaitReady(t)
+	n.CLI(t, "generatetodescriptor", "3", "raw(51)")
+	tr.Await(t, "three block_connected", func(lines []string) bool { return len(prefixed(lines, "block")) >= 3 })
+	n.Stop(t)
+	tr.Wait(t)
+	var stacks map[string]int
+	if err := json.Unmarshal(tr.Map("@"), &stacks); err != nil {
+		t.Fatalf("map @: %v (%s)", err, tr.Map("@"))
+	}
+	return stacks
 }

@@ -54,6 +54,10 @@ type Values struct {
 	// tseries() takes as the time instead of the clock's: bpftrace's
 	// BPFTRACE_DUMMY_TS_MAP, with which its tests control the intervals.
 	TimeMap string
+	// StackUnwind is how ustack walks user stacks (stack_unwind,
+	// BPFTRACE_STACK_UNWIND, gotrace's own): frame pointers as bpftrace
+	// does, the default, or .eh_frame rules.
+	StackUnwind StackUnwind
 }
 
 // Setting is one setting's declaration.
@@ -78,6 +82,11 @@ var All = []Setting{
 	{Key: "missing_probes", Env: []string{"BPFTRACE_MISSING_PROBES"}, Flag: "--missing-probes", set: func(v *Values, s string) error {
 		m, err := ParseMissingProbes(s)
 		v.MissingProbes = m
+		return err
+	}},
+	{Key: "stack_unwind", Env: []string{"BPFTRACE_STACK_UNWIND"}, set: func(v *Values, s string) error {
+		u, err := ParseStackUnwind(s)
+		v.StackUnwind = u
 		return err
 	}},
 	{Env: []string{"BPFTRACE_DUMMY_TS_MAP"}, set: func(v *Values, s string) error {

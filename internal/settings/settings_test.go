@@ -38,6 +38,12 @@ func TestResolve(t *testing.T) {
 			err: "read BPFTRACE_STRLEN: 4000001 exceeds the maximum string size of 4000000 bytes"},
 		{name: "size too large in the config block", config: []ConfigEntry{{"max_buflen", "4000001"}},
 			err: "max_buflen 4000001 exceeds the maximum of 4000000 bytes"},
+		{name: "stack unwinder from the config block", config: []ConfigEntry{{"stack_unwind", "eh_frame"}},
+			want: Values{StrLen: 64, MapKeysMax: 4096, StackUnwind: UnwindEhFrame}},
+		{name: "stack unwinder from the environment", env: map[string]string{"BPFTRACE_STACK_UNWIND": "fp"}, config: []ConfigEntry{{"stack_unwind", "eh_frame"}},
+			want: Values{StrLen: 64, MapKeysMax: 4096, StackUnwind: UnwindFramePointers}},
+		{name: "bad stack unwinder", config: []ConfigEntry{{"stack_unwind", "dwarf"}},
+			err: `invalid stack_unwind value "dwarf": valid values are fp and eh_frame`},
 		{name: "bad mode", flags: map[string]string{"--missing-probes": "maybe"},
 			err: `invalid missing_probes value "maybe": valid values are error, warn and ignore`},
 	}

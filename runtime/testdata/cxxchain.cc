@@ -14,8 +14,11 @@
 // Each function is noinline and does work after its call, so that -O2
 // neither inlines it nor turns the call into a jump. With a path argument,
 // the program then waits until a byte comes through that FIFO, so that a
-// test decides when it exits.
+// test decides when it exits. With a count N after the path, it runs the
+// chain N times instead of once, each after reading a byte from the FIFO,
+// so that a test decides when the probe fires too.
 #include <fcntl.h>
+#include <stdlib.h>
 #include <sys/sdt.h>
 #include <unistd.h>
 
@@ -75,8 +78,17 @@ int main(int argc, char **argv) {
 	int fd = -1;
 	if (argc > 1 && (fd = open(argv[1], O_RDWR)) < 0)
 		return 2;
+	int runs = argc > 2 ? atoi(argv[2]) : 0;
 	chain::Pipeline p;
-	int r = p.run(1);
+	int r = 0;
+	for (int i = 0; i < runs; i++) {
+		char c;
+		if (read(fd, &c, 1) != 1)
+			return 3;
+		r = p.run(1);
+	}
+	if (runs == 0)
+		r = p.run(1);
 	if (fd >= 0) {
 		char c;
 		if (read(fd, &c, 1) != 1)
