@@ -217,3 +217,33 @@ func TestSetLoc(t *testing.T) {
 		})
 	}
 }
+
+// TestRuleOverflow checks that past the 65,535 rules a 16-bit index can
+// tell apart, every new rule becomes the unsupported one instead of
+// wrapping around.
+func TestRuleOverflow(t *testing.T) {
+	const distinct = 70_000
+	var program []byte
+	for i := range distinct {
+		program = appendULEB(append(program, opDefCFAOffset), uint64(8+8*i))
+		program = append(program, opAdvanceLoc|1)
+	}
+	table, err := Build(minimalELF(t, elf.EM_X86_64, ehFrame(x86CIE, fdeBegin, distinct, program)))
+	if err != nil {
+		t.Fatalf("Build: %v", err)
+	}
+	checkInvariants(t, table)
+	if len(table.Rules) != 1<<16 || table.Rules[len(table.Rules)-1] != unsupported {
+		t.Fatalf("%d rules, the last %+v; want 65,536, the last unsupported", len(table.Rules), table.Rules[len(table.Rules)-1])
+	}
+	for _, w := range []lookupWant{
+		{fdeBegin, sp8, true},
+		{fdeBegin + 65_533, Rule{CFAReg: RegSP, CFAOffset: 8 + 8*65_533}, true},
+		{fdeBegin + 65_534, unsupported, true},
+		{fdeBegin + distinct - 1, unsupported, true},
+	} {
+		if rule, ok := table.Lookup(w.addr); rule != w.rule || ok != w.ok {
+			t.Errorf("Lookup(%#x) = %+v, %v; want %+v, %v", w.addr, rule, ok, w.rule, w.ok)
+		}
+	}
+}
