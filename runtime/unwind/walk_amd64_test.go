@@ -261,7 +261,7 @@ func startTraced(t *testing.T, bin string) *tracee {
 	t.Cleanup(func() {
 		cmd.Process.Kill()
 		var ws syscall.WaitStatus
-		syscall.Wait4(tr.pid, &ws, 0, nil)
+		wait4(tr.pid, &ws)
 	})
 	tr.wait()
 	return tr
@@ -271,7 +271,7 @@ func startTraced(t *testing.T, bin string) *tracee {
 func (tr *tracee) wait() {
 	tr.t.Helper()
 	var ws syscall.WaitStatus
-	if _, err := syscall.Wait4(tr.pid, &ws, 0, nil); err != nil {
+	if err := wait4(tr.pid, &ws); err != nil {
 		tr.t.Fatalf("wait for the tracee: %v", err)
 	}
 	if !ws.Stopped() || ws.StopSignal() != syscall.SIGTRAP {
@@ -314,4 +314,15 @@ func (tr *tracee) read8(addr uint64) uint64 {
 		tr.t.Fatalf("read the tracee's stack at %#x: %v", addr, err)
 	}
 	return binary.LittleEndian.Uint64(b)
+}
+
+// wait4 waits for pid's next change of state, again when a signal (the Go
+// runtime's preemption, say) interrupts the wait.
+func wait4(pid int, ws *syscall.WaitStatus) error {
+	for {
+		_, err := syscall.Wait4(pid, ws, 0, nil)
+		if err != syscall.EINTR {
+			return err
+		}
+	}
 }
