@@ -71,8 +71,9 @@ func (f *fn) arg(e *lang.Builtin, n int) error {
 }
 
 // stackArg lowers sargN into R0: the Nth 8-byte argument the probed
-// function finds on its stack, above the return address, read from user
-// space, or the kernel's in a kprobe (0 when the read fails).
+// function finds on its stack (above the return address on x86-64, at
+// the stack pointer on arm64: ptregs.StackArgs), read from user space, or
+// the kernel's in a kprobe (0 when the read fails).
 func (f *fn) stackArg(e *lang.Builtin, n int) error {
 	assert(f.t.kind == lang.ProbeUprobe || f.t.kind == lang.ProbeKprobe, e, "a stack argument outside a uprobe or kprobe")
 	sp, ok := ptregs.ByMember("sp")
@@ -88,7 +89,7 @@ func (f *fn) stackArg(e *lang.Builtin, n int) error {
 		asm.Add.Imm(asm.R1, int32(slot)),
 		asm.Mov.Imm(asm.R2, 8),
 		memAt(asm.LoadMem(asm.R3, regCtx, 0, asm.DWord), sp.Offset),
-		asm.Add.Imm(asm.R3, int32(8*(n+1))),
+		asm.Add.Imm(asm.R3, int32(ptregs.StackArgs+8*n)),
 		readHelper(f.t.kind == lang.ProbeKprobe).Call(),
 		asm.LoadMem(asm.R0, f.fp, slot, asm.DWord),
 	)

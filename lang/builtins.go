@@ -275,7 +275,7 @@ var builtins = [numBuiltins]builtin{
 		probes:   probeSet(ProbeTracepoint, ProbeKfunc, ProbeKretfunc),
 		probeMsg: "The %[1]s builtin can only be used with tracepoint/kfunc/uprobeprobes (%[2]s used here)"},
 	// sargN is the Nth 8-byte argument on the stack of the probed
-	// function, above its return address.
+	// function (above its return address on x86-64).
 	VarSarg: {name: "sarg", numbered: true, oneDigit: true, class: classVar, typ: Uint64,
 		probes:   probeSet(ProbeUprobe, ProbeKprobe),
 		probeMsg: "The %[1]s builtin can only be used with 'kprobes' and 'uprobes' probes"},

@@ -49,6 +49,11 @@ type Table struct {
 	// is UserMode (x86-64's cs, arm64's pstate).
 	Mode               string
 	ModeMask, UserMode int32
+	// StackArgs is how far above the stack pointer at a function's
+	// entry its first argument on the stack lies (sarg0): past the
+	// return address that x86-64's call pushes; at the stack pointer on
+	// arm64, whose bl leaves the return address in x30.
+	StackArgs int
 }
 
 // AMD64 is x86-64's struct pt_regs.
@@ -82,6 +87,7 @@ var AMD64 = &Table{
 	IP:   "ip", Return: "ax", SP: "sp",
 	// The code segment selector's requested privilege level: 3 is user.
 	Mode: "cs", ModeMask: 3, UserMode: 3,
+	StackArgs: 8,
 }
 
 // ARM64 is arm64's struct user_pt_regs, the start of its struct pt_regs
@@ -95,6 +101,7 @@ var ARM64 = &Table{
 	IP:        "pc", Return: "r0", SP: "sp",
 	// PSTATE's M[3:0]: 0 is EL0t, user mode.
 	Mode: "pstate", ModeMask: 0xf, UserMode: 0,
+	StackArgs: 0,
 }
 
 // arm64Registers lays out x0-x30, sp, pc and pstate, 8 bytes each.
@@ -124,6 +131,9 @@ var (
 	IP = Native.Offset(Native.IP)
 	// Return is the return value's offset: retval.
 	Return = Native.Offset(Native.Return)
+	// StackArgs is where sarg0 lies above the native stack pointer at a
+	// function's entry.
+	StackArgs = Native.StackArgs
 )
 
 // ByMember returns the native member of struct pt_regs called name.

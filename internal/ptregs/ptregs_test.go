@@ -9,11 +9,12 @@ func TestLayout(t *testing.T) {
 	tests := []struct {
 		table                  *Table
 		ip, ret, sp, mode, arg int
+		stackArgs              int
 		args                   []int
 	}{
-		{table: AMD64, ip: 128, ret: 80, sp: 152, mode: 136, args: []int{112, 104, 96, 88, 72, 64}},
+		{table: AMD64, ip: 128, ret: 80, sp: 152, mode: 136, args: []int{112, 104, 96, 88, 72, 64}, stackArgs: 8},
 		// user_pt_regs: regs[31], sp, pc, pstate.
-		{table: ARM64, ip: 256, ret: 0, sp: 248, mode: 264, args: []int{0, 8, 16, 24, 32, 40, 48, 56}},
+		{table: ARM64, ip: 256, ret: 0, sp: 248, mode: 264, args: []int{0, 8, 16, 24, 32, 40, 48, 56}, stackArgs: 0},
 	}
 	for _, tt := range tests {
 		t.Run(tt.table.Arch, func(t *testing.T) {
@@ -29,7 +30,7 @@ func TestLayout(t *testing.T) {
 			for _, m := range []struct {
 				name      string
 				got, want int
-			}{{"ip", tab.Offset(tab.IP), tt.ip}, {"return", tab.Offset(tab.Return), tt.ret}, {"sp", tab.Offset(tab.SP), tt.sp}, {"mode", tab.Offset(tab.Mode), tt.mode}} {
+			}{{"ip", tab.Offset(tab.IP), tt.ip}, {"return", tab.Offset(tab.Return), tt.ret}, {"sp", tab.Offset(tab.SP), tt.sp}, {"mode", tab.Offset(tab.Mode), tt.mode}, {"stack args", tab.StackArgs, tt.stackArgs}} {
 				if m.got != m.want {
 					t.Errorf("%s at %d, want %d", m.name, m.got, m.want)
 				}
