@@ -17,7 +17,7 @@ import (
 // probe kinds are tested (docs/vmtest.md has the table).
 var testedWhere = map[string]string{
 	"amd64": "x86_64 (usdt, uprobe, tracepoint, profile tested on Linux 6.18 against bpftrace 0.17; kprobe, kretprobe, kfunc, kretfunc in an emulated x86-64 with Debian's 6.1)",
-	"arm64": "aarch64 (usdt, kprobe, kretprobe tested in an emulated arm64 with Debian's 6.1, whose kernel refuses kfunc)",
+	"arm64": "aarch64 (usdt, uprobe, tracepoint, software, kprobe, kretprobe tested in an emulated arm64 with Debian's 6.1, usdt, uprobe and tracepoint against gotrace's output on x86_64; that kernel refuses kfunc)",
 }
 
 // WriteInfo prints what gotrace finds on this system (--info): the

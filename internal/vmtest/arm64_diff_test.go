@@ -34,7 +34,7 @@ var arm64DiffSkipped = map[string]string{
 	"strftime_conversions.bt": "prints the wall-clock time of boot, which is the guest's own",
 	"deref_int.bt":            "reads 8 bytes from string literals shorter than that: the bytes after them are the next literal in .rodata, where the compiler of each architecture puts another",
 	"uaddr.bt":                "uaddr(\"stdout\") needs the copy of stdout that x86-64's non-PIE link makes in the executable; arm64's reaches the C library's through the GOT, so the executable has no such symbol (TestARM64's uaddr case covers arm64)",
-	"tracepoint_args.bt":      "counts openat(2) calls of the dynamic loader, which opens six files in the guest (no ld.so.cache) and three here; and 6.1's format file makes the dfd field signed (-100) where 6.18's does not (4294967196). TestARM64's tracepoint case covers args there",
+	"tracepoint_args.bt":      "counts openat(2) calls of the dynamic loader, which opens six files in the guest (no ld.so.cache) and three here; and the int dfd's 8-byte slot holds the register as the C library set it, sign-extended by arm64's glibc (-100) and not by x86-64's (4294967196). TestARM64's tracepoint-syscalls case covers args there",
 	"ustack.bt":               "frame offsets differ by instruction set; and arm64's gcc keeps no frame record in a leaf function, so the kernel's frame-record unwinder, which never reads the link register, skips the leaf's caller (tp_block_connected), as bpftrace's stacks do there. TestARM64's ustack case checks arm64's frames",
 	"tracepoint_oneliners.bt": "counts the dynamic loader's system calls, which differ by architecture (arm64 has no open(2) and maps differently) and by file system (the guest has no ld.so.cache)",
 }

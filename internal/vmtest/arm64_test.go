@@ -3,6 +3,8 @@ package vmtest
 import (
 	"bytes"
 	"context"
+	"debug/elf"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -58,6 +60,8 @@ func TestARM64(t *testing.T) {
 		Case: Case{Name: "list-usdt", Script: "gotrace -l 'usdt:/work/bitcoind:net:*'; gotrace -e 'usdt:/work/bitcoind:net:inbound_message { printf(\"%d %s %d\\n\", (int64)arg0, str(arg3), reg(\"r0\") == arg0); exit(); }' -c /work/bitcoind"},
 		want: []string{`usdt:/work/bitcoind:net:inbound_message`, `usdt:/work/bitcoind:net:outbound_message`, `[0-9]+ [a-z]+ 1`},
 	}}
+	o0, nopie := fixture.BuildARM64(t, "bitcoind-O0"), fixture.BuildARM64(t, "bitcoind-nopie")
+	cases = append(cases, arm64BuiltinCases(t, nopie)...)
 	for _, c := range kernelCases {
 		c.smoke = false
 		if c.Name == "kfunc" || c.Name == "kfunc-wildcard" {
@@ -71,6 +75,8 @@ func TestARM64(t *testing.T) {
 	libs := append(arm64Libs(t),
 		File(t, fixture.BuildARM64(t, s.Variant), "/work/bitcoind"),
 		Entry{Path: "/work/netmsg.bt", Mode: 0o644, Data: []byte(s.Source)},
+		File(t, o0, "/work/o0/bitcoind"),
+		File(t, nopie, "/work/nopie/bitcoind"),
 	)
 	b := runCases(t, ARM64, cases, libs...)
 
@@ -93,6 +99,84 @@ func TestARM64(t *testing.T) {
 			t.Errorf("arm64 output has %d lines matching %v, want %d", n, e.Re, e.Count)
 		}
 	}
+}
+
+// arm64BuiltinCases check the builtins that depend on the architecture in
+// the arm64 guest, each by its markers: uaddr against the symbol table of
+// the arm64 build at nopie (read here with debug/elf), ustack, usym and
+// func on the -O0 fixture (frame records everywhere but in leaf
+// functions), sargN at arm64's stack pointer, reg() by arm64's names,
+// tracepoint args with arm64's system call numbers named by
+// syscall_name(), and kstack in a kprobe.
+func arm64BuiltinCases(t *testing.T, nopie string) []vmCase {
+	syms := map[string]uint64{}
+	f, err := elf.Open(nopie)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	symbols, err := f.Symbols()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range symbols {
+		syms[s.Name] = s.Value
+	}
+	if syms["blocks"] == 0 || syms["got_usr1"] == 0 {
+		t.Fatalf("the arm64 fixture %s has no symbols blocks and got_usr1", nopie)
+	}
+	// The fixture's command with its own lines out of the case's output;
+	// its argc is 7 (sarg).
+	run := func(bin string) string {
+		return `-c "` + bin + ` --rounds 1 --blocks 2 --output /tmp/fixture.out"`
+	}
+	return []vmCase{{
+		// Data symbols at their link-time addresses, read through.
+		Case: Case{Name: "uaddr", Script: `gotrace -e 'usdt:/work/nopie/bitcoind:validation:block_connected { printf("%p %p %d\n", uaddr("blocks"), uaddr("got_usr1"), *uaddr("got_usr1")); exit(); }' ` + run("/work/nopie/bitcoind")},
+		want: []string{fmt.Sprintf("0x%x 0x%x 0", syms["blocks"], syms["got_usr1"])},
+	}, {
+		// A frame for each caller down to _start, but for the leaf's
+		// (tp_block_connected): arm64's gcc keeps no frame record in a
+		// leaf function, and the kernel's unwinder follows frame
+		// records only, not the link register.
+		Case: Case{Name: "ustack", Script: `gotrace -e 'usdt:/work/o0/bitcoind:validation:block_connected { printf("%s|\n", ustack); exit(); }' ` + run("/work/o0/bitcoind")},
+		want: []string{
+			`        emit_validation_block_connected\+[0-9]+`,
+			`        CChainState::ConnectBlock\(CBlock const&, BlockValidationState&, CBlockIndex\*, CCoinsViewCache&, CChainParams const&, bool\)\+[0-9]+`,
+			`        phase_blocks\+[0-9]+`, `        run\+[0-9]+`, `        main\+[0-9]+`,
+			`        __libc_start_main\+[0-9]+`, `        _start\+[0-9]+`,
+		},
+	}, {
+		// At a function's first instruction pc is the function, x30 its
+		// return address in the caller, sp 16-byte aligned; r0 is arg0.
+		Case: Case{Name: "reg-func-usym", Script: `gotrace -e 'uprobe:/work/o0/bitcoind:phase_blocks { printf("%s %s %s %d %d\n", func, usym(reg("pc")), usym(reg("r30")), reg("r0") == arg0, reg("sp") % 16); exit(); }' ` + run("/work/o0/bitcoind")},
+		want: []string{`phase_blocks phase_blocks run 1 0`},
+	}, {
+		// x86-64's names are no arm64 register.
+		Case: Case{Name: "reg-unknown", Script: `gotrace -e 'uprobe:/work/bitcoind:main { print(reg("ax")); exit(); }'`},
+		want: []string{`stdin:1:[0-9]+-[0-9]+: ERROR: 'ax' is not a valid register on this architecture \(aarch64\)`},
+		exit: 1,
+	}, {
+		// _start calls __libc_start_main with the stack as the kernel
+		// left it: argc at sp, stack_end (x6) equal to sp. sarg0 is
+		// read at sp itself on arm64 (above the return address on
+		// x86-64).
+		Case: Case{Name: "sarg", Script: `gotrace -e 'uprobe:/lib/aarch64-linux-gnu/libc.so.6:__libc_start_main { printf("sarg0 %d argc %d %d\n", sarg0, arg1, arg6 - reg("sp")); exit(); }' ` + run("/work/bitcoind")},
+		want: []string{`sarg0 7 argc 7 0`},
+	}, {
+		// openat is 56 on arm64 (257 on x86-64), close 57. The int
+		// dfd's 8-byte slot holds the register as the C library set
+		// it: arm64's glibc sign-extends AT_FDCWD, x86-64's does not
+		// (4294967196 there).
+		Case: Case{Name: "tracepoint-syscalls", Script: writeMarker + `gotrace -e 'tracepoint:syscalls:sys_enter_openat /comm == "cat"/ { printf("openat %s %d\n", str(args->filename), args->dfd); } tracepoint:raw_syscalls:sys_enter /comm == "cat"/ { @[syscall_name(args->id)] = count(); @n[args->id] = count(); }' ` + catMarker},
+		want: []string{`openat ` + marker + ` -100`, `gotrace-vm-marker-text`, `@\[openat\]: [0-9]+`, `@\[close\]: [0-9]+`, `@n\[56\]: [0-9]+`},
+	}, {
+		// do_sys_openat2+0 is reached from invoke_syscall: the
+		// syscall's wrapper and do_sys_open end in tail calls, which
+		// leave no frame.
+		Case: Case{Name: "kstack", Script: writeMarker + `gotrace -e 'kprobe:do_sys_openat2 /comm == "cat"/ { printf("%s|\n", kstack); exit(); }' ` + catMarker},
+		want: []string{`\s+do_sys_openat2\+0`, `\s+invoke_syscall\+[0-9]+`, `\s+el0_svc\+[0-9]+`, `\s+el0t_64_sync\+[0-9]+`},
+	}}
 }
 
 // arm64Libs are the guest's C library, from Debian's cross toolchain, at
