@@ -64,6 +64,9 @@ packages=(
 	# A real NATS JetStream server for gotrace --nats (cmd/gotrace's
 	# TestNATS*: each test starts its own on a loopback port).
 	nats-server
+	# strace counts the BPF objects and files of one start
+	# (cmd/gotrace's TestStartupSyscalls, issue 24).
+	strace
 )
 
 # Files that must exist once the packages are installed: checked as well as
@@ -100,6 +103,7 @@ files=(
 	/usr/bin/aarch64-linux-gnu-gcc
 	/usr/aarch64-linux-gnu/include/stdio.h
 	/usr/sbin/nats-server
+	/usr/bin/strace
 )
 
 if [[ $(id -u) -ne 0 ]]; then

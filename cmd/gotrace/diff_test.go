@@ -105,9 +105,26 @@ func runTool(bin, dir string, args []string) toolResult {
 // buildGotrace builds gotrace into a temporary directory of t.
 func buildGotrace(t *testing.T) string {
 	t.Helper()
+	return buildGotraceWith(t)
+}
+
+// buildStaticGotrace builds gotrace as it is shipped, static
+// (CGO_ENABLED=0): what a start of it does is the static binary's, without
+// the dynamic loader's and cgo's files.
+func buildStaticGotrace(t *testing.T) string {
+	t.Helper()
+	return buildGotraceWith(t, "CGO_ENABLED=0")
+}
+
+// buildGotraceWith builds gotrace into a temporary directory with env added
+// to the go command's environment.
+func buildGotraceWith(t *testing.T, env ...string) string {
+	t.Helper()
 	goTool := testenv.RequireTool(t, "go")
 	bin := filepath.Join(t.TempDir(), "gotrace")
-	if out, err := exec.Command(goTool, "build", "-o", bin, ".").CombinedOutput(); err != nil {
+	cmd := exec.Command(goTool, "build", "-o", bin, ".")
+	cmd.Env = append(os.Environ(), env...)
+	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go build gotrace: %v\n%s", err, out)
 	}
 	return bin

@@ -4,10 +4,13 @@ import (
 	"bytes"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gotrace/gotrace/internal/testenv"
 )
 
 // heavyInits are packages whose initialisers must not run in gotrace: what
@@ -95,5 +98,86 @@ func TestStartupInit(t *testing.T) {
 	}
 	if ownBytes > maxOwnInitBytes {
 		t.Errorf("gotrace's own initialisers allocate %d bytes, over %d: build big tables when first used (sync.OnceValue) or as arrays of constants", ownBytes, maxOwnInitBytes)
+	}
+}
+
+// startupBPF bounds the bpf() commands of one BEGIN { exit(); }: the
+// trace's five maps (events and control rings, counters, start time, exit
+// flag) and cilium/ebpf's feature probes (two maps; seven BTF loads; a
+// program each for object names, bpf_probe_read_kernel and test runs)
+// beside BEGIN's own program. Each is a system call and a kernel object
+// that every start pays for (issue 24).
+var startupBPF = map[string]int{
+	"BPF_MAP_CREATE": 7,
+	"BPF_PROG_LOAD":  4,
+	"BPF_BTF_LOAD":   7,
+}
+
+// startupFiles are the only files one BEGIN { exit(); } may open, each
+// with who opens it: a file read at every start costs its system calls
+// and page faults whatever the script (issue 24).
+var startupFiles = map[string]string{
+	"/sys/kernel/mm/transparent_hugepage/hpage_pmd_size": "Go's runtime",
+	"/proc/self/cgroup":                          "Go's runtime (GOMAXPROCS from the CPU quota)",
+	"/proc/self/mountinfo":                       "Go's runtime (the CPU quota) and cilium/ebpf (bpffs tokens)",
+	"/sys/fs/cgroup/cpu/cpu.cfs_quota_us":        "Go's runtime",
+	"/sys/fs/cgroup/cpu/cpu.cfs_period_us":       "Go's runtime",
+	"/sys/fs/cgroup/cpu.max":                     "Go's runtime, cgroup v2",
+	"/proc/sys/kernel/perf_event_paranoid":       "the privilege check",
+	"/proc/sys/kernel/unprivileged_bpf_disabled": "the privilege check",
+	"/sys/kernel/security/lockdown":              "the privilege check",
+	"/proc/self/fd":                              "load's file limit (reserveFiles)",
+	"/sys/devices/system/cpu/possible":           "cilium/ebpf",
+	"/proc/self/task":                            "the readers' weight (proc.Favour) and its undoing",
+}
+
+// bpfCmd and openPath pick a bpf() command and an opened path out of
+// strace's lines.
+var (
+	bpfCmd   = regexp.MustCompile(`\bbpf\((BPF_[A-Z_]+)`)
+	openPath = regexp.MustCompile(`\bopenat\([^,]+, "([^"]+)"`)
+)
+
+// TestStartupSyscalls runs BEGIN { exit(); } under strace and fails when
+// it creates more BPF objects than startupBPF allows or opens a file that
+// startupFiles does not name. Counted, not timed: a feature probe or a
+// file read added to every start would otherwise only show as a slower
+// start on a quiet machine.
+func TestStartupSyscalls(t *testing.T) {
+	testenv.RequireRoot(t)
+	straceTool := testenv.RequireTool(t, "strace")
+	bin := buildStaticGotrace(t)
+	log := filepath.Join(t.TempDir(), "strace.log")
+	cmd := exec.Command(straceTool, "-f", "-qq", "-o", log, "-e", "trace=bpf,openat", bin, "-e", "BEGIN { exit(); }")
+	if out, err := cmd.CombinedOutput(); err != nil {
+		testenv.Unavailable(t, "strace gotrace -e 'BEGIN { exit(); }': %v\n%s", err, out)
+	}
+	trace, err := os.ReadFile(log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]int{}
+	opened := map[string]int{}
+	for line := range strings.Lines(string(trace)) {
+		if m := bpfCmd.FindStringSubmatch(line); m != nil {
+			counts[m[1]]++
+		}
+		if m := openPath.FindStringSubmatch(line); m != nil {
+			opened[m[1]]++
+		}
+	}
+	t.Logf("bpf commands %v; files opened %v", counts, opened)
+	if counts["BPF_PROG_LOAD"] == 0 {
+		t.Fatalf("no BPF_PROG_LOAD in strace's log: did the trace run?\n%s", trace)
+	}
+	for cmd, limit := range startupBPF {
+		if counts[cmd] > limit {
+			t.Errorf("BEGIN { exit(); } makes %d %s calls, over %d: a new feature probe or map at every start?", counts[cmd], cmd, limit)
+		}
+	}
+	for path, n := range opened {
+		if _, ok := startupFiles[path]; !ok {
+			t.Errorf("BEGIN { exit(); } opens %s (%d times), which no start needed: read it only for the scripts that use it, or name it in startupFiles with why", path, n)
+		}
 	}
 }
