@@ -23,18 +23,18 @@ import (
 // maxInstLen is the length of the longest x86-64 instruction.
 const maxInstLen = 15
 
-// checkAddresses refuses the uprobes of p given by address or by function
+// checkAddresses refuses the uprobes of p, whose files h read, given by address or by function
 // and offset that would not start an instruction, and such uretprobes that
 // are not at a function's entry. Where gotrace cannot tell (no function
 // symbol holds the address, as in a stripped file, or an instruction it
 // does not know comes first) the attach point is refused too, unless
 // in.Unsafe is set: then a warning says what was not checked. fields
 // holds the function fields of p's uprobes.
-func checkAddresses(p *lang.Program, fields funcFields, in Input) error {
+func checkAddresses(p *lang.Program, fields funcFields, h *hostFacts, in Input) error {
 	var errs, warnings lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
-			e, unchecked := checkAddress(ap, fields.of(ap), in.Files)
+			e, unchecked := checkAddress(ap, fields.of(ap), h.targets[ap.Target])
 			switch {
 			case e == nil:
 			case unchecked && in.Unsafe:
@@ -57,27 +57,24 @@ func checkAddresses(p *lang.Program, fields funcFields, in Input) error {
 }
 
 // checkAddress checks one attach point, whose function field is field
-// when it is a uprobe (see checkAddresses). unchecked says that the
-// problem is that gotrace could not check the address.
-func checkAddress(ap *lang.AttachPoint, field attachpoint.Func, files *usdt.Files) (e *lang.Error, unchecked bool) {
+// when it is a uprobe, in its file as the plan read it, target (see
+// checkAddresses). unchecked says that the problem is that gotrace could
+// not check the address.
+func checkAddress(ap *lang.AttachPoint, field attachpoint.Func, target targetFacts) (e *lang.Error, unchecked bool) {
 	if !givesAddress(ap, field) {
 		return nil, false
 	}
 	if field.Offset != 0 && ap.Kind == lang.ProbeUretprobe {
 		return attachProblem(ap, "%s: a uretprobe attaches only at a function's entry, without an offset", ap.Func), false
 	}
-	path, err := absPath(ap.Target)
-	if err != nil {
+	syms, err := target.funcs, target.funcsErr
+	switch {
+	case err != nil:
 		return attachProblem(ap, "%v", err), false
+	case target.file == nil:
+		return attachProblem(ap, "the plan did not read %s", ap.Target), false
 	}
-	f, err := openTarget(files, path)
-	if err != nil {
-		return attachProblem(ap, "%v", err), false
-	}
-	syms, err := f.PlainFunctions()
-	if err != nil {
-		return attachProblem(ap, "%v", err), false
-	}
+	f := target.file
 	addr, sym, err := uprobeAddress(field, ap.Address, syms)
 	if err != nil {
 		return attachProblem(ap, "%v", err), false

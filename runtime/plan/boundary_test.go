@@ -11,7 +11,6 @@ import (
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/usdt"
 )
 
 func TestInstLen(t *testing.T) {
@@ -71,11 +70,7 @@ func FuzzInstLen(f *testing.F) {
 // path, from its symbol table or its dynamic one.
 func functionSymbol(t *testing.T, path, name string) elf.Symbol {
 	t.Helper()
-	syms, err := functionSymbols(&usdt.Files{}, path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	sym := symbolNamed(syms, name)
+	sym := symbolNamed(plainFunctions(t, path), name)
 	if sym.Name == "" {
 		t.Fatalf("%s has no function %s", path, name)
 	}
@@ -94,6 +89,7 @@ func TestCheckAddressBoundaries(t *testing.T) {
 		{python3, "Py_RunMain"},
 	} {
 		sym := functionSymbol(t, tc.path, tc.fn)
+		target := targetOf(t, &lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: tc.path, Address: sym.Value}})
 		end := sym.Value + min(sym.Size, 64)
 		starts := fixture.InstructionStarts(t, tc.path, sym.Value, sym.Value+sym.Size)
 		if len(starts) < 4 {
@@ -108,7 +104,7 @@ func TestCheckAddressBoundaries(t *testing.T) {
 				{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: tc.path, Address: addr}},
 				{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: tc.path, Func: fmt.Sprintf("%s+%d", tc.fn, addr-sym.Value)}},
 			} {
-				e, unchecked := checkAddress(ap, parseFuncField(ap), &usdt.Files{})
+				e, unchecked := checkAddress(ap, parseFuncField(ap), target)
 				switch {
 				case starts[addr] && e != nil:
 					t.Errorf("%s+%d: refused an instruction start: %v", tc.fn, addr-sym.Value, e.Msg)
@@ -162,7 +158,7 @@ func TestCheckAddressErrors(t *testing.T) {
 		{"a function", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: "/no/such/file", Func: "main"}}, "", false},
 		{"a usdt probe", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUSDT, Target: bin, Func: "x+1"}}, "", false},
 	} {
-		e, unchecked := checkAddress(&tc.ap, parseFuncField(&tc.ap), &usdt.Files{})
+		e, unchecked := checkAddress(&tc.ap, parseFuncField(&tc.ap), targetOf(t, &tc.ap))
 		switch {
 		case tc.want == "" && e != nil:
 			t.Errorf("%s: %v", tc.name, e.Msg)
@@ -184,19 +180,19 @@ func TestCheckAddressesUnsafe(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = checkAddresses(p, parseFuncFields(p), Input{Files: &usdt.Files{}})
+	err = checkAddresses(p, parseFuncFields(p), hostOf(t, p, Input{}), Input{})
 	if l, ok := err.(lang.ErrorList); !ok || l[0].Span.End.Line != 2 || l[0].Hint != "--unsafe attaches there anyway" {
 		t.Fatalf("error %#v, want one on line 2 with the --unsafe hint", err)
 	}
 	var warnings strings.Builder
-	if err := checkAddresses(p, parseFuncFields(p), Input{Files: &usdt.Files{}, Unsafe: true, Warnings: &warnings}); err != nil {
+	if err := checkAddresses(p, parseFuncFields(p), hostOf(t, p, Input{}), Input{Unsafe: true, Warnings: &warnings}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "stdin:1-2: WARNING: no function symbol of"; !strings.HasPrefix(warnings.String(), want) {
 		t.Errorf("warning %q, want a positioned WARNING", warnings.String())
 	}
 	warnings.Reset()
-	if err := checkAddresses(p, parseFuncFields(p), Input{Files: &usdt.Files{}, Unsafe: true}); err != nil || warnings.Len() > 0 {
+	if err := checkAddresses(p, parseFuncFields(p), hostOf(t, p, Input{}), Input{Unsafe: true}); err != nil || warnings.Len() > 0 {
 		t.Errorf("--no-warnings: %v, %q", err, warnings.String())
 	}
 }

@@ -6,7 +6,6 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/usdt"
 )
 
 // A uprobe on an IFUNC (libc's strlen) is refused with why, rather than
@@ -20,7 +19,8 @@ func TestSymbolNotFoundIFunc(t *testing.T) {
 		{"no_such_function", "function no_such_function not found in " + libc},
 	} {
 		ap := &lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: libc, Func: tc.fn}}
-		e := symbolNotFound(ap, parseFuncField(ap), &usdt.Files{})
+		p := &lang.Program{Probes: []*lang.Probe{{Attach: []*lang.AttachPoint{ap}, Body: &lang.Block{}}}}
+		e := symbolNotFound(ap, parseFuncField(ap), hostOf(t, p, Input{}))
 		if e.Msg != tc.msg {
 			t.Errorf("%s: message %q, want %q", tc.fn, e.Msg, tc.msg)
 		}

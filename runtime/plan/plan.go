@@ -76,14 +76,22 @@ type Plan struct {
 }
 
 // Make computes the plan of p, which has been through lang.Analyze
-// (info is what the checker found), for a run on in.
+// (info is what the checker found), for a run on in: it reads the host
+// once (gatherHost), applies the rules to what it read, compiles what
+// matched and plans its sites.
 func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
+	h := gatherHost(p, in, in.Files.Open, capability.Of)
+	return makePlan(p, info, in, h)
+}
+
+// makePlan is Make on the host facts h, read for p and in.
+func makePlan(p *lang.Program, info *lang.Info, in Input, h *hostFacts) (*Plan, error) {
 	fields := parseFuncFields(p)
-	spec, err := compile(p, info, fields, in)
+	spec, err := compile(p, info, fields, h, in)
 	if err != nil {
 		return nil, err
 	}
-	sites, err := planSites(spec, fields, in.Files, in.Unsafe)
+	sites, err := planSites(spec, fields, h, in.Unsafe)
 	if err != nil {
 		return nil, err
 	}
@@ -97,30 +105,34 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 // Compile resolves the attach points of p for a run on in and compiles
 // what they match, as Make does, without planning the sites.
 func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) {
-	return compile(p, info, parseFuncFields(p), in)
+	h := gatherHost(p, in, in.Files.Open, capability.Of)
+	return compile(p, info, parseFuncFields(p), h, in)
 }
 
-// compile refuses the attach points this kernel cannot serve, resolves
-// USDT probes in in.Objects and runs the code generator on the attach
-// points that matched something. p has been through lang.Resolve; fields
-// holds the function fields of its uprobes, and compile adds those of the
-// attach points their wildcards expand to; info is the checker's.
-func compile(p *lang.Program, info *lang.Info, fields funcFields, in Input) (*codegen.Spec, error) {
-	if err := checkKernelSupport(p, capability.Of); err != nil {
+// compile applies the rules of resolution to p and what h read of the
+// host, in order: it refuses the attach points this kernel cannot serve,
+// resolves USDT probes, expands uprobe and kprobe wildcards and names,
+// checks addresses, applies the missing-probe policy once, and runs the
+// code generator on the attach points that matched something. p has been
+// through lang.Resolve; fields holds the function fields of its uprobes,
+// and compile adds those of the attach points their wildcards expand to;
+// info is the checker's.
+func compile(p *lang.Program, info *lang.Info, fields funcFields, h *hostFacts, in Input) (*codegen.Spec, error) {
+	if err := checkKernelSupport(p, h); err != nil {
 		return nil, err
 	}
-	if err := checkWatchpoints(p, in); err != nil {
+	if err := checkWatchpoints(p, h); err != nil {
 		return nil, err
 	}
-	probes, err := resolveUSDT(p, in.Objects, in.Files)
+	probes, err := resolveUSDT(p, h)
 	if err != nil {
 		return nil, err
 	}
-	uprobes, err := expandUprobes(p, fields, in.Objects, in.Files)
+	uprobes, err := expandUprobes(p, fields, h)
 	if err != nil {
 		return nil, err
 	}
-	if err := expandKprobes(p, uprobes); err != nil {
+	if err := expandKprobes(p, h, uprobes); err != nil {
 		return nil, err
 	}
 	for ap, ps := range probes {
@@ -131,16 +143,13 @@ func compile(p *lang.Program, info *lang.Info, fields funcFields, in Input) (*co
 		}
 	}
 	matched := matchedProgram(p, uprobes)
-	if err := checkAddresses(matched, fields, in); err != nil {
+	if err := checkAddresses(matched, fields, h, in); err != nil {
 		return nil, err
 	}
 	// A -c command's probes without a path may be in a library it loads
 	// later: those are looked for again then (see Loaded).
 	watch := in.Command != "" && HasWildcardUSDT(p)
-	missing := notFound(p, fields, uprobes, in.Objects, watch, in.Files)
-	if in.PID != 0 {
-		missing = append(missing, notMapped(p, in.PID)...)
-	}
+	missing := append(notFound(p, fields, uprobes, watch, h), notMapped(p, h)...)
 	if err := applyMissingPolicy(p, in, len(matched.Probes) > 0 || watch, missing); err != nil {
 		return nil, err
 	}
@@ -345,12 +354,12 @@ func UserKind(k lang.ProbeKind) bool {
 	return k == lang.ProbeUSDT || k == lang.ProbeUprobe || k == lang.ProbeUretprobe
 }
 
-// planSites expands the attachments of spec into sites; fields holds the
-// function fields of their uprobe attach points. Uprobe symbols are
-// resolved here, before anything is loaded, so that the count printed
-// first is right; an attach point that matches nothing drops out silently,
-// as in bpftrace.
-func planSites(spec *codegen.Spec, fields funcFields, files *usdt.Files, unsafe bool) ([]Site, error) {
+// planSites expands the attachments of spec into sites, in the files h
+// read; fields holds the function fields of their uprobe attach points.
+// Uprobe symbols are resolved here, before anything is loaded, so that
+// the count printed first is right; an attach point that matches nothing
+// drops out silently, as in bpftrace.
+func planSites(spec *codegen.Spec, fields funcFields, h *hostFacts, unsafe bool) ([]Site, error) {
 	var sites []Site
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
@@ -359,27 +368,22 @@ func planSites(spec *codegen.Spec, fields funcFields, files *usdt.Files, unsafe 
 			lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
 			sites = append(sites, Site{Attachment: a, Why: ownWhy(a)})
 		case lang.ProbeUSDT:
-			path, err := absPath(a.Path)
-			if err != nil {
-				return nil, err
+			path := h.targets[a.Path].path
+			if path == "" {
+				return nil, siteError(a, "the plan did not read %s", a.Path)
 			}
 			for _, s := range a.Sites {
 				sites = append(sites, Site{Attachment: a, Path: path, USDT: s, Why: usdtWhy(a, path, s)})
 			}
 		case lang.ProbeUprobe, lang.ProbeUretprobe:
-			path, err := absPath(a.Path)
-			if err != nil {
-				return nil, err
+			t := h.targets[a.Path]
+			switch {
+			case t.funcsErr != nil:
+				return nil, siteError(a, "%v", t.funcsErr)
+			case t.file == nil:
+				return nil, siteError(a, "the plan did not read %s", a.Path)
 			}
-			f, err := openTarget(files, path)
-			if err != nil {
-				return nil, siteError(a, "%v", err)
-			}
-			fs, err := f.PlainFunctions()
-			if err != nil {
-				return nil, siteError(a, "%v", err)
-			}
-			us, err := uprobeSites(a, fields.ofAttachment(a), f, fs, unsafe)
+			us, err := uprobeSites(a, fields.ofAttachment(a), t.file, t.funcs, unsafe)
 			if err != nil {
 				return nil, err
 			}
@@ -431,28 +435,6 @@ func uprobeSites(a *codegen.Attachment, field attachpoint.Func, f *usdt.File, sy
 		Why: fmt.Sprintf("%s %s in %s: symbol at %#x, file offset %#x", a.Kind, sym.Name, path, sym.Value, off)}}, nil
 }
 
-// functionSymbols returns the function symbols of the ELF file at path
-// that a uprobe can name, read through files: File.PlainFunctions, as an
-// IFUNC's symbol is the resolver the loader calls once, and a uprobe there
-// is refused (symbolNotFound says why). The slice is shared: callers must
-// not modify it.
-func functionSymbols(files *usdt.Files, path string) ([]elf.Symbol, error) {
-	f, err := openTarget(files, path)
-	if err != nil {
-		return nil, err
-	}
-	return f.PlainFunctions()
-}
-
-// openTarget opens the target file of a uprobe through files.
-func openTarget(files *usdt.Files, path string) (*usdt.File, error) {
-	f, err := files.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, err)
-	}
-	return f, nil
-}
-
 // matchSymbols returns the sorted, distinct names of the symbols that
 // pattern names (attachpoint.Star.MatchFunction: the mangled name, or the
 // start of the demangled C++ name, with * wildcards in either).
@@ -498,7 +480,11 @@ func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen
 			}
 		}
 	}
-	probes, err := resolveUSDT(matchedProgram(p, wild), objs, in.Files)
+	only := matchedProgram(p, wild)
+	loaded := in
+	loaded.Objects = objs
+	h := gatherHost(only, loaded, in.Files.Open, capability.Of)
+	probes, err := resolveUSDT(only, h)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -519,7 +505,7 @@ func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen
 		return nil, nil, fmt.Errorf("compile the probes of %v: %w", objs, err)
 	}
 	// Only usdt attach points wait for libraries: no symbols to read.
-	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(in.Codegen.Extends.Attachments):]}, nil, in.Files, false)
+	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(in.Codegen.Extends.Attachments):]}, nil, h, false)
 	if err != nil {
 		return nil, nil, err
 	}

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"syscall"
 
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
@@ -20,24 +19,24 @@ import (
 )
 
 // capabilityOf answers what the machine can do: capability.Of, or a fixed
-// answer in tests.
+// answer in tests; only gatherHost asks it.
 type capabilityOf func(capability.Feature) capability.Row
 
 // checkKernelSupport refuses attach points that the machine cannot serve,
 // as the capability table has, before anything is loaded, so that the
-// user learns why instead of seeing a kernel error code. Only the features
-// the script's attach points need are asked about, so a script of BEGIN
-// and uprobes tries none.
-func checkKernelSupport(p *lang.Program, has capabilityOf) error {
+// user learns why instead of seeing a kernel error code. The table's rows
+// are those gatherHost asked for: only the features the script's attach
+// points need, so a script of BEGIN and uprobes tries none.
+func checkKernelSupport(p *lang.Program, h *hostFacts) error {
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			switch ap.Kind {
 			case lang.ProbeKprobe, lang.ProbeKretprobe:
-				if r := has(capability.Kprobes); !r.Available && !r.Unknown {
+				if r := h.features[capability.Kprobes]; !r.Available && !r.Unknown {
 					return attachError(ap, "%s", r.NotAvailable())
 				}
 			case lang.ProbeHardware:
-				if r := has(capability.PMU); !r.Available && !r.Unknown {
+				if r := h.features[capability.PMU]; !r.Available && !r.Unknown {
 					return attachError(ap, "hardware probes are not available: this machine has no hardware PMU, as most virtual machines (%s)", r.Evidence)
 				}
 			case lang.ProbeUnknown:
@@ -58,8 +57,8 @@ const kernelSpace = 0xffff800000000000
 // bpftrace 0.17 attaches there and the watchpoint never fires. Without -p
 // or -c a watchpoint watches every process, and kernel addresses are not
 // checked.
-func checkWatchpoints(p *lang.Program, in Input) error {
-	objs := in.Objects
+func checkWatchpoints(p *lang.Program, h *hostFacts) error {
+	objs := h.objects
 	var errs lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
@@ -67,20 +66,20 @@ func checkWatchpoints(p *lang.Program, in Input) error {
 				continue
 			}
 			switch {
-			case in.PID != 0:
-				mapped, err := usdt.AddressMapped(in.PID, ap.Address)
-				if err != nil {
-					return attachError(ap, "%v", err)
+			case h.pid != 0:
+				w := h.watched[ap]
+				if w.err != nil {
+					return attachError(ap, "%v", w.err)
 				}
-				if !mapped {
-					errs = append(errs, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("address %#x is not mapped in process %d", ap.Address, in.PID)})
+				if !w.mapped {
+					errs = append(errs, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("address %#x is not mapped in process %d", ap.Address, h.pid)})
 				}
-			case in.Command != "" && len(objs) > 0:
-				f, err := in.Files.Open(objs[0])
-				if err != nil {
-					return attachError(ap, "%v", err)
+			case h.command != "" && len(objs) > 0:
+				exe := h.targets[objs[0]]
+				if exe.file == nil {
+					return attachError(ap, "%v", exe.err)
 				}
-				if _, ok := f.Offset(ap.Address, false); f.Type() == elf.ET_EXEC && !ok {
+				if _, ok := exe.file.Offset(ap.Address, false); exe.file.Type() == elf.ET_EXEC && !ok {
 					errs = append(errs, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("address %#x is not in a segment of %s, which the command maps at fixed addresses", ap.Address, objs[0])})
 				}
 			}
@@ -96,53 +95,27 @@ func checkWatchpoints(p *lang.Program, in Input) error {
 // object of the traced process" (empty or *).
 func WildcardPath(target string) bool { return target == "" || target == "*" }
 
-// absPath resolves a probe's target path against the working directory.
-func absPath(target string) (string, error) {
-	path, err := filepath.Abs(target)
-	if err != nil {
-		return "", fmt.Errorf("resolve path %s: %w", target, err)
-	}
-	return path, nil
-}
-
-// resolveUSDT finds the probes every usdt attach point of p matches. objs
-// are the objects an attach point without a path looks in: those the -p
-// process maps or the -c command loads. An attach point that matches
-// nothing gets an empty list: like bpftrace, the runtime fails only when no
-// attach point of the script matches anything. The files are read through
-// files.
-func resolveUSDT(p *lang.Program, objs []string, files *usdt.Files) (map[*lang.AttachPoint][]*usdt.Probe, error) {
+// resolveUSDT finds the probes every usdt attach point of p matches in the
+// files h read. An attach point without a path looks in h's objects:
+// those the -p process maps or the -c command loads. An attach point that
+// matches nothing gets an empty list: like bpftrace, the runtime fails
+// only when no attach point of the script matches anything.
+func resolveUSDT(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*usdt.Probe, error) {
 	res := map[*lang.AttachPoint][]*usdt.Probe{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			if ap.Kind != lang.ProbeUSDT {
 				continue
 			}
-			var paths []string
 			wild := WildcardPath(ap.Target)
-			glob := !wild && strings.ContainsAny(ap.Target, "*?")
-			switch {
-			case wild:
-				if len(objs) == 0 {
-					return nil, attachError(ap, "a usdt probe without a path needs -p PID or -c CMD")
-				}
-				paths = objs
-			case glob:
-				// Each file the pattern matches, named as expanded.
-				var err error
-				if paths, err = usdt.GlobTargets("usdt", ap.Target); err != nil {
-					return nil, attachError(ap, "%v", err)
-				}
-			default:
-				path, err := absPath(ap.Target)
-				if err != nil {
-					return nil, err
-				}
-				paths = []string{path}
+			glob := globTarget(ap.Target)
+			files := h.usdtFiles[ap]
+			if files.err != nil {
+				return nil, files.err
 			}
 			matched := []*usdt.Probe{}
-			for _, path := range paths {
-				ps, err := files.Probes(path)
+			for _, f := range files.targets {
+				ps, err := f.probes, f.probesErr
 				if err != nil {
 					if wild || glob {
 						// A mapped or matched object that is not a
@@ -156,7 +129,7 @@ func resolveUSDT(p *lang.Program, objs []string, files *usdt.Files) (map[*lang.A
 						continue
 					}
 					pr := &ps[i]
-					if !wild && !glob && ap.Target != path {
+					if !wild && !glob && ap.Target != f.path {
 						// The probe builtin names the file as the
 						// script does, like bpftrace.
 						named := *pr
@@ -178,8 +151,8 @@ func resolveUSDT(p *lang.Program, objs []string, files *usdt.Files) (map[*lang.A
 // traces the rest and fails only when nothing matched; bpftrace then only
 // says "No probes to attach". With later set, usdt attach points without a
 // path are left out: their probes may come with objects loaded later. The
-// files are read through files; fields holds the uprobes' function fields.
-func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint][]*lang.AttachPoint, objs []string, later bool, files *usdt.Files) lang.ErrorList {
+// files are those h read; fields holds the uprobes' function fields.
+func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint][]*lang.AttachPoint, later bool, h *hostFacts) lang.ErrorList {
 	var l lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
@@ -189,9 +162,9 @@ func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint]
 			switch {
 			case ap.Kind == lang.ProbeUSDT && later && WildcardPath(ap.Target):
 			case ap.Kind == lang.ProbeUSDT:
-				l = append(l, usdtNotFound(ap, objs, files))
+				l = append(l, usdtNotFound(ap, h))
 			case (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && !wildcardUprobe(ap):
-				l = append(l, symbolNotFound(ap, fields.of(ap), files))
+				l = append(l, symbolNotFound(ap, fields.of(ap), h))
 			}
 		}
 	}
@@ -199,19 +172,13 @@ func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint]
 }
 
 // notMapped returns a diagnostic for every usdt or uprobe attach point
-// whose file process pid (-p) does not map: its probes would never fire
-// there, and the trace would count nothing without saying why. Nothing is
-// said when its maps cannot be read (-p 1 in a container).
-func notMapped(p *lang.Program, pid int) lang.ErrorList {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
-	if err != nil {
+// whose file the -p process does not map, as h read its mappings: its
+// probes would never fire there, and the trace would count nothing without
+// saying why. Nothing is said when its maps could not be read (-p 1 in a
+// container), nor of a target that could not be stat'ed.
+func notMapped(p *lang.Program, h *hostFacts) lang.ErrorList {
+	if h.mapped == nil {
 		return nil
-	}
-	f.Close()
-	// A file is known by its device and inode, whatever path maps it.
-	mapped := map[[2]uint64]bool{}
-	for _, m := range symbols.ProcessMappings(pid) {
-		mapped[[2]uint64{m.Dev, m.Ino}] = true
 	}
 	var l lang.ErrorList
 	for _, pr := range p.Probes {
@@ -220,12 +187,12 @@ func notMapped(p *lang.Program, pid int) lang.ErrorList {
 			if !userFile || WildcardPath(ap.Target) {
 				continue
 			}
-			var st syscall.Stat_t
-			if syscall.Stat(ap.Target, &st) != nil || mapped[[2]uint64{st.Dev, st.Ino}] {
+			id, ok := h.inodes[ap.Target]
+			if !ok || h.mapped[id] {
 				continue
 			}
 			l = append(l, &lang.Error{Span: ap.Loc,
-				Msg:  fmt.Sprintf("process %d%s does not map %s: its probes would never fire", pid, proc.NameNote(pid), ap.Target),
+				Msg:  fmt.Sprintf("process %d%s does not map %s: its probes would never fire", h.pid, h.pidName, ap.Target),
 				Hint: "give -p the process that runs the file, or leave -p out to trace every process that runs it"})
 		}
 	}
@@ -247,18 +214,13 @@ func probeLabel(ap *lang.AttachPoint) string {
 	return ap.Provider + ":" + ap.Func
 }
 
-// usdtNotFound describes a usdt attach point that matched nothing.
-func usdtNotFound(ap *lang.AttachPoint, objs []string, files *usdt.Files) *lang.Error {
+// usdtNotFound describes a usdt attach point that matched nothing in the
+// files h read.
+func usdtNotFound(ap *lang.AttachPoint, h *hostFacts) *lang.Error {
 	want := probeLabel(ap)
-	paths := objs
-	if !WildcardPath(ap.Target) {
-		path, _ := absPath(ap.Target)
-		paths = []string{path}
-	}
 	var names []string
-	for _, path := range paths {
-		ps, _ := files.Probes(path)
-		for _, p := range ps {
+	for _, f := range h.usdtFiles[ap].targets {
+		for _, p := range f.probes {
 			if ap.Provider == "" {
 				names = append(names, p.Name)
 			} else {
@@ -278,14 +240,14 @@ func usdtNotFound(ap *lang.AttachPoint, objs []string, files *usdt.Files) *lang.
 }
 
 // symbolNotFound describes a uprobe attach point, whose function field is
-// field, whose function the file, read through files, does not have.
-func symbolNotFound(ap *lang.AttachPoint, field attachpoint.Func, files *usdt.Files) *lang.Error {
+// field, whose function the file h read does not have.
+func symbolNotFound(ap *lang.AttachPoint, field attachpoint.Func, h *hostFacts) *lang.Error {
 	name := field.Name
 	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", name, ap.Target)}
-	path, _ := absPath(ap.Target)
 	var all []elf.Symbol
-	if f, err := files.Open(path); err == nil {
-		all, _ = f.FunctionSymbols()
+	if f := h.targets[ap.Target]; f.file != nil {
+		// Its IFUNCs too, which a uprobe cannot name.
+		all, _ = f.file.FunctionSymbols()
 	}
 	var names, impls []string
 	ifunc := false
@@ -324,11 +286,11 @@ func symbolNotFound(ap *lang.AttachPoint, field attachpoint.Func, files *usdt.Fi
 // function with an offset (main+2) is matched by its function; with offset
 // 0 it becomes the function alone, which the probe builtin prints as
 // bpftrace does. Attach points given by address are left as they are.
-// A target of * stands for every object of objs, those the -p process
-// maps or the -c command loads (expandObjects). fields holds the function
-// fields of p's uprobes; those of the attach points made here are added
-// to it.
-func expandUprobes(p *lang.Program, fields funcFields, objs []string, files *usdt.Files) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
+// A target of * stands for every object of h, those the -p process maps or
+// the -c command loads (expandObjects). fields holds the function fields
+// of p's uprobes; those of the attach points made here are added to it.
+// The symbols are those h read.
+func expandUprobes(p *lang.Program, fields funcFields, h *hostFacts) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
 	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
@@ -340,18 +302,14 @@ func expandUprobes(p *lang.Program, fields funcFields, objs []string, files *usd
 				continue
 			}
 			if wildcardUprobe(ap) {
-				aps, err := expandObjects(ap, field, objs, fields, files)
+				aps, err := expandObjects(ap, field, fields, h)
 				if err != nil {
 					return nil, err
 				}
 				res[ap] = aps
 				continue
 			}
-			path, err := absPath(ap.Target)
-			if err != nil {
-				return nil, err
-			}
-			fs, err := functionSymbols(files, path)
+			fs, err := h.targets[ap.Target].funcs, h.targets[ap.Target].funcsErr
 			if err != nil {
 				return nil, attachError(ap, "%v", err)
 			}
@@ -382,25 +340,19 @@ func expandUprobes(p *lang.Program, fields funcFields, objs []string, files *usd
 // /proc/kallsyms outside that list (an __init function such as
 // vfs_caches_init, which kprobe:vfs_* matches) cannot be probed and
 // would fail the whole attach. Where the kernel does not give that list,
-// the symbols of /proc/kallsyms are matched.
-func expandKprobes(p *lang.Program, res map[*lang.AttachPoint][]*lang.AttachPoint) error {
+// the symbols of /proc/kallsyms are matched (kernelFunctions); h read
+// them.
+func expandKprobes(p *lang.Program, h *hostFacts, res map[*lang.AttachPoint][]*lang.AttachPoint) error {
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			if (ap.Kind != lang.ProbeKprobe && ap.Kind != lang.ProbeKretprobe) || !strings.Contains(ap.Func, "*") {
 				continue
 			}
-			funcs, err := TraceableFunctions()
-			if err != nil {
-				// A kernel without kprobes may refuse the list
-				// (this project's answer EPERM): the symbols
-				// then stand in, and attaching says what the
-				// kernel lacks.
-				if funcs, err = kernelFunctionNames(); err != nil {
-					return attachError(ap, "%v", err)
-				}
+			if h.kernelErr != nil {
+				return attachError(ap, "%v", h.kernelErr)
 			}
 			var names []string
-			for _, name := range funcs {
+			for _, name := range h.kernelFuncs {
 				if attachpoint.Star.Match(ap.Func, name) {
 					names = append(names, name)
 				}
@@ -419,18 +371,18 @@ func expandKprobes(p *lang.Program, res map[*lang.AttachPoint][]*lang.AttachPoin
 	return nil
 }
 
-// expandObjects returns an attach point per function of the objects objs
+// expandObjects returns an attach point per function of the objects of h
 // (those the -p process maps or the -c command loads) that uprobe attach
 // point ap, whose target is "*", matches, each with its object as the
 // target; their fields are added to fields. An object that is not a
 // readable ELF file has no functions to offer.
-func expandObjects(ap *lang.AttachPoint, field attachpoint.Func, objs []string, fields funcFields, files *usdt.Files) ([]*lang.AttachPoint, error) {
-	if len(objs) == 0 {
+func expandObjects(ap *lang.AttachPoint, field attachpoint.Func, fields funcFields, h *hostFacts) ([]*lang.AttachPoint, error) {
+	if len(h.objects) == 0 {
 		return nil, attachError(ap, "a uprobe whose target is * needs -p PID or -c CMD, whose objects it names")
 	}
 	aps := []*lang.AttachPoint{}
-	for _, obj := range objs {
-		fs, err := functionSymbols(files, obj)
+	for _, obj := range h.objects {
+		fs, err := h.targets[obj].funcs, h.targets[obj].funcsErr
 		if err != nil {
 			continue
 		}

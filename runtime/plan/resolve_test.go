@@ -10,7 +10,6 @@ import (
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
-	"github.com/gotrace/gotrace/usdt"
 )
 
 // usdtProgram returns a program with one usdt attach point per raw
@@ -32,14 +31,7 @@ func usdtProgram(raws ...string) *lang.Program {
 
 func TestResolveUSDT(t *testing.T) {
 	bin := fixture.Build(t, "bitcoind")
-	wd, err := os.Getwd()
-	if err != nil {
-		t.Fatal(err)
-	}
-	rel, err := filepath.Rel(wd, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	rel := relativePath(t, bin)
 	for _, tc := range []struct {
 		raw  string
 		objs []string
@@ -56,7 +48,7 @@ func TestResolveUSDT(t *testing.T) {
 		{"usdt:" + bin + "*:validation:block_connected", nil, []string{"validation:block_connected"}},
 	} {
 		p := usdtProgram(tc.raw)
-		res, err := resolveUSDT(p, tc.objs, &usdt.Files{})
+		res, err := resolveUSDT(p, hostOf(t, p, Input{Objects: tc.objs}))
 		if err != nil {
 			t.Errorf("%s: %v", tc.raw, err)
 			continue
@@ -91,7 +83,8 @@ func TestResolveUSDTErrors(t *testing.T) {
 		{"usdt::net:x", "needs -p PID or -c CMD"},
 		{"usdt:/no/such/binary*:net:x", "usdt target file '/no/such/binary*' does not exist or is not executable"},
 	} {
-		_, err := resolveUSDT(usdtProgram(tc.raw), nil, &usdt.Files{})
+		p := usdtProgram(tc.raw)
+		_, err := resolveUSDT(p, hostOf(t, p, Input{}))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want it to contain %q", tc.raw, err, tc.want)
 		}
@@ -167,7 +160,7 @@ func TestExpandUprobesInObjects(t *testing.T) {
 			t.Fatal(err)
 		}
 		ap := p.Probes[0].Attach[0]
-		res, err := expandUprobes(p, parseFuncFields(p), tc.objs, &usdt.Files{})
+		res, err := expandUprobes(p, parseFuncFields(p), hostOf(t, p, Input{Objects: tc.objs}))
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)

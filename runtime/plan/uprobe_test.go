@@ -15,10 +15,7 @@ const connectBlock = "_ZN11CChainState12ConnectBlockERK6CBlockR20BlockValidation
 
 func TestMatchSymbols(t *testing.T) {
 	bin := fixture.Build(t, "bitcoind")
-	syms, err := functionSymbols(&usdt.Files{}, bin)
-	if err != nil {
-		t.Fatal(err)
-	}
+	syms := plainFunctions(t, bin)
 	for _, tc := range []struct {
 		pattern string
 		want    []string
@@ -34,10 +31,7 @@ func TestMatchSymbols(t *testing.T) {
 		}
 	}
 	stripped := fixture.Build(t, "bitcoind-stripped")
-	syms, err = functionSymbols(&usdt.Files{}, stripped)
-	if err != nil {
-		t.Fatal(err)
-	}
+	syms = plainFunctions(t, stripped)
 	if got := matchSymbols(syms, connectBlock); len(got) != 0 {
 		t.Errorf("the stripped fixture has %q", got)
 	}
