@@ -64,14 +64,7 @@ usdt:%[1]s:net:no_such_probe { } uprobe:%[1]s:no_such_function { }`, bin, rel, m
 			Input{Objects: []string{bin, rel}, Command: bin}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := lang.Parse("test.bt", tc.src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			info, err := lang.Analyze(p, lang.Config{}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, info := analyzed(t, tc.src)
 			files := &usdt.Files{}
 			t.Cleanup(func() { files.Close() })
 			opens := map[string]int{}

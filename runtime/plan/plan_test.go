@@ -57,14 +57,7 @@ func TestPlan(t *testing.T) {
 		}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := lang.Parse("test.bt", tc.src)
-			if err != nil {
-				t.Fatal(err)
-			}
-			info, err := lang.Analyze(p, lang.Config{}, nil)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p, info := analyzed(t, tc.src)
 			var files usdt.Files
 			defer files.Close()
 			plan, err := Make(p, info, Input{Files: &files})
@@ -85,4 +78,18 @@ func TestPlan(t *testing.T) {
 			}
 		})
 	}
+}
+
+// analyzed parses and checks the script src, as the plan takes it.
+func analyzed(t *testing.T, src string) (*lang.Program, *lang.Info) {
+	t.Helper()
+	p, err := lang.Parse("test.bt", src)
+	if err != nil {
+		t.Fatal(err)
+	}
+	info, err := lang.Analyze(p, lang.Config{}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, info
 }
