@@ -23,18 +23,34 @@ import (
 // maxInstLen is the length of the longest x86-64 instruction.
 const maxInstLen = 15
 
-// checkAddresses refuses the uprobes of p, whose files h read, given by address or by function
-// and offset that would not start an instruction, and such uretprobes that
-// are not at a function's entry. Where gotrace cannot tell (no function
-// symbol holds the address, as in a stripped file, or an instruction it
-// does not know comes first) the attach point is refused too, unless
-// in.Unsafe is set: then a warning says what was not checked. fields
-// holds the function fields of p's uprobes.
-func checkAddresses(p *lang.Program, fields funcFields, h *hostFacts, in Input) error {
+// place is where a uprobe attach point attaches in its file, resolved
+// once: the symbol it names ("" for one given by address or by function
+// and offset), the address, and the file offset the kernel takes.
+type place struct {
+	symbol string
+	addr   uint64
+	offset uint64
+}
+
+// placeUprobes resolves where each uprobe and uretprobe attach point of p
+// attaches, in the files h read; fields holds their function fields, and
+// the places are keyed as fields is. p is the matched program: each
+// attach point names one symbol exactly, or an address. The uprobes
+// given by address or by function and offset that would not start an
+// instruction are refused, and such uretprobes that are not at a
+// function's entry. Where gotrace cannot tell (no function symbol holds
+// the address, as in a stripped file, or an instruction it does not know
+// comes first) the attach point is refused too, unless in.Unsafe is set:
+// then a warning says what was not checked.
+func placeUprobes(p *lang.Program, fields funcFields, h *hostFacts, in Input) (map[funcKey]place, error) {
+	places := map[funcKey]place{}
 	var errs, warnings lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
-			e, unchecked := checkAddress(ap, fields.of(ap), h.targets[ap.Target])
+			if ap.Kind != lang.ProbeUprobe && ap.Kind != lang.ProbeUretprobe {
+				continue
+			}
+			pl, e, unchecked := placeUprobe(ap, fields.of(ap), h.targets[ap.Target])
 			switch {
 			case e == nil:
 			case unchecked && in.Unsafe:
@@ -42,50 +58,96 @@ func checkAddresses(p *lang.Program, fields funcFields, h *hostFacts, in Input) 
 			case unchecked:
 				e.Hint = "--unsafe attaches there anyway"
 				errs = append(errs, e)
+				continue
 			default:
 				errs = append(errs, e)
+				continue
 			}
+			places[funcKey{loc: ap.Loc, field: ap.Func}] = pl
 		}
 	}
 	if len(errs) > 0 {
-		return errs
+		return nil, errs
 	}
 	if len(warnings) > 0 && in.Warnings != nil {
 		warnings.WriteWarnings(in.Warnings, p.File, p.Source)
 	}
-	return nil
+	return places, nil
+}
+
+// placeUprobe resolves where uprobe attach point ap, whose function field
+// is field, attaches in target, the file as the plan read it. An error
+// with unchecked set still comes with the place: gotrace could not check
+// the address, and --unsafe attaches there.
+func placeUprobe(ap *lang.AttachPoint, field attachpoint.Func, target targetFacts) (pl place, e *lang.Error, unchecked bool) {
+	if field.AtAddress() {
+		pl.addr, e, unchecked = checkAddress(ap, field, target)
+		if e != nil && !unchecked {
+			return pl, e, false
+		}
+	} else {
+		// Attach by offset: symbols of size 0 (frame_dummy,
+		// hand-written assembly) are still code.
+		sym := symbolNamed(target.funcs, ap.Func)
+		if sym.Name == "" {
+			return pl, attachProblem(ap, "function %s not found", ap.Func), false
+		}
+		pl.symbol, pl.addr = sym.Name, sym.Value
+	}
+	if target.file == nil {
+		return pl, attachProblem(ap, "the plan did not read %s", ap.Target), false
+	}
+	off, err := fileOffset(target.file, pl.addr)
+	if err != nil && pl.symbol != "" {
+		err = fmt.Errorf("symbol %s: %w", pl.symbol, err)
+	}
+	if err != nil {
+		return pl, attachProblem(ap, "%v", err), false
+	}
+	pl.offset = off
+	return pl, e, unchecked
+}
+
+// fileOffset turns a virtual address of the code of f into the file
+// offset a uprobe takes.
+func fileOffset(f *usdt.File, addr uint64) (uint64, error) {
+	off, ok := f.Offset(addr, true)
+	if !ok {
+		return 0, fmt.Errorf("address %#x is not in an executable segment of %s", addr, f.Path())
+	}
+	return off, nil
 }
 
 // checkAddress checks one attach point, whose function field is field
 // when it is a uprobe, in its file as the plan read it, target (see
-// checkAddresses). unchecked says that the problem is that gotrace could
-// not check the address.
-func checkAddress(ap *lang.AttachPoint, field attachpoint.Func, target targetFacts) (e *lang.Error, unchecked bool) {
+// placeUprobes), and returns the address it gives. unchecked says that
+// the problem is that gotrace could not check the address.
+func checkAddress(ap *lang.AttachPoint, field attachpoint.Func, target targetFacts) (addr uint64, e *lang.Error, unchecked bool) {
 	if !givesAddress(ap, field) {
-		return nil, false
+		return 0, nil, false
 	}
 	if field.Offset != 0 && ap.Kind == lang.ProbeUretprobe {
-		return attachProblem(ap, "%s: a uretprobe attaches only at a function's entry, without an offset", ap.Func), false
+		return 0, attachProblem(ap, "%s: a uretprobe attaches only at a function's entry, without an offset", ap.Func), false
 	}
 	syms, err := target.funcs, target.funcsErr
 	switch {
 	case err != nil:
-		return attachProblem(ap, "%v", err), false
+		return 0, attachProblem(ap, "%v", err), false
 	case target.file == nil:
-		return attachProblem(ap, "the plan did not read %s", ap.Target), false
+		return 0, attachProblem(ap, "the plan did not read %s", ap.Target), false
 	}
-	f := target.file
 	addr, sym, err := uprobeAddress(field, ap.Address, syms)
 	if err != nil {
-		return attachProblem(ap, "%v", err), false
+		return addr, attachProblem(ap, "%v", err), false
 	}
 	if isFunctionStart(syms, addr) {
-		return nil, false
+		return addr, nil, false
 	}
 	if sym.Name == "" {
 		sym = symbolHolding(syms, addr)
 	}
-	return checkPlace(ap, field, f, sym, addr)
+	e, unchecked = checkPlace(ap, field, target.file, sym, addr)
+	return addr, e, unchecked
 }
 
 // givesAddress reports whether ap, whose function field is field, is a

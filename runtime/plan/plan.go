@@ -15,11 +15,9 @@
 package plan
 
 import (
-	"debug/elf"
 	"errors"
 	"fmt"
 	"io"
-	"sort"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/capability"
@@ -87,11 +85,15 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 // makePlan is Make on the host facts h, read for p and in.
 func makePlan(p *lang.Program, info *lang.Info, in Input, h *hostFacts) (*Plan, error) {
 	fields := parseFuncFields(p)
-	spec, err := compile(p, info, fields, h, in)
+	r, err := resolve(p, fields, h, in)
 	if err != nil {
 		return nil, err
 	}
-	sites, err := planSites(spec, fields, h, in.Unsafe)
+	spec, err := compileMatched(r, info, in)
+	if err != nil {
+		return nil, err
+	}
+	sites, err := planSites(spec, fields, r.places, h, in.Unsafe)
 	if err != nil {
 		return nil, err
 	}
@@ -106,56 +108,21 @@ func makePlan(p *lang.Program, info *lang.Info, in Input, h *hostFacts) (*Plan, 
 // what they match, as Make does, without planning the sites.
 func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) {
 	h := gatherHost(p, in, in.Files.Open, capability.Of)
-	return compile(p, info, parseFuncFields(p), h, in)
+	r, err := resolve(p, parseFuncFields(p), h, in)
+	if err != nil {
+		return nil, err
+	}
+	return compileMatched(r, info, in)
 }
 
-// compile applies the rules of resolution to p and what h read of the
-// host, in order: it refuses the attach points this kernel cannot serve,
-// resolves USDT probes, expands uprobe and kprobe wildcards and names,
-// checks addresses, applies the missing-probe policy once, and runs the
-// code generator on the attach points that matched something. p has been
-// through lang.Resolve; fields holds the function fields of its uprobes,
-// and compile adds those of the attach points their wildcards expand to;
-// info is the checker's.
-func compile(p *lang.Program, info *lang.Info, fields funcFields, h *hostFacts, in Input) (*codegen.Spec, error) {
-	if err := checkKernelSupport(p, h); err != nil {
-		return nil, err
-	}
-	if err := checkWatchpoints(p, h); err != nil {
-		return nil, err
-	}
-	probes, err := resolveUSDT(p, h)
-	if err != nil {
-		return nil, err
-	}
-	uprobes, err := expandUprobes(p, fields, h)
-	if err != nil {
-		return nil, err
-	}
-	if err := expandKprobes(p, h, uprobes); err != nil {
-		return nil, err
-	}
-	for ap, ps := range probes {
-		if len(ps) > 0 {
-			uprobes[ap] = []*lang.AttachPoint{ap}
-		} else {
-			uprobes[ap] = nil
-		}
-	}
-	matched := matchedProgram(p, uprobes)
-	if err := checkAddresses(matched, fields, h, in); err != nil {
-		return nil, err
-	}
-	// A -c command's probes without a path may be in a library it loads
-	// later: those are looked for again then (see Loaded).
-	watch := in.Command != "" && HasWildcardUSDT(p)
-	missing := append(notFound(p, fields, uprobes, watch, h), notMapped(p, h)...)
-	if err := applyMissingPolicy(p, in, len(matched.Probes) > 0 || watch, missing); err != nil {
-		return nil, err
-	}
+// compileMatched runs the code generator on the attach points that
+// matched something, r.matched, with what the rules resolved for it:
+// the usdt probes, the -c command's PID, whether the command's library
+// loads are watched. info is the checker's.
+func compileMatched(r *resolution, info *lang.Info, in Input) (*codegen.Spec, error) {
 	copts := in.Codegen
-	copts.USDT, copts.ChildPID, copts.WatchLoader = probes, uint32(in.ChildPID), watch
-	return codegen.Compile(matched, info, copts)
+	copts.USDT, copts.ChildPID, copts.WatchLoader = r.probes, uint32(in.ChildPID), r.watch
+	return codegen.Compile(r.matched, info, copts)
 }
 
 // funcFields holds the function field of every uprobe and uretprobe
@@ -209,42 +176,6 @@ func (ff funcFields) of(ap *lang.AttachPoint) attachpoint.Func {
 // attachment a was compiled from.
 func (ff funcFields) ofAttachment(a *codegen.Attachment) attachpoint.Func {
 	return ff[funcKey{loc: a.ProbePos, field: a.Symbol}]
-}
-
-// applyMissingPolicy decides what the attach points that named one usdt
-// probe or function and matched nothing (missing) do to the run: with
-// nothing else to trace (matched is false) the run fails, else
-// in.MissingProbes says whether it fails, warns or goes on silently.
-func applyMissingPolicy(p *lang.Program, in Input, matched bool, missing lang.ErrorList) error {
-	switch {
-	case !matched && len(missing) > 0:
-		return missing
-	case !matched:
-		return ErrNoProbes
-	case len(missing) > 0 && in.MissingProbes == settings.MissingError:
-		return missing
-	case len(missing) > 0 && in.MissingProbes == settings.MissingWarn && in.Warnings != nil:
-		missing.WriteWarnings(in.Warnings, p.File, p.Source)
-	}
-	return nil
-}
-
-// WarnNotLoaded applies the missing-probe policy at the end of a trace
-// that watched the -c command's loads: unless policy ignores them, each
-// of the attach points of p still waiting (usdt without a path) that
-// names one probe is a warning to w, found in no object the command had
-// or loaded.
-func WarnNotLoaded(p *lang.Program, waiting []*lang.AttachPoint, policy settings.MissingProbes, w io.Writer) {
-	if policy == settings.MissingIgnore {
-		return
-	}
-	var l lang.ErrorList
-	for _, ap := range waiting {
-		if namesOne(ap) {
-			l = append(l, &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s was not found in the objects the command loaded", probeLabel(ap))})
-		}
-	}
-	l.WriteWarnings(w, p.File, p.Source)
 }
 
 // Write prints the plan, one line per site: the program, the probe, where
@@ -305,10 +236,14 @@ func usdtWhy(a *codegen.Attachment, path string, s codegen.Site) string {
 	return why + fmt.Sprintf(", cookie %d", s.Cookie)
 }
 
-// addressWhy says where a uprobe given by address or by function and
-// offset attaches: compile has checked that addr starts an instruction
-// or, with --unsafe, warned where it could not.
-func addressWhy(a *codegen.Attachment, field attachpoint.Func, addr, off uint64, unsafe bool) string {
+// uprobeWhy says where a uprobe attaches, at pl in the file at path: a
+// symbol, or an address that placeUprobes has checked starts an
+// instruction or, with --unsafe, warned where it could not.
+func uprobeWhy(a *codegen.Attachment, field attachpoint.Func, path string, pl place, unsafe bool) string {
+	if pl.symbol != "" {
+		return fmt.Sprintf("%s %s in %s: symbol at %#x, file offset %#x", a.Kind, pl.symbol, path, pl.addr, pl.offset)
+	}
+	addr, off := pl.addr, pl.offset
 	what := fmt.Sprintf("%#x", addr)
 	if field.HasOffset {
 		what = fmt.Sprintf("%s (%#x)", field.Field, addr)
@@ -355,11 +290,10 @@ func UserKind(k lang.ProbeKind) bool {
 }
 
 // planSites expands the attachments of spec into sites, in the files h
-// read; fields holds the function fields of their uprobe attach points.
-// Uprobe symbols are resolved here, before anything is loaded, so that
-// the count printed first is right; an attach point that matches nothing
-// drops out silently, as in bpftrace.
-func planSites(spec *codegen.Spec, fields funcFields, h *hostFacts, unsafe bool) ([]Site, error) {
+// read, at the places the rules resolved for its uprobes; fields holds
+// their function fields. It resolves nothing itself: every site is known
+// before anything is loaded, so that the count printed first is right.
+func planSites(spec *codegen.Spec, fields funcFields, places map[funcKey]place, h *hostFacts, unsafe bool) ([]Site, error) {
 	var sites []Site
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
@@ -376,18 +310,13 @@ func planSites(spec *codegen.Spec, fields funcFields, h *hostFacts, unsafe bool)
 				sites = append(sites, Site{Attachment: a, Path: path, USDT: s, Why: usdtWhy(a, path, s)})
 			}
 		case lang.ProbeUprobe, lang.ProbeUretprobe:
-			t := h.targets[a.Path]
-			switch {
-			case t.funcsErr != nil:
-				return nil, siteError(a, "%v", t.funcsErr)
-			case t.file == nil:
-				return nil, siteError(a, "the plan did not read %s", a.Path)
+			pl, ok := places[funcKey{loc: a.ProbePos, field: a.Symbol}]
+			if !ok {
+				return nil, siteError(a, "the plan placed no uprobe for %s", a.ProbeName)
 			}
-			us, err := uprobeSites(a, fields.ofAttachment(a), t.file, t.funcs, unsafe)
-			if err != nil {
-				return nil, err
-			}
-			sites = append(sites, us...)
+			path := h.targets[a.Path].path
+			sites = append(sites, Site{Attachment: a, Path: path, Symbol: pl.symbol, Offset: pl.offset,
+				Why: uprobeWhy(a, fields.ofAttachment(a), path, pl, unsafe)})
 		default:
 			return nil, fmt.Errorf("%s: probes of this kind cannot be attached", a.Probe)
 		}
@@ -399,69 +328,6 @@ func planSites(spec *codegen.Spec, fields funcFields, h *hostFacts, unsafe bool)
 // Spec came from.
 func siteError(a *codegen.Attachment, format string, args ...any) error {
 	return spanError(a.ProbePos, "", format, args...)
-}
-
-// uprobeSites returns the sites of a uprobe or uretprobe attachment of the
-// file f, whose function symbols are syms, and whose function field is
-// field: one site at an address
-// (0x2262, 8802, main+2; checkAddresses has checked it), or at the
-// function that the attachment names (expandUprobes has made it one
-// symbol's name). unsafe is --unsafe, which attached addresses whose
-// boundary could not be checked.
-func uprobeSites(a *codegen.Attachment, field attachpoint.Func, f *usdt.File, syms []elf.Symbol, unsafe bool) ([]Site, error) {
-	path := f.Path()
-	if field.AtAddress() {
-		addr, _, err := uprobeAddress(field, a.Address, syms)
-		if err != nil {
-			return nil, siteError(a, "%v", err)
-		}
-		off, err := fileOffset(f, addr)
-		if err != nil {
-			return nil, siteError(a, "%v", err)
-		}
-		return []Site{{Attachment: a, Path: path, Offset: off, Why: addressWhy(a, field, addr, off, unsafe)}}, nil
-	}
-	// Attach by offset: symbols of size 0 (frame_dummy, hand-written
-	// assembly) are still code.
-	sym := symbolNamed(syms, a.Symbol)
-	if sym.Name == "" {
-		return nil, siteError(a, "function %s not found", a.Symbol)
-	}
-	off, err := fileOffset(f, sym.Value)
-	if err != nil {
-		return nil, siteError(a, "symbol %s: %v", sym.Name, err)
-	}
-	return []Site{{Attachment: a, Path: path, Symbol: sym.Name, Offset: off,
-		Why: fmt.Sprintf("%s %s in %s: symbol at %#x, file offset %#x", a.Kind, sym.Name, path, sym.Value, off)}}, nil
-}
-
-// matchSymbols returns the sorted, distinct names of the symbols that
-// pattern names (attachpoint.Star.MatchFunction: the mangled name, or the
-// start of the demangled C++ name, with * wildcards in either).
-func matchSymbols(syms []elf.Symbol, pattern string) []string {
-	seen := map[string]bool{}
-	var names []string
-	for _, s := range syms {
-		if seen[s.Name] {
-			continue
-		}
-		if attachpoint.Star.MatchFunction(pattern, s.Name) {
-			seen[s.Name] = true
-			names = append(names, s.Name)
-		}
-	}
-	sort.Strings(names)
-	return names
-}
-
-// fileOffset turns a virtual address of the code of f into the file
-// offset a uprobe takes.
-func fileOffset(f *usdt.File, addr uint64) (uint64, error) {
-	off, ok := f.Offset(addr, true)
-	if !ok {
-		return 0, fmt.Errorf("address %#x is not in an executable segment of %s", addr, f.Path())
-	}
-	return off, nil
 }
 
 // Loaded plans the usdt attach points of p without a path against objs,
@@ -505,7 +371,7 @@ func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen
 		return nil, nil, fmt.Errorf("compile the probes of %v: %w", objs, err)
 	}
 	// Only usdt attach points wait for libraries: no symbols to read.
-	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(in.Codegen.Extends.Attachments):]}, nil, h, false)
+	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(in.Codegen.Extends.Attachments):]}, nil, nil, h, false)
 	if err != nil {
 		return nil, nil, err
 	}

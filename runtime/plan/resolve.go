@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"sort"
 	"strings"
 
 	"github.com/gotrace/gotrace/internal/capability"
@@ -45,6 +46,86 @@ func checkKernelSupport(p *lang.Program, h *hostFacts) error {
 		}
 	}
 	return nil
+}
+
+// resolution is what the rules make of a program and the host: the
+// program reduced to what matched, with the usdt probes and the uprobe
+// places it attaches to.
+type resolution struct {
+	// matched is the program with every attach point replaced by what
+	// it matched (matchedProgram).
+	matched *lang.Program
+	// probes holds the usdt probes each usdt attach point matched.
+	probes map[*lang.AttachPoint][]*usdt.Probe
+	// places holds where each uprobe of matched attaches.
+	places map[funcKey]place
+	// watch says that the -c command's library loads are watched for
+	// the usdt probes without a path (see Loaded).
+	watch bool
+}
+
+// resolve applies the rules of resolution to p, whose uprobes' function
+// fields are fields, and to what h read of the host, in order, each once:
+// it refuses the attach points this kernel cannot serve, resolves usdt
+// probes, expands uprobe and kprobe wildcards and names, places the
+// uprobes (checking addresses), and applies the missing-probe policy.
+// fields gets the fields of the attach points the wildcards expand to.
+func resolve(p *lang.Program, fields funcFields, h *hostFacts, in Input) (*resolution, error) {
+	if err := checkKernelSupport(p, h); err != nil {
+		return nil, err
+	}
+	if err := checkWatchpoints(p, h); err != nil {
+		return nil, err
+	}
+	probes, err := resolveUSDT(p, h)
+	if err != nil {
+		return nil, err
+	}
+	matches, err := expandUprobes(p, fields, h)
+	if err != nil {
+		return nil, err
+	}
+	if err := expandKprobes(p, h, matches); err != nil {
+		return nil, err
+	}
+	for ap, ps := range probes {
+		if len(ps) > 0 {
+			matches[ap] = []*lang.AttachPoint{ap}
+		} else {
+			matches[ap] = nil
+		}
+	}
+	matched := matchedProgram(p, matches)
+	places, err := placeUprobes(matched, fields, h, in)
+	if err != nil {
+		return nil, err
+	}
+	// A -c command's probes without a path may be in a library it loads
+	// later: those are looked for again then (see Loaded).
+	watch := in.Command != "" && HasWildcardUSDT(p)
+	if err := applyMissingPolicy(p, fields, matches, h, in, len(matched.Probes) > 0 || watch, watch); err != nil {
+		return nil, err
+	}
+	return &resolution{matched: matched, probes: probes, places: places, watch: watch}, nil
+}
+
+// matchSymbols returns the sorted, distinct names of the symbols that
+// pattern names (attachpoint.Star.MatchFunction: the mangled name, or the
+// start of the demangled C++ name, with * wildcards in either).
+func matchSymbols(syms []elf.Symbol, pattern string) []string {
+	seen := map[string]bool{}
+	var names []string
+	for _, s := range syms {
+		if seen[s.Name] {
+			continue
+		}
+		if attachpoint.Star.MatchFunction(pattern, s.Name) {
+			seen[s.Name] = true
+			names = append(names, s.Name)
+		}
+	}
+	sort.Strings(names)
+	return names
 }
 
 // kernelSpace is where x86-64's kernel half of the address space starts.
@@ -143,138 +224,6 @@ func resolveUSDT(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*usdt.P
 		}
 	}
 	return res, nil
-}
-
-// notFound returns a diagnostic for every usdt or uprobe attach point
-// that names one probe or function (no wildcard) and matched nothing, with
-// the closest name the file has as a hint. Like bpftrace, the runtime
-// traces the rest and fails only when nothing matched; bpftrace then only
-// says "No probes to attach". With later set, usdt attach points without a
-// path are left out: their probes may come with objects loaded later. The
-// files are those h read; fields holds the uprobes' function fields.
-func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint][]*lang.AttachPoint, later bool, h *hostFacts) lang.ErrorList {
-	var l lang.ErrorList
-	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
-			if aps, ok := matches[ap]; !ok || len(aps) > 0 || !namesOne(ap) {
-				continue
-			}
-			switch {
-			case ap.Kind == lang.ProbeUSDT && later && WildcardPath(ap.Target):
-			case ap.Kind == lang.ProbeUSDT:
-				l = append(l, usdtNotFound(ap, h))
-			case (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && !wildcardUprobe(ap):
-				l = append(l, symbolNotFound(ap, fields.of(ap), h))
-			}
-		}
-	}
-	return l
-}
-
-// notMapped returns a diagnostic for every usdt or uprobe attach point
-// whose file the -p process does not map, as h read its mappings: its
-// probes would never fire there, and the trace would count nothing without
-// saying why. Nothing is said when its maps could not be read (-p 1 in a
-// container), nor of a target that could not be stat'ed.
-func notMapped(p *lang.Program, h *hostFacts) lang.ErrorList {
-	if h.mapped == nil {
-		return nil
-	}
-	var l lang.ErrorList
-	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
-			userFile := ap.Kind == lang.ProbeUSDT || ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe
-			if !userFile || WildcardPath(ap.Target) {
-				continue
-			}
-			id, ok := h.inodes[ap.Target]
-			if !ok || h.mapped[id] {
-				continue
-			}
-			l = append(l, &lang.Error{Span: ap.Loc,
-				Msg:  fmt.Sprintf("process %d%s does not map %s: its probes would never fire", h.pid, h.pidName, ap.Target),
-				Hint: "give -p the process that runs the file, or leave -p out to trace every process that runs it"})
-		}
-	}
-	return l
-}
-
-// namesOne reports whether an attach point names one probe or function:
-// no * or ? in its provider or name.
-func namesOne(ap *lang.AttachPoint) bool {
-	return !strings.ContainsAny(ap.Provider+ap.Func, "*?")
-}
-
-// probeLabel is how messages name the probe a usdt attach point asks for:
-// provider:name, or the name alone when it gives no provider.
-func probeLabel(ap *lang.AttachPoint) string {
-	if ap.Provider == "" {
-		return ap.Func
-	}
-	return ap.Provider + ":" + ap.Func
-}
-
-// usdtNotFound describes a usdt attach point that matched nothing in the
-// files h read.
-func usdtNotFound(ap *lang.AttachPoint, h *hostFacts) *lang.Error {
-	want := probeLabel(ap)
-	var names []string
-	for _, f := range h.usdtFiles[ap].targets {
-		for _, p := range f.probes {
-			if ap.Provider == "" {
-				names = append(names, p.Name)
-			} else {
-				names = append(names, p.Provider+":"+p.Name)
-			}
-		}
-	}
-	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s not found in %s", want, ap.Target)}
-	if WildcardPath(ap.Target) {
-		e.Msg = fmt.Sprintf("usdt probe %s not found in the objects of the traced process", want)
-		e.Hint = "a library the process loads later with dlopen is not searched: give its path in the probe"
-	}
-	if near := lang.ClosestName(want, names); near != "" {
-		e.Hint = fmt.Sprintf("did you mean %s?", near)
-	}
-	return e
-}
-
-// symbolNotFound describes a uprobe attach point, whose function field is
-// field, whose function the file h read does not have.
-func symbolNotFound(ap *lang.AttachPoint, field attachpoint.Func, h *hostFacts) *lang.Error {
-	name := field.Name
-	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", name, ap.Target)}
-	var all []elf.Symbol
-	if f := h.targets[ap.Target]; f.file != nil {
-		// Its IFUNCs too, which a uprobe cannot name.
-		all, _ = f.file.FunctionSymbols()
-	}
-	var names, impls []string
-	ifunc := false
-	for _, s := range all {
-		if elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC {
-			ifunc = ifunc || s.Name == name
-			continue
-		}
-		names = append(names, s.Name)
-		if strings.HasPrefix(s.Name, "__"+name+"_") {
-			impls = append(impls, s.Name)
-		}
-	}
-	if ifunc {
-		// bpftrace attaches to the resolver, which runs once per process.
-		e.Msg = fmt.Sprintf("function %s in %s is an IFUNC: its symbol is the resolver the dynamic loader calls once to choose an implementation", name, ap.Target)
-		e.Hint = "a uprobe there fires only while the loader binds it"
-		if len(impls) > 0 {
-			slices.Sort(impls)
-			e.Hint = "trace the implementations instead: " + strings.Join(slices.Compact(impls), ", ")
-		}
-		return e
-	}
-	if near := lang.ClosestName(name, names); near != "" {
-		e.Hint = fmt.Sprintf("did you mean %s?", near)
-	}
-	return e
 }
 
 // expandUprobes resolves the symbols of uprobe and uretprobe attach
