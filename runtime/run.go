@@ -132,9 +132,6 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 		if t.process, err = proc.OpenProcess(opts.PID); err != nil {
 			return err
 		}
-		if objs, err = pidObjects(p, opts.PID); err != nil {
-			return err
-		}
 	}
 	childPID := 0
 	if t.child != nil {

@@ -17,7 +17,6 @@
 package runtime
 
 import (
-	"fmt"
 	"io"
 	"os"
 
@@ -27,7 +26,6 @@ import (
 	"github.com/gotrace/gotrace/runtime/metrics"
 	"github.com/gotrace/gotrace/runtime/output"
 	"github.com/gotrace/gotrace/runtime/plan"
-	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -115,7 +113,7 @@ type Options struct {
 // anything into the kernel; with Command set it does not start the command
 // either, it only reads its executable and libraries.
 func Compile(p *lang.Program, info *lang.Info, opts Options) (*codegen.Spec, error) {
-	objs, err := traceObjects(p, opts)
+	objs, err := traceObjects(opts)
 	if err != nil {
 		return nil, err
 	}
@@ -129,7 +127,7 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*codegen.Spec, err
 // every site, where it attaches and why (--dry-run -v). It never loads or
 // attaches anything, nor starts the -c command.
 func DryRun(p *lang.Program, info *lang.Info, opts Options) error {
-	objs, err := traceObjects(p, opts)
+	objs, err := traceObjects(opts)
 	if err != nil {
 		return err
 	}
@@ -146,39 +144,19 @@ func DryRun(p *lang.Program, info *lang.Info, opts Options) error {
 }
 
 // traceObjects returns the objects an attach point without a path looks
-// in: those of the -c command or of the -p process (see pidObjects).
-func traceObjects(p *lang.Program, opts Options) ([]string, error) {
-	switch {
-	case opts.Command != "":
+// in when they are known before the plan: those of the -c command. The
+// plan reads those of a -p process itself, when an attach point needs
+// them.
+func traceObjects(opts Options) ([]string, error) {
+	if opts.Command != "" {
 		return plan.CommandObjects(opts.Command)
-	case opts.PID != 0:
-		return pidObjects(p, opts.PID)
 	}
 	return nil, nil
 }
 
-// pidObjects returns the objects process pid maps when an attach point of
-// p needs them (a usdt probe without a path, a uprobe whose target is *),
-// and nil otherwise: reading
-// /proc/PID/maps may be refused (-p 1 in a container) where a program
-// that needs no object still runs.
-func pidObjects(p *lang.Program, pid int) ([]string, error) {
-	if !plan.HasWildcardUSDT(p) && !plan.HasWildcardUprobe(p) {
-		return nil, nil
-	}
-	objs, err := usdt.ProcessPaths(pid)
-	if err != nil {
-		return nil, err
-	}
-	if len(objs) == 0 {
-		// Else resolveUSDT would ask for the -p that was given.
-		return nil, fmt.Errorf("process %d maps no files to look for usdt probes in%s", pid, proc.ExitedNote(pid))
-	}
-	return objs, nil
-}
-
 // planInput is the probe plan's input for a run with opts: objs are the
-// objects an attach point without a path looks in, childPID the -c
+// objects an attach point without a path looks in (nil for the plan to
+// read those of a -p process), childPID the -c
 // command's PID (0 before it is started), files the ELF files the run
 // reads, kept open for attaching.
 func planInput(opts Options, objs []string, childPID int, files *usdt.Files) plan.Input {

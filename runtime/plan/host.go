@@ -2,9 +2,11 @@ package plan
 
 import (
 	"debug/elf"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"syscall"
 
@@ -32,12 +34,16 @@ type opener func(path string) (*usdt.File, error)
 // hostFacts are what a plan knows of the host, read once by gatherHost.
 // The rules read its fields; none of them reads the host.
 type hostFacts struct {
-	// objects are the objects an attach point without a path looks in
-	// (Input.Objects); pid and command are the -p process and the -c
-	// command.
-	objects []string
-	pid     int
-	command string
+	// objects are the objects an attach point without a path looks in:
+	// Input.Objects, or those the -p process maps, read when an attach
+	// point needs them; objectsErr says why there are none. pid and
+	// command are the -p process and the -c command.
+	objects    []string
+	objectsErr error
+	pid        int
+	command    string
+	// wildUSDT says that a usdt attach point looks in the objects.
+	wildUSDT bool
 	// targets holds every file read, under each name it was asked for
 	// by: a script's target as written, an object, a file a pattern
 	// matched, and its absolute path.
@@ -59,11 +65,6 @@ type hostFacts struct {
 	mapped  map[fileID]bool
 	inodes  map[string]fileID
 	pidName string
-
-	open opener
-	has  capabilityOf
-	// files holds every file opened, by absolute path: one open each.
-	files map[string]*targetFacts
 }
 
 // targetFacts are what a plan read of one ELF file: the open file and
@@ -80,10 +81,53 @@ type targetFacts struct {
 }
 
 // filesFact is the files a usdt attach point looks in, or why it has
-// none to look in.
+// none to look in (to be positioned at the attach point): the objects
+// (wild), the files its pattern matches (glob), or the one file it
+// names.
 type filesFact struct {
-	targets []targetFacts
-	err     error
+	targets    []targetFacts
+	err        error
+	wild, glob bool
+}
+
+// hostWants are what the attach points of a program ask of the host,
+// found before any file is opened: the files by name, each with what is
+// read of it, and the rest.
+type hostWants struct {
+	features    []capability.Feature
+	kernelFuncs bool
+	// objects are the objects an attach point without a path looks in,
+	// or why there are none; wildUSDT says a usdt attach point does.
+	objects    []string
+	objectsErr error
+	wildUSDT   bool
+	// usdt holds the names of the files each usdt attach point looks
+	// in, or why it has none.
+	usdt map[*lang.AttachPoint]namesFact
+	// names lists the files to read, in the order asked, and files what
+	// to read of each.
+	names []string
+	files map[string]*fileWants
+	// watched are the watchpoints whose address the -p process must map.
+	watched []*lang.AttachPoint
+	// stat are the targets whose inode the -p mapping check compares.
+	stat []string
+}
+
+// namesFact is the names of the files a usdt attach point looks in, or
+// why it has none: the objects (wild), the files a pattern matches
+// (glob), or the one file it names.
+type namesFact struct {
+	names      []string
+	err        error
+	wild, glob bool
+}
+
+// fileWants says what is read of one file: its usdt notes, its function
+// symbols, or only the file (a -c command's executable, for its
+// watchpoints).
+type fileWants struct {
+	probes, funcs bool
 }
 
 // mappedFact says whether an address is mapped in the -p process.
@@ -96,196 +140,212 @@ type mappedFact struct {
 type fileID [2]uint64
 
 // gatherHost reads what the rules will ask about the attach points of p
-// for a run on in: open opens each ELF file (once), has answers the
-// capability table.
-func gatherHost(p *lang.Program, in Input, open opener, has capabilityOf) *hostFacts {
+// for a run on in, in one go: each ELF file is opened once (in.open, or
+// in.Files.Open), by absolute path whatever names it is asked by, and the
+// capability table (in.has, or capability.Of) is asked only about what
+// the attach points need.
+func gatherHost(p *lang.Program, in Input) *hostFacts {
+	open, has := in.open, in.has
+	if open == nil {
+		open = in.Files.Open
+	}
+	if has == nil {
+		has = capability.Of
+	}
+	w := wantsOf(p, in)
 	h := &hostFacts{
-		objects:   in.Objects,
-		pid:       in.PID,
-		command:   in.Command,
-		targets:   map[string]targetFacts{},
-		usdtFiles: map[*lang.AttachPoint]filesFact{},
-		features:  map[capability.Feature]capability.Row{},
-		watched:   map[*lang.AttachPoint]mappedFact{},
-		inodes:    map[string]fileID{},
-		open:      open,
-		has:       has,
-		files:     map[string]*targetFacts{},
+		objects:    w.objects,
+		objectsErr: w.objectsErr,
+		wildUSDT:   w.wildUSDT,
+		pid:        in.PID,
+		command:    in.Command,
+		targets:    map[string]targetFacts{},
+		usdtFiles:  map[*lang.AttachPoint]filesFact{},
+		features:   map[capability.Feature]capability.Row{},
+		watched:    map[*lang.AttachPoint]mappedFact{},
+		inodes:     map[string]fileID{},
 	}
-	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
-			h.gather(ap)
+	for _, f := range w.features {
+		h.features[f] = has(f)
+	}
+	if w.kernelFuncs {
+		h.kernelFuncs, h.kernelErr = kernelFunctions()
+	}
+	for _, ap := range w.watched {
+		mapped, err := usdt.AddressMapped(in.PID, ap.Address)
+		h.watched[ap] = mappedFact{mapped: mapped, err: err}
+	}
+	opened := map[string]*targetFacts{}
+	for _, name := range w.names {
+		path, err := filepath.Abs(name)
+		t := opened[path]
+		switch {
+		case err != nil:
+			err = fmt.Errorf("resolve path %s: %w", name, err)
+			t = &targetFacts{err: err, probesErr: err, funcsErr: err}
+		case t == nil:
+			t = &targetFacts{path: path}
+			t.file, t.err = open(path)
+			opened[path] = t
 		}
+		want := w.files[name]
+		switch {
+		case want.probes && t.err != nil && t.probesErr == nil:
+			t.probesErr = fmt.Errorf("read usdt notes of %s: %w", path, t.err)
+		case want.probes && t.probes == nil && t.probesErr == nil:
+			t.probes, t.probesErr = t.file.Probes()
+		}
+		switch {
+		case want.funcs && t.err != nil && t.funcsErr == nil:
+			t.funcsErr = fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, t.err)
+		case want.funcs && t.funcs == nil && t.funcsErr == nil:
+			t.funcs, t.funcsErr = t.file.PlainFunctions()
+		}
+		opened[name] = t
 	}
-	// The rules read values: each name's facts as they stand now, with
-	// everything read.
-	for name, t := range h.targets {
-		if f := h.files[t.path]; f != nil {
-			h.targets[name] = *f
+	// The rules read values, each name's with everything read of its
+	// file.
+	for name, t := range opened {
+		h.targets[name] = *t
+	}
+	for ap, names := range w.usdt {
+		fact := filesFact{err: names.err, wild: names.wild, glob: names.glob}
+		for _, name := range names.names {
+			fact.targets = append(fact.targets, h.targets[name])
+		}
+		h.usdtFiles[ap] = fact
+	}
+	for _, target := range w.stat {
+		var st syscall.Stat_t
+		if syscall.Stat(target, &st) == nil {
+			h.inodes[target] = fileID{st.Dev, st.Ino}
 		}
 	}
 	if len(h.inodes) > 0 {
-		h.readMappings()
+		h.mapped, h.pidName = processMappings(in.PID)
 	}
 	return h
 }
 
-// gather reads what attach point ap needs of the host.
-func (h *hostFacts) gather(ap *lang.AttachPoint) {
-	switch ap.Kind {
-	case lang.ProbeKprobe, lang.ProbeKretprobe:
-		h.feature(capability.Kprobes)
-		if strings.Contains(ap.Func, "*") && h.kernelFuncs == nil && h.kernelErr == nil {
-			h.kernelFuncs, h.kernelErr = kernelFunctions()
-		}
-	case lang.ProbeHardware:
-		h.feature(capability.PMU)
-	case lang.ProbeWatchpoint:
-		h.gatherWatchpoint(ap)
-	case lang.ProbeUSDT:
-		h.gatherUSDT(ap)
-	case lang.ProbeUprobe, lang.ProbeUretprobe:
-		targets := []string{ap.Target}
-		if wildcardUprobe(ap) {
-			targets = h.objects
-		}
-		for _, target := range targets {
-			h.read(target).readFunctions()
+// wantsOf finds what the attach points of p ask of the host for a run on
+// in. It reads only what decides which files those are: the -p
+// process's objects when an attach point looks in them, and the files a
+// usdt pattern matches.
+func wantsOf(p *lang.Program, in Input) hostWants {
+	w := hostWants{objects: in.Objects, usdt: map[*lang.AttachPoint]namesFact{}, files: map[string]*fileWants{}}
+	w.wildUSDT = HasWildcardUSDT(p)
+	if in.Objects == nil && in.PID != 0 && (w.wildUSDT || HasWildcardUprobe(p)) {
+		w.objects, w.objectsErr = processObjects(in.PID)
+	}
+	asked := map[capability.Feature]bool{}
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			var feature capability.Feature
+			switch ap.Kind {
+			case lang.ProbeKprobe, lang.ProbeKretprobe:
+				feature = capability.Kprobes
+				w.kernelFuncs = w.kernelFuncs || strings.Contains(ap.Func, "*")
+			case lang.ProbeHardware:
+				feature = capability.PMU
+			case lang.ProbeWatchpoint:
+				w.wantWatchpoint(ap, in)
+			case lang.ProbeUSDT:
+				names := w.usdtNames(ap)
+				w.usdt[ap] = names
+				w.read(names.names, fileWants{probes: true})
+			case lang.ProbeUprobe, lang.ProbeUretprobe:
+				targets := []string{ap.Target}
+				if wildcardUprobe(ap) {
+					targets = w.objects
+				}
+				w.read(targets, fileWants{funcs: true})
+			}
+			if feature != "" && !asked[feature] {
+				asked[feature] = true
+				w.features = append(w.features, feature)
+			}
+			if UserKind(ap.Kind) && in.PID != 0 && !WildcardPath(ap.Target) {
+				w.stat = append(w.stat, ap.Target)
+			}
 		}
 	}
-	if UserKind(ap.Kind) && h.pid != 0 && !WildcardPath(ap.Target) {
-		h.statTarget(ap.Target)
-	}
+	return w
 }
 
-// feature asks the capability table about f, once.
-func (h *hostFacts) feature(f capability.Feature) {
-	if _, ok := h.features[f]; !ok {
-		h.features[f] = h.has(f)
-	}
-}
-
-// gatherWatchpoint reads where a watchpoint on a user address may be:
-// the -p process's mappings, or the -c command's executable.
-func (h *hostFacts) gatherWatchpoint(ap *lang.AttachPoint) {
+// wantWatchpoint asks what decides whether a watchpoint on a user
+// address may be: the -p process's mappings, or the -c command's
+// executable.
+func (w *hostWants) wantWatchpoint(ap *lang.AttachPoint, in Input) {
 	switch {
 	case ap.Address >= kernelSpace:
-	case h.pid != 0:
-		mapped, err := usdt.AddressMapped(h.pid, ap.Address)
-		h.watched[ap] = mappedFact{mapped: mapped, err: err}
-	case h.command != "" && len(h.objects) > 0:
-		h.read(h.objects[0])
+	case in.PID != 0:
+		w.watched = append(w.watched, ap)
+	case in.Command != "" && len(w.objects) > 0:
+		w.read(w.objects[:1], fileWants{})
 	}
 }
 
-// gatherUSDT reads the usdt probes of the files a usdt attach point looks
-// in: the objects for one without a path, each file its pattern matches
+// usdtNames returns the names of the files a usdt attach point looks in:
+// the objects for one without a path, each file its pattern matches
 // (named as expanded), or its file.
-func (h *hostFacts) gatherUSDT(ap *lang.AttachPoint) {
-	names := []string{ap.Target}
-	var err error
+func (w *hostWants) usdtNames(ap *lang.AttachPoint) namesFact {
+	wild := WildcardPath(ap.Target)
 	switch {
-	case WildcardPath(ap.Target) && len(h.objects) == 0:
-		err = attachError(ap, "a usdt probe without a path needs -p PID or -c CMD")
-	case WildcardPath(ap.Target):
-		names = h.objects
+	case wild && w.objectsErr != nil:
+		return namesFact{wild: true, err: w.objectsErr}
+	case wild && len(w.objects) == 0:
+		return namesFact{wild: true, err: errors.New("a usdt probe without a path needs -p PID or -c CMD")}
+	case wild:
+		return namesFact{wild: true, names: w.objects}
 	case globTarget(ap.Target):
-		if names, err = usdt.GlobTargets("usdt", ap.Target); err != nil {
-			err = attachError(ap, "%v", err)
-		}
+		names, err := usdt.GlobTargets("usdt", ap.Target)
+		return namesFact{glob: true, names: names, err: err}
 	}
-	if err != nil {
-		h.usdtFiles[ap] = filesFact{err: err}
-		return
-	}
-	var files []*targetFacts
+	return namesFact{names: []string{ap.Target}}
+}
+
+// read asks for want of each of the files names.
+func (w *hostWants) read(names []string, want fileWants) {
 	for _, name := range names {
-		t := h.read(name)
-		t.readProbes()
-		files = append(files, t)
-	}
-	// Read in full now: the rules get the values.
-	fact := filesFact{}
-	for _, t := range files {
-		fact.targets = append(fact.targets, *t)
-	}
-	h.usdtFiles[ap] = fact
-}
-
-// read opens the file a target names, once whatever name it is given by,
-// and records it under that name and under its absolute path.
-func (h *hostFacts) read(target string) *targetFacts {
-	path, err := filepath.Abs(target)
-	if err != nil {
-		t := targetFacts{err: fmt.Errorf("resolve path %s: %w", target, err)}
-		t.probesErr, t.funcsErr = t.err, t.err
-		h.targets[target] = t
-		return &t
-	}
-	t, ok := h.files[path]
-	if !ok {
-		t = &targetFacts{path: path}
-		t.file, t.err = h.open(path)
-		h.files[path] = t
-	}
-	h.targets[target], h.targets[path] = *t, *t
-	return t
-}
-
-// readProbes reads the usdt probes of the file.
-func (t *targetFacts) readProbes() {
-	switch {
-	case t.probes != nil || t.probesErr != nil:
-	case t.err != nil:
-		t.probesErr = fmt.Errorf("read usdt notes of %s: %w", t.path, t.err)
-	default:
-		t.probes, t.probesErr = t.file.Probes()
-		if t.probes == nil && t.probesErr == nil {
-			t.probes = []usdt.Probe{}
+		f, ok := w.files[name]
+		if !ok {
+			f = &fileWants{}
+			w.files[name] = f
+			w.names = append(w.names, name)
 		}
+		f.probes = f.probes || want.probes
+		f.funcs = f.funcs || want.funcs
 	}
 }
 
-// readFunctions reads the function symbols of the file that a uprobe can
-// name: File.PlainFunctions, as an IFUNC's symbol is the resolver the
-// loader calls once, and a uprobe there is refused (symbolNotFound says
-// why).
-func (t *targetFacts) readFunctions() {
-	switch {
-	case t.funcs != nil || t.funcsErr != nil:
-	case t.err != nil:
-		t.funcsErr = fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", t.path, t.err)
-	default:
-		t.funcs, t.funcsErr = t.file.PlainFunctions()
-		if t.funcs == nil && t.funcsErr == nil {
-			t.funcs = []elf.Symbol{}
-		}
-	}
-}
-
-// statTarget records the device and inode of the file target names, for
-// the -p mapping check; a target that cannot be stat'ed is left out.
-func (h *hostFacts) statTarget(target string) {
-	var st syscall.Stat_t
-	if syscall.Stat(target, &st) == nil {
-		h.inodes[target] = fileID{st.Dev, st.Ino}
-	}
-}
-
-// readMappings reads which files the -p process maps, by device and
-// inode, whatever path maps them; nothing when its maps cannot be read
-// (-p 1 in a container).
-func (h *hostFacts) readMappings() {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", h.pid))
+// processObjects returns the objects process pid maps: those its attach
+// points without a path look in.
+func processObjects(pid int) ([]string, error) {
+	objs, err := usdt.ProcessPaths(pid)
 	if err != nil {
-		return
+		return nil, err
+	}
+	if len(objs) == 0 {
+		// Else the rules would ask for the -p that was given.
+		return nil, fmt.Errorf("process %d maps no files to look for usdt probes in%s", pid, proc.ExitedNote(pid))
+	}
+	return objs, nil
+}
+
+// processMappings reads which files process pid (-p) maps, by device
+// and inode, whatever path maps them, and its name for messages; nothing
+// when its maps cannot be read (-p 1 in a container).
+func processMappings(pid int) (map[fileID]bool, string) {
+	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	if err != nil {
+		return nil, ""
 	}
 	f.Close()
-	h.mapped = map[fileID]bool{}
-	for _, m := range symbols.ProcessMappings(h.pid) {
-		h.mapped[fileID{m.Dev, m.Ino}] = true
+	mapped := map[fileID]bool{}
+	for _, m := range symbols.ProcessMappings(pid) {
+		mapped[fileID{m.Dev, m.Ino}] = true
 	}
-	h.pidName = proc.NameNote(h.pid)
+	return mapped, proc.NameNote(pid)
 }
 
 // kernelFunctions returns the kernel functions a kprobe wildcard is
@@ -299,6 +359,40 @@ func kernelFunctions() ([]string, error) {
 		return funcs, nil
 	}
 	return kernelFunctionNames()
+}
+
+// WildcardPath reports whether a usdt or uprobe target means "every
+// object of the traced process" (empty or *).
+func WildcardPath(target string) bool { return target == "" || target == "*" }
+
+// HasWildcardUSDT reports whether p has a usdt attach point without a
+// path: one that looks in the objects of the traced process.
+func HasWildcardUSDT(p *lang.Program) bool {
+	return anyAttachPoint(p, func(ap *lang.AttachPoint) bool {
+		return ap.Kind == lang.ProbeUSDT && WildcardPath(ap.Target)
+	})
+}
+
+// HasWildcardUprobe reports whether p has a uprobe or uretprobe attach
+// point whose target is "*": every object of the -p process or -c command.
+func HasWildcardUprobe(p *lang.Program) bool {
+	return anyAttachPoint(p, wildcardUprobe)
+}
+
+// wildcardUprobe reports whether ap is a uprobe or uretprobe whose target
+// is "*".
+func wildcardUprobe(ap *lang.AttachPoint) bool {
+	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && ap.Target == "*"
+}
+
+// anyAttachPoint reports whether is holds for an attach point of p.
+func anyAttachPoint(p *lang.Program, is func(*lang.AttachPoint) bool) bool {
+	for _, pr := range p.Probes {
+		if slices.ContainsFunc(pr.Attach, is) {
+			return true
+		}
+	}
+	return false
 }
 
 // globTarget reports whether a usdt target is a pattern of files.

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 	"testing"
 
-	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
@@ -17,13 +16,13 @@ import (
 )
 
 // hostOf reads the host for the attach points of p as a plan for a run on
-// in reads it, with the machine's capability table; its files are closed
-// when the test ends.
+// in reads it; its files are closed when the test ends.
 func hostOf(t *testing.T, p *lang.Program, in Input) *hostFacts {
 	t.Helper()
 	files := &usdt.Files{}
 	t.Cleanup(func() { files.Close() })
-	return gatherHost(p, in, files.Open, capability.Of)
+	in.Files = files
+	return gatherHost(p, in)
 }
 
 // targetOf returns the file attach point ap names as a plan reads it.
@@ -73,8 +72,8 @@ usdt:%[1]s:net:no_such_probe { } uprobe:%[1]s:no_such_function { }`, bin, rel, m
 				return files.Open(path)
 			}
 			in := tc.in
-			in.Files, in.MissingProbes = files, settings.MissingIgnore
-			pl, err := makePlan(p, info, in, gatherHost(p, in, count, capability.Of))
+			in.Files, in.MissingProbes, in.open = files, settings.MissingIgnore, count
+			pl, err := Make(p, info, in)
 			if err != nil {
 				t.Fatal(err)
 			}

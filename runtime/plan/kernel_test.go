@@ -76,7 +76,7 @@ func TestRunUnsupportedKinds(t *testing.T) {
 		if err != nil {
 			t.Fatalf("check %s: %v", tc.src, err)
 		}
-		err = checkKernelSupport(p, gatherHost(p, Input{}, nil, fixedCapabilities(tc.have...)))
+		err = checkKernelSupport(p, gatherHost(p, Input{has: fixedCapabilities(tc.have...)}))
 		if tc.want == "" && err != nil || tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)) {
 			t.Errorf("%s on a host with %v: error %v, want one saying %q", tc.src, tc.have, err, tc.want)
 		}
@@ -95,11 +95,11 @@ func TestCheckHardwareProbes(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	err = checkKernelSupport(p, gatherHost(p, Input{}, nil, fixedCapabilities(capability.Tracefs)))
+	err = checkKernelSupport(p, gatherHost(p, Input{has: fixedCapabilities(capability.Tracefs)}))
 	if err == nil || !strings.Contains(err.Error(), "hardware probes are not available: this machine has no hardware PMU") {
 		t.Errorf("no PMU: error %v, want a positioned one naming the missing PMU", err)
 	}
-	if err := checkKernelSupport(p, gatherHost(p, Input{}, nil, fixedCapabilities(capability.PMU))); err != nil {
+	if err := checkKernelSupport(p, gatherHost(p, Input{has: fixedCapabilities(capability.PMU)})); err != nil {
 		t.Errorf("with a PMU: %v", err)
 	}
 }
@@ -112,12 +112,10 @@ func TestCheckKernelSupportAsksOnlyWhatItNeeds(t *testing.T) {
 		t.Fatal(err)
 	}
 	var asked []capability.Feature
-	files := &usdt.Files{}
-	defer files.Close()
-	err = checkKernelSupport(p, gatherHost(p, Input{}, files.Open, func(f capability.Feature) capability.Row {
+	err = checkKernelSupport(p, hostOf(t, p, Input{has: func(f capability.Feature) capability.Row {
 		asked = append(asked, f)
 		return capability.Row{Feature: f}
-	}))
+	}}))
 	if err != nil || len(asked) != 0 {
 		t.Errorf("checkKernelSupport: %v, asked about %v; want no error and nothing asked", err, asked)
 	}

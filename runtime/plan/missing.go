@@ -75,7 +75,7 @@ func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint]
 				continue
 			}
 			switch {
-			case ap.Kind == lang.ProbeUSDT && later && WildcardPath(ap.Target):
+			case ap.Kind == lang.ProbeUSDT && later && h.usdtFiles[ap].wild:
 			case ap.Kind == lang.ProbeUSDT:
 				l = append(l, usdtNotFound(ap, h))
 			case (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && !wildcardUprobe(ap):
@@ -99,11 +99,9 @@ func notMapped(p *lang.Program, h *hostFacts) lang.ErrorList {
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			userFile := ap.Kind == lang.ProbeUSDT || ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe
-			if !userFile || WildcardPath(ap.Target) {
-				continue
-			}
+			// Only a target with a path has an inode.
 			id, ok := h.inodes[ap.Target]
-			if !ok || h.mapped[id] {
+			if !userFile || !ok || h.mapped[id] {
 				continue
 			}
 			l = append(l, &lang.Error{Span: ap.Loc,
@@ -144,7 +142,7 @@ func usdtNotFound(ap *lang.AttachPoint, h *hostFacts) *lang.Error {
 		}
 	}
 	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt probe %s not found in %s", want, ap.Target)}
-	if WildcardPath(ap.Target) {
+	if h.usdtFiles[ap].wild {
 		e.Msg = fmt.Sprintf("usdt probe %s not found in the objects of the traced process", want)
 		e.Hint = "a library the process loads later with dlopen is not searched: give its path in the probe"
 	}

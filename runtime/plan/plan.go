@@ -20,7 +20,6 @@ import (
 	"io"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
@@ -38,7 +37,8 @@ type Input struct {
 	// attaching.
 	Files *usdt.Files
 	// Objects are the objects an attach point without a path looks in:
-	// those the -p process maps or the -c command loads at start.
+	// those the -c command loads at start. Nil with PID set, the plan
+	// reads those the -p process maps, when an attach point needs them.
 	Objects []string
 	// PID is the -p process, 0 for none.
 	PID int
@@ -61,6 +61,12 @@ type Input struct {
 	// adds the usdt probes that matched, the child's PID and whether the
 	// command's library loads are watched.
 	Codegen codegen.Options
+
+	// open opens the files the plan reads, Files.Open when nil; has
+	// answers the capability table, capability.Of when nil. Tests count
+	// the opens, or fix the answers.
+	open opener
+	has  capabilityOf
 }
 
 // Plan is a run's plan: the compiled program and every site its programs
@@ -78,22 +84,12 @@ type Plan struct {
 // once (gatherHost), applies the rules to what it read, compiles what
 // matched and plans its sites.
 func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
-	h := gatherHost(p, in, in.Files.Open, capability.Of)
-	return makePlan(p, info, in, h)
-}
-
-// makePlan is Make on the host facts h, read for p and in.
-func makePlan(p *lang.Program, info *lang.Info, in Input, h *hostFacts) (*Plan, error) {
-	fields := parseFuncFields(p)
-	r, err := resolve(p, fields, h, in)
+	h := gatherHost(p, in)
+	r, err := resolve(p, info, h, in)
 	if err != nil {
 		return nil, err
 	}
-	spec, err := compileMatched(r, info, in)
-	if err != nil {
-		return nil, err
-	}
-	sites, err := planSites(spec, fields, r.places, h, in.Unsafe)
+	sites, err := planSites(r.spec, r.fields, r.places, h, in.Unsafe)
 	if err != nil {
 		return nil, err
 	}
@@ -101,81 +97,18 @@ func makePlan(p *lang.Program, info *lang.Info, in Input, h *hostFacts) (*Plan, 
 	if in.ChildPID != 0 {
 		pid = in.ChildPID
 	}
-	return &Plan{Spec: spec, Sites: sites, PID: pid}, nil
+	return &Plan{Spec: r.spec, Sites: sites, PID: pid}, nil
 }
 
 // Compile resolves the attach points of p for a run on in and compiles
 // what they match, as Make does, without planning the sites.
 func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) {
-	h := gatherHost(p, in, in.Files.Open, capability.Of)
-	r, err := resolve(p, parseFuncFields(p), h, in)
+	h := gatherHost(p, in)
+	r, err := resolve(p, info, h, in)
 	if err != nil {
 		return nil, err
 	}
-	return compileMatched(r, info, in)
-}
-
-// compileMatched runs the code generator on the attach points that
-// matched something, r.matched, with what the rules resolved for it:
-// the usdt probes, the -c command's PID, whether the command's library
-// loads are watched. info is the checker's.
-func compileMatched(r *resolution, info *lang.Info, in Input) (*codegen.Spec, error) {
-	copts := in.Codegen
-	copts.USDT, copts.ChildPID, copts.WatchLoader = r.probes, uint32(in.ChildPID), r.watch
-	return codegen.Compile(r.matched, info, copts)
-}
-
-// funcFields holds the function field of every uprobe and uretprobe
-// attach point of a run, parsed once when the plan starts (after
-// lang.Resolve has substituted positional parameters), and those of the
-// attach points its wildcards and C++ names expand to, made from their
-// parts. It is keyed by the attach point's place and field, which the
-// code generator's Attachment keeps as ProbePos and Symbol, so that
-// planning the sites reads the same parse.
-type funcFields map[funcKey]attachpoint.Func
-
-// funcKey names one uprobe attach point: an expanded attach point keeps
-// the place of the one it came from, with a field of its own.
-type funcKey struct {
-	loc   lang.Span
-	field string
-}
-
-// parseFuncFields parses the function field of every uprobe and
-// uretprobe attach point of p.
-func parseFuncFields(p *lang.Program) funcFields {
-	fields := funcFields{}
-	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
-			if ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe {
-				fields.add(ap, parseFuncField(ap))
-			}
-		}
-	}
-	return fields
-}
-
-// parseFuncField parses the function field of uprobe attach point ap:
-// the one place a script's attach point is split into function, offset
-// or address.
-func parseFuncField(ap *lang.AttachPoint) attachpoint.Func {
-	return attachpoint.ParseFunc(ap.Func)
-}
-
-// add records the function field of attach point ap.
-func (ff funcFields) add(ap *lang.AttachPoint, f attachpoint.Func) {
-	ff[funcKey{loc: ap.Loc, field: ap.Func}] = f
-}
-
-// of returns the function field of attach point ap.
-func (ff funcFields) of(ap *lang.AttachPoint) attachpoint.Func {
-	return ff[funcKey{loc: ap.Loc, field: ap.Func}]
-}
-
-// ofAttachment returns the function field of the uprobe attach point
-// attachment a was compiled from.
-func (ff funcFields) ofAttachment(a *codegen.Attachment) attachpoint.Func {
-	return ff[funcKey{loc: a.ProbePos, field: a.Symbol}]
+	return r.spec, nil
 }
 
 // Write prints the plan, one line per site: the program, the probe, where
@@ -349,7 +282,7 @@ func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen
 	only := matchedProgram(p, wild)
 	loaded := in
 	loaded.Objects = objs
-	h := gatherHost(only, loaded, in.Files.Open, capability.Of)
+	h := gatherHost(only, loaded)
 	probes, err := resolveUSDT(only, h)
 	if err != nil {
 		return nil, nil, err

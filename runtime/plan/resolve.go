@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
@@ -62,15 +63,25 @@ type resolution struct {
 	// watch says that the -c command's library loads are watched for
 	// the usdt probes without a path (see Loaded).
 	watch bool
+	// fields holds the function fields of the uprobes of matched.
+	fields funcFields
+	// spec is matched as the code generator compiled it.
+	spec *codegen.Spec
 }
 
-// resolve applies the rules of resolution to p, whose uprobes' function
-// fields are fields, and to what h read of the host, in order, each once:
-// it refuses the attach points this kernel cannot serve, resolves usdt
+// resolve applies the rules of resolution to p and to what h read of the
+// host, in order, each once: it parses the uprobes' function fields,
+// refuses the attach points this kernel cannot serve, resolves usdt
 // probes, expands uprobe and kprobe wildcards and names, places the
-// uprobes (checking addresses), and applies the missing-probe policy.
-// fields gets the fields of the attach points the wildcards expand to.
-func resolve(p *lang.Program, fields funcFields, h *hostFacts, in Input) (*resolution, error) {
+// uprobes (checking addresses), applies the missing-probe policy, and
+// runs the code generator on what matched, with the usdt probes, the -c
+// command's PID and whether its library loads are watched. info is the
+// checker's.
+func resolve(p *lang.Program, info *lang.Info, h *hostFacts, in Input) (*resolution, error) {
+	fields := parseFuncFields(p)
+	// A -c command's probes without a path may be in a library it loads
+	// later: those are looked for again then (see Loaded).
+	watch := in.Command != "" && h.wildUSDT
 	if err := checkKernelSupport(p, h); err != nil {
 		return nil, err
 	}
@@ -100,13 +111,69 @@ func resolve(p *lang.Program, fields funcFields, h *hostFacts, in Input) (*resol
 	if err != nil {
 		return nil, err
 	}
-	// A -c command's probes without a path may be in a library it loads
-	// later: those are looked for again then (see Loaded).
-	watch := in.Command != "" && HasWildcardUSDT(p)
 	if err := applyMissingPolicy(p, fields, matches, h, in, len(matched.Probes) > 0 || watch, watch); err != nil {
 		return nil, err
 	}
-	return &resolution{matched: matched, probes: probes, places: places, watch: watch}, nil
+	copts := in.Codegen
+	copts.USDT, copts.ChildPID, copts.WatchLoader = probes, uint32(in.ChildPID), watch
+	spec, err := codegen.Compile(matched, info, copts)
+	if err != nil {
+		return nil, err
+	}
+	return &resolution{matched: matched, probes: probes, places: places, watch: watch, fields: fields, spec: spec}, nil
+}
+
+// funcFields holds the function field of every uprobe and uretprobe
+// attach point of a run, parsed once when the plan starts (after
+// lang.Resolve has substituted positional parameters), and those of the
+// attach points its wildcards and C++ names expand to, made from their
+// parts. It is keyed by the attach point's place and field, which the
+// code generator's Attachment keeps as ProbePos and Symbol, so that
+// planning the sites reads the same parse.
+type funcFields map[funcKey]attachpoint.Func
+
+// funcKey names one uprobe attach point: an expanded attach point keeps
+// the place of the one it came from, with a field of its own.
+type funcKey struct {
+	loc   lang.Span
+	field string
+}
+
+// parseFuncFields parses the function field of every uprobe and
+// uretprobe attach point of p.
+func parseFuncFields(p *lang.Program) funcFields {
+	fields := funcFields{}
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe {
+				fields.add(ap, parseFuncField(ap))
+			}
+		}
+	}
+	return fields
+}
+
+// parseFuncField parses the function field of uprobe attach point ap:
+// the one place a script's attach point is split into function, offset
+// or address.
+func parseFuncField(ap *lang.AttachPoint) attachpoint.Func {
+	return attachpoint.ParseFunc(ap.Func)
+}
+
+// add records the function field of attach point ap.
+func (ff funcFields) add(ap *lang.AttachPoint, f attachpoint.Func) {
+	ff[funcKey{loc: ap.Loc, field: ap.Func}] = f
+}
+
+// of returns the function field of attach point ap.
+func (ff funcFields) of(ap *lang.AttachPoint) attachpoint.Func {
+	return ff[funcKey{loc: ap.Loc, field: ap.Func}]
+}
+
+// ofAttachment returns the function field of the uprobe attach point
+// attachment a was compiled from.
+func (ff funcFields) ofAttachment(a *codegen.Attachment) attachpoint.Func {
+	return ff[funcKey{loc: a.ProbePos, field: a.Symbol}]
 }
 
 // matchSymbols returns the sorted, distinct names of the symbols that
@@ -172,10 +239,6 @@ func checkWatchpoints(p *lang.Program, h *hostFacts) error {
 	return nil
 }
 
-// WildcardPath reports whether a usdt or uprobe target means "every
-// object of the traced process" (empty or *).
-func WildcardPath(target string) bool { return target == "" || target == "*" }
-
 // resolveUSDT finds the probes every usdt attach point of p matches in the
 // files h read. An attach point without a path looks in h's objects:
 // those the -p process maps or the -c command loads. An attach point that
@@ -188,12 +251,11 @@ func resolveUSDT(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*usdt.P
 			if ap.Kind != lang.ProbeUSDT {
 				continue
 			}
-			wild := WildcardPath(ap.Target)
-			glob := globTarget(ap.Target)
 			files := h.usdtFiles[ap]
 			if files.err != nil {
-				return nil, files.err
+				return nil, attachError(ap, "%v", files.err)
 			}
+			wild, glob := files.wild, files.glob
 			matched := []*usdt.Probe{}
 			for _, f := range files.targets {
 				ps, err := f.probes, f.probesErr
@@ -326,7 +388,10 @@ func expandKprobes(p *lang.Program, h *hostFacts, res map[*lang.AttachPoint][]*l
 // target; their fields are added to fields. An object that is not a
 // readable ELF file has no functions to offer.
 func expandObjects(ap *lang.AttachPoint, field attachpoint.Func, fields funcFields, h *hostFacts) ([]*lang.AttachPoint, error) {
-	if len(h.objects) == 0 {
+	switch {
+	case h.objectsErr != nil:
+		return nil, attachError(ap, "%v", h.objectsErr)
+	case len(h.objects) == 0:
 		return nil, attachError(ap, "a uprobe whose target is * needs -p PID or -c CMD, whose objects it names")
 	}
 	aps := []*lang.AttachPoint{}
@@ -524,36 +589,6 @@ func attachErrorHint(ap *lang.AttachPoint, hint, format string, args ...any) err
 // spanError is a diagnostic at span of the script.
 func spanError(span lang.Span, hint, format string, args ...any) error {
 	return lang.ErrorList{{Span: span, Msg: fmt.Sprintf(format, args...), Hint: hint}}
-}
-
-// HasWildcardUSDT reports whether p has a usdt attach point without a
-// path: one that looks in the objects of the traced process.
-func HasWildcardUSDT(p *lang.Program) bool {
-	return anyAttachPoint(p, func(ap *lang.AttachPoint) bool {
-		return ap.Kind == lang.ProbeUSDT && WildcardPath(ap.Target)
-	})
-}
-
-// HasWildcardUprobe reports whether p has a uprobe or uretprobe attach
-// point whose target is "*": every object of the -p process or -c command.
-func HasWildcardUprobe(p *lang.Program) bool {
-	return anyAttachPoint(p, wildcardUprobe)
-}
-
-// wildcardUprobe reports whether ap is a uprobe or uretprobe whose target
-// is "*".
-func wildcardUprobe(ap *lang.AttachPoint) bool {
-	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && ap.Target == "*"
-}
-
-// anyAttachPoint reports whether is holds for an attach point of p.
-func anyAttachPoint(p *lang.Program, is func(*lang.AttachPoint) bool) bool {
-	for _, pr := range p.Probes {
-		if slices.ContainsFunc(pr.Attach, is) {
-			return true
-		}
-	}
-	return false
 }
 
 // matchedProgram returns p with every attach point in replace replaced by
