@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -23,7 +22,6 @@ import (
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -176,63 +174,6 @@ func TestRunQuiet(t *testing.T) {
 	// bpftrace 0.17 ends every trace with two newlines, maps or not.
 	if out != "only\n\n\n" {
 		t.Errorf("output %q, want only the printf and two newlines", out)
-	}
-}
-
-func TestRunNoProbes(t *testing.T) {
-	bin := fixture.Private(t, "bitcoind")
-	// A pattern that matches nothing: bpftrace's message.
-	_, _, err := runScript(t, context.Background(), fmt.Sprintf(`usdt:%s:net:no_such_* { exit(); }`, bin), Options{})
-	if !errors.Is(err, plan.ErrNoProbes) || err.Error() != "No probes to attach" {
-		t.Errorf("error %v, want No probes to attach", err)
-	}
-	// One probe, misspelt: where it is and what was meant.
-	_, _, err = runScript(t, context.Background(), fmt.Sprintf(`usdt:%s:net:inbound_mesage { exit(); }`, bin), Options{})
-	var l lang.ErrorList
-	if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != "usdt probe net:inbound_mesage not found in "+bin || l[0].Hint != "did you mean net:inbound_message?" || l[0].Span.Start.Col != 1 {
-		t.Errorf("error %#v, want a positioned diagnostic with a hint", err)
-	}
-	// A function that the file does not have.
-	_, _, err = runScript(t, context.Background(), fmt.Sprintf(`uprobe:%s:mian { exit(); }`, bin), Options{})
-	if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != "function mian not found in "+bin || l[0].Hint != "did you mean main?" {
-		t.Errorf("error %#v, want a positioned diagnostic with a hint", err)
-	}
-	// Next to a probe that exists, the misspelt one is an error by
-	// default, a warning with MissingWarn and nothing with MissingIgnore.
-	src := fmt.Sprintf(`usdt:%s:net:inbound_mesage, BEGIN { exit(); }`, bin)
-	_, _, err = runScript(t, context.Background(), src, Options{Quiet: true})
-	if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != "usdt probe net:inbound_mesage not found in "+bin {
-		t.Errorf("error %#v, want the missing probe", err)
-	}
-	testenv.RequireRoot(t)
-	_, errOut, err := runScript(t, context.Background(), src, Options{Quiet: true, Values: settings.Values{MissingProbes: settings.MissingWarn}})
-	if err != nil || !strings.Contains(errOut, "test.bt:1:1-") || !strings.Contains(errOut, "WARNING: usdt probe net:inbound_mesage not found in "+bin+"\n") {
-		t.Errorf("err %v, stderr %q: want a warning", err, errOut)
-	}
-	_, errOut, err = runScript(t, context.Background(), src, Options{Quiet: true, Values: settings.Values{MissingProbes: settings.MissingIgnore}})
-	if err != nil || errOut != "" {
-		t.Errorf("err %v, stderr %q: want neither", err, errOut)
-	}
-}
-
-// TestRunPIDUnmapped checks that -p with a process that does not map a
-// usdt or uprobe attach point's file is an error naming both.
-func TestRunPIDUnmapped(t *testing.T) {
-	bin := fixture.Private(t, "bitcoind")
-	sleep := exec.Command("sleep", "60")
-	if err := sleep.Start(); err != nil {
-		t.Fatal(err)
-	}
-	defer func() { sleep.Process.Kill(); sleep.Wait() }()
-	for _, probe := range []string{"usdt:%s:net:inbound_message", "uprobe:%s:main"} {
-		src := fmt.Sprintf(probe+" { @ = count(); }", bin)
-		p, info := checkScript(t, src, lang.Config{Host: NewHost(sleep.Process.Pid, "")})
-		_, err := Compile(p, info, Options{PID: sleep.Process.Pid})
-		var l lang.ErrorList
-		want := fmt.Sprintf("process %d (sleep) does not map %s: its probes would never fire", sleep.Process.Pid, bin)
-		if !errors.As(err, &l) || len(l) != 1 || l[0].Msg != want {
-			t.Errorf("%s: error %v, want %q", src, err, want)
-		}
 	}
 }
 

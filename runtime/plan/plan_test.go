@@ -3,10 +3,12 @@ package plan
 import (
 	"fmt"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
@@ -92,4 +94,27 @@ func analyzed(t *testing.T, src string) (*lang.Program, *lang.Info) {
 		t.Fatal(err)
 	}
 	return p, info
+}
+
+// TestCompile compiles a script against the fixture without loading
+// anything: the spec has one attachment per matched probe (net:nope, which
+// does not exist, is ignored as asked).
+func TestCompile(t *testing.T) {
+	bin := fixture.Build(t, "bitcoind")
+	p, info := analyzed(t, fmt.Sprintf(`usdt:%[1]s:net:*bound_message { @[probe] = count(); } usdt:%[1]s:net:nope { } BEGIN { }`, bin))
+	files := &usdt.Files{}
+	defer files.Close()
+	spec, err := Compile(p, info, Input{Files: files, MissingProbes: settings.MissingIgnore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, a := range spec.Attachments {
+		got = append(got, a.ProbeName)
+	}
+	slices.Sort(got)
+	want := []string{"BEGIN", "usdt:" + bin + ":net:inbound_message", "usdt:" + bin + ":net:outbound_message"}
+	if !slices.Equal(got, want) {
+		t.Errorf("attachments %q, want %q", got, want)
+	}
 }
