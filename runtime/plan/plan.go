@@ -2,13 +2,15 @@
 // loaded, that turns a checked program and the host (its files, the -p
 // process, the -c command's objects, the kernel's capabilities) into a
 // plain list of sites, the concrete places its programs attach to, each
-// with why it was chosen. Every rule of attach-point resolution lives
-// here and runs once: kernel support and watchpoint addresses
-// (resolve.go), usdt probes, uprobe and kprobe wildcards, bare and C++
-// names, the -p mapping checks, offsets and instruction boundaries
-// (boundary.go), and the missing-probe policy; the code generator then
-// compiles what matched, and the sites say where each program goes: the
-// file, the file offset, the semaphore, the cookie.
+// with why it was chosen. It reads the host once (host.go: each file
+// opened once), then applies every rule of attach-point resolution once
+// to what it read (resolve.go: kernel support and watchpoint addresses,
+// usdt probes, uprobe and kprobe wildcards, bare and C++ names; the
+// uprobes' places, offsets and instruction boundaries in boundary.go;
+// the -p mapping checks and the missing-probe policy in missing.go);
+// the code generator then compiles what matched, and the sites say where
+// each program goes: the file, the file offset, the semaphore, the
+// cookie.
 //
 // The package never loads a program nor attaches one: the runtime's
 // attach files execute the sites without resolving anything again.
