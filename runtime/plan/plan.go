@@ -82,16 +82,18 @@ type Plan struct {
 }
 
 // Make computes the plan of p, which has been through lang.Analyze
-// (info is what the checker found), for a run on in: it reads the host
-// once (gatherHost), applies the rules to what it read, compiles what
-// matched and plans its sites.
+// (info is what the checker found), for a run on in: it parses the
+// uprobes' function fields, reads the host once (gatherHost), applies the
+// rules to what it read and compiles what matched (resolve), and plans
+// the sites.
 func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
+	fields := parseFuncFields(p)
 	h := gatherHost(p, in)
-	r, err := resolve(p, info, h, in)
+	r, err := resolve(p, fields, info, h, in)
 	if err != nil {
 		return nil, err
 	}
-	sites, err := planSites(r.spec, r.fields, r.places, h, in.Unsafe)
+	sites, err := planSites(r.spec, fields, r.places, h, in.Unsafe)
 	if err != nil {
 		return nil, err
 	}
@@ -105,12 +107,66 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 // Compile resolves the attach points of p for a run on in and compiles
 // what they match, as Make does, without planning the sites.
 func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) {
+	fields := parseFuncFields(p)
 	h := gatherHost(p, in)
-	r, err := resolve(p, info, h, in)
+	r, err := resolve(p, fields, info, h, in)
 	if err != nil {
 		return nil, err
 	}
 	return r.spec, nil
+}
+
+// funcFields holds the function field of every uprobe and uretprobe
+// attach point of a run, parsed once when the plan starts (after
+// lang.Resolve has substituted positional parameters), and those of the
+// attach points its wildcards and C++ names expand to, made from their
+// parts. It is keyed by the attach point's place and field, which the
+// code generator's Attachment keeps as ProbePos and Symbol, so that
+// planning the sites reads the same parse.
+type funcFields map[funcKey]attachpoint.Func
+
+// funcKey names one uprobe attach point: an expanded attach point keeps
+// the place of the one it came from, with a field of its own.
+type funcKey struct {
+	loc   lang.Span
+	field string
+}
+
+// parseFuncFields parses the function field of every uprobe and
+// uretprobe attach point of p.
+func parseFuncFields(p *lang.Program) funcFields {
+	fields := funcFields{}
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			if ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe {
+				fields.add(ap, parseFuncField(ap))
+			}
+		}
+	}
+	return fields
+}
+
+// parseFuncField parses the function field of uprobe attach point ap:
+// the one place a script's attach point is split into function, offset
+// or address.
+func parseFuncField(ap *lang.AttachPoint) attachpoint.Func {
+	return attachpoint.ParseFunc(ap.Func)
+}
+
+// add records the function field of attach point ap.
+func (ff funcFields) add(ap *lang.AttachPoint, f attachpoint.Func) {
+	ff[funcKey{loc: ap.Loc, field: ap.Func}] = f
+}
+
+// of returns the function field of attach point ap.
+func (ff funcFields) of(ap *lang.AttachPoint) attachpoint.Func {
+	return ff[funcKey{loc: ap.Loc, field: ap.Func}]
+}
+
+// ofAttachment returns the function field of the uprobe attach point
+// attachment a was compiled from.
+func (ff funcFields) ofAttachment(a *codegen.Attachment) attachpoint.Func {
+	return ff[funcKey{loc: a.ProbePos, field: a.Symbol}]
 }
 
 // Write prints the plan, one line per site: the program, the probe, where

@@ -63,22 +63,20 @@ type resolution struct {
 	// watch says that the -c command's library loads are watched for
 	// the usdt probes without a path (see Loaded).
 	watch bool
-	// fields holds the function fields of the uprobes of matched.
-	fields funcFields
 	// spec is matched as the code generator compiled it.
 	spec *codegen.Spec
 }
 
-// resolve applies the rules of resolution to p and to what h read of the
-// host, in order, each once: it parses the uprobes' function fields,
-// refuses the attach points this kernel cannot serve, resolves usdt
+// resolve applies the rules of resolution to p, whose uprobes' function
+// fields are fields, and to what h read of the host, in order, each once:
+// it refuses the attach points this kernel cannot serve, resolves usdt
 // probes, expands uprobe and kprobe wildcards and names, places the
 // uprobes (checking addresses), applies the missing-probe policy, and
 // runs the code generator on what matched, with the usdt probes, the -c
 // command's PID and whether its library loads are watched. info is the
-// checker's.
-func resolve(p *lang.Program, info *lang.Info, h *hostFacts, in Input) (*resolution, error) {
-	fields := parseFuncFields(p)
+// checker's; fields gets the fields of the attach points the wildcards
+// expand to.
+func resolve(p *lang.Program, fields funcFields, info *lang.Info, h *hostFacts, in Input) (*resolution, error) {
 	// A -c command's probes without a path may be in a library it loads
 	// later: those are looked for again then (see Loaded).
 	watch := in.Command != "" && h.wildUSDT
@@ -120,60 +118,7 @@ func resolve(p *lang.Program, info *lang.Info, h *hostFacts, in Input) (*resolut
 	if err != nil {
 		return nil, err
 	}
-	return &resolution{matched: matched, probes: probes, places: places, watch: watch, fields: fields, spec: spec}, nil
-}
-
-// funcFields holds the function field of every uprobe and uretprobe
-// attach point of a run, parsed once when the plan starts (after
-// lang.Resolve has substituted positional parameters), and those of the
-// attach points its wildcards and C++ names expand to, made from their
-// parts. It is keyed by the attach point's place and field, which the
-// code generator's Attachment keeps as ProbePos and Symbol, so that
-// planning the sites reads the same parse.
-type funcFields map[funcKey]attachpoint.Func
-
-// funcKey names one uprobe attach point: an expanded attach point keeps
-// the place of the one it came from, with a field of its own.
-type funcKey struct {
-	loc   lang.Span
-	field string
-}
-
-// parseFuncFields parses the function field of every uprobe and
-// uretprobe attach point of p.
-func parseFuncFields(p *lang.Program) funcFields {
-	fields := funcFields{}
-	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
-			if ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe {
-				fields.add(ap, parseFuncField(ap))
-			}
-		}
-	}
-	return fields
-}
-
-// parseFuncField parses the function field of uprobe attach point ap:
-// the one place a script's attach point is split into function, offset
-// or address.
-func parseFuncField(ap *lang.AttachPoint) attachpoint.Func {
-	return attachpoint.ParseFunc(ap.Func)
-}
-
-// add records the function field of attach point ap.
-func (ff funcFields) add(ap *lang.AttachPoint, f attachpoint.Func) {
-	ff[funcKey{loc: ap.Loc, field: ap.Func}] = f
-}
-
-// of returns the function field of attach point ap.
-func (ff funcFields) of(ap *lang.AttachPoint) attachpoint.Func {
-	return ff[funcKey{loc: ap.Loc, field: ap.Func}]
-}
-
-// ofAttachment returns the function field of the uprobe attach point
-// attachment a was compiled from.
-func (ff funcFields) ofAttachment(a *codegen.Attachment) attachpoint.Func {
-	return ff[funcKey{loc: a.ProbePos, field: a.Symbol}]
+	return &resolution{matched: matched, probes: probes, places: places, watch: watch, spec: spec}, nil
 }
 
 // matchSymbols returns the sorted, distinct names of the symbols that
