@@ -126,6 +126,8 @@ type builder struct {
 	lastIndex uint16
 }
 
+// newBuilder starts an empty table for machine m, whose tracked registers
+// are mr, with rule 0 the undefined one.
 func newBuilder(m elf.Machine, mr regs) *builder {
 	b := &builder{
 		t:     Table{Machine: m, Rules: []Rule{{CFAReg: RegUndefined}}},

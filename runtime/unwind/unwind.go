@@ -1,8 +1,9 @@
 // Package unwind turns a file's call frame information (.eh_frame) into
 // the compact, sorted rule table the in-kernel unwinder searches. It owns
-// reading CFI out of ELF files and interpreting each FDE's program into
-// rows; it never touches BPF: loading the tables into maps and walking the
-// frames is the caller's.
+// reading CFI out of ELF files, interpreting each FDE's program into rows
+// (Build, Open) and keeping each file's table once per run (Cache); it
+// never touches BPF: loading the tables into maps and walking the frames
+// is the caller's.
 package unwind
 
 import (
@@ -95,7 +96,10 @@ func Open(path string) (*Table, error) {
 
 // Lookup returns the rule for addr by binary search, as the BPF side
 // does. ok is false where the unwinder cannot step: no row covers addr,
-// or its rule is RegUndefined (then the rule returned is Rules[0]).
+// or its rule is RegUndefined (then the rule returned is Rules[0]). Past
+// the first frame, look up the return address less one: the call before
+// it, not the instruction after it, which may start another row or even
+// another function (a call to a noreturn function ends one).
 func (t *Table) Lookup(addr uint64) (rule Rule, ok bool) {
 	// The first row past addr; the one before it covers addr.
 	i := sort.Search(len(t.Rows), func(i int) bool { return t.Rows[i].Addr > addr })
