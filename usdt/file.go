@@ -40,6 +40,16 @@ func (fs *Files) Open(path string) (*File, error) {
 	return f, nil
 }
 
+// Cached returns the file at path when Open opened it, without opening
+// it: a reader that keeps what it needs of a file and drops the file
+// shares the one already held instead.
+func (fs *Files) Cached(path string) (*File, bool) {
+	fs.mu.Lock()
+	defer fs.mu.Unlock()
+	f, ok := fs.open[path]
+	return f, ok
+}
+
 // Close closes every file opened; fs is empty and usable again after.
 func (fs *Files) Close() error {
 	fs.mu.Lock()
@@ -201,11 +211,31 @@ func (f *File) Offset(addr uint64, exec bool) (off uint64, ok bool) {
 	return addr - p.Vaddr + p.Off, true
 }
 
+// Loads returns the file's loadable segments (PT_LOAD), what Address
+// reads, for a caller that keeps file offsets' addresses after it closes
+// and drops the file.
+func (f *File) Loads() []elf.ProgHeader {
+	var loads []elf.ProgHeader
+	for _, p := range f.elf.Progs {
+		if p.Type == elf.PT_LOAD {
+			loads = append(loads, p.ProgHeader)
+		}
+	}
+	return loads
+}
+
 // Address converts file offset off back to the virtual address a loadable
 // segment maps it to; ok is false when no segment maps it.
 func (f *File) Address(off uint64) (addr uint64, ok bool) {
-	for _, p := range f.elf.Progs {
-		if p.Type == elf.PT_LOAD && off >= p.Off && off-p.Off < p.Filesz {
+	return LoadAddress(f.Loads(), off)
+}
+
+// LoadAddress converts file offset off back to the virtual address one of
+// loads (a file's PT_LOAD segments, File.Loads) maps it to; ok is false
+// when none maps it.
+func LoadAddress(loads []elf.ProgHeader, off uint64) (addr uint64, ok bool) {
+	for _, p := range loads {
+		if off >= p.Off && off-p.Off < p.Filesz {
 			return off - p.Off + p.Vaddr, true
 		}
 	}

@@ -99,7 +99,13 @@ func TestRefreshFindsChildren(t *testing.T) {
 // mapped then. Its standard input is closed when t ends.
 func startEcho(t *testing.T, mode string) (*echoProcess, int) {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^$")
+	return startEchoAt(t, os.Args[0], mode)
+}
+
+// startEchoAt is startEcho of the test binary at path (a link to it).
+func startEchoAt(t *testing.T, path, mode string) (*echoProcess, int) {
+	t.Helper()
+	cmd := exec.Command(path, "-test.run=^$")
 	cmd.Env = append(os.Environ(), echoEnv+"="+mode)
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -7,12 +7,10 @@ package symbols
 
 import (
 	"bufio"
-	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
 	"os"
-	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -38,11 +36,11 @@ type Symbolizer struct {
 	pid int
 	// sites are the symbols of the attached uprobe sites.
 	sites []Site
-	// files opens the ELF files; symbols holds the function symbols of
-	// each, by path.
-	files   *usdt.Files
-	symbols map[string]*elfSymbols
-	procs   processes
+	// files are the ELF files the trace holds open; cache holds the
+	// function symbols of each file named, by path, within a bound.
+	files *usdt.Files
+	cache symbolCache
+	procs processes
 	// unmapped counts the frames named as addresses because their
 	// process's mappings were never read.
 	unmapped int
@@ -76,40 +74,19 @@ type Site struct {
 	Offset uint64
 }
 
-// elfSymbols are the function symbols of one file, sorted by address.
+// elfSymbols are the function symbols of one file, sorted by address,
+// and its loadable segments, which give a file offset's address.
 type elfSymbols struct {
-	file *usdt.File
-	syms []elf.Symbol
+	loads []elf.ProgHeader
+	syms  []elf.Symbol
 }
 
 // New returns a Symbolizer for process pid (0 when there is none) whose
 // uprobes are attached at sites, opening files through files.
 func New(pid int, sites []Site, files *usdt.Files) *Symbolizer {
-	return &Symbolizer{pid: pid, sites: sites, files: files, symbols: map[string]*elfSymbols{},
+	return &Symbolizer{pid: pid, sites: sites, files: files,
 		tracked: map[int]*trackedProcess{},
 		procs:   processes{maps: map[processKey]Mappings{}, latest: map[int]processKey{}, threads: map[int]int{}}}
-}
-
-// file reads the symbols of path once; nil when it has none. The caller
-// holds s.mu.
-func (s *Symbolizer) file(path string) *elfSymbols {
-	if es, ok := s.symbols[path]; ok {
-		return es
-	}
-	var es *elfSymbols
-	if f, err := s.files.Open(path); err == nil {
-		if syms, err := f.PlainFunctions(); err == nil {
-			es = &elfSymbols{file: f, syms: slices.Clone(syms)}
-			slices.SortStableFunc(es.syms, func(a, b elf.Symbol) int {
-				if a.Value != b.Value {
-					return cmp.Compare(a.Value, b.Value)
-				}
-				return cmp.Compare(symbolRank(a), symbolRank(b))
-			})
-		}
-	}
-	s.symbols[path] = es
-	return es
 }
 
 // symbolRank orders the names of one address so that the one a stack
@@ -146,7 +123,7 @@ func (es *elfSymbols) at(off uint64) (string, bool) {
 // symbolAt returns the symbol whose code holds file offset off, and the
 // offset's virtual address.
 func (es *elfSymbols) symbolAt(off uint64) (elf.Symbol, uint64, bool) {
-	vaddr, ok := es.file.Address(off)
+	vaddr, ok := usdt.LoadAddress(es.loads, off)
 	if !ok {
 		return elf.Symbol{}, 0, false
 	}
