@@ -160,6 +160,8 @@ func givesAddress(ap *lang.AttachPoint, field attachpoint.Func) bool {
 // function's entry, for attach point ap, whose function field is field:
 // the function symbol sym holds it (Name "" when none does).
 func checkPlace(ap *lang.AttachPoint, field attachpoint.Func, f *usdt.File, sym elf.Symbol, addr uint64) (e *lang.Error, unchecked bool) {
+	var start uint64
+	var n int
 	what := fmt.Sprintf("address %#x", addr)
 	if field.HasOffset {
 		what = fmt.Sprintf("%s (address %#x)", ap.Func, addr)
@@ -175,7 +177,12 @@ func checkPlace(ap *lang.AttachPoint, field attachpoint.Func, f *usdt.File, sym 
 	case ap.Kind == lang.ProbeUretprobe:
 		return attachProblem(ap, "%s is %s+%d: a uretprobe attaches only at a function's entry", what, sym.Name, addr-sym.Value), false
 	}
-	start, n, err := instructionAt(f, sym, addr)
+	// The function's code from its first byte through the longest
+	// instruction that may start at addr.
+	code, err := f.ReadCode(sym.Value, addr-sym.Value+maxInstLen)
+	if err == nil {
+		start, n, err = instructionAt(code, sym, addr)
+	}
 	if err != nil {
 		return attachProblem(ap, "cannot check that %s starts an instruction of %s: %v", what, sym.Name, err), true
 	}
@@ -252,14 +259,10 @@ func symbolHolding(syms []elf.Symbol, addr uint64) elf.Symbol {
 	return best
 }
 
-// instructionAt decodes the function sym of the ELF file f from its first
-// byte and returns the start and the length of the instruction that holds
-// addr.
-func instructionAt(f *usdt.File, sym elf.Symbol, addr uint64) (start uint64, n int, err error) {
-	code, err := f.ReadCode(sym.Value, addr-sym.Value+maxInstLen)
-	if err != nil {
-		return 0, 0, err
-	}
+// instructionAt decodes code, the code of the function sym from its
+// first byte, and returns the start and the length of the instruction
+// that holds addr.
+func instructionAt(code []byte, sym elf.Symbol, addr uint64) (start uint64, n int, err error) {
 	for pc := uint64(0); pc < uint64(len(code)); pc += uint64(n) {
 		if n, err = instLen(code[pc:]); err != nil {
 			return 0, 0, fmt.Errorf("decode the instruction at %#x: %w", sym.Value+pc, err)
