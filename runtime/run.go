@@ -878,7 +878,7 @@ func (t *tracer) close() error {
 		addProcs(-t.addedProcs)
 		t.addedProcs = 0
 	}
-	if t.favoured != nil {
+	if t.favoured != nil && !t.opts.LastTrace {
 		t.favoured.Undo()
 	}
 	if t.syms != nil {

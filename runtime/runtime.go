@@ -106,6 +106,13 @@ type Options struct {
 	// Metrics, when set, is given the maps to read at each scrape once
 	// they are loaded, until the trace ends (--metrics).
 	Metrics *metrics.Collector
+	// LastTrace says that the process ends soon after Run returns, as
+	// gotrace does: the readers' raised weight (proc.Favour) is then not
+	// given back, which would cost every end two passes over
+	// /proc/self/task and a setpriority for each thread (issue 24). A
+	// process that traces again or goes on with other work leaves it
+	// false.
+	LastTrace bool
 }
 
 // Compile finds what the attach points of p match and compiles it with

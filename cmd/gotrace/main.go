@@ -36,10 +36,16 @@ import (
 // version is gotrace's version, printed by -V.
 const version = "v0.1.0"
 
+// processEnds is set by main, whose process exits once run returns: a
+// trace then leaves the readers' raised weight as it is (runtime's
+// Options.LastTrace). Tests that call run keep theirs given back.
+var processEnds bool
+
 func main() {
 	// Every ELF file is opened with the rights of the user who started
 	// gotrace (when it is elevated), and used by its descriptor after.
 	usdt.SetOpenRights(asUser)
+	processEnds = true
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
@@ -402,6 +408,7 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		NoWarnings: f.noWarnings, NoUprobeMulti: f.noMulti,
 		LineBuffered: f.buffering != "full",
 		TakeMap:      f.takeMap,
+		LastTrace:    processEnds,
 	}
 	if f.outFile != "" {
 		opts.Stdout = stdout
