@@ -60,8 +60,6 @@ func TestARM64(t *testing.T) {
 		Case: Case{Name: "list-usdt", Script: "gotrace -l 'usdt:/work/bitcoind:net:*'; gotrace -e 'usdt:/work/bitcoind:net:inbound_message { printf(\"%d %s %d\\n\", (int64)arg0, str(arg3), reg(\"r0\") == arg0); exit(); }' -c /work/bitcoind"},
 		want: []string{`usdt:/work/bitcoind:net:inbound_message`, `usdt:/work/bitcoind:net:outbound_message`, `[0-9]+ [a-z]+ 1`},
 	}}
-	o0, nopie := fixture.BuildARM64(t, "bitcoind-O0"), fixture.BuildARM64(t, "bitcoind-nopie")
-	cases = append(cases, arm64BuiltinCases(t, nopie)...)
 	for _, c := range kernelCases {
 		c.smoke = false
 		if c.Name == "kfunc" || c.Name == "kfunc-wildcard" {
@@ -75,9 +73,13 @@ func TestARM64(t *testing.T) {
 	libs := append(arm64Libs(t),
 		File(t, fixture.BuildARM64(t, s.Variant), "/work/bitcoind"),
 		Entry{Path: "/work/netmsg.bt", Mode: 0o644, Data: []byte(s.Source)},
-		File(t, o0, "/work/o0/bitcoind"),
-		File(t, nopie, "/work/nopie/bitcoind"),
 	)
+	if All() {
+		// The builtin cases' fixtures: the smoke set builds none.
+		o0, nopie := fixture.BuildARM64(t, "bitcoind-O0"), fixture.BuildARM64(t, "bitcoind-nopie")
+		cases = append(cases, arm64BuiltinCases(t, nopie)...)
+		libs = append(libs, File(t, o0, "/work/o0/bitcoind"), File(t, nopie, "/work/nopie/bitcoind"))
+	}
 	b := runCases(t, ARM64, cases, libs...)
 
 	guest := b.Result(t, "netmsg")
