@@ -146,7 +146,13 @@ type VerifierError struct {
 
 func (e *VerifierError) Error() string {
 	var b strings.Builder
-	if e.Source != "" {
+	if e.passed() {
+		// The verifier accepted the program and something after it
+		// refused, such as a JIT that does not know an instruction
+		// (arm64's before 6.6 and the long jump: "bpf_jit: unknown
+		// opcode 06" in the kernel's log); its log ends in the count.
+		fmt.Fprintf(&b, "the kernel refused program %s after its verifier accepted it (%v; the kernel's log, dmesg, may say why)", e.Program, errnoOf(e.Err))
+	} else if e.Source != "" {
 		loc, what, _ := strings.Cut(e.Source, " ")
 		fmt.Fprintf(&b, "%s the kernel's verifier rejected the code for %q in program %s", loc, strings.TrimSpace(what), e.Program)
 	} else {
@@ -161,6 +167,21 @@ func (e *VerifierError) Error() string {
 }
 
 func (e *VerifierError) Unwrap() error { return e.Err }
+
+// passed reports whether the verifier's log ends in the summary it
+// prints when it accepts a program ("processed N insns ...").
+func (e *VerifierError) passed() bool {
+	return e.Source == "" && len(e.Log) > 0 && strings.HasPrefix(strings.TrimSpace(e.Log[len(e.Log)-1]), "processed ")
+}
+
+// errnoOf is the system error inside err, or err itself without one.
+func errnoOf(err error) error {
+	var errno unix.Errno
+	if errors.As(err, &errno) {
+		return errno
+	}
+	return err
+}
 
 // insnLine matches a verifier log line about an instruction, "17: (85)
 // call ...". It is compiled when a program is rejected, not at every

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -9,6 +10,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/testenv"
@@ -73,6 +75,32 @@ func TestLoadVerifierError(t *testing.T) {
 	var ebpfErr *ebpf.VerifierError
 	if !errors.As(err, &ebpfErr) {
 		t.Error("the cilium/ebpf VerifierError is not wrapped")
+	}
+}
+
+// TestVerifierErrorMessage checks what a rejected program's error says:
+// the script position of the failing instruction, or, when the verifier's
+// log ends in its summary of an accepted program, that the kernel refused
+// the program after its verifier, with the system error.
+func TestVerifierErrorMessage(t *testing.T) {
+	tests := []struct {
+		name string
+		e    VerifierError
+		want string
+	}{
+		{"failing instruction", VerifierError{Program: "prog0", Source: "a.bt:3:5: exit()", Log: []string{"7: (95) exit", "R0 !read_ok"}, Err: unix.EACCES},
+			"a.bt:3:5: the kernel's verifier rejected the code for \"exit()\" in program prog0; the end of its log:\n  7: (95) exit\n  R0 !read_ok"},
+		{"accepted, then refused", VerifierError{Program: "prog0", Log: []string{"processed 34 insns (limit 1000000) max_states_per_insn 0 total_states 3 peak_states 3 mark_read 1"}, Err: fmt.Errorf("program prog0: load program: %w", unix.EINVAL)},
+			"the kernel refused program prog0 after its verifier accepted it (invalid argument; the kernel's log, dmesg, may say why); the end of its log:\n  processed 34 insns (limit 1000000) max_states_per_insn 0 total_states 3 peak_states 3 mark_read 1"},
+		{"no position", VerifierError{Program: "prog1", Log: []string{"invalid func unknown#999"}, Err: unix.EINVAL},
+			"the kernel's verifier rejected program prog1; the end of its log:\n  invalid func unknown#999"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if got := tt.e.Error(); got != tt.want {
+				t.Errorf("Error() =\n%s\nwant\n%s", got, tt.want)
+			}
+		})
 	}
 }
 
