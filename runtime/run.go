@@ -121,7 +121,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	var objs []string
 	switch {
 	case opts.Command != "":
-		if objs, err = plan.CommandObjects(opts.Command); err != nil {
+		if objs, err = plan.CommandObjects(opts.Command, t.files); err != nil {
 			return err
 		}
 		if t.child, err = proc.StartChild(opts.Command, proc.RunAs{User: opts.User, Root: opts.AsRoot}); err != nil {

@@ -120,12 +120,12 @@ type Options struct {
 // anything into the kernel; with Command set it does not start the command
 // either, it only reads its executable and libraries.
 func Compile(p *lang.Program, info *lang.Info, opts Options) (*codegen.Spec, error) {
-	objs, err := traceObjects(opts)
+	var files usdt.Files
+	defer files.Close()
+	objs, err := traceObjects(opts, &files)
 	if err != nil {
 		return nil, err
 	}
-	var files usdt.Files
-	defer files.Close()
 	return plan.Compile(p, info, planInput(opts, objs, 0, &files))
 }
 
@@ -134,12 +134,12 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*codegen.Spec, err
 // every site, where it attaches and why (--dry-run -v). It never loads or
 // attaches anything, nor starts the -c command.
 func DryRun(p *lang.Program, info *lang.Info, opts Options) error {
-	objs, err := traceObjects(opts)
+	var files usdt.Files
+	defer files.Close()
+	objs, err := traceObjects(opts, &files)
 	if err != nil {
 		return err
 	}
-	var files usdt.Files
-	defer files.Close()
 	pl, err := plan.Make(p, info, planInput(opts, objs, 0, &files))
 	if err != nil {
 		return err
@@ -151,12 +151,12 @@ func DryRun(p *lang.Program, info *lang.Info, opts Options) error {
 }
 
 // traceObjects returns the objects an attach point without a path looks
-// in when they are known before the plan: those of the -c command. The
-// plan reads those of a -p process itself, when an attach point needs
-// them.
-func traceObjects(opts Options) ([]string, error) {
+// in when they are known before the plan: those of the -c command, read
+// through files. The plan reads those of a -p process itself, when an
+// attach point needs them.
+func traceObjects(opts Options, files *usdt.Files) ([]string, error) {
 	if opts.Command != "" {
-		return plan.CommandObjects(opts.Command)
+		return plan.CommandObjects(opts.Command, files)
 	}
 	return nil, nil
 }

@@ -14,7 +14,9 @@ func NewHost(pid int, command string) lang.Host {
 	if command != "" {
 		h.Loaded = func() []string {
 			// A command that cannot be found is Run's error to report.
-			objs, _ := plan.CommandObjects(command)
+			var files usdt.Files
+			defer files.Close()
+			objs, _ := plan.CommandObjects(command, &files)
 			return objs
 		}
 	}

@@ -416,21 +416,23 @@ func matchUSDT(ap *lang.AttachPoint, pr *usdt.Probe) bool {
 
 // CommandObjects returns the executable of a -c command, looked up on PATH,
 // followed by the shared libraries it needs at start-up, in load order:
-// the objects its attach points without a path look in.
-func CommandObjects(command string) ([]string, error) {
+// the objects its attach points without a path look in. They are read
+// through files, which keeps them open: a plan made with the same files
+// opens none of them again.
+func CommandObjects(command string, files *usdt.Files) ([]string, error) {
 	path, err := proc.CommandPath(command)
 	if err != nil {
 		return nil, err
 	}
-	return append([]string{path}, neededLibraries(path)...), nil
+	return append([]string{path}, neededLibraries(path, files)...), nil
 }
 
 // neededLibraries resolves the DT_NEEDED closure of an executable the way
 // the dynamic loader would find it: RPATH/RUNPATH (with $ORIGIN),
 // LD_LIBRARY_PATH, the ld.so.conf directories and the default ones.
 // Libraries that cannot be found are left out: the loader would fail on
-// them, and the command with it.
-func neededLibraries(exe string) []string {
+// them, and the command with it. The objects are read through files.
+func neededLibraries(exe string, files *usdt.Files) []string {
 	dirs := loaderDirs()
 	seen := map[string]bool{exe: true}
 	var libs []string
@@ -438,7 +440,7 @@ func neededLibraries(exe string) []string {
 	for len(queue) > 0 {
 		obj := queue[0]
 		queue = queue[1:]
-		f, err := usdt.OpenFile(obj)
+		f, err := files.Open(obj)
 		if err != nil {
 			continue
 		}
@@ -449,7 +451,6 @@ func neededLibraries(exe string) []string {
 				search = append(search, strings.ReplaceAll(d, "$ORIGIN", filepath.Dir(obj)))
 			}
 		}
-		f.Close()
 		search = append(search, dirs...)
 		for _, name := range needed {
 			path := findLibrary(name, search)

@@ -10,6 +10,7 @@ import (
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // usdtProgram returns a program with one usdt attach point per raw
@@ -115,7 +116,9 @@ func TestMatchedProgram(t *testing.T) {
 }
 
 func TestCommandObjects(t *testing.T) {
-	objs, err := CommandObjects("sh -c true")
+	files := &usdt.Files{}
+	defer files.Close()
+	objs, err := CommandObjects("sh -c true", files)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -131,7 +134,7 @@ func TestCommandObjects(t *testing.T) {
 	if !libc {
 		t.Errorf("libraries of sh %q do not include libc", objs[1:])
 	}
-	if _, err := CommandObjects("/no/such/command"); err == nil || !strings.Contains(err.Error(), "does not exist or is not executable") {
+	if _, err := CommandObjects("/no/such/command", files); err == nil || !strings.Contains(err.Error(), "does not exist or is not executable") {
 		t.Errorf("missing command: error %v", err)
 	}
 }
