@@ -35,6 +35,8 @@ type unwindTables struct {
 	// files.
 	byFile    map[unwindFileKey]*unwindFile
 	nextTable uint32
+	// sent is what procs holds of each process.
+	sent map[int]codegen.UnwindProcs
 	// ruleIndex numbers the distinct rules of all files in rules.
 	ruleIndex map[unwind.Rule]uint16
 	// warn is told (under -v) why a file has no table, once per file,
@@ -63,7 +65,7 @@ func newUnwindTables(spec *ebpf.CollectionSpec, warn func(format string, args ..
 	if spec.Maps[codegen.UnwindProcsMap] == nil {
 		return nil, nil
 	}
-	u := &unwindTables{byFile: map[unwindFileKey]*unwindFile{}, ruleIndex: map[unwind.Rule]uint16{}, warn: warn}
+	u := &unwindTables{byFile: map[unwindFileKey]*unwindFile{}, sent: map[int]codegen.UnwindProcs{}, ruleIndex: map[unwind.Rule]uint16{}, warn: warn}
 	for name, m := range map[string]**ebpf.Map{
 		codegen.UnwindFilesMap: &u.files, codegen.UnwindRulesMap: &u.rules,
 		codegen.UnwindProcsMap: &u.procs, codegen.UnwindStopsMap: &u.stops,
@@ -108,21 +110,24 @@ func (u *unwindTables) close() {
 func (u *unwindTables) setProcess(pid int, ms symbols.Mappings) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
-	var entries []codegen.UnwindMapping
-	var files []string
+	type entry struct {
+		codegen.UnwindMapping
+		file string
+	}
+	var entries []entry
 	for _, m := range ms {
 		f := u.file(m)
 		if e, ok := f.mapping(m); ok {
-			entries = append(entries, e)
-			files = append(files, filepath.Base(m.Path))
+			entries = append(entries, entry{e, filepath.Base(m.Path)})
 		}
 	}
 	key := uint32(pid)
 	if len(entries) == 0 {
+		delete(u.sent, pid)
 		u.procs.Delete(key)
 		return
 	}
-	slices.SortFunc(entries, func(a, b codegen.UnwindMapping) int {
+	slices.SortFunc(entries, func(a, b entry) int {
 		if a.Start < b.Start {
 			return -1
 		}
@@ -134,6 +139,7 @@ func (u *unwindTables) setProcess(pid int, ms symbols.Mappings) {
 	// Records and a /proc read may both name a mapping: the walk's search
 	// wants them apart.
 	var v codegen.UnwindProcs
+	var files []string
 	for _, e := range entries {
 		if v.N > 0 && e.Start < v.Mappings[v.N-1].End {
 			continue
@@ -142,9 +148,16 @@ func (u *unwindTables) setProcess(pid int, ms symbols.Mappings) {
 			u.warn("unwind: process %d has more than %d executable mappings; its stacks stop at the others", pid, len(v.Mappings))
 			break
 		}
-		v.Mappings[v.N] = e
+		v.Mappings[v.N] = e.UnwindMapping
 		v.N++
+		files = append(files, e.file)
 	}
+	// The /proc reads and the records tell the same mappings over and
+	// over: the map is written when they change.
+	if u.sent[pid] == v {
+		return
+	}
+	u.sent[pid] = v
 	if err := u.procs.Put(key, &v); err != nil {
 		u.warn("unwind: set the mappings of process %d: %v", pid, err)
 		return
