@@ -140,6 +140,12 @@ type Case struct {
 	TimeTarget, RSSTarget float64
 }
 
+// withEnv returns c with env added to its tools' environment.
+func withEnv(c Case, env ...string) Case {
+	c.Env = append(c.Env, env...)
+	return c
+}
+
 // cases returns every case, in the order they run.
 func cases() []Case {
 	hit := func(name, body string) Case {
@@ -166,6 +172,14 @@ func cases() []Case {
 		// the loop's stack (main, __libc_start_call_main) and a stack map
 		// update, the cost issue 26's unwinding is measured against.
 		hit("ustack", "@[ustack] = count();"),
+		// The same walked with .eh_frame rules in the program (gotrace's
+		// stack_unwind=eh_frame; bpftrace ignores the variable and walks
+		// by frame pointers): the loop's whole stack, fire, main,
+		// __libc_start_call_main, __libc_start_main, _start. The loop
+		// waits 500 ms before its first hit, for gotrace to load its
+		// mappings (it learns them from the kernel's records at its next
+		// poll, 200 ms).
+		withEnv(hit("ustack-ehframe", "@[ustack] = count();"), "BPFTRACE_STACK_UNWIND=eh_frame", "LOOP_SETTLE_MS=500"),
 		// Two maps keyed by two strings of bench:burst (name, i, other
 		// name, i % KEYS): a string read and a hash map operation each.
 		{Name: "hit-two-maps", Kind: KindHit, Args: []string{

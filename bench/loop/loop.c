@@ -125,6 +125,12 @@ int main(int argc, char **argv)
 	for (int j = 0; j < 8; j++)
 		total += strlen(names[j]);
 	total += strlen((const char *)payload);
+	// LOOP_SETTLE_MS: a pause before the first hit, for a tracer that
+	// learns the process's mappings after it started (gotrace's
+	// stack_unwind=eh_frame) to know them before the timed slices.
+	const char *settle = getenv("LOOP_SETTLE_MS");
+	if (settle != NULL)
+		usleep((useconds_t)(strtoll(settle, NULL, 10) * 1000));
 	struct span sp = {n, keys};
 	pthread_t others[64];
 	for (int64_t t = 1; t < threads; t++) {
