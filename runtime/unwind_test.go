@@ -66,22 +66,52 @@ func (b *watchedBuffer) await(t *testing.T, what string, done <-chan error, othe
 // TestRunCxxStackEhFrame traces cxxchain built without frame pointers
 // under stack_unwind=eh_frame: each ustack reaches every frame of the
 // chain, main and the C library's start, named while the program runs and
-// in the map printed after it exited; and the three hits of one chain are
-// one key of @[ustack] counted 3, aggregated in the kernel.
+// in the map printed after it exited, live and in a replay of a -w
+// capture; and the three hits of one chain are one key of @[ustack]
+// counted 3, aggregated in the kernel.
 func TestRunCxxStackEhFrame(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := buildCxxChain(t, "-fomit-frame-pointer")
-	fifo, release := cxxChainFIFO(t)
 	const hits = 3
+	for _, capture := range []bool{false, true} {
+		t.Run(fmt.Sprintf("capture=%v", capture), func(t *testing.T) {
+			out := traceEhChain(t, bin, hits, capture)
+			live, maps, ok := strings.Cut(out, "\n\n\n")
+			if !ok {
+				t.Fatalf("output %q has no maps after the stacks", out)
+			}
+			stacks := strings.Split(strings.TrimSuffix(live, "|"), "|\n")
+			if len(stacks) != hits {
+				t.Errorf("%d stacks printed, want %d:\n%s", len(stacks), hits, live)
+			}
+			for _, stack := range stacks {
+				checkEhChain(t, "while running", stackFunctions(t, stack, "        "))
+			}
+			key, ok := strings.CutPrefix(maps, "@[\n")
+			if key, ok = strings.CutSuffix(key, fmt.Sprintf("]: %d\n", hits)); !ok || strings.Contains(key, "@[") {
+				t.Fatalf("maps %q: want one stack counted %d times", maps, hits)
+			}
+			checkEhChain(t, "after exit", stackFunctions(t, key, "    "))
+		})
+	}
+}
+
+// traceEhChain runs cxxchain at bin under -c with stack_unwind=eh_frame,
+// printing its ustack at each of hits runs of its chain and counting them
+// in @[ustack], and returns what the trace printed (with capture, what
+// the replay of its -w capture printed).
+func traceEhChain(t *testing.T, bin string, hits int, capture bool) string {
+	t.Helper()
+	fifo, release := cxxChainFIFO(t)
 	command := fmt.Sprintf("%s %s %d", bin, fifo, hits)
 	src := fmt.Sprintf(`usdt:%s:cxxchain:bottom { printf("%%s|\n", ustack); @[ustack] = count(); }`, bin)
 	eh := settings.Values{StackUnwind: settings.UnwindEhFrame}
 	p, info := checkScript(t, src, lang.Config{Values: eh, Child: true, Host: NewHost(0, command)})
 	out := newWatchedBuffer(func(s string) bool { return strings.Count(s, "|\n") == hits })
-	// The program waits for a byte before each run of its chain: the
-	// first is sent once the walk has its mappings (the trace says so
-	// under -v), which it learns from the kernel's records after the
-	// command executed.
+	// The program waits for a byte before each run of its chain: they
+	// are sent once the walk has its mappings (the trace says so under
+	// -v), which it learns from the kernel's records after the command
+	// executed.
 	errOut := newWatchedBuffer(func(s string) bool {
 		for _, line := range strings.Split(s, "\n") {
 			if strings.HasPrefix(line, "unwind: process ") && strings.Contains(line, " maps cxxchain") && strings.Contains(line, "libc.so") {
@@ -91,6 +121,13 @@ func TestRunCxxStackEhFrame(t *testing.T) {
 		return false
 	})
 	opts := Options{Values: eh, Command: command, Quiet: true, Verbose: true, Out: out, Err: errOut}
+	// A capture holds the stacks' names as the trace read them: the
+	// last frame's name in it says the records were handled.
+	captured := newWatchedBuffer(func(s string) bool { return strings.Contains(s, "__libc_start_call_main") })
+	handled := out
+	if capture {
+		opts.Capture, handled = captured, captured
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
 	defer cancel()
 	done := make(chan error, 1)
@@ -99,21 +136,17 @@ func TestRunCxxStackEhFrame(t *testing.T) {
 	if err := writeFIFO(fifo, strings.Repeat("g", hits)); err != nil {
 		t.Fatalf("let cxxchain run: %v", err)
 	}
-	out.await(t, fmt.Sprintf("%d stacks printed", hits), done, errOut)
+	handled.await(t, "the stacks handled", done, errOut)
 	release()
 	awaitRunEnd(t, done, out, errOut)
-	live, maps, ok := strings.Cut(out.String(), "\n\n\n")
-	if !ok {
-		t.Fatalf("output %q has no maps after the stacks", out)
+	if !capture {
+		return out.String()
 	}
-	for _, stack := range strings.Split(strings.TrimSuffix(live, "|"), "|\n") {
-		checkEhChain(t, "while running", stackFunctions(t, stack, "        "))
+	replay, err := replayed([]byte(captured.String()), "text")
+	if err != nil {
+		t.Fatalf("replay: %v", err)
 	}
-	key, ok := strings.CutPrefix(maps, "@[\n")
-	if key, ok = strings.CutSuffix(key, fmt.Sprintf("]: %d\n", hits)); !ok || strings.Contains(key, "@[") {
-		t.Fatalf("maps %q: want one stack counted %d times", maps, hits)
-	}
-	checkEhChain(t, "after exit", stackFunctions(t, key, "    "))
+	return replay
 }
 
 // awaitRunEnd waits for Run to end with no error once the traced program
