@@ -14,8 +14,9 @@ import (
 
 // stackText formats the ustack value v (thread id << 32 | stack id, see
 // codegen's ustack) of type typ with symbols.FormatStack. Frames are named
-// through the mappings of their process, read while it runs or kept from
-// then (bpftrace names them only while it lives). A kstack value is a
+// through the mappings of the process that recorded them, read while it
+// runs or kept from then (bpftrace names them only while it lives), even
+// when its pid went to another process since (symbols.StackFrames). A kstack value is a
 // stack id, and a kstack the kernel did not record (the probe interrupted
 // user code) prints as nothing, as in bpftrace.
 func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
@@ -38,7 +39,7 @@ func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
 		}
 		return symbols.FormatStack(addrs, symbols.KernelFrame, f.StackPerf, indent)
 	}
-	return symbols.FormatStack(addrs, t.syms.UserFrames(int(v>>32)), f.StackPerf, indent)
+	return symbols.FormatStack(addrs, t.syms.StackFrames(int(v>>32), addrs), f.StackPerf, indent)
 }
 
 // siteSymbols are the symbols of the uprobe sites among sites, for the

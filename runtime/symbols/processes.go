@@ -32,6 +32,10 @@ type processes struct {
 	// threads is the process (thread group) of each thread id seen: a
 	// stack carries the id of the thread that recorded it.
 	threads map[int]int
+	// starts are the start times of the processes seen under each pid,
+	// in the order they were first seen: more than one when the pid was
+	// reused during the trace.
+	starts map[int][]uint64
 }
 
 // readStat returns the thread group id and the start time of thread (or
@@ -103,6 +107,9 @@ func (s *Symbolizer) capture(tid int, threads bool) (Mappings, bool) {
 	}
 	if s.onMappings != nil && !slices.Equal(s.procs.maps[key], ms) {
 		s.onMappings(tgid, ms)
+	}
+	if _, seen := s.procs.maps[key]; !seen {
+		s.procs.starts[tgid] = append(s.procs.starts[tgid], key.start)
 	}
 	s.procs.maps[key] = ms
 	s.procs.latest[tgid] = key
@@ -180,6 +187,78 @@ func (s *Symbolizer) UserFrames(tid int) func(addr uint64) (sym, file string, ok
 	s.mu.Lock()
 	ms, mapped := s.mappings(tid)
 	s.mu.Unlock()
+	return s.namer(ms, mapped)
+}
+
+// StackFrames returns the frame namer FormatStack takes for the user
+// stack addrs that thread tid recorded, as UserFrames does, but through
+// the mappings of the process that recorded it when tid's pid has had
+// several: a pid reused during the trace, or a process that executed
+// another program, leaves generations of mappings (kept by start time
+// from /proc, and from the kernel's records), and the stack value holds
+// only the thread id. The generation that maps the most of addrs is
+// taken, the newest of those that map as many: address space layout
+// randomisation places two processes' code apart, so the addresses of a
+// stack fall in the mappings of the process that recorded it and seldom
+// in another's.
+func (s *Symbolizer) StackFrames(tid int, addrs []uint64) func(addr uint64) (sym, file string, ok bool) {
+	s.mu.Lock()
+	var best Mappings
+	bestScore := -1
+	for _, ms := range s.generations(tid) {
+		if score := mappedCount(ms, addrs); score > bestScore {
+			best, bestScore = ms, score
+		}
+	}
+	s.mu.Unlock()
+	return s.namer(best, len(best) > 0)
+}
+
+// mappedCount is how many of the frames addrs (up to the first 0) ms
+// maps.
+func mappedCount(ms Mappings, addrs []uint64) int {
+	n := 0
+	for _, addr := range addrs {
+		if addr == 0 {
+			break
+		}
+		if _, _, ok := ms.Find(addr); ok {
+			n++
+		}
+	}
+	return n
+}
+
+// generations returns the mappings the process of thread tid had, the
+// newest first: as mappings reads them (now, or the last kept), then
+// those of each earlier process under its pid read from /proc, then
+// those the kernel's records told of before an exec or a reuse of the
+// pid. The caller holds s.mu.
+func (s *Symbolizer) generations(tid int) []Mappings {
+	// The records of the processes that had the pid before.
+	s.drain()
+	var gens []Mappings
+	if ms, ok := s.mappings(tid); ok {
+		gens = append(gens, ms)
+	}
+	tgid, ok := s.procs.threads[tid]
+	if !ok {
+		tgid = tid
+	}
+	starts := s.procs.starts[tgid]
+	for i := len(starts) - 1; i >= 0; i-- {
+		gens = append(gens, s.procs.maps[processKey{pid: tgid, start: starts[i]}])
+	}
+	earlier := s.earlier[tgid]
+	for i := len(earlier) - 1; i >= 0; i-- {
+		gens = append(gens, earlier[i])
+	}
+	return gens
+}
+
+// namer names the frames of a process with mappings ms; mapped false says
+// they were never read, and each frame counts in Unmapped.
+func (s *Symbolizer) namer(ms Mappings, mapped bool) func(addr uint64) (sym, file string, ok bool) {
 	return func(addr uint64) (string, string, bool) {
 		s.mu.Lock()
 		defer s.mu.Unlock()

@@ -48,6 +48,10 @@ type Symbolizer struct {
 	// records; tracked holds what they told of each process, by pid.
 	tracker *tracker
 	tracked map[int]*trackedProcess
+	// earlier holds, by pid, the mappings the records told of before the
+	// process executed another program or its pid went to a new process
+	// (at most maxEarlier, the latest), for the stacks recorded then.
+	earlier map[int][]Mappings
 	// badRecords and lostRecords count the records that did not parse
 	// and those the kernel dropped for want of room in a ring.
 	badRecords  int
@@ -85,8 +89,9 @@ type elfSymbols struct {
 // uprobes are attached at sites, opening files through files.
 func New(pid int, sites []Site, files *usdt.Files) *Symbolizer {
 	return &Symbolizer{pid: pid, sites: sites, files: files,
-		tracked: map[int]*trackedProcess{},
-		procs:   processes{maps: map[processKey]Mappings{}, latest: map[int]processKey{}, threads: map[int]int{}}}
+		tracked: map[int]*trackedProcess{}, earlier: map[int][]Mappings{},
+		procs: processes{maps: map[processKey]Mappings{}, latest: map[int]processKey{}, threads: map[int]int{},
+			starts: map[int][]uint64{}}}
 }
 
 // symbolRank orders the names of one address so that the one a stack

@@ -279,6 +279,7 @@ func (s *Symbolizer) apply(rec perfRecord) {
 	case recordExec:
 		// The process runs a new program: its old mappings are gone, and
 		// the records that follow map all of the new one's code.
+		s.keepEarlier(rec.pid)
 		s.tracked[rec.pid] = &trackedProcess{complete: true}
 		s.procs.threads[rec.tid] = rec.pid
 	case recordFork:
@@ -300,6 +301,9 @@ func (s *Symbolizer) apply(rec perfRecord) {
 		if !tracked || !parent.complete {
 			child.maps = append(child.maps, captured...)
 		}
+		// A process that had the pid before is gone: the stacks it
+		// recorded keep its mappings.
+		s.keepEarlier(rec.pid)
 		s.tracked[rec.pid] = child
 	case recordMmap:
 		s.procs.threads[rec.tid] = rec.pid
@@ -319,6 +323,31 @@ func (s *Symbolizer) apply(rec perfRecord) {
 		tp.maps = slices.DeleteFunc(tp.maps, func(old Mapping) bool { return old.Start < m.End && m.Start < old.End })
 		tp.maps = append(tp.maps, m)
 	}
+}
+
+// maxEarlier is how many generations of mappings before the tracked one
+// are kept of a pid (Symbolizer.earlier): a shell's child is a copy of
+// the shell until it executes its program, and a pid comes back only
+// after pid_max others.
+const maxEarlier = 4
+
+// keepEarlier keeps the mappings the records told of process pid, which
+// is about to execute another program or whose pid goes to a new
+// process, among its earlier generations. The caller holds s.mu.
+func (s *Symbolizer) keepEarlier(pid int) {
+	if _, ok := s.tracked[pid]; !ok {
+		return
+	}
+	var captured Mappings
+	if key, ok := s.procs.latest[pid]; ok {
+		captured = s.procs.maps[key]
+	}
+	ms, ok := s.trackedMappings(pid, captured)
+	if !ok {
+		return
+	}
+	earlier := append(s.earlier[pid], ms)
+	s.earlier[pid] = earlier[max(0, len(earlier)-maxEarlier):]
 }
 
 // isFilePath tells a mapped file's path from the names the kernel gives
