@@ -177,8 +177,8 @@ func cases() []Case {
 		// by frame pointers): the loop's whole stack, fire, main,
 		// __libc_start_call_main, __libc_start_main, _start. The loop
 		// waits 500 ms before its first hit, for gotrace to load its
-		// mappings (it learns them from the kernel's records at its next
-		// poll, 200 ms).
+		// mappings (it learns them from the kernel's records, drained
+		// every 20 ms, and builds its files' tables).
 		withEnv(hit("ustack-ehframe", "@[ustack] = count();"), "BPFTRACE_STACK_UNWIND=eh_frame", "LOOP_SETTLE_MS=500"),
 		// Two maps keyed by two strings of bench:burst (name, i, other
 		// name, i % KEYS): a string read and a hash map operation each.

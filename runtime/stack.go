@@ -72,7 +72,18 @@ func (t *tracer) keepSymbols() {
 		t.syms.Capture(t.pid)
 	}
 	t.every(symbolsPoll, t.syms.Refresh)
+	if t.unwind != nil {
+		// The eh_frame walk stops at the first frame of a process whose
+		// mappings it does not have: the records are drained more often
+		// than /proc is read, so that it has a new one's sooner.
+		t.every(unwindDrain, t.syms.Drain)
+	}
 }
+
+// unwindDrain is how often the mapping records are applied when the
+// eh_frame walk needs them: a drain without records costs a read of each
+// ring's head.
+const unwindDrain = 20 * time.Millisecond
 
 // reportUnmapped says once, at the end of the trace, how many user frames
 // printed as addresses because their process exited before its mappings

@@ -238,6 +238,16 @@ func (tr *tracker) close() {
 	tr.rings, tr.fds = nil, nil
 }
 
+// Drain applies the mapping records waiting in the rings now, without
+// reading /proc again as Refresh does: a listener (OnMappings) then learns
+// a new process's mappings sooner. It returns true, to be called again.
+func (s *Symbolizer) Drain() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.drain()
+	return true
+}
+
 // drain applies the records waiting in every ring, in the order they
 // happened (a process moves between CPUs). The caller holds s.mu.
 func (s *Symbolizer) drain() {
