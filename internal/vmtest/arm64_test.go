@@ -149,6 +149,20 @@ func arm64BuiltinCases(t *testing.T, nopie string) []vmCase {
 			`        __libc_start_main\+[0-9]+`, `        _start\+[0-9]+`,
 		},
 	}, {
+		// At -O2 too: arm64's gcc keeps frame records in the functions
+		// that call others although -fomit-frame-pointer is on at -O2,
+		// where x86-64's stack from this probe is its first frame
+		// alone. ConnectBlock and run are inlined there.
+		Case: Case{Name: "ustack-O2", Script: `gotrace -e 'usdt:/work/bitcoind:validation:block_connected { printf("%s|\n", ustack); exit(); }' ` + run("/work/bitcoind")},
+		want: []string{
+			`        emit_validation_block_connected\+[0-9]+`, `        phase_blocks\+[0-9]+`, `        main\+[0-9]+`,
+			`        __libc_start_main\+[0-9]+`, `        _start\+[0-9]+`,
+		},
+	}, {
+		// main's return value, read from x0 at the return.
+		Case: Case{Name: "uretprobe", Script: `gotrace -e 'uretprobe:/work/o0/bitcoind:main { printf("main returned %d\n", retval); }' ` + run("/work/o0/bitcoind")},
+		want: []string{`main returned 0`},
+	}, {
 		// At a function's first instruction pc is the function, x30 its
 		// return address in the caller, sp 16-byte aligned; r0 is arg0.
 		Case: Case{Name: "reg-func-usym", Script: `gotrace -e 'uprobe:/work/o0/bitcoind:phase_blocks { printf("%s %s %s %d %d\n", func, usym(reg("pc")), usym(reg("r30")), reg("r0") == arg0, reg("sp") % 16); exit(); }' ` + run("/work/o0/bitcoind")},
