@@ -17,15 +17,15 @@ import (
 	"github.com/gotrace/gotrace/usdt"
 )
 
-// A plan reads the host first and decides after: gatherHost walks the
-// attach points once and reads everything the rules will ask about (each
-// target file opened once, with its usdt notes and function symbols; the
-// -p process's mappings; the kernel's features and traceable functions
-// only when a probe needs them) into a hostFacts value. The rules of
-// resolve.go and boundary.go then read that value and never open, stat
-// or ask the kernel themselves, so a rule that runs for several attach
-// points, or a site planned after the code generator ran, costs no
-// second read.
+// A plan reads the host first and decides after. gatherHost finds what
+// the attach points want of the host (wantsOf), then reads it all into a
+// hostFacts value: each target file opened once, with its usdt notes and
+// function symbols; the -p process's objects and mappings; the kernel's
+// features and traceable functions only when a probe needs them. The
+// rules (resolve.go, boundary.go, missing.go) and the sites then read
+// that value and never open, stat or ask the kernel themselves, so a rule
+// that runs for several attach points, or a site planned after the code
+// generator ran, costs no second read.
 
 // opener opens an ELF file the plan reads: a run's usdt.Files.Open, so
 // that the files stay open for attaching; tests count the calls.
