@@ -28,7 +28,9 @@ func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
 	if m := t.coll.Maps[name]; m != nil {
 		raw := make([]byte, 8*f.StackFrames)
 		if err := m.Lookup(uint32(v), raw); err == nil {
-			for i := 0; i+8 <= len(raw); i += 8 {
+			// The frames end at the first 0: the kernel zeroes the rest,
+			// the eh_frame walk leaves the older frames of its buffer.
+			for i := 0; i+8 <= len(raw) && binary.NativeEndian.Uint64(raw[i:]) != 0; i += 8 {
 				addrs = append(addrs, binary.NativeEndian.Uint64(raw[i:]))
 			}
 		}
