@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/cilium/ebpf/btf"
@@ -144,13 +145,17 @@ func listIters(w io.Writer, pattern string, verbose bool) {
 
 // listKprobes prints the functions of tracefs's available_filter_functions
 // (those the kernel can probe) whose name matches pattern, as kprobe or
-// kretprobe probes (kind).
+// kretprobe probes (kind), sorted and each once, as bpftrace 0.17 lists
+// them (the file is in address order and may name a static function
+// twice; compared in the emulated x86-64, internal/vmtest).
 func listKprobes(w io.Writer, kind attachpoint.Kind, pattern string) error {
 	funcs, err := plan.TraceableFunctions()
 	if err != nil {
 		return fmt.Errorf("list %s probes: %w", kind, err)
 	}
-	for _, name := range funcs {
+	funcs = slices.Clone(funcs)
+	slices.Sort(funcs)
+	for _, name := range slices.Compact(funcs) {
 		if attachpoint.Glob.Match(pattern, name) {
 			fmt.Fprintf(w, "%s:%s\n", kind, name)
 		}
@@ -193,14 +198,15 @@ func listKernelFuncs(w io.Writer, kind attachpoint.Kind, pattern string, verbose
 	return nil
 }
 
-// cTypeName spells a BTF type as C declares it, without qualifiers:
-// "struct file *", "size_t", "char *".
+// cTypeName spells a BTF type as C declares it, with const but without
+// the other qualifiers, as bpftrace 0.17 lists them: "struct file *",
+// "size_t", "const char *".
 func cTypeName(t btf.Type) string {
 	switch t := t.(type) {
 	case *btf.Pointer:
 		return cTypeName(t.Target) + " *"
 	case *btf.Const:
-		return cTypeName(t.Type)
+		return "const " + cTypeName(t.Type)
 	case *btf.Volatile:
 		return cTypeName(t.Type)
 	case *btf.Restrict:

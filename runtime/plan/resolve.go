@@ -355,7 +355,10 @@ func expandObjects(ap *lang.AttachPoint, field attachpoint.Func, fields funcFiel
 // TraceableFunctions returns the kernel functions kprobes can attach to,
 // in tracefs's available_filter_functions order: the list bpftrace
 // matches kprobe wildcards and -l against. A function of a module is
-// listed by its name alone, without the "[module]" the file adds.
+// listed by its name alone, without the "[module]" the file adds. Names
+// with a dot, the compiler's copies of a function (vfs_statfs.part.0.isra.0),
+// are left out as bpftrace 0.17 leaves them out: vfscount.bt's kprobe:vfs_*
+// attaches 72 probes in Debian's 6.1 under both (internal/vmtest), not 74.
 func TraceableFunctions() ([]string, error) {
 	dir, err := tracefs.Find(os.Geteuid() == 0)
 	if err != nil {
@@ -367,7 +370,7 @@ func TraceableFunctions() ([]string, error) {
 	}
 	var names []string
 	for _, line := range strings.Split(string(b), "\n") {
-		if name, _, _ := strings.Cut(line, " "); name != "" {
+		if name, _, _ := strings.Cut(line, " "); name != "" && !strings.Contains(name, ".") {
 			names = append(names, name)
 		}
 	}
