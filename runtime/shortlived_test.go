@@ -78,3 +78,60 @@ uprobe:` + bin + `:run_once { @exe[usym(reg("ip"))] = count(); }`
 		t.Errorf("stderr warns:\n%s", stderr)
 	}
 }
+
+// TestRunReusedPIDStacks traces the short-lived program system-wide, runs
+// it, and gives its pid to a run of the same program from another path
+// (a link: the uprobe fires in both) through ns_last_pid: the map,
+// printed after both exited, names every frame of both stacks, the first
+// process's through its own mappings, not those of the process that had
+// its pid last (whose code ASLR put elsewhere).
+func TestRunReusedPIDStacks(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin, lib := buildShortLived(t)
+	other := filepath.Join(filepath.Dir(bin), "other")
+	if err := os.Link(bin, other); err != nil {
+		t.Fatalf("link %s: %v", other, err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 120*time.Second)
+	defer cancel()
+	attached := make(chan struct{})
+	type result struct {
+		out, stderr string
+		err         error
+	}
+	done := make(chan result, 1)
+	go func() {
+		out, stderr, err := runScript(t, ctx, "uprobe:"+lib+":short_hit { @[ustack] = count(); }",
+			Options{Quiet: true, Attached: func() { close(attached) }})
+		done <- result{out, stderr, err}
+	}()
+	select {
+	case <-attached:
+	case r := <-done:
+		t.Fatalf("the trace ended before it attached: %v\n%s", r.err, r.stderr)
+	case <-ctx.Done():
+		t.Fatal("the trace did not attach in 120 s")
+	}
+	first := exec.Command(bin)
+	if err := first.Run(); err != nil {
+		cancel()
+		t.Fatalf("run %s: %v", bin, err)
+	}
+	testenv.TakePID(t, first.Process.Pid, func() int {
+		cmd := exec.Command(other)
+		if err := cmd.Run(); err != nil {
+			t.Errorf("run %s: %v", other, err)
+		}
+		return cmd.Process.Pid
+	})
+	// The end of the trace, as Ctrl-C ends it: the maps print.
+	cancel()
+	r := <-done
+	if r.err != nil && ctx.Err() == nil {
+		t.Fatalf("Run: %v\n%s", r.err, r.stderr)
+	}
+	stacks := strings.Count(r.out, "@[")
+	if stacks < 2 || strings.Contains(r.out, "0x") || strings.Count(r.out, "short_hit+0") != stacks {
+		t.Errorf("want every frame of at least 2 stacks named, got:\n%s\n%s", r.out, r.stderr)
+	}
+}

@@ -107,3 +107,24 @@ func RequireCapability(t testing.TB, f capability.Feature, notes ...string) capa
 	}
 	return r
 }
+
+// TakePID has start start processes until one gets pid, a pid that is
+// free, and returns: before each, ns_last_pid is set to the pid before
+// it, so that the next process created gets it. start returns the pid
+// its process got, and ends the process itself when it is not pid.
+// Another process of the machine may take the pid first, so it tries
+// again, a bounded number of times, and fails t after them. Setting
+// ns_last_pid needs root.
+func TakePID(t testing.TB, pid int, start func() int) {
+	t.Helper()
+	const tries = 200
+	for range tries {
+		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(fmt.Sprint(pid-1)), 0); err != nil {
+			Unavailable(t, "set ns_last_pid: %v", err)
+		}
+		if start() == pid {
+			return
+		}
+	}
+	t.Fatalf("no process got pid %d in %d tries: others took it first", pid, tries)
+}

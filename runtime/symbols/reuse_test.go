@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"strconv"
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/testenv"
@@ -62,22 +61,18 @@ func TestReusedPID(t *testing.T) {
 }
 
 // startEchoAsPID starts the echo program at path as process pid, which
-// is free: ns_last_pid set to the pid before it makes the next process
-// created get it. Another process of the machine may take it first, so
-// it tries again, a bounded number of times.
+// is free (testenv.TakePID).
 func startEchoAsPID(t *testing.T, path string, pid int) *echoProcess {
 	t.Helper()
-	const tries = 200
-	for range tries {
-		if err := os.WriteFile("/proc/sys/kernel/ns_last_pid", []byte(strconv.Itoa(pid-1)), 0); err != nil {
-			testenv.Unavailable(t, "set ns_last_pid: %v", err)
-		}
+	var taken *echoProcess
+	testenv.TakePID(t, pid, func() int {
 		e, got := startEchoAt(t, path, "")
 		if got == pid {
-			return e
+			taken = e
+		} else {
+			stopEcho(t, e)
 		}
-		stopEcho(t, e)
-	}
-	t.Fatalf("no process got pid %d in %d tries: others took it first", pid, tries)
-	return nil
+		return got
+	})
+	return taken
 }
