@@ -159,6 +159,15 @@ func arm64BuiltinCases(t *testing.T, nopie string) []vmCase {
 			`        __libc_start_main\+[0-9]+`, `        _start\+[0-9]+`,
 		},
 	}, {
+		// A jump past more than 32767 instructions needs the long jump
+		// (BPF_JMP32 | BPF_JA), which arm64's JIT learnt in 6.6: 6.1's
+		// verifier accepts the program and its JIT refuses it
+		// (ENOTSUPP), which gotrace must say as such. nsecs keeps the
+		// verifier from pruning the jump as dead.
+		Case: Case{Name: "long-jump", Script: `gotrace -e 'BEGIN { $n = 0; if (nsecs > 0) { ` + strings.Repeat("unroll(100) { $n = $n * 3 + 1; $n = $n * 3 + 1; $n = $n * 3 + 1; } ", 24) + `} printf("%d\n", $n); exit(); }'`},
+		want: []string{`ERROR: the kernel refused program prog0 after its verifier accepted it \(errno 524; the kernel's log, dmesg, may say why\); the end of its log:`},
+		exit: 1,
+	}, {
 		// main's return value, read from x0 at the return.
 		Case: Case{Name: "uretprobe", Script: `gotrace -e 'uretprobe:/work/o0/bitcoind:main { printf("main returned %d\n", retval); }' ` + run("/work/o0/bitcoind")},
 		want: []string{`main returned 0`},
