@@ -154,11 +154,17 @@ func TestPrints(t *testing.T) {
 	}{{
 		name:   "a hist printed three times",
 		prints: []*output.Map{hist(map[string][]uint64{"read": {0, 0, 2}}), hist(map[string][]uint64{"read": {0, 0, 8}, "write": {0, 1}}), hist(map[string][]uint64{"read": {0, 0, 4, 1}})},
+		// Every print of an entry on the buckets of all of them.
 		want: []panel{
-			{"@lat[read]", "1", []int64{2}}, {"@lat[read]", "2", []int64{8}}, {"@lat[read]", "3", []int64{4, 1}},
+			{"@lat[read]", "1", []int64{2, 0}}, {"@lat[read]", "2", []int64{8, 0}}, {"@lat[read]", "3", []int64{4, 1}},
 			{"@lat[write]", "1", nil}, {"@lat[write]", "2", []int64{1}}, {"@lat[write]", "3", nil},
 		},
 		full: map[string]int64{"@lat[read]": 8, "@lat[write]": 1},
+	}, {
+		name:   "a hist cleared between its prints",
+		prints: []*output.Map{hist(map[string][]uint64{"read": {0, 0, 2}}), hist(map[string][]uint64{"read": {0, 0, 0, 0, 3}})},
+		want:   []panel{{"@lat[read]", "1", []int64{2, 0}}, {"@lat[read]", "2", []int64{0, 3}}},
+		full:   map[string]int64{"@lat[read]": 3},
 	}, {
 		name:   "a hist printed once",
 		prints: []*output.Map{hist(map[string][]uint64{"read": {0, 0, 2, 6}})},

@@ -96,19 +96,40 @@ func keysInOrder[T any](prints [][]T, key func(T) string) []string {
 }
 
 // smallMultiples returns the series of map name's prints entry by entry:
-// each print of an entry, numbered, and an empty one where a print did
-// not hold the entry (it drew "no data").
+// each print of an entry, numbered, on the buckets any of its prints
+// showed (a print counts 0 in those it did not show), so that a bucket
+// stands at one place in every panel; an empty one where a print did not
+// hold the entry (it drew "no data").
 func smallMultiples(name string, prints [][]output.Series) []output.Series {
 	var series []output.Series
 	for _, key := range keysInOrder(prints, func(s output.Series) string { return s.Key }) {
+		entry := make([]output.Series, len(prints))
+		labels := map[int]string{}
 		for i, print := range prints {
-			s := output.Series{Map: name, Key: key}
+			entry[i] = output.Series{Map: name, Key: key}
 			if j := slices.IndexFunc(print, func(s output.Series) bool { return s.Key == key }); j >= 0 {
-				s = print[j]
+				entry[i] = print[j]
+				for _, pt := range print[j].Points {
+					labels[pt.Bucket] = pt.Label
+				}
 			}
-			s.Print, s.Prints = i+1, len(prints)
-			series = append(series, s)
+			entry[i].Print, entry[i].Prints = i+1, len(prints)
 		}
+		buckets := slices.Sorted(maps.Keys(labels))
+		for i := range entry {
+			if len(entry[i].Points) == 0 {
+				continue
+			}
+			counts := map[int]int64{}
+			for _, pt := range entry[i].Points {
+				counts[pt.Bucket] = pt.Value
+			}
+			entry[i].Points = make([]output.Point, len(buckets))
+			for j, b := range buckets {
+				entry[i].Points[j] = output.Point{Label: labels[b], Value: counts[b], Bucket: b}
+			}
+		}
+		series = append(series, entry...)
 	}
 	return series
 }

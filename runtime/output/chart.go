@@ -36,6 +36,9 @@ type Point struct {
 	// At is the interval's start (zero for a bucket): the prints of a
 	// time series are merged by it.
 	At time.Time
+	// Bucket is the bucket's number (docs/design.md; 0 for an
+	// interval): the prints of a histogram are aligned by it.
+	Bucket int
 }
 
 // Scalar is one entry of a map of numbers as a chart draws it over the
@@ -104,7 +107,7 @@ func ChartSeries(m *Map) []Series {
 			}
 		} else {
 			for _, bk := range histBuckets(m, e, 0) {
-				s.Points = append(s.Points, Point{Label: bk.label, Value: int64(bk.count)})
+				s.Points = append(s.Points, Point{Label: bk.label, Value: int64(bk.count), Bucket: bk.index})
 			}
 		}
 		series = append(series, s)

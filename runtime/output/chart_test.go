@@ -17,8 +17,8 @@ func TestChartSeries(t *testing.T) {
 		{Key: []Value{Str("a")}, Buckets: []uint64{0, 1}},
 	}}
 	want := []Series{
-		{Map: "@h", Key: "[a]", Points: []Point{{Label: "[0]", Value: 1}}},
-		{Map: "@h", Key: "[b]", Points: []Point{{Label: "[2, 4)", Value: 2}, {Label: "[4, 8)", Value: 0}, {Label: "[8, 16)", Value: 5}}},
+		{Map: "@h", Key: "[a]", Points: []Point{{Label: "[0]", Value: 1, Bucket: 1}}},
+		{Map: "@h", Key: "[b]", Points: []Point{{Label: "[2, 4)", Value: 2, Bucket: 3}, {Label: "[4, 8)", Value: 0, Bucket: 4}, {Label: "[8, 16)", Value: 5, Bucket: 5}}},
 	}
 	if got := ChartSeries(hist); !reflect.DeepEqual(got, want) {
 		t.Errorf("hist: got %+v\nwant %+v", got, want)

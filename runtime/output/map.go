@@ -211,6 +211,8 @@ func topEntries(es *sortedList, top uint64) *sortedList {
 // bounds in decimal for JSON ("" for the open end of the under and over
 // buckets), and its count, divided and raw (the bars use the raw counts).
 type bucket struct {
+	// index is the bucket's number (docs/design.md).
+	index    int
 	label    string
 	min, max string
 	count    uint64
@@ -241,6 +243,7 @@ func histBuckets(m *Map, e *Entry, div uint64) []bucket {
 		} else {
 			bk = histBucketOf(m, i)
 		}
+		bk.index = i
 		bk.raw = e.Buckets[i]
 		bk.count = bk.raw
 		if div > 1 {
