@@ -16,7 +16,7 @@ import (
 // testedWhere says, for each architecture gotrace builds for, where its
 // probe kinds are tested (docs/vmtest.md has the table).
 var testedWhere = map[string]string{
-	"amd64": "x86_64 (usdt, uprobe, tracepoint, profile tested on Linux 6.18 against bpftrace 0.17; kprobe, kretprobe, kfunc, kretfunc in an emulated x86-64 with Debian's 6.1)",
+	"amd64": "x86_64 (usdt, uprobe, tracepoint, profile tested on Linux 6.18 against bpftrace 0.17; kprobe, kretprobe, kfunc, kretfunc and watchpoint in an emulated x86-64 with Debian's 6.1 against bpftrace 0.17 run there)",
 	"arm64": "aarch64 (usdt, uprobe, tracepoint, software, kprobe, kretprobe tested in an emulated arm64 with Debian's 6.1, usdt, uprobe and tracepoint against gotrace's output on x86_64; that kernel refuses kfunc)",
 }
 
