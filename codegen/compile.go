@@ -20,8 +20,9 @@ import (
 
 // Options are the inputs of Compile besides the program.
 type Options struct {
-	// USDT holds, for every usdt attach point of the program, the probes
-	// the runtime resolved it to, with their locations and parsed args.
+	// USDT holds, for every usdt attach point of the program as
+	// lang.Resolve resolved it (Info.AttachPoints), the probes the plan
+	// matched it to, with their locations and parsed args.
 	USDT map[*lang.AttachPoint][]*usdt.Probe
 	// Values are the trace's settings (internal/settings): StrLen only
 	// bounds str() reads whose type says nothing else (the checker's types
@@ -116,6 +117,8 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*Spec, error) {
 	if opts.ControlSize <= 0 {
 		opts.ControlSize = 64 << 10
 	}
+	// The attach points as Resolve found them; p stays as parsed.
+	p = info.ResolvedProgram(p)
 	c := &compiler{prog: p, info: info, opts: opts, mapIndex: map[string]int{}}
 	c.spec = &Spec{
 		Collection: &ebpf.CollectionSpec{

@@ -45,14 +45,7 @@ func FuzzCompile(f *testing.F) {
 		if err != nil {
 			return
 		}
-		opts := Options{EventsSize: 4096, ControlSize: 4096, USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
-		for _, pr := range p.Probes {
-			for _, ap := range pr.Attach {
-				if ap.Kind == lang.ProbeUSDT {
-					opts.USDT[ap] = []*usdt.Probe{fake}
-				}
-			}
-		}
+		opts := Options{EventsSize: 4096, ControlSize: 4096, USDT: fakeUSDT(p, info, fake)}
 		spec, err := Compile(p, info, opts)
 		if err == nil && spec == nil {
 			t.Fatal("Compile returned neither a Spec nor an error")

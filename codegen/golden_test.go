@@ -45,6 +45,21 @@ func fakeProbe(semaphoreOffset uint64) *usdt.Probe {
 	}}
 }
 
+// fakeUSDT matches every usdt attach point of p, as resolved in info, to
+// the probe fake: codegen's Options.USDT for a program whose probes are
+// not looked for in any file.
+func fakeUSDT(p *lang.Program, info *lang.Info, fake *usdt.Probe) map[*lang.AttachPoint][]*usdt.Probe {
+	probes := map[*lang.AttachPoint][]*usdt.Probe{}
+	for _, pr := range p.Probes {
+		for _, ap := range info.AttachPoints(pr) {
+			if ap.Kind == lang.ProbeUSDT {
+				probes[ap] = []*usdt.Probe{fake}
+			}
+		}
+	}
+	return probes
+}
+
 func TestGolden(t *testing.T) {
 	fake := fakeProbe(0)
 	for _, tt := range goldenTests {
@@ -57,14 +72,7 @@ func TestGolden(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			opts := Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
-			for _, pr := range p.Probes {
-				for _, ap := range pr.Attach {
-					if ap.Kind == lang.ProbeUSDT {
-						opts.USDT[ap] = []*usdt.Probe{fake}
-					}
-				}
-			}
+			opts := Options{USDT: fakeUSDT(p, info, fake)}
 			spec, err := Compile(p, info, opts)
 			if err != nil {
 				t.Fatal(err)

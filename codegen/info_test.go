@@ -24,28 +24,7 @@ import (
 // node kind the walker or the checker misses fails here too. fn.typeOf
 // asserts the same for every expression codegen lowers.
 func TestEveryExprTyped(t *testing.T) {
-	type program struct{ name, src string }
-	var programs []program
-	for _, g := range goldenTests {
-		programs = append(programs, program{"golden/" + g.name, g.src})
-	}
-	for _, pat := range []string{"../testdata/*/*.bt", "../scripts/*.bt", "../lang/testdata/check/good/*.bt"} {
-		files, err := filepath.Glob(pat)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, f := range files {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				t.Fatal(err)
-			}
-			programs = append(programs, program{f, string(data)})
-		}
-	}
-	cfg := lang.Config{
-		Params: []string{"1", "2", "3", "4", "5"}, Unsafe: true, Child: true,
-		Host: tracepointHost{&usdt.Host{}}, Kernel: symbolKernel{},
-	}
+	programs, cfg := corpus(t), corpusConfig()
 	checked, exprs := 0, 0
 	for _, prog := range programs {
 		p, err := lang.Parse(filepath.Base(prog.name), prog.src)
@@ -73,6 +52,45 @@ func TestEveryExprTyped(t *testing.T) {
 		t.Fatalf("only %d of %d programs checked clean", checked, len(programs))
 	}
 	t.Logf("%d expressions of %d programs, each typed", exprs, checked)
+}
+
+// corpusProgram is one script of the corpus the tests over every known
+// program read.
+type corpusProgram struct{ name, src string }
+
+// corpus returns the programs codegen could be handed: those of the
+// golden listings, the repository's scripts and the test scripts under
+// testdata/ and lang's testdata/check/good.
+func corpus(t *testing.T) []corpusProgram {
+	t.Helper()
+	var programs []corpusProgram
+	for _, g := range goldenTests {
+		programs = append(programs, corpusProgram{"golden/" + g.name, g.src})
+	}
+	for _, pat := range []string{"../testdata/*/*.bt", "../scripts/*.bt", "../lang/testdata/check/good/*.bt"} {
+		files, err := filepath.Glob(pat)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			programs = append(programs, corpusProgram{f, string(data)})
+		}
+	}
+	return programs
+}
+
+// corpusConfig is the front end's configuration for the corpus: enough
+// positional parameters, a host that finds files and one tracepoint, a
+// kernel with symbols and no BTF.
+func corpusConfig() lang.Config {
+	return lang.Config{
+		Params: []string{"1", "2", "3", "4", "5"}, Unsafe: true, Child: true,
+		Host: tracepointHost{&usdt.Host{}}, Kernel: symbolKernel{},
+	}
 }
 
 // reflectExprs calls visit for every expression reachable from v through

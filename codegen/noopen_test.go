@@ -114,7 +114,7 @@ func compileWithoutFiles(path, src string, probes []usdt.Probe) (string, error) 
 	}
 	opts := Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
 	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
+		for _, ap := range info.AttachPoints(pr) {
 			for _, up := range probes {
 				if ap.Kind == lang.ProbeUSDT && up.Name == ap.Func && (ap.Provider == "" || up.Provider == ap.Provider) {
 					// Named as the script names the file, as the runtime

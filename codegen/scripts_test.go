@@ -50,7 +50,7 @@ func TestScriptsLoad(t *testing.T) {
 				}
 				opts := Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{}}
 				for _, pr := range p.Probes {
-					for _, ap := range pr.Attach {
+					for _, ap := range info.AttachPoints(pr) {
 						if ap.Kind != lang.ProbeUSDT {
 							continue
 						}

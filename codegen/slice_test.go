@@ -2,11 +2,12 @@ package codegen
 
 import (
 	"fmt"
-	"github.com/gotrace/gotrace/lang/attachpoint"
 	"maps"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
 
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"

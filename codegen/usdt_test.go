@@ -63,7 +63,7 @@ func TestUSDTEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	ap := p.Probes[0].Attach[0]
+	ap := info.AttachPoints(p.Probes[0])[0]
 	spec, err := Compile(p, info, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {&probes[0]}}})
 	if err != nil {
 		t.Fatal(err)

@@ -214,8 +214,10 @@ type Probe struct {
 // AttachPoint is one attach point, split into its fields as
 // attachpoint.Point describes them.
 //
-// A positional parameter in an attach point (usdt:$1:net:inbound_message)
-// is kept as written, here Target="$1", until Resolve substitutes it.
+// The parser's attach points stay as written: a positional parameter
+// (usdt:$1:net:inbound_message) is kept, here Target="$1". Resolve
+// records resolved copies in the Info (Info.AttachPoints), the only ones
+// with Tracepoints.
 type AttachPoint struct {
 	// Loc ends with the attach point and starts, as bpftrace's location
 	// does, where the token before it ends (1:1 for the first one), so it
@@ -228,7 +230,8 @@ type AttachPoint struct {
 	attachpoint.Point
 	// Tracepoints are the tracepoints a tracepoint attach point matches
 	// (Target is the category, Func the name), with their typed fields,
-	// as Resolve found them through the Host.
+	// or the kernel functions a kfunc attach point matches, as Resolve
+	// found them through the Host: set on resolved attach points only.
 	Tracepoints []*Tracepoint
 }
 
@@ -440,7 +443,8 @@ type MapExpr struct {
 type Builtin struct {
 	ExprBase
 	Name string
-	// ID is the builtin Name denotes, set by the checker.
+	// ID is the builtin variable Name denotes (LookupVar), set with Name
+	// by whoever builds the node: the parser, a desugaring pass.
 	ID BuiltinID
 }
 
@@ -459,7 +463,8 @@ type Call struct {
 	// only the name for "Unknown function".
 	NameLoc Span
 	Args    []Expr
-	// ID is the function Name denotes, set by the checker. The format of
+	// ID is the function Name denotes (LookupFunc), set with Name by
+	// whoever builds the node: the parser, a desugaring pass. The format of
 	// printf, system and cat, which the checker parses to check the
 	// arguments, is in the Info (Info.Format).
 	ID BuiltinID

@@ -45,7 +45,8 @@ package lang
 //     negations carry their int64 value (Info.ConstInt, setConst), and
 //     $N inside str($N) its text (Info.ConstString); codegen evaluates nothing
 //     itself.
-//   - Builtin and Call: ID is the builtin the name denotes (builtins.go).
+//   - Builtin and Call: ID, set by the parser, is the builtin the name
+//     denotes (builtins.go).
 //   - Binary: arithmetic, bitwise, comparison and logical operators on
 //     integers give a 64-bit integer, signed only when both operands are
 //     signed; pointer +/- integer keeps the pointer type; string == and !=
@@ -192,9 +193,11 @@ type checker struct {
 	vars    map[*Probe]map[string]Type
 	structs map[string]*StructDef
 
-	// The probe being checked, the variables assigned so far in it, and
-	// how many loops enclose the current statement.
+	// The probe being checked, its attach points as resolved, the
+	// variables assigned so far in it, and how many loops enclose the
+	// current statement.
 	probe     *Probe
+	attach    []*AttachPoint
 	defined   map[string]bool
 	loops     int
 	numParams int
@@ -274,7 +277,7 @@ func (c *checker) warnf(s Span, format string, args ...any) {
 func (c *checker) run() {
 	c.numParams = 0
 	for _, pr := range c.prog.Probes {
-		c.probe = pr
+		c.probe, c.attach = pr, c.info.AttachPoints(pr)
 		c.defined = map[string]bool{}
 		c.loops = 0
 		if c.vars[pr] == nil {
@@ -297,7 +300,7 @@ func (c *checker) run() {
 // points, in order.
 func (c *checker) probeKinds() []ProbeKind {
 	var kinds []ProbeKind
-	for _, a := range c.probe.Attach {
+	for _, a := range c.attach {
 		if !slices.Contains(kinds, a.Kind) {
 			kinds = append(kinds, a.Kind)
 		}

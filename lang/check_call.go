@@ -20,7 +20,6 @@ import (
 // call checks a function call used as u.
 func (c *checker) call(e *Call, u use) Type {
 	nameLoc := e.NameLoc
-	e.ID = LookupFunc(e.Name)
 	sig := &builtins[e.ID]
 	if e.ID == BuiltinInvalid || sig.support != supported {
 		// Like bpftrace, leave the arguments of an unknown function alone.
@@ -562,19 +561,15 @@ func (c *checker) signalCall(e *Call) {
 	}
 }
 
-// stackMode resolves a stack mode argument of ustack(): it records and
-// returns its id, or returns BuiltinInvalid for an expression that is no
-// stack mode.
+// stackMode resolves a stack mode argument of ustack(): it returns its
+// id, or BuiltinInvalid for an expression that is no stack mode. The
+// call's type says which mode it is (Type.StackPerf).
 func stackMode(a Expr) BuiltinID {
 	b, ok := a.(*Builtin)
 	if !ok {
 		return BuiltinInvalid
 	}
-	if id := lookupBuiltin(classStackMode, b.Name); id != BuiltinInvalid {
-		b.ID = id
-		return id
-	}
-	return BuiltinInvalid
+	return lookupBuiltin(classStackMode, b.Name)
 }
 
 // ustackArgs checks ustack([mode][, limit]) and kstack's.
@@ -637,12 +632,12 @@ func (c *checker) uaddrType(e *Call) Type {
 	if !ok {
 		return Type{Kind: KindPointer, Elem: &elem}
 	}
-	for _, ap := range c.probe.Attach {
+	for _, ap := range c.attach {
 		c.dataSymbol(SymbolRef{ap.Target, lit.Value})
 	}
 	path := ""
-	if len(c.probe.Attach) > 0 {
-		path = c.probe.Attach[0].Target
+	if len(c.attach) > 0 {
+		path = c.attach[0].Target
 	}
 	sym := c.dataSymbol(SymbolRef{path, lit.Value})
 	if sym.Err != nil {

@@ -45,7 +45,6 @@ func (c *checker) varAssign(v *Var, t Type, opSpan Span) {
 // builtin resolves and types a builtin variable and checks that the probe
 // allows it.
 func (c *checker) builtin(e *Builtin) Type {
-	e.ID = LookupVar(e.Name)
 	b := &builtins[e.ID]
 	switch {
 	case e.ID == BuiltinInvalid:
@@ -76,7 +75,7 @@ func (c *checker) builtin(e *Builtin) Type {
 		}
 	}
 	if e.ID == VarArgs && c.tracepointArgs(e) {
-		return argsType(c.probe.Attach[0].Tracepoints[0])
+		return argsType(c.attach[0].Tracepoints[0])
 	}
 	if t, ok := c.kernelFuncBuiltin(e); ok {
 		return t

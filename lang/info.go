@@ -36,6 +36,11 @@ type Info struct {
 	// array value (`$t[1]`), folded by the checker.
 	elems map[*IndexExpr]int
 
+	// attach is the attach points of each probe as Resolve resolved them,
+	// in the order written: copies of the parsed ones, which stay as
+	// written (AttachPoints).
+	attach map[*Probe][]*AttachPoint
+
 	// Maps is every map the program uses, by name ("@x", or "@" for the
 	// anonymous map).
 	Maps map[string]*MapInfo
@@ -62,6 +67,7 @@ func NewInfo() *Info {
 		unrolls: map[*UnrollStmt]int{},
 		formats: map[*Call][]printf.Part{},
 		elems:   map[*IndexExpr]int{},
+		attach:  map[*Probe][]*AttachPoint{},
 		Maps:    map[string]*MapInfo{},
 		Symbols: map[SymbolRef]DataSymbol{},
 	}
@@ -139,6 +145,35 @@ func (in *Info) ConstString(e Expr) (string, bool) {
 		return "", false
 	}
 	return constant.StringVal(v), true
+}
+
+// AttachPoints returns the attach points of pr as Resolve resolved them
+// (parameters substituted, bare targets found, the tracepoints and
+// kernel functions they match), in the order written; pr's own when
+// Resolve recorded none: before it runs, after it failed, or for a probe
+// a later stage made, whose attach points are resolved already.
+func (in *Info) AttachPoints(pr *Probe) []*AttachPoint {
+	if aps, ok := in.attach[pr]; ok {
+		return aps
+	}
+	return pr.Attach
+}
+
+// ResolvedProgram returns p as the stages after the front end see it:
+// a Program whose probes attach to the attach points Resolve resolved
+// (AttachPoints). The probes are copies sharing their predicates and
+// bodies with p, so that what Info records about expressions still
+// applies, and p itself stays as parsed. Calling it on its own result
+// gives the same attach points.
+func (in *Info) ResolvedProgram(p *Program) *Program {
+	rp := *p
+	rp.Probes = make([]*Probe, len(p.Probes))
+	for i, pr := range p.Probes {
+		copied := *pr
+		copied.Attach = in.AttachPoints(pr)
+		rp.Probes[i] = &copied
+	}
+	return &rp
 }
 
 // UnrollCount returns how many times the checker found unroll statement

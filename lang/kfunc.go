@@ -99,10 +99,10 @@ func kfuncSlot(name string, i int, t btf.Type) TracepointField {
 // kretfunc, the function's return type (of its first function where a
 // wildcard matched several). ok is false for the others.
 func (c *checker) kernelFuncBuiltin(e *Builtin) (Type, bool) {
-	if c.probe == nil || len(c.probe.Attach) == 0 {
+	if c.probe == nil || len(c.attach) == 0 {
 		return Type{}, false
 	}
-	ap := c.probe.Attach[0]
+	ap := c.attach[0]
 	switch {
 	case e.ID == VarFunc && kernelFuncKind(ap.Kind):
 		return Type{Kind: KindKsym}, true

@@ -916,9 +916,9 @@ func (p *parser) primary() (Expr, bool) {
 				// bpftrace 0.24's call syntax for builtin variables:
 				// comm() is comm.
 				p.next()
-				return &Builtin{ExprBase: ExprBase{Loc: p.span(t)}, Name: t.Value}, false
+				return &Builtin{ExprBase: ExprBase{Loc: p.span(t)}, Name: t.Value, ID: LookupVar(t.Value)}, false
 			}
-			e := &Call{Name: t.Value, NameLoc: loc}
+			e := &Call{Name: t.Value, NameLoc: loc, ID: LookupFunc(t.Value)}
 			if t.Value == "sizeof" && (p.is("struct") || p.is("union")) {
 				// sizeof(struct X): the type's name is a Builtin, as
 				// sizeof(uint32)'s is, which the checker types.
@@ -958,7 +958,7 @@ func (p *parser) primary() (Expr, bool) {
 		}
 		// Every identifier that is not called is a Builtin; the checker
 		// reports the unknown ones.
-		return &Builtin{ExprBase: ExprBase{Loc: loc}, Name: t.Value}, false
+		return &Builtin{ExprBase: ExprBase{Loc: loc}, Name: t.Value, ID: LookupVar(t.Value)}, false
 	case tokPunct:
 		if t.Value == "{" {
 			return blockExpr(p.block()), false

@@ -13,7 +13,8 @@ import "errors"
 //	enums     replaceEnumValues (enumdef.go): enumerators become integer literals
 //	stdlib    replaceTaskBuiltins, replaceAsserts (stdlib.go): ppid, pcomm
 //	          and assert() become what they stand for
-//	resolve   Resolve (resolve.go): attach points name real files and tracepoints
+//	resolve   Resolve (resolve.go): the real files and tracepoints attach
+//	          points name, recorded in the Info (Info.AttachPoints)
 //	check     Check (check*.go): types, constants, maps, symbols, recorded
 //	          in the Info (info.go), not on the AST
 //
@@ -42,7 +43,7 @@ var Passes = []Pass{
 		replaceAsserts(p)
 		return nil
 	}},
-	{Name: "resolve", run: func(p *Program, cfg Config, _ *Info) error { return Resolve(p, cfg) }},
+	{Name: "resolve", run: Resolve},
 	{Name: "check", run: Check},
 }
 

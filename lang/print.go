@@ -9,7 +9,8 @@ import (
 
 // Dump writes p as an indented tree, one node per line, one space of
 // indentation per level. Expressions info gives a type end in ":: TYPE";
-// info is nil before the checker. The output is stable, for golden tests
+// info is nil before the checker. Attach points are printed as info
+// records them resolved, once Resolve has run. The output is stable, for golden tests
 // and `gotrace -d ast`.
 func Dump(w io.Writer, p *Program, info *Info) {
 	d := &dumper{w: w, info: info}
@@ -22,7 +23,7 @@ func Dump(w io.Writer, p *Program, info *Info) {
 	}
 	for _, pr := range p.Probes {
 		d.line(1, "probe")
-		for _, a := range pr.Attach {
+		for _, a := range d.attachPoints(pr) {
 			d.line(2, "%s", attachString(a))
 		}
 		if pr.Pred != nil {
@@ -65,6 +66,15 @@ func (d *dumper) typeOf(e Expr) Type {
 		return Type{}
 	}
 	return d.info.TypeOf(e)
+}
+
+// attachPoints returns pr's attach points as resolved when Resolve has
+// run, else as parsed.
+func (d *dumper) attachPoints(pr *Probe) []*AttachPoint {
+	if d.info == nil {
+		return pr.Attach
+	}
+	return d.info.AttachPoints(pr)
 }
 
 // unrollCount returns the repeat count the checker found for s, 0 before

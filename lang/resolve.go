@@ -30,18 +30,26 @@ type ProcessHost interface {
 	ProcessPath(path string) string
 }
 
-// Resolve makes the attach points of p name what they attach to, before
-// Check types the program, so that the checker and uaddr() see the real
-// file: it substitutes the positional parameters cfg.Params in every
-// field ($1 in usdt:$1:net:inbound_message, interval:s:$1), and replaces
-// a bare target (python3.11, libc) by the file cfg.Host finds for it (with
-// no Host, bare targets stay as written). Wildcards are left to the
-// caller, which knows the files and processes. The errors are an
-// ErrorList.
-func Resolve(p *Program, cfg Config) error {
+// Resolve finds what the attach points of p attach to, before Check
+// types the program, so that the checker and uaddr() see the real file,
+// and records them in info (Info.AttachPoints), leaving p as parsed: it
+// substitutes the positional parameters cfg.Params in every field ($1 in
+// usdt:$1:net:inbound_message, interval:s:$1), finds the tracepoints and
+// kernel functions a tracepoint, kfunc or kretfunc attach point matches,
+// and replaces a bare target (python3.11, libc) by the file cfg.Host
+// finds for it (with no Host, bare targets stay as written). Wildcards
+// in paths and functions are left to the plan, which knows the files and
+// processes. The errors are an ErrorList; a probe with one keeps its
+// attach points as parsed.
+func Resolve(p *Program, cfg Config, info *Info) error {
 	var errs ErrorList
 	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
+		resolved := make([]*AttachPoint, len(pr.Attach))
+		failed := len(errs)
+		for i, parsed := range pr.Attach {
+			copied := *parsed
+			ap := &copied
+			resolved[i] = ap
 			if err := substituteParams(ap, cfg.Params); err != nil {
 				errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
 				continue
@@ -79,6 +87,9 @@ func Resolve(p *Program, cfg Config) error {
 				continue
 			}
 			ap.Target = path
+		}
+		if len(errs) == failed {
+			info.attach[pr] = resolved
 		}
 	}
 	if len(errs) > 0 {

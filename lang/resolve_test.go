@@ -36,12 +36,13 @@ func TestResolveParamInProbeType(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse: %v", err)
 		}
-		err = Resolve(p, Config{Params: []string{tc.param}})
+		info := NewInfo()
+		err = Resolve(p, Config{Params: []string{tc.param}}, info)
 		switch {
 		case tc.err != "" && (err == nil || err.Error() != "1:1-6: "+tc.err):
 			t.Errorf("BEG$1 with %s: Resolve = %v, want %s", tc.param, err, tc.err)
-		case tc.err == "" && (err != nil || p.Probes[0].Attach[0].Kind.String() != tc.kind):
-			t.Errorf("BEG$1 with %s: Resolve = %v, kind %v; want %s", tc.param, err, p.Probes[0].Attach[0].Kind, tc.kind)
+		case tc.err == "" && (err != nil || info.AttachPoints(p.Probes[0])[0].Kind.String() != tc.kind):
+			t.Errorf("BEG$1 with %s: Resolve = %v, kind %v; want %s", tc.param, err, info.AttachPoints(p.Probes[0])[0].Kind, tc.kind)
 		}
 	}
 }
@@ -69,10 +70,11 @@ func TestResolveProcessTarget(t *testing.T) {
 		if err != nil {
 			t.Fatalf("Parse(%q): %v", tc.src, err)
 		}
-		if err := Resolve(p, Config{Host: processHost{}}); err != nil {
+		info := NewInfo()
+		if err := Resolve(p, Config{Host: processHost{}}, info); err != nil {
 			t.Fatalf("Resolve(%q): %v", tc.src, err)
 		}
-		if got := p.Probes[0].Attach[0].Target; got != tc.want {
+		if got := info.AttachPoints(p.Probes[0])[0].Target; got != tc.want {
 			t.Errorf("%s: target %q, want %q", tc.src, got, tc.want)
 		}
 	}

@@ -36,7 +36,7 @@ func replaceTaskBuiltins(prog *Program) {
 		}
 		loc := e.Span()
 		if task == nil {
-			task = &Builtin{ExprBase: ExprBase{Loc: loc}, Name: "curtask"}
+			task = &Builtin{ExprBase: ExprBase{Loc: loc}, Name: "curtask", ID: VarCurtask}
 		}
 		up := &FieldAccess{ExprBase: ExprBase{Loc: loc}, X: task, Field: "real_parent", Arrow: true}
 		return &FieldAccess{ExprBase: ExprBase{Loc: loc}, X: up, Field: field, Arrow: true}
@@ -55,9 +55,9 @@ func replaceAsserts(prog *Program) {
 		}
 		loc := c.Loc
 		not := &Unary{ExprBase: ExprBase{Loc: loc}, Op: "!", OpLoc: loc, X: c.Args[0]}
-		report := &Call{ExprBase: ExprBase{Loc: loc}, Name: "errorf", NameLoc: c.NameLoc,
+		report := &Call{ExprBase: ExprBase{Loc: loc}, Name: "errorf", ID: FuncErrorf, NameLoc: c.NameLoc,
 			Args: []Expr{&StrLit{ExprBase: ExprBase{Loc: loc}, Value: "assert failed: %s"}, c.Args[1]}}
-		exit := &Call{ExprBase: ExprBase{Loc: loc}, Name: "exit", NameLoc: c.NameLoc,
+		exit := &Call{ExprBase: ExprBase{Loc: loc}, Name: "exit", ID: FuncExit, NameLoc: c.NameLoc,
 			Args: []Expr{&IntLit{ExprBase: ExprBase{Loc: loc}, Value: 1}}}
 		then := &Block{Loc: loc, Stmts: []Stmt{&ExprStmt{Loc: loc, X: report}, &ExprStmt{Loc: loc, X: exit}}}
 		return &BlockExpr{ExprBase: ExprBase{Loc: loc}, Stmts: []Stmt{&IfStmt{Loc: loc, Cond: not, Then: then}}}

@@ -155,7 +155,7 @@ func argsType(tp *Tracepoint) Type {
 func (c *checker) argsField(e *FieldAccess) Type {
 	var t Type
 	first := true
-	for _, ap := range c.probe.Attach {
+	for _, ap := range c.attach {
 		for _, tp := range ap.Tracepoints {
 			f, ok := tp.Field(e.Field)
 			if !ok {
@@ -174,10 +174,10 @@ func (c *checker) argsField(e *FieldAccess) Type {
 // whose tracepoints Resolve found.
 func (c *checker) tracepointArgs(e Expr) bool {
 	b, ok := e.(*Builtin)
-	if !ok || b.Name != "args" || c.probe == nil || len(c.probe.Attach) == 0 {
+	if !ok || b.Name != "args" || c.probe == nil || len(c.attach) == 0 {
 		return false
 	}
-	for _, ap := range c.probe.Attach {
+	for _, ap := range c.attach {
 		if len(ap.Tracepoints) == 0 {
 			return false
 		}

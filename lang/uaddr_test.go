@@ -58,7 +58,7 @@ func TestUaddrResolvedTarget(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: check: %v", tc.src, err)
 		}
-		if got := p.Probes[0].Attach[0].Target; got != python {
+		if got := info.AttachPoints(p.Probes[0])[0].Target; got != python {
 			t.Errorf("%s: target %q, want %q", tc.src, got, python)
 		}
 		a := p.Probes[0].Body.Stmts[0].(*AssignStmt)

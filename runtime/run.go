@@ -76,6 +76,8 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 		opts.Err = io.Discard
 	}
 	memlock.Raise()
+	// The attach points as lang.Resolve found them; p stays as parsed.
+	p = info.ResolvedProgram(p)
 
 	if opts.Format == "" {
 		opts.Format = "text"

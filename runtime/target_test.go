@@ -62,7 +62,8 @@ func TestResolveTargets(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = lang.Resolve(p, lang.Config{Host: NewHost(tc.opts.PID, tc.opts.Command)})
+		info := lang.NewInfo()
+		err = lang.Resolve(p, lang.Config{Host: NewHost(tc.opts.PID, tc.opts.Command)}, info)
 		if err != nil {
 			var msg strings.Builder
 			err.(lang.ErrorList).Write(&msg, "stdin", tc.src)
@@ -72,7 +73,7 @@ func TestResolveTargets(t *testing.T) {
 			continue
 		}
 		var got []string
-		for _, ap := range p.Probes[0].Attach {
+		for _, ap := range info.AttachPoints(p.Probes[0]) {
 			got = append(got, ap.Target)
 		}
 		if !slices.Equal(got, tc.want) {

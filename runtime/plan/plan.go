@@ -87,6 +87,7 @@ type Plan struct {
 // rules to what it read and compiles what matched (resolve), and plans
 // the sites.
 func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
+	p = info.ResolvedProgram(p)
 	fields := parseFuncFields(p)
 	h := gatherHost(p, in)
 	r, err := resolve(p, fields, info, h, in)
@@ -107,6 +108,7 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 // Compile resolves the attach points of p for a run on in and compiles
 // what they match, as Make does, without planning the sites.
 func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) {
+	p = info.ResolvedProgram(p)
 	fields := parseFuncFields(p)
 	h := gatherHost(p, in)
 	r, err := resolve(p, fields, info, h, in)
@@ -328,6 +330,7 @@ func siteError(a *codegen.Attachment, format string, args ...any) error {
 // (in.Codegen.Extends) and returns it with the sites of its new
 // attachments; a nil Spec when nothing matched. info is the checker's.
 func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen.Spec, []Site, error) {
+	p = info.ResolvedProgram(p)
 	wild := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
