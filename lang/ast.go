@@ -55,6 +55,9 @@ type Program struct {
 	// runs are the runs of characters without blanks that hold several
 	// tokens, in source order; runStart looks them up.
 	runs []tokenRun
+	// numExprs is how many expression numbers have been given
+	// (numberExprs).
+	numExprs int
 	// macros and enumValues are the script's macro definitions (by
 	// macroKey) and enumerators as parsed, for the passes that replace
 	// their uses (expandMacros, replaceEnumValues).
@@ -364,8 +367,12 @@ type ExprBase struct {
 	// Loc is the expression without the parentheses around it, which
 	// bpftrace's diagnostics leave out too.
 	Loc Span
+	// num is the expression's number, 1 up, unique in its program, for
+	// the Info's tables (exprnum.go); 0 for an expression built outside
+	// the parser and the desugaring passes.
+	num int32
 	// more is what only some expressions have, nil for the others, so
-	// that an operator or a literal costs 24 bytes here.
+	// that an operator or a literal costs 32 bytes here.
 	more *exprMore
 }
 

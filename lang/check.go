@@ -133,6 +133,8 @@ func Check(p *Program, cfg Config, info *Info) error {
 	if cfg.MapKeysMax < 0 {
 		return fmt.Errorf("check program: map size %d is negative", cfg.MapKeysMax)
 	}
+	// Every numbered expression gets a type: its table is sized once.
+	info.types.grow(p.numExprs + 1)
 	c := &checker{
 		prog:    p,
 		info:    info,

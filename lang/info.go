@@ -16,16 +16,15 @@ import (
 // (runtime's attach-point matching copies probes, never expressions)
 // keeps its entries only while the expressions are shared.
 type Info struct {
-	// types is the checked type of each expression, keyed by its
-	// ExprBase: a plain pointer hashes and compares faster than an
-	// interface, and its entries are smaller, which a program of 400,000
-	// expressions notices (bench's check-expr-400k). Expressions of the
-	// common scalar types share one copy of their type (internType), so
-	// that an entry costs a pointer rather than a whole Type.
-	types map[*ExprBase]*Type
+	// types is the checked type of each expression, by its number
+	// (exprnum.go): an index rather than a hash, which a program of
+	// 400,000 expressions notices (BenchmarkCheckLarge). Expressions of
+	// the common scalar types share one copy of their type (internType),
+	// so that an entry costs a pointer rather than a whole Type.
+	types exprTable[*Type]
 	// values is the value of each constant expression other than an
 	// integer literal, whose value is its own (see constOf).
-	values map[*ExprBase]constant.Value
+	values exprTable[constant.Value]
 	// unrolls is the repeat count of each unroll statement the checker
 	// accepted.
 	unrolls map[*UnrollStmt]int
@@ -62,8 +61,6 @@ type Info struct {
 // NewInfo returns an empty Info, for Analyze to fill in.
 func NewInfo() *Info {
 	return &Info{
-		types:   map[*ExprBase]*Type{},
-		values:  map[*ExprBase]constant.Value{},
 		unrolls: map[*UnrollStmt]int{},
 		formats: map[*Call][]printf.Part{},
 		elems:   map[*IndexExpr]int{},
@@ -84,7 +81,7 @@ func (in *Info) TypeOf(e Expr) Type {
 // one, KindNone included (a stack mode inside ustack() has none, and
 // says so).
 func (in *Info) LookupType(e Expr) (Type, bool) {
-	if t := in.types[e.exprBase()]; t != nil {
+	if t := in.types.get(e.exprBase()); t != nil {
 		return *t, true
 	}
 	return Type{}, false
@@ -92,15 +89,14 @@ func (in *Info) LookupType(e Expr) (Type, bool) {
 
 // Typed reports whether the checker recorded a type for e (LookupType).
 func (in *Info) Typed(e Expr) bool {
-	_, ok := in.types[e.exprBase()]
-	return ok
+	return in.types.get(e.exprBase()) != nil
 }
 
 // SetType records e's type: the checker's, and a test's that builds a
 // typed AST by hand. Code generation never calls it: it asks for the
 // typed nodes it needs (MemberOf), which codegen's TestNoUntypedNodes
 // enforces.
-func (in *Info) SetType(e Expr, t Type) { in.types[e.exprBase()] = internType(t) }
+func (in *Info) SetType(e Expr, t Type) { in.types.set(e.exprBase(), internType(t)) }
 
 // setConst records e's value as a constant, or that it has none (nil).
 // An integer literal's value is its own (constOf).
@@ -108,11 +104,7 @@ func (in *Info) setConst(e Expr, v constant.Value) {
 	if _, ok := e.(*IntLit); ok {
 		return
 	}
-	if v == nil {
-		delete(in.values, e.exprBase())
-		return
-	}
-	in.values[e.exprBase()] = v
+	in.values.set(e.exprBase(), v)
 }
 
 // constOf returns the value of e when it is a constant: an integer
@@ -121,7 +113,7 @@ func (in *Info) constOf(e Expr) constant.Value {
 	if lit, ok := e.(*IntLit); ok {
 		return constant.MakeInt64(int64(lit.Value))
 	}
-	return in.values[e.exprBase()]
+	return in.values.get(e.exprBase())
 }
 
 // ConstInt returns the value the checker recorded for e when e is an

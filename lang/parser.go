@@ -58,6 +58,7 @@ func Parse(file, src string) (*Program, error) {
 	prog.runs = s.runs
 	// Uses of macros and enumerators are replaced by their passes.
 	prog.macros, prog.enumValues = p.macros, p.enumValues
+	numberExprs(prog)
 	return prog, nil
 }
 

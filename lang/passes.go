@@ -47,6 +47,16 @@ var Passes = []Pass{
 	{Name: "check", run: Check},
 }
 
+// apply runs the pass over p; after a desugaring pass, which may build
+// and copy expressions, it numbers the new ones (numberExprs).
+func (pass Pass) apply(p *Program, cfg Config, info *Info) error {
+	err := pass.run(p, cfg, info)
+	if err == nil && pass.Desugar {
+		numberExprs(p)
+	}
+	return err
+}
+
 // Analyze runs Passes over p in order, and after, when not nil, with each
 // pass once it has run without error and the Info as far as it is
 // filled in. It returns the Info the passes filled in, the side table of
@@ -60,7 +70,7 @@ func Analyze(p *Program, cfg Config, after func(Pass, *Info)) (*Info, error) {
 	info := NewInfo()
 	var kept error
 	for _, pass := range Passes {
-		err := pass.run(p, cfg, info)
+		err := pass.apply(p, cfg, info)
 		if err == nil && after != nil && kept == nil {
 			after(pass, info)
 		}
@@ -82,7 +92,7 @@ func Desugar(p *Program) error {
 		if !pass.Desugar {
 			break
 		}
-		if err := pass.run(p, Config{}, nil); err != nil {
+		if err := pass.apply(p, Config{}, nil); err != nil {
 			return err
 		}
 	}
