@@ -141,9 +141,9 @@ func (in *Info) ConstString(e Expr) (string, bool) {
 
 // AttachPoints returns the attach points of pr as Resolve resolved them
 // (parameters substituted, bare targets found, the tracepoints and
-// kernel functions they match), in the order written; pr's own when
-// Resolve recorded none: before it runs, after it failed, or for a probe
-// a later stage made, whose attach points are resolved already.
+// kernel functions they match, as far as Resolve got), in the order
+// written; pr's own when Resolve recorded none: before it runs, or for a
+// probe a later stage made, whose attach points are resolved already.
 func (in *Info) AttachPoints(pr *Probe) []*AttachPoint {
 	if aps, ok := in.attach[pr]; ok {
 		return aps

@@ -39,13 +39,13 @@ type ProcessHost interface {
 // and replaces a bare target (python3.11, libc) by the file cfg.Host
 // finds for it (with no Host, bare targets stay as written). Wildcards
 // in paths and functions are left to the plan, which knows the files and
-// processes. The errors are an ErrorList; a probe with one keeps its
-// attach points as parsed.
+// processes. The errors are an ErrorList; an attach point with one is
+// recorded as far as it was resolved (its parameters substituted, say),
+// which the checker's messages then name, as bpftrace's do.
 func Resolve(p *Program, cfg Config, info *Info) error {
 	var errs ErrorList
 	for _, pr := range p.Probes {
 		resolved := make([]*AttachPoint, len(pr.Attach))
-		failed := len(errs)
 		for i, parsed := range pr.Attach {
 			copied := *parsed
 			ap := &copied
@@ -88,9 +88,7 @@ func Resolve(p *Program, cfg Config, info *Info) error {
 			}
 			ap.Target = path
 		}
-		if len(errs) == failed {
-			info.attach[pr] = resolved
-		}
+		info.attach[pr] = resolved
 	}
 	if len(errs) > 0 {
 		return errs
