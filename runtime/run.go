@@ -323,6 +323,9 @@ type tracer struct {
 	addedProcs int
 	// eventsDone is closed when the events reader goroutine has returned.
 	eventsDone chan struct{}
+	// controlFlushed and controlDone are the same for the control ring's
+	// reader.
+	controlFlushed, controlDone chan struct{}
 	// exit is closed by the first exit() record.
 	exit     chan struct{}
 	exitOnce sync.Once
@@ -550,11 +553,16 @@ func (t *tracer) startReaders() {
 	t.stop = make(chan struct{})
 	t.readers.Add(2)
 	t.favoured = proc.Favour()
+	t.controlFlushed = make(chan struct{})
+	t.controlDone = make(chan struct{})
 	go func() {
 		defer close(t.eventsDone)
 		t.read(t.events, t.flushed, lostPoll)
 	}()
-	go t.read(t.control, nil, 0)
+	go func() {
+		defer close(t.controlDone)
+		t.read(t.control, t.controlFlushed, 0)
+	}()
 }
 
 // every calls f every period, on a goroutine of its own, until the trace
@@ -823,13 +831,27 @@ func (t *tracer) printExitMaps() error {
 }
 
 // drain prints every record already in the events ring buffer.
+//
+// Both rings are drained: exit()'s record, which carries the exit status,
+// goes to the control ring, while the exited flag it sets lets Run end the
+// trace without waiting for that record, so a drain of the events ring
+// alone could end the run before the control reader had read it, and the
+// status was lost (exit 0 after assert's error, about 1 run in 40 with
+// four tracers started at once on 2 cores).
 func (t *tracer) drain() {
-	if err := t.events.Flush(); err != nil {
+	drainRing(t.events, t.flushed, t.eventsDone)
+	drainRing(t.control, t.controlFlushed, t.controlDone)
+}
+
+// drainRing returns once the reader of rd has handled every record the
+// ring held when it was called (flushed), or has stopped (done).
+func drainRing(rd *ringbuf.Reader, flushed, done <-chan struct{}) {
+	if rd == nil || rd.Flush() != nil {
 		return
 	}
 	select {
-	case <-t.flushed:
-	case <-t.eventsDone:
+	case <-flushed:
+	case <-done:
 	}
 }
 
