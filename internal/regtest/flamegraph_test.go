@@ -65,3 +65,74 @@ func TestFlameGraphReindex(t *testing.T) {
 		t.Errorf("%d blocks drawn, want %d", total, reindexBlocks)
 	}
 }
+
+// profileReindexTries bounds how many reindexes TestProfileReindexEhFrame
+// samples before it gives up: a sample lands in Chainstate::ConnectTip by
+// chance, so the test waits for that event over whole reindexes rather
+// than for a length of time.
+const profileReindexTries = 10
+
+// TestProfileReindexEhFrame samples the real bitcoind (a Release build,
+// no frame pointers) with profile while it reindexes its chain state,
+// its user stacks walked by the BPF program with .eh_frame rules
+// (stack_unwind = eh_frame), and waits for a sample taken under
+// Chainstate::ConnectTip (which calls ConnectBlock; blocks with only a
+// coinbase spend more of it reading and flushing than connecting): that
+// stack must name the chain from the thread function through
+// Chainstate::ActivateBestChain, as docs/flamegraph.md's drawing shows.
+// The frame-pointer walk gives two or three frames there. Below the
+// thread function (libstdc++'s routine, libc's start_thread) the walk
+// needs the libraries' tables, which a reindex this short can outrun
+// (issue 26's note), so those frames are logged, not required.
+func TestProfileReindexEhFrame(t *testing.T) {
+	testenv.RequireRoot(t)
+	n := regtest.New(t, regtest.Options{})
+	n.Start(t)
+	n.WaitReady(t)
+	n.CLI(t, "generatetodescriptor", fmt.Sprint(reindexBlocks), "raw(51)")
+	n.Stop(t)
+
+	command := strings.Join(n.Command("-reindex-chainstate", fmt.Sprintf("-stopatheight=%d", reindexBlocks), "-printtoconsole=0"), " ")
+	src := `profile:hz:2999 /pid == cpid/ { @[comm, ustack] = count(); }`
+	for try := 1; try <= profileReindexTries; try++ {
+		ctx, cancel := context.WithTimeout(context.Background(), regtest.Deadline)
+		cmd := exec.CommandContext(ctx, gotrace(t), "-q", "-f", "folded", "-c", command, "-e", src)
+		cmd.Env = append(cmd.Environ(), "BPFTRACE_STACK_UNWIND=eh_frame")
+		out, err := cmd.CombinedOutput()
+		timedOut := ctx.Err() != nil
+		cancel()
+		if timedOut {
+			t.Fatalf("the reindex did not end within %v:\n%s", regtest.Deadline, out)
+		}
+		if err != nil {
+			t.Fatalf("gotrace: %v:\n%s", err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			// The count follows the last space; C++ names hold spaces.
+			i := strings.LastIndex(line, " ")
+			if i < 0 {
+				continue
+			}
+			stack := line[:i]
+			frames := strings.Split(stack, ";")
+			if !slices.ContainsFunc(frames, hasPrefix("Chainstate::ConnectTip(")) {
+				continue
+			}
+			for _, want := range []string{"b-initload", "util::TraceThread(", "node::ImportBlocks(", "Chainstate::ActivateBestChain(", "Chainstate::ActivateBestChainStep(", "Chainstate::ConnectTip("} {
+				if !slices.ContainsFunc(frames, hasPrefix(want)) {
+					t.Errorf("a sample under ConnectTip lacks %s: %s", want, stack)
+				}
+			}
+			t.Logf("reindex %d: %s", try, stack)
+			return
+		}
+		t.Logf("reindex %d: no sample under Chainstate::ConnectTip yet", try)
+	}
+	t.Fatalf("%d reindexes sampled at 2999 Hz and none under Chainstate::ConnectTip", profileReindexTries)
+}
+
+// hasPrefix is strings.HasPrefix with the prefix bound, for slices'
+// ContainsFunc.
+func hasPrefix(prefix string) func(string) bool {
+	return func(s string) bool { return strings.HasPrefix(s, prefix) }
+}
