@@ -8,6 +8,7 @@ import (
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/btf"
 
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 )
 
@@ -317,12 +318,16 @@ func (f *fn) mapLen(call *lang.Call) error {
 }
 
 // stackLen lowers len(s) of a ustack or kstack value s: the number of
-// frames bpf_get_stack walks, up to s's limit, 0 where it cannot. A
+// frames bpf_get_stack walks, up to s's limit, 0 where it cannot (a user
+// stack walked with .eh_frame rules is counted where it is stored). A
 // stack trace map cannot be read in BPF, so the stack is walked again:
 // within one run of a probe it is the same stack.
 func (f *fn) stackLen(s lang.Expr) error {
 	t := f.typeOf(s)
 	assert(t.Kind == lang.KindStack && t.StackFrames > 0, s, "len() of what is not a stack")
+	if !t.StackKernel && f.c.opts.StackUnwind == settings.UnwindEhFrame {
+		return f.unwoundStackLen(s, t)
+	}
 	buf := f.alloc(8 * t.StackFrames)
 	flags := int32(bpfFUserStack)
 	if t.StackKernel {

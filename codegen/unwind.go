@@ -602,3 +602,45 @@ func bitsFor(n int) int {
 	}
 	return b
 }
+
+// unwoundStackLen lowers len(s) of a user stack walked with .eh_frame
+// rules: its frames are stored in UnwoundStackMap under the id in s's low
+// 32 bits, which the program can read (a stack trace map it cannot), so
+// they are counted up to the first 0, which ends a stack shorter than its
+// limit, or the limit. An id with no stored stack (the map was full) has
+// length 0. Counting what is stored, rather than walking again, gives the
+// length of the stack s holds, whenever it was walked.
+func (f *fn) unwoundStackLen(s lang.Expr, t lang.Type) error {
+	frames := t.StackFrames
+	if err := f.intExpr(s); err != nil {
+		return err
+	}
+	key, err := f.pushSlot(s)
+	if err != nil {
+		return err
+	}
+	defer f.popSlot()
+	zero, done := f.label("uwlenzero"), f.label("uwlen")
+	f.emit(
+		asm.StoreMem(f.fp, key, asm.R0, asm.Word),
+		asm.LoadMapPtr(asm.R1, 0).WithReference(UnwoundStackMap(frames)),
+		asm.Mov.Reg(asm.R2, f.fp),
+		asm.Add.Imm(asm.R2, int32(key)),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, zero),
+		asm.Mov.Reg(asm.R1, asm.R0),
+		asm.Mov.Imm(asm.R0, 0),
+	)
+	for i := range frames {
+		f.emit(
+			asm.LoadMem(asm.R2, asm.R1, int16(8*i), asm.DWord),
+			asm.JEq.Imm(asm.R2, 0, done),
+			asm.Add.Imm(asm.R0, 1),
+		)
+	}
+	f.emit(asm.Ja.Label(done))
+	f.place(zero)
+	f.emit(asm.Mov.Imm(asm.R0, 0))
+	f.place(done)
+	return nil
+}

@@ -85,7 +85,17 @@ func TestRunCxxStackEhFrame(t *testing.T) {
 				t.Errorf("%d stacks printed, want %d:\n%s", len(stacks), hits, live)
 			}
 			for _, stack := range stacks {
-				checkEhChain(t, "while running", stackFunctions(t, stack, "        "))
+				// len(ustack) counts the frames the walk stored.
+				var n int
+				head, frames, _ := strings.Cut(stack, "\n")
+				if _, err := fmt.Sscanf(head, "%d frames", &n); err != nil {
+					t.Fatalf("stack %q does not start with len(ustack): %v", stack, err)
+				}
+				names := stackFunctions(t, frames, "        ")
+				if n != len(names) {
+					t.Errorf("len(ustack) = %d, but the stack printed has %d frames", n, len(names))
+				}
+				checkEhChain(t, "while running", names)
 			}
 			key, ok := strings.CutPrefix(maps, "@[\n")
 			if key, ok = strings.CutSuffix(key, fmt.Sprintf("]: %d\n", hits)); !ok || strings.Contains(key, "@[") {
@@ -104,7 +114,7 @@ func traceEhChain(t *testing.T, bin string, hits int, capture bool) string {
 	t.Helper()
 	fifo, release := cxxChainFIFO(t)
 	command := fmt.Sprintf("%s %s %d", bin, fifo, hits)
-	src := fmt.Sprintf(`usdt:%s:cxxchain:bottom { printf("%%s|\n", ustack); @[ustack] = count(); }`, bin)
+	src := fmt.Sprintf(`usdt:%s:cxxchain:bottom { printf("%%d frames%%s|\n", len(ustack), ustack); @[ustack] = count(); }`, bin)
 	eh := settings.Values{StackUnwind: settings.UnwindEhFrame}
 	p, info := checkScript(t, src, lang.Config{Values: eh, Child: true, Host: NewHost(0, command)})
 	out := newWatchedBuffer(func(s string) bool { return strings.Count(s, "|\n") == hits })
