@@ -188,23 +188,14 @@ func (f *fn) unwoundUstack(n lang.Node, t lang.Type) error {
 	}
 	frames := t.StackFrames
 	f.c.declareUnwindMaps(frames)
-	zeroKey, err := f.pushSlot(n)
-	if err != nil {
-		return err
-	}
-	defer f.popSlot()
 	step, err := f.unwindStep(n, frames)
 	if err != nil {
 		return err
 	}
 	st := 8 * frames
 	empty, store, done, end := f.label("uwempty"), f.label("uwstore"), f.label("uwdone"), f.label("uwend")
+	f.lookupZeroKey(UnwindBufMap(frames))
 	f.emit(
-		storeImm64(f.fp, int(zeroKey), 0),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(UnwindBufMap(frames)),
-		asm.Mov.Reg(asm.R2, f.fp),
-		asm.Add.Imm(asm.R2, int32(zeroKey)),
-		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, empty),
 		asm.Mov.Reg(asm.R7, asm.R0),
 	)
@@ -217,8 +208,10 @@ func (f *fn) unwoundUstack(n lang.Node, t lang.Type) error {
 		asm.StoreMem(asm.R7, int16(st+uwTgid), asm.R0, asm.DWord),
 		asm.Mov.Imm(asm.R1, int32(frames)),
 		funcPtr(asm.R2, step),
+		// The callback's context is the zero key, with which it looks
+		// the buffer up again.
 		asm.Mov.Reg(asm.R3, f.fp),
-		asm.Add.Imm(asm.R3, int32(zeroKey)),
+		asm.Add.Imm(asm.R3, slotZero),
 		asm.Mov.Imm(asm.R4, 0),
 		asm.FnLoop.Call(),
 		// A stack shorter than the limit ends with a 0 frame, as the
@@ -230,11 +223,8 @@ func (f *fn) unwoundUstack(n lang.Node, t lang.Type) error {
 		storeImm64(asm.R1, 0, 0),
 	)
 	f.place(store)
+	f.lookup(UnwoundStackMap(frames), keyAt{asm.R7, st + uwHash})
 	f.emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(UnwoundStackMap(frames)),
-		asm.Mov.Reg(asm.R2, asm.R7),
-		asm.Add.Imm(asm.R2, int32(st+uwHash)),
-		asm.FnMapLookupElem.Call(),
 		asm.JNE.Imm(asm.R0, 0, done),
 		asm.LoadMapPtr(asm.R1, 0).WithReference(UnwoundStackMap(frames)),
 		asm.Mov.Reg(asm.R2, asm.R7),
@@ -382,12 +372,9 @@ func (f *fn) unwindStep(n lang.Node, frames int) (string, error) {
 		f.emit(asm.Mov.Imm(asm.R0, 0), asm.Return())
 		for reason, l := range stops {
 			f.place(l)
+			f.emit(storeImm64(asm.R9, int(st+uwKey), int32(reason)))
+			f.lookup(UnwindStopsMap, keyAt{asm.R9, int(st + uwKey)})
 			f.emit(
-				storeImm64(asm.R9, int(st+uwKey), int32(reason)),
-				asm.LoadMapPtr(asm.R1, 0).WithReference(UnwindStopsMap),
-				asm.Mov.Reg(asm.R2, asm.R9),
-				asm.Add.Imm(asm.R2, int32(st+uwKey)),
-				asm.FnMapLookupElem.Call(),
 				asm.JEq.Imm(asm.R0, 0, stop),
 				asm.Mov.Imm(asm.R1, 1),
 				asm.StoreXAdd(asm.R0, asm.R1, asm.DWord),
@@ -407,11 +394,8 @@ func (f *fn) unwindStep(n lang.Node, frames int) (string, error) {
 func (f *fn) unwindFindMapping(st int16, stops []string) {
 	const mask = UnwindMaxMappings - 1
 	found := f.label("uwmapping")
+	f.lookup(UnwindProcsMap, keyAt{asm.R9, int(st + uwTgid)})
 	f.emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(UnwindProcsMap),
-		asm.Mov.Reg(asm.R2, asm.R9),
-		asm.Add.Imm(asm.R2, int32(st+uwTgid)),
-		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, stops[UnwindStopNoProcess]),
 		asm.LoadMem(asm.R3, asm.R0, 0, asm.Word),
 		asm.JEq.Imm(asm.R3, 0, stops[UnwindStopNoProcess]),
@@ -478,11 +462,8 @@ func (f *fn) unwindFindRule(st int16, stop string, stops []string) {
 			asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		)
 	}
+	f.lookup(UnwindFilesMap, keyAt{asm.R9, int(st + uwTable)})
 	f.emit(
-		asm.LoadMapPtr(asm.R1, 0).WithReference(UnwindFilesMap),
-		asm.Mov.Reg(asm.R2, asm.R9),
-		asm.Add.Imm(asm.R2, int32(st+uwTable)),
-		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, stops[UnwindStopNoTable]),
 		asm.Mov.Reg(asm.R6, asm.R0),
 		asm.Mov.Imm(asm.R7, 0),
@@ -520,12 +501,9 @@ func (f *fn) unwindFindRule(st int16, stop string, stops []string) {
 		asm.JGT.Reg(asm.R2, asm.R8, stop),
 		asm.And.Imm(asm.R1, 0xffff),
 		asm.StoreMem(asm.R9, st+uwKey, asm.R1, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(UnwindRulesMap),
-		asm.Mov.Reg(asm.R2, asm.R9),
-		asm.Add.Imm(asm.R2, int32(st+uwKey)),
-		asm.FnMapLookupElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, stops[UnwindStopUnsupported]),
 	)
+	f.lookup(UnwindRulesMap, keyAt{asm.R9, int(st + uwKey)})
+	f.emit(asm.JEq.Imm(asm.R0, 0, stops[UnwindStopUnsupported]))
 }
 
 // unwindStepFrame applies the rule R0 points to: the CFA into R7 from
@@ -621,12 +599,9 @@ func (f *fn) unwoundStackLen(s lang.Expr, t lang.Type) error {
 	}
 	defer f.popSlot()
 	zero, done := f.label("uwlenzero"), f.label("uwlen")
+	f.emit(asm.StoreMem(f.fp, key, asm.R0, asm.Word))
+	f.lookup(UnwoundStackMap(frames), keyAt{f.fp, int(key)})
 	f.emit(
-		asm.StoreMem(f.fp, key, asm.R0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(UnwoundStackMap(frames)),
-		asm.Mov.Reg(asm.R2, f.fp),
-		asm.Add.Imm(asm.R2, int32(key)),
-		asm.FnMapLookupElem.Call(),
 		asm.JEq.Imm(asm.R0, 0, zero),
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.Mov.Imm(asm.R0, 0),
