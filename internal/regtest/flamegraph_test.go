@@ -6,8 +6,10 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/gotrace/gotrace/internal/regtest"
 	"github.com/gotrace/gotrace/internal/testenv"
@@ -18,6 +20,38 @@ import (
 // reindexes: enough blocks for a drawing, few enough to mine quickly.
 const reindexBlocks = 120
 
+// stoppedChain starts a node, mines blocks on it (to an anyone-can-spend
+// script) and stops it, for a test that reindexes that chain.
+func stoppedChain(t *testing.T, blocks int) *regtest.Node {
+	t.Helper()
+	n := regtest.New(t, regtest.Options{})
+	n.Start(t)
+	n.WaitReady(t)
+	start := time.Now()
+	n.CLI(t, "generatetodescriptor", strconv.Itoa(blocks), "raw(51)")
+	t.Logf("mined %d blocks in %v", blocks, time.Since(start).Round(time.Millisecond))
+	n.Stop(t)
+	return n
+}
+
+// runToEnd runs gotrace with args (and env added to its environment)
+// until it ends, within regtest.Deadline, and returns what it printed.
+func runToEnd(t *testing.T, env []string, args ...string) []byte {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), regtest.Deadline)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, gotrace(t), args...)
+	cmd.Env = append(cmd.Environ(), env...)
+	out, err := cmd.CombinedOutput()
+	if ctx.Err() != nil {
+		t.Fatalf("gotrace %s: the run did not end within %v:\n%s", strings.Join(args, " "), regtest.Deadline, out)
+	}
+	if err != nil {
+		t.Fatalf("gotrace %s: %v:\n%s", strings.Join(args, " "), err, out)
+	}
+	return out
+}
+
 // TestFlameGraphReindex draws a flame graph of the real bitcoind while it
 // reindexes its chain state (-reindex-chainstate, stopping at the tip):
 // the stacks of validation:block_connected by thread, which fires once
@@ -26,28 +60,14 @@ const reindexBlocks = 120
 // profile of such a run (profile:hz:99).
 func TestFlameGraphReindex(t *testing.T) {
 	testenv.RequireRoot(t)
-	n := regtest.New(t, regtest.Options{})
-	n.Start(t)
-	n.WaitReady(t)
-	n.CLI(t, "generatetodescriptor", fmt.Sprint(reindexBlocks), "raw(51)")
-	n.Stop(t)
-
+	n := stoppedChain(t, reindexBlocks)
 	drawing := filepath.Join(t.TempDir(), "reindex.svg")
 	command := strings.Join(n.Command("-reindex-chainstate", fmt.Sprintf("-stopatheight=%d", reindexBlocks)), " ")
 	// The stacks are only map keys, printed after the node exited: their
 	// frames are named from the mappings the kernel's records told while
 	// it ran (runtime/symbols' Track).
 	src := fmt.Sprintf(`usdt:%s:validation:block_connected { @[comm, ustack] = count(); }`, n.Bitcoind)
-	ctx, cancel := context.WithTimeout(context.Background(), regtest.Deadline)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, gotrace(t), "flamegraph", "-q", "-o", drawing, "-c", command, "-e", src)
-	out, err := cmd.CombinedOutput()
-	if ctx.Err() != nil {
-		t.Fatalf("gotrace flamegraph: the reindex did not end within %v:\n%s", regtest.Deadline, out)
-	}
-	if err != nil {
-		t.Fatalf("gotrace flamegraph: %v:\n%s", err, out)
-	}
+	runToEnd(t, nil, "flamegraph", "-q", "-o", drawing, "-c", command, "-e", src)
 	stacks, err := flamegraph.ReadFile(drawing)
 	if err != nil {
 		t.Fatal(err)
@@ -86,27 +106,11 @@ const profileReindexTries = 10
 // (issue 26's note), so those frames are logged, not required.
 func TestProfileReindexEhFrame(t *testing.T) {
 	testenv.RequireRoot(t)
-	n := regtest.New(t, regtest.Options{})
-	n.Start(t)
-	n.WaitReady(t)
-	n.CLI(t, "generatetodescriptor", fmt.Sprint(reindexBlocks), "raw(51)")
-	n.Stop(t)
-
+	n := stoppedChain(t, reindexBlocks)
 	command := strings.Join(n.Command("-reindex-chainstate", fmt.Sprintf("-stopatheight=%d", reindexBlocks), "-printtoconsole=0"), " ")
 	src := `profile:hz:2999 /pid == cpid/ { @[comm, ustack] = count(); }`
 	for try := 1; try <= profileReindexTries; try++ {
-		ctx, cancel := context.WithTimeout(context.Background(), regtest.Deadline)
-		cmd := exec.CommandContext(ctx, gotrace(t), "-q", "-f", "folded", "-c", command, "-e", src)
-		cmd.Env = append(cmd.Environ(), "BPFTRACE_STACK_UNWIND=eh_frame")
-		out, err := cmd.CombinedOutput()
-		timedOut := ctx.Err() != nil
-		cancel()
-		if timedOut {
-			t.Fatalf("the reindex did not end within %v:\n%s", regtest.Deadline, out)
-		}
-		if err != nil {
-			t.Fatalf("gotrace: %v:\n%s", err, out)
-		}
+		out := runToEnd(t, []string{"BPFTRACE_STACK_UNWIND=eh_frame"}, "-q", "-f", "folded", "-c", command, "-e", src)
 		for _, line := range strings.Split(string(out), "\n") {
 			// The count follows the last space; C++ names hold spaces.
 			i := strings.LastIndex(line, " ")

@@ -248,13 +248,7 @@ func lastLines(lines []string, n int) []string {
 func TestIBD(t *testing.T) {
 	testenv.RequireRoot(t)
 	const tip = 2000
-	n := regtest.New(t, regtest.Options{})
-	n.Start(t)
-	n.WaitReady(t)
-	start := time.Now()
-	n.CLI(t, "generatetodescriptor", strconv.Itoa(tip), "raw(51)")
-	t.Logf("generated %d blocks in %v", tip, time.Since(start).Round(time.Millisecond))
-	n.Stop(t)
+	n := stoppedChain(t, tip)
 
 	src, err := os.ReadFile(repoScript(t, "ibd.bt"))
 	if err != nil {
@@ -267,7 +261,7 @@ func TestIBD(t *testing.T) {
 	if err := os.WriteFile(script, []byte(strings.ReplaceAll(string(src), "500000", strconv.Itoa(tip))), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	start = time.Now()
+	start := time.Now()
 	tr := regtest.StartTrace(t, gotrace(t), filepath.Dir(n.Bitcoind), "-q", "-c", "./bitcoind -datadir="+n.Datadir+" -reindex-chainstate", script)
 	tr.Wait(t) // the script exits at the tip
 	took := time.Since(start)
