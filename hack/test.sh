@@ -135,7 +135,7 @@ if [[ $fuzztime != 0 && $fuzztime != 0s ]]; then
 	# it: a minute of the phase on 2 cores, for the few packages that fuzz.
 	for dir in $(grep -rl --include='*_test.go' '^func Fuzz[A-Z0-9_]' . | xargs -n1 dirname | sort -u); do
 		pkg=$(go list "$dir")
-		targets=$(grep -h --include='*_test.go' -o '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go | sed 's/^func //' | sort -u)
+		targets=$(grep -h -o '^func Fuzz[A-Za-z0-9_]*' "$dir"/*_test.go | sed 's/^func //' | sort -u)
 		for f in $targets; do
 			step go test -run='^$' -fuzz="^$f\$" -fuzztime="$fuzztime" "$pkg"
 			if ! fuzz "$pkg" "$f"; then
