@@ -41,7 +41,8 @@ var loopSource []byte
 var rssSource []byte
 
 // rssHelper is the built bench/rss/rss.c, through which measure runs a
-// tool to read its own peak RSS (see there why os/exec's cannot be used).
+// tool to read its own peak RSS (see there why os/exec's cannot be used)
+// and its wall time from fork to reaping.
 var rssHelper string
 
 // libjvm is the largest USDT target on these machines (500-odd probes).
@@ -756,14 +757,26 @@ func measure(tool, loop string, c Case, dir string, target *exec.Cmd) (Run, erro
 		return Run{}, fmt.Errorf("%w: %s", err, firstLine(stderr.String()))
 	}
 	r := Run{Wall: end.Sub(start), ProgNS: progNS}
-	kib, err := os.ReadFile(rssOut)
+	report, err := os.ReadFile(rssOut)
 	if err != nil {
 		return Run{}, fmt.Errorf("read %s's peak RSS: %w", filepath.Base(tool), err)
 	}
-	if r.MaxRSS, err = strconv.ParseInt(strings.TrimSpace(string(kib)), 10, 64); err != nil {
-		return Run{}, fmt.Errorf("read %s's peak RSS %q: %w", filepath.Base(tool), kib, err)
+	// The helper writes the peak RSS in KiB, then the wall in nanoseconds
+	// from its fork to its reaping of the tool: the tool's own time, without
+	// the bench's exec of the helper (itself a few milliseconds here).
+	fields := strings.Fields(string(report))
+	if len(fields) != 2 {
+		return Run{}, fmt.Errorf("read %s's peak RSS and wall %q: want two numbers", filepath.Base(tool), report)
+	}
+	if r.MaxRSS, err = strconv.ParseInt(fields[0], 10, 64); err != nil {
+		return Run{}, fmt.Errorf("read %s's peak RSS %q: %w", filepath.Base(tool), fields[0], err)
 	}
 	r.MaxRSS *= 1024
+	ns, err := strconv.ParseInt(fields[1], 10, 64)
+	if err != nil {
+		return Run{}, fmt.Errorf("read %s's wall %q: %w", filepath.Base(tool), fields[1], err)
+	}
+	r.Wall = time.Duration(ns)
 	for _, m := range lostEvents.FindAllSubmatch(stdout.kept.Bytes(), -1) {
 		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		r.Lost += n
