@@ -13,6 +13,7 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
+	"github.com/cilium/ebpf/btf"
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
@@ -33,7 +34,7 @@ func load(spec *ebpf.CollectionSpec, replace map[string]*ebpf.Map) (*ebpf.Collec
 		return nil, err
 	}
 	reserveFiles(spec)
-	coll, err := ebpf.NewCollectionWithOptions(spec, ebpf.CollectionOptions{MapReplacements: replace})
+	coll, err := ebpf.NewCollectionWithOptions(withoutLineInfo(spec), ebpf.CollectionOptions{MapReplacements: replace})
 	if err == nil {
 		return coll, nil
 	}
@@ -47,6 +48,33 @@ func load(spec *ebpf.CollectionSpec, replace map[string]*ebpf.Map) (*ebpf.Collec
 		return nil, fmt.Errorf("load program: %w", err)
 	}
 	return nil, verifierError(spec, err, ve)
+}
+
+// withoutLineInfo returns a copy of spec whose programs without
+// callbacks carry no source comments. cilium/ebpf gives the kernel each
+// comment as BTF line info, which costs a BTF object per program and,
+// once per process, the probes of what the kernel's BTF supports: seven
+// BPF_BTF_LOADs, about 1 ms of the 20 that BEGIN { exit(); } takes on
+// this project's VMs. gotrace needs no line info in the kernel: a
+// verifier error is placed from the comments of spec's own instructions
+// (sourceAt). A program with callbacks loads BTF anyway, for the
+// function information the kernel requires of it, and keeps its lines.
+func withoutLineInfo(spec *ebpf.CollectionSpec) *ebpf.CollectionSpec {
+	out := *spec
+	out.Programs = make(map[string]*ebpf.ProgramSpec, len(spec.Programs))
+	for name, ps := range spec.Programs {
+		if slices.ContainsFunc(ps.Instructions, func(ins asm.Instruction) bool { return btf.FuncMetadata(&ins) != nil }) {
+			out.Programs[name] = ps
+			continue
+		}
+		bare := *ps
+		bare.Instructions = make(asm.Instructions, len(ps.Instructions))
+		for i, ins := range ps.Instructions {
+			bare.Instructions[i] = ins.WithSource(nil)
+		}
+		out.Programs[name] = &bare
+	}
+	return &out
 }
 
 // maxStackFile holds kernel.perf_event_max_stack, the most frames the
