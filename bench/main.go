@@ -420,6 +420,11 @@ func run(n int, only, jsonOut string, w io.Writer) error {
 		defer stats.Close()
 	}
 	fmt.Fprintf(w, "gotrace vs bpftrace, median of %d runs each, interleaved\n\n", n)
+	if slices.ContainsFunc(selected, func(c Case) bool { return strings.HasPrefix(c.Name, "startup") }) {
+		if err := printFloor(w, dir, n); err != nil {
+			return err
+		}
+	}
 
 	var results []Result
 	for _, c := range selected {
@@ -757,26 +762,9 @@ func measure(tool, loop string, c Case, dir string, target *exec.Cmd) (Run, erro
 		return Run{}, fmt.Errorf("%w: %s", err, firstLine(stderr.String()))
 	}
 	r := Run{Wall: end.Sub(start), ProgNS: progNS}
-	report, err := os.ReadFile(rssOut)
-	if err != nil {
-		return Run{}, fmt.Errorf("read %s's peak RSS: %w", filepath.Base(tool), err)
+	if r.MaxRSS, r.Wall, err = readReport(rssOut); err != nil {
+		return Run{}, fmt.Errorf("%s: %w", filepath.Base(tool), err)
 	}
-	// The helper writes the peak RSS in KiB, then the wall in nanoseconds
-	// from its fork to its reaping of the tool: the tool's own time, without
-	// the bench's exec of the helper (itself a few milliseconds here).
-	fields := strings.Fields(string(report))
-	if len(fields) != 2 {
-		return Run{}, fmt.Errorf("read %s's peak RSS and wall %q: want two numbers", filepath.Base(tool), report)
-	}
-	if r.MaxRSS, err = strconv.ParseInt(fields[0], 10, 64); err != nil {
-		return Run{}, fmt.Errorf("read %s's peak RSS %q: %w", filepath.Base(tool), fields[0], err)
-	}
-	r.MaxRSS *= 1024
-	ns, err := strconv.ParseInt(fields[1], 10, 64)
-	if err != nil {
-		return Run{}, fmt.Errorf("read %s's wall %q: %w", filepath.Base(tool), fields[1], err)
-	}
-	r.Wall = time.Duration(ns)
 	for _, m := range lostEvents.FindAllSubmatch(stdout.kept.Bytes(), -1) {
 		n, _ := strconv.ParseInt(string(m[1]), 10, 64)
 		r.Lost += n
