@@ -207,26 +207,21 @@ const (
 // probeKindSet is a set of probe kinds.
 type probeKindSet uint32
 
-// probeSet returns the set of kinds.
-func probeSet(kinds ...ProbeKind) probeKindSet {
-	var s probeKindSet
-	for _, k := range kinds {
-		s |= 1 << k
-	}
-	return s
-}
-
 // allows reports whether s, a builtin's probes, allows kind k.
 func (s probeKindSet) allows(k ProbeKind) bool { return s == 0 || s&(1<<k) != 0 }
 
 // allProbes is every probe kind.
 const allProbes = ^probeKindSet(0)
 
-// Probe restrictions that several builtins share.
-var (
+// Probe restrictions that several builtins share. A set is written as
+// 1<<kind | ..., a constant, so that the builtins table is data in the
+// binary: a call in it (a function building the set) made the compiler
+// build the whole table in lang's initialiser, 20 KB of code run at every
+// start of gotrace (issue 24).
+const (
 	// userProbes are the probes that run in a user process: uaddr() and
 	// reg() need one.
-	userProbes = allProbes &^ probeSet(ProbeBegin, ProbeEnd, ProbeInterval, ProbeProfile)
+	userProbes = allProbes &^ (1<<ProbeBegin | 1<<ProbeEnd | 1<<ProbeInterval | 1<<ProbeProfile)
 	// userProbeMsg is bpftrace's message for the others.
 	userProbeMsg = `%[1]s can not be used with "%[2]s" probes`
 )
@@ -249,21 +244,21 @@ var builtins = [numBuiltins]builtin{
 	VarRand:     {name: "rand", class: classVar, typ: Uint64},
 	VarCgroup:   {name: "cgroup", class: classVar, typ: Uint64},
 	VarNumaid:   {name: "numaid", class: classVar, typ: Uint64},
-	VarCpid:     {name: "cpid", class: classVar, typ: Int(4, false)},
-	VarComm:     {name: "comm", class: classVar, typ: String(16)},
+	VarCpid:     {name: "cpid", class: classVar, typ: Type{Kind: KindInt, Size: 4}},
+	VarComm:     {name: "comm", class: classVar, typ: Type{Kind: KindString, Size: 16}},
 	VarProbe:    {name: "probe", class: classVar, typ: Type{Kind: KindProbe}},
 	VarUsername: {name: "username", class: classVar, typ: Type{Kind: KindUsername}},
 	VarUstack:   {name: "ustack", class: classVar, typ: Type{Kind: KindStack, StackFrames: DefaultStackFrames}},
 	VarRetval: {name: "retval", class: classVar, typ: Uint64,
-		probes:   probeSet(ProbeUretprobe, ProbeKretprobe, ProbeKretfunc),
+		probes:   1<<ProbeUretprobe | 1<<ProbeKretprobe | 1<<ProbeKretfunc,
 		probeMsg: "The %[1]s builtin can only be used with 'kretprobe' and 'uretprobe' and 'kfunc' probes"},
 	VarFunc: {name: "func", class: classVar, typ: Type{Kind: KindUsym},
-		probes:   probeSet(ProbeUprobe, ProbeUretprobe, ProbeKprobe, ProbeKretprobe, ProbeKfunc, ProbeKretfunc),
+		probes:   1<<ProbeUprobe | 1<<ProbeUretprobe | 1<<ProbeKprobe | 1<<ProbeKretprobe | 1<<ProbeKfunc | 1<<ProbeKretfunc,
 		probeMsg: "The %[1]s builtin can not be used with '%[2]s' probes"},
 	// USDT argN is unsigned as bpftrace 0.17 types it; codegen reads it
 	// with the note's size and sign and widens.
 	VarArg: {name: "arg", numbered: true, class: classVar, typ: Uint64,
-		probes:   probeSet(ProbeUSDT, ProbeUprobe, ProbeKprobe),
+		probes:   1<<ProbeUSDT | 1<<ProbeUprobe | 1<<ProbeKprobe,
 		probeMsg: "The %[1]s builtin can only be used with 'kprobes', 'uprobes' and 'usdt' probes"},
 	VarKstack:  {name: "kstack", class: classVar, typ: Type{Kind: KindStack, StackFrames: DefaultStackFrames, StackKernel: true}},
 	VarStack:   {name: "stack", class: classVar, support: notSupported, unlexed: true},
@@ -272,12 +267,12 @@ var builtins = [numBuiltins]builtin{
 	// args is typed per probe from its tracepoints' records (argsType);
 	// void * stands for a record Resolve did not find.
 	VarArgs: {name: "args", class: classVar, typ: Type{Kind: KindPointer, Size: 8},
-		probes:   probeSet(ProbeTracepoint, ProbeKfunc, ProbeKretfunc),
+		probes:   1<<ProbeTracepoint | 1<<ProbeKfunc | 1<<ProbeKretfunc,
 		probeMsg: "The %[1]s builtin can only be used with tracepoint/kfunc/uprobeprobes (%[2]s used here)"},
 	// sargN is the Nth 8-byte argument on the stack of the probed
 	// function (above its return address on x86-64).
 	VarSarg: {name: "sarg", numbered: true, oneDigit: true, class: classVar, typ: Uint64,
-		probes:   probeSet(ProbeUprobe, ProbeKprobe),
+		probes:   1<<ProbeUprobe | 1<<ProbeKprobe,
 		probeMsg: "The %[1]s builtin can only be used with 'kprobes' and 'uprobes' probes"},
 	// jiffies is the kernel's jiffies counter (bpftrace 0.20).
 	VarJiffies: {name: "jiffies", class: classVar, typ: Uint64},
@@ -286,10 +281,10 @@ var builtins = [numBuiltins]builtin{
 	VarNcpus: {name: "ncpus", class: classVar, typ: Uint64},
 	// usermode is 1 when the probe interrupted user-space code, else 0
 	// (bpftrace 0.24).
-	VarUsermode: {name: "usermode", class: classVar, typ: Int(1, false)},
+	VarUsermode: {name: "usermode", class: classVar, typ: Type{Kind: KindInt, Size: 1}},
 	// probetype is the kind of the attach point that fired, by name:
 	// "special" for BEGIN and END (bpftrace 0.24).
-	VarProbetype: {name: "probetype", class: classVar, typ: String(16)},
+	VarProbetype: {name: "probetype", class: classVar, typ: Type{Kind: KindString, Size: 16}},
 
 	ModePerf:     {name: "perf", class: classStackMode},
 	ModeBpftrace: {name: "bpftrace", class: classStackMode},
@@ -321,10 +316,10 @@ var builtins = [numBuiltins]builtin{
 	FuncCat:    {name: "cat", class: classFunc, min: 1, max: -1, void: true},
 	FuncSystem: {name: "system", class: classFunc, min: 1, max: -1, void: true, unsafe: true},
 	FuncSignal: {name: "signal", class: classFunc, min: 1, max: 1, void: true, unsafe: true,
-		probes:   allProbes &^ probeSet(ProbeBegin, ProbeEnd, ProbeInterval),
+		probes:   allProbes &^ (1<<ProbeBegin | 1<<ProbeEnd | 1<<ProbeInterval),
 		probeMsg: userProbeMsg},
 	FuncOverride: {name: "override", class: classFunc, min: 1, max: 1, void: true, unsafe: true,
-		probes: probeSet(ProbeKprobe), args: intArgs,
+		probes: 1 << ProbeKprobe, args: intArgs,
 		probeMsg: "%[1]s can only be used with kprobes."},
 	FuncStr: {name: "str", class: classFunc, min: 1, max: 2},
 	FuncBuf: {name: "buf", class: classFunc, min: 1, max: 2},

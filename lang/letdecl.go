@@ -30,8 +30,14 @@ func MapDeclOf(p *Program, name string) *MapDecl {
 // full, instead of refusing a new key.
 func (d *MapDecl) LRU() bool { return d.Kind == "lruhash" || d.Kind == "percpulruhash" }
 
-// mapDeclKinds are the map kinds a declaration may name.
-var mapDeclKinds = map[string]bool{"hash": true, "lruhash": true, "percpuhash": true, "percpulruhash": true}
+// mapDeclKind reports whether a declaration may name the map kind.
+func mapDeclKind(kind string) bool {
+	switch kind {
+	case "hash", "lruhash", "percpuhash", "percpulruhash":
+		return true
+	}
+	return false
+}
 
 // mapDecl parses `let @m = KIND(N);` at the top level.
 func (p *parser) mapDecl(prog *Program) {
@@ -52,7 +58,7 @@ func (p *parser) mapDecl(prog *Program) {
 	switch {
 	case kind.Value == "percpuarray":
 		p.errorf(tokSpan(kind), "percpuarray map declarations are not supported by gotrace")
-	case !mapDeclKinds[kind.Value]:
+	case !mapDeclKind(kind.Value):
 		p.errorf(tokSpan(kind), "Invalid bpf map type: %s", kind.Value)
 	case v < 1 || v > 1<<24:
 		p.errorf(tokSpan(n), "map %s must hold 1 to %d keys, not %s", name, 1<<24, n.Value)
@@ -103,7 +109,7 @@ func (p *parser) declaration(start, v lexToken) Stmt {
 		p.expect(")", expectParen)
 		typeLoc = Span{Start: typeLoc.Start, End: posAt(p.prevEnd)}
 	} else if typed {
-		it, ok := castIntTypes[typ.Value]
+		it, ok := castIntType(typ.Value)
 		if typ.Type != tokIdent && typ.Type != tokAttach || !ok {
 			p.errorf(tokSpan(typ), "gotrace declares variables of integer types and bool only, not %s", typ.Value)
 		}

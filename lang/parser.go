@@ -250,7 +250,7 @@ func tokenName(t lexToken) string {
 	case tokEOF:
 		return "end of file"
 	case tokIdent:
-		if bisonKeywords[t.Value] {
+		if bisonKeyword(t.Value) {
 			return t.Value
 		}
 		return identClass(t.Value)
@@ -287,11 +287,17 @@ func runSpan(t lexToken) Span {
 	return Span{Start: posAt(t.Run), End: posAt(t.End)}
 }
 
-// bisonKeywords are the identifiers bpftrace's lexer turns into keyword
-// tokens, which messages name by themselves ("unexpected else").
-var bisonKeywords = map[string]bool{
-	"if": true, "else": true, "unroll": true, "while": true, "return": true,
-	"break": true, "continue": true, "struct": true,
+// bisonKeyword reports whether bpftrace's lexer turns the identifier s
+// into a keyword token, which messages name by itself ("unexpected
+// else"). The parser's tables are switches rather than maps: a map is
+// built by lang's initialiser at every start of gotrace, whatever the
+// script (issue 24).
+func bisonKeyword(s string) bool {
+	switch s {
+	case "if", "else", "unroll", "while", "return", "break", "continue", "struct":
+		return true
+	}
+	return false
 }
 
 // fieldDecl is a struct member as written: its type words, stars, name and
@@ -365,7 +371,7 @@ func (p *parser) probe() *Probe {
 	p.noAttach = p.noAttach || empty
 	for !empty {
 		t := p.tok()
-		if t.Type != tokAttach && t.Type != tokInt && (t.Type != tokIdent || bisonKeywords[t.Value]) {
+		if t.Type != tokAttach && t.Type != tokInt && (t.Type != tokIdent || bisonKeyword(t.Value)) {
 			p.fail("{")
 		}
 		// bpftrace's attach point location starts where the token before
@@ -581,16 +587,20 @@ func (p *parser) ifStmt() *IfStmt {
 	return chain[0]
 }
 
-var assignOps = map[string]bool{
-	"=": true, "+=": true, "-=": true, "*=": true, "/=": true, "%=": true,
-	"&=": true, "|=": true, "^=": true, "<<=": true, ">>=": true,
+// assignOp reports whether op is an assignment operator.
+func assignOp(op string) bool {
+	switch op {
+	case "=", "+=", "-=", "*=", "/=", "%=", "&=", "|=", "^=", "<<=", ">>=":
+		return true
+	}
+	return false
 }
 
 // simpleStmt parses an expression statement or an assignment, whose
 // left-hand side must be a bare variable or map.
 func (p *parser) simpleStmt() Stmt {
 	x, assignable := p.expr(expectStmt)
-	if t := p.tok(); t.Type == tokPunct && assignOps[t.Value] && assignable {
+	if t := p.tok(); t.Type == tokPunct && assignOp(t.Value) && assignable {
 		p.next()
 		rhs, _ := p.expr(expectStmt)
 		return &AssignStmt{Loc: Span{Start: x.Span().Start, End: rhs.Span().End}, Op: t.Value, OpLoc: tokSpan(t), LHS: x, RHS: rhs}
@@ -605,7 +615,7 @@ func (p *parser) operandStart() bool {
 	case tokInt, tokString, tokVar, tokMap, tokParam, tokParamCount:
 		return true
 	case tokIdent:
-		return !bisonKeywords[t.Value]
+		return !bisonKeyword(t.Value)
 	case tokPunct:
 		switch t.Value {
 		case "(", "!", "~", "-", "*", "++", "--":
@@ -615,14 +625,32 @@ func (p *parser) operandStart() bool {
 	return false
 }
 
-// binaryPrecedence of the binary operators, higher binds tighter.
-var binaryPrecedence = map[string]int{
-	"||": 1, "&&": 2, "|": 3, "^": 4, "&": 5,
-	"==": 6, "!=": 6,
-	"<": 7, "<=": 7, ">": 7, ">=": 7,
-	"<<": 8, ">>": 8,
-	"+": 9, "-": 9,
-	"*": 10, "/": 10, "%": 10,
+// binaryPrecedence is the precedence of the binary operator op, higher
+// binding tighter, or 0 when op is none.
+func binaryPrecedence(op string) int {
+	switch op {
+	case "||":
+		return 1
+	case "&&":
+		return 2
+	case "|":
+		return 3
+	case "^":
+		return 4
+	case "&":
+		return 5
+	case "==", "!=":
+		return 6
+	case "<", "<=", ">", ">=":
+		return 7
+	case "<<", ">>":
+		return 8
+	case "+", "-":
+		return 9
+	case "*", "/", "%":
+		return 10
+	}
+	return 0
 }
 
 // expr parses an expression: binary operators over operands, then
@@ -658,7 +686,7 @@ func (p *parser) expr(expect string) (Expr, bool) {
 // binary operator.
 func (p *parser) precedence() int {
 	if t := p.tok(); t.Type == tokPunct {
-		return binaryPrecedence[t.Value]
+		return binaryPrecedence(t.Value)
 	}
 	return 0
 }
@@ -731,7 +759,7 @@ func (p *parser) isCast() bool {
 		return false
 	}
 	name := p.peek(1).Value
-	if _, ok := castIntTypes[name]; ok || name == "struct" || name == "enum" && p.peek(2).Type == tokIdent {
+	if _, ok := castIntType(name); ok || name == "struct" || name == "enum" && p.peek(2).Type == tokIdent {
 		return true
 	}
 	n := 2
@@ -741,11 +769,34 @@ func (p *parser) isCast() bool {
 	return n > 2 && p.peek(n).Type == tokPunct && p.peek(n).Value == ")"
 }
 
-// castIntTypes are the integer type names a cast may use.
-var castIntTypes = map[string]Type{
-	"bool": Bool,
-	"int8": Int(1, true), "int16": Int(2, true), "int32": Int(4, true), "int64": Int(8, true),
-	"uint8": Int(1, false), "uint16": Int(2, false), "uint32": Int(4, false), "uint64": Int(8, false),
+// castIntType returns the integer type a cast to name gives, if name is
+// one a cast may use.
+func castIntType(name string) (Type, bool) {
+	if name == "bool" {
+		return Bool, true
+	}
+	if size, signed, ok := fixedWidthInt(name); ok {
+		return Int(size, signed), true
+	}
+	return Type{}, false
+}
+
+// fixedWidthInt returns the size and signedness of the integer type
+// names int8 to int64 and uint8 to uint64.
+func fixedWidthInt(name string) (size int, signed bool, ok bool) {
+	switch name {
+	case "int8", "uint8":
+		size = 1
+	case "int16", "uint16":
+		size = 2
+	case "int32", "uint32":
+		size = 4
+	case "int64", "uint64":
+		size = 8
+	default:
+		return 0, false, false
+	}
+	return size, name[0] == 'i', true
 }
 
 // cast parses a cast to an integer type, a struct or a pointer. After
@@ -768,7 +819,7 @@ func (p *parser) cast() *Cast {
 			p.errorf(tokSpan(p.tok()), "Unknown enum: %s", p.tok().Value)
 		}
 		e.TypeName, e.To = "enum "+p.tok().Value, enumType(def)
-	} else if it, ok := castIntTypes[p.tok().Value]; ok {
+	} else if it, ok := castIntType(p.tok().Value); ok {
 		e.TypeName, e.To = p.tok().Value, it
 	} else {
 		e.TypeName = p.tok().Value
@@ -907,7 +958,7 @@ func (p *parser) primary() (Expr, bool) {
 		if t.Value == "if" {
 			return p.ifExpr(), false
 		}
-		if bisonKeywords[t.Value] {
+		if bisonKeyword(t.Value) {
 			break
 		}
 		p.next()
@@ -1245,25 +1296,29 @@ func (p *parser) attach(raw string, loc Span) *AttachPoint {
 	return &AttachPoint{Loc: loc, Raw: raw, Point: pt}
 }
 
-// cTypes are the C scalar types struct definitions may use, by their words
-// in canonical order (signed and int dropped where C allows).
-var cTypes = map[string]Type{
-	"char": Int(1, true), "signed char": Int(1, true), "unsigned char": Int(1, false),
-	"short": Int(2, true), "unsigned short": Int(2, false),
-	"int": Int(4, true), "unsigned": Int(4, false),
-	"long": Int(8, true), "unsigned long": Int(8, false),
-	"long long": Int(8, true), "unsigned long long": Int(8, false),
-	"bool": Int(1, false), "_Bool": Int(1, false),
-	"int8_t": Int(1, true), "int16_t": Int(2, true), "int32_t": Int(4, true), "int64_t": Int(8, true),
-	"uint8_t": Int(1, false), "uint16_t": Int(2, false), "uint32_t": Int(4, false), "uint64_t": Int(8, false),
-	"s8": Int(1, true), "s16": Int(2, true), "s32": Int(4, true), "s64": Int(8, true),
-	"u8": Int(1, false), "u16": Int(2, false), "u32": Int(4, false), "u64": Int(8, false),
-	"__s8": Int(1, true), "__s16": Int(2, true), "__s32": Int(4, true), "__s64": Int(8, true),
-	"__u8": Int(1, false), "__u16": Int(2, false), "__u32": Int(4, false), "__u64": Int(8, false),
-	"size_t": Int(8, false), "ssize_t": Int(8, true), "uintptr_t": Int(8, false), "intptr_t": Int(8, true),
-	"pid_t": Int(4, true), "uid_t": Int(4, false), "gid_t": Int(4, false),
-	"int8": Int(1, true), "int16": Int(2, true), "int32": Int(4, true), "int64": Int(8, true),
-	"uint8": Int(1, false), "uint16": Int(2, false), "uint32": Int(4, false), "uint64": Int(8, false),
+// cType returns the C scalar type that struct definitions may use called
+// name, by its words in canonical order (signed and int dropped where C
+// allows).
+func cType(name string) (Type, bool) {
+	switch name {
+	case "char", "signed char", "int8_t", "s8", "__s8", "int8":
+		return Int(1, true), true
+	case "unsigned char", "bool", "_Bool", "uint8_t", "u8", "__u8", "uint8":
+		return Int(1, false), true
+	case "short", "int16_t", "s16", "__s16", "int16":
+		return Int(2, true), true
+	case "unsigned short", "uint16_t", "u16", "__u16", "uint16":
+		return Int(2, false), true
+	case "int", "int32_t", "s32", "__s32", "pid_t", "int32":
+		return Int(4, true), true
+	case "unsigned", "uint32_t", "u32", "__u32", "uid_t", "gid_t", "uint32":
+		return Int(4, false), true
+	case "long", "long long", "int64_t", "s64", "__s64", "ssize_t", "intptr_t", "int64":
+		return Int(8, true), true
+	case "unsigned long", "unsigned long long", "uint64_t", "u64", "__u64", "size_t", "uintptr_t", "uint64":
+		return Int(8, false), true
+	}
+	return Type{}, false
 }
 
 // cTypeName canonicalises C type words: qualifiers go, "signed" and "int"
@@ -1333,7 +1388,7 @@ func (p *parser) layout(name string, loc Span, fields []fieldDecl) *StructDef {
 			}
 		} else {
 			tn := cTypeName(words)
-			switch it, ok := cTypes[tn]; {
+			switch it, ok := cType(tn); {
 			case ok:
 				t = it
 				size, falign = it.Size, it.Size

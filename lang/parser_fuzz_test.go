@@ -202,7 +202,7 @@ func exprText(e Expr) (string, int) {
 		}
 		return "(" + exprsSource(e.Elems) + ")", precPrimary
 	case *Binary:
-		p := binaryPrecedence[e.Op]
+		p := binaryPrecedence(e.Op)
 		return exprSource(e.X, p) + " " + e.Op + " " + exprSource(e.Y, p+1), p
 	case *Unary:
 		return e.Op + " " + exprSource(e.X, precPrefix), precPrefix

@@ -1,10 +1,18 @@
 package lang
 
-// taskFields are the builtins of bpftrace's standard library that read a
-// field of the current task's parent (bpftrace 0.24: pcomm and ppid, and
-// ppid(task) of a given task since 0.25): the member of real_parent each
-// one reads.
-var taskFields = map[string]string{"ppid": "tgid", "pcomm": "comm"}
+// taskField returns the member of real_parent that a builtin of
+// bpftrace's standard library reads of the current task's parent
+// (bpftrace 0.24: pcomm and ppid, and ppid(task) of a given task since
+// 0.25), if name is one.
+func taskField(name string) (string, bool) {
+	switch name {
+	case "ppid":
+		return "tgid", true
+	case "pcomm":
+		return "comm", true
+	}
+	return "", false
+}
 
 // replaceTaskBuiltins replaces ppid, pcomm, ppid() and ppid(task) by the
 // field accesses they stand for, task->real_parent->tgid with curtask as
@@ -30,7 +38,7 @@ func replaceTaskBuiltins(prog *Program) {
 		default:
 			return e
 		}
-		field, ok := taskFields[name]
+		field, ok := taskField(name)
 		if !ok {
 			return e
 		}

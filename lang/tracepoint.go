@@ -90,13 +90,16 @@ func resolveTracepoint(ap *AttachPoint, host TracepointHost) error {
 	return nil
 }
 
-// widened are the integer types (cTypeName's spelling) that bpftrace
-// 0.17 widens to the field's size when the format file gives them 8
-// bytes, as the syscall tracepoints do for every argument; other types
-// keep their C size.
-var widened = map[string]bool{
-	"int": true, "unsigned": true, "u32": true,
-	"pid_t": true, "uid_t": true, "gid_t": true,
+// widened reports whether name is one of the integer types (cTypeName's
+// spelling) that bpftrace 0.17 widens to the field's size when the
+// format file gives them 8 bytes, as the syscall tracepoints do for every
+// argument; other types keep their C size.
+func widened(name string) bool {
+	switch name {
+	case "int", "unsigned", "u32", "pid_t", "uid_t", "gid_t":
+		return true
+	}
+	return false
 }
 
 // tracepointFieldType types a field as bpftrace 0.17 does: char arrays
@@ -114,7 +117,7 @@ func tracepointFieldType(f *TracepointField, host TracepointHost) Type {
 	case pointer && strings.Contains(strings.TrimSuffix(decl, "*"), "*"):
 		return Type{Kind: KindPointer, Size: 8}
 	case pointer:
-		if t, ok := cTypes[base]; ok {
+		if t, ok := cType(base); ok {
 			return Type{Kind: KindPointer, Size: 8, Elem: &t}
 		}
 		for _, prefix := range []string{"struct ", "union "} {
@@ -129,10 +132,10 @@ func tracepointFieldType(f *TracepointField, host TracepointHost) Type {
 	case f.ArrayLen > 0:
 		elem := Int(f.Size/f.ArrayLen, f.Signed)
 		return Type{Kind: KindArray, Elem: &elem, Len: f.ArrayLen, Size: f.Size}
-	case f.Size == 8 && widened[base]:
+	case f.Size == 8 && widened(base):
 		return Int(8, base == "int")
 	}
-	if t, ok := cTypes[base]; ok {
+	if t, ok := cType(base); ok {
 		return t
 	}
 	if size, signed, ok := host.IntTypedef(base); ok {

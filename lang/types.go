@@ -140,7 +140,7 @@ const DefaultStackFrames = 127
 func Int(size int, signed bool) Type { return Type{Kind: KindInt, Size: size, Signed: signed} }
 
 // Int64 is the type of integer literals and most builtins.
-var Int64 = Int(8, true)
+var Int64 = Type{Kind: KindInt, Size: 8, Signed: true}
 
 // Bool is the type of true, false and casts to bool (bpftrace 0.24):
 // an integer to every operator, printed as true or false.
@@ -151,7 +151,7 @@ var Bool = Type{Kind: KindInt, Size: 1, Boolean: true}
 var Hash256 = Type{Kind: KindBuf, Size: 32, Hash: true}
 
 // Uint64 is the type of unsigned 64-bit builtins such as nsecs.
-var Uint64 = Int(8, false)
+var Uint64 = Type{Kind: KindInt, Size: 8}
 
 // String returns the string type with a buffer of size bytes.
 func String(size int) Type { return Type{Kind: KindString, Size: size} }
