@@ -3,7 +3,6 @@ module github.com/gotrace/gotrace
 go 1.26.0
 
 require (
-	github.com/alecthomas/participle/v2 v2.1.4
 	github.com/cilium/ebpf v0.22.0
 	github.com/cpuguy83/go-md2man/v2 v2.0.6
 	github.com/go-delve/delve v1.27.2

@@ -4,25 +4,32 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/alecthomas/participle/v2/lexer"
-
 	"github.com/gotrace/gotrace/lang/attachpoint"
 )
+
+// tokenType is the kind of a token.
+type tokenType int
+
+// position is a place in the script: its byte offset, and its line and
+// column counted from 1.
+type position struct {
+	Offset, Line, Column int
+}
 
 // Token types of the bpftrace lexer. Keywords such as if, else and struct
 // come through as tokIdent and are matched by value in the parser.
 const (
-	tokEOF        = lexer.EOF
-	tokIdent      = lexer.TokenType(-2 - iota)
-	tokInt        // 42, 0x2a, 052, 1_000, 1e6 (validated by the lexer)
-	tokString     // "..." as written, quotes and escapes included
-	tokVar        // $x
-	tokMap        // @x or @
-	tokParam      // $1
-	tokParamCount // $#
-	tokAttach     // usdt:./bitcoind:net:inbound_message, as written
-	tokEndPred    // the "/" that closes a predicate (followed by "{")
-	tokPunct      // operators and punctuation
+	tokEOF        tokenType = -1
+	tokIdent                = tokenType(-2 - iota)
+	tokInt                  // 42, 0x2a, 052, 1_000, 1e6 (validated by the lexer)
+	tokString               // "..." as written, quotes and escapes included
+	tokVar                  // $x
+	tokMap                  // @x or @
+	tokParam                // $1
+	tokParamCount           // $#
+	tokAttach               // usdt:./bitcoind:net:inbound_message, as written
+	tokEndPred              // the "/" that closes a predicate (followed by "{")
+	tokPunct                // operators and punctuation
 )
 
 // punctuation, longest first so that "<<=" wins over "<<" and "<".
@@ -34,14 +41,21 @@ var puncts = []string{
 	"?", ":", ";", ",", ".", "(", ")", "[", "]", "{", "}",
 }
 
-// lexToken is a token with the position just after its last character and
-// the start of its run, where bison's error locations begin: the character
-// after the last blank before it. Comments do not end a run, but a newline
-// in a block comment does, as in bpftrace's lexer ("/*c*/foo" is one run).
+// lexToken is a token: its type, its text as written, where it starts,
+// the position just after its last character and the start of its run,
+// where bison's error locations begin: the character after the last blank
+// before it. Comments do not end a run, but a newline in a block comment
+// does, as in bpftrace's lexer ("/*c*/foo" is one run). The scanner's
+// types are lang's own: participle's lexer package, linked for its token
+// and position types only, cost gotrace its initialiser (a regular
+// expression compiled, 0.3 ms) and text/scanner's at every start
+// (issue 24).
 type lexToken struct {
-	lexer.Token
-	End lexer.Position
-	Run lexer.Position
+	Type  tokenType
+	Value string
+	Pos   position
+	End   position
+	Run   position
 }
 
 // scanner turns a script into tokens as the parser asks for them, so that
@@ -50,7 +64,6 @@ type lexToken struct {
 // at the top level) and the predicate's closing slash (a "/" followed by
 // "{") from expressions.
 type scanner struct {
-	file string
 	src  string
 	off  int
 	line int
@@ -69,10 +82,10 @@ type scanner struct {
 	runTok, runLast lexToken
 	runTokens       int
 
-	braces int            // depth of {}
-	parens int            // depth of () and []
-	inPred bool           // between a probe's "/" and its "{"
-	run    lexer.Position // start of the current run of non-blank characters
+	braces int      // depth of {}
+	parens int      // depth of () and []
+	inPred bool     // between a probe's "/" and its "{"
+	run    position // start of the current run of non-blank characters
 	// ternaries counts the "?" of the current statement still waiting for
 	// their ":".
 	ternaries int
@@ -86,8 +99,8 @@ type scanner struct {
 }
 
 // newScanner returns a scanner at the start of src, past a "#!" line.
-func newScanner(file, src string) *scanner {
-	s := &scanner{file: file, src: src, line: 1, col: 1}
+func newScanner(src string) *scanner {
+	s := &scanner{src: src, line: 1, col: 1}
 	if strings.HasPrefix(src, "#!") {
 		n := strings.IndexByte(src, '\n')
 		if n < 0 {
@@ -131,7 +144,7 @@ func (s *scanner) step() *Error {
 	if s.off < len(s.src) {
 		return s.next()
 	}
-	s.push(lexToken{Token: lexer.Token{Type: tokEOF, Pos: s.pos()}, End: s.pos(), Run: s.run})
+	s.push(lexToken{Type: tokEOF, Pos: s.pos(), End: s.pos(), Run: s.run})
 	s.endRun()
 	s.done = true
 	return nil
@@ -160,8 +173,8 @@ func (s *scanner) endRun() {
 	s.runTokens = 0
 }
 
-func (s *scanner) pos() lexer.Position {
-	return lexer.Position{Filename: s.file, Offset: s.off, Line: s.line, Column: s.col}
+func (s *scanner) pos() position {
+	return position{Offset: s.off, Line: s.line, Column: s.col}
 }
 
 // advance moves n bytes forward, keeping line and column.
@@ -179,7 +192,7 @@ func (s *scanner) advance(n int) {
 
 // errorf reports a problem with the n bytes at the current offset. The
 // span starts at start: the run's start for tokens, as bpftrace's does.
-func (s *scanner) errorf(start lexer.Position, n int, format string, args ...any) *Error {
+func (s *scanner) errorf(start position, n int, format string, args ...any) *Error {
 	end := Pos{Line: int32(s.line), Col: int32(s.col + n)}
 	return &Error{Span: Span{Start: posAt(start), End: end}, Msg: fmt.Sprintf(format, args...)}
 }
@@ -208,7 +221,7 @@ func (s *scanner) skipSpace() *Error {
 			nl := strings.LastIndexByte(s.src[s.off:s.off+n+2], '\n')
 			s.advance(n + 4)
 			if nl >= 0 {
-				s.run = lexer.Position{Filename: s.file, Offset: s.off - (n + 4) + nl + 1, Line: s.line, Column: 1}
+				s.run = position{Offset: s.off - (n + 4) + nl + 1, Line: s.line, Column: 1}
 			}
 		default:
 			return nil
@@ -250,11 +263,11 @@ func isIdentStart(c byte) bool {
 func isIdentChar(c byte) bool { return isIdentStart(c) || c >= '0' && c <= '9' }
 
 // emit queues a token of n bytes starting at the current offset.
-func (s *scanner) emit(typ lexer.TokenType, n int) {
+func (s *scanner) emit(typ tokenType, n int) {
 	start := s.pos()
 	val := s.src[s.off : s.off+n]
 	s.advance(n)
-	s.push(lexToken{Token: lexer.Token{Type: typ, Value: val, Pos: start}, End: s.pos(), Run: s.run})
+	s.push(lexToken{Type: typ, Value: val, Pos: start, End: s.pos(), Run: s.run})
 }
 
 func (s *scanner) next() *Error {
@@ -474,4 +487,4 @@ func printableByte(c byte) string {
 type tokenRun struct{ start, last Pos }
 
 // posAt is the script position of a lexer position.
-func posAt(p lexer.Position) Pos { return Pos{Line: int32(p.Line), Col: int32(p.Column)} }
+func posAt(p position) Pos { return Pos{Line: int32(p.Line), Col: int32(p.Column)} }

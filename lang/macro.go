@@ -3,8 +3,6 @@ package lang
 import (
 	"fmt"
 	"strings"
-
-	"github.com/alecthomas/participle/v2/lexer"
 )
 
 // bpftrace runs a script's directives through clang's preprocessor: it
@@ -160,7 +158,7 @@ func (s *scanner) expand(name string, n int) *Error {
 	}
 	s.expanding[name] = true
 	defer delete(s.expanding, name)
-	sub := &scanner{file: s.file, src: s.macros[name], line: 1, col: 1, macros: s.macros, expanding: s.expanding,
+	sub := &scanner{src: s.macros[name], line: 1, col: 1, macros: s.macros, expanding: s.expanding,
 		braces: s.braces, parens: s.parens, inPred: s.inPred, ternaries: s.ternaries}
 	for {
 		if err := sub.skipSpace(); err != nil {
@@ -190,7 +188,7 @@ func (s *scanner) expand(name string, n int) *Error {
 }
 
 // macroError places an error in a macro's body at the macro's use.
-func (s *scanner) macroError(err *Error, start, end lexer.Position, name string) *Error {
+func (s *scanner) macroError(err *Error, start, end position, name string) *Error {
 	err.Span = Span{Start: posAt(start), End: posAt(end)}
 	if !strings.Contains(err.Msg, " (in macro ") {
 		err.Msg += " (in macro " + name + ")"

@@ -8,8 +8,6 @@ import (
 	"strconv"
 	"strings"
 
-	"github.com/alecthomas/participle/v2/lexer"
-
 	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
@@ -35,7 +33,7 @@ func Parse(file, src string) (*Program, error) {
 		// Positions are 32-bit (Pos).
 		return nil, ErrorList{{Span: Span{Start: Pos{1, 1}, End: Pos{1, 1}}, Msg: fmt.Sprintf("script too large: %d bytes, the limit is 2 GiB", len(src))}}
 	}
-	s := newScanner(file, src)
+	s := newScanner(src)
 	p := &parser{s: s}
 	prog := &Program{File: file, Source: src}
 	serr := p.parse(prog)
@@ -89,7 +87,7 @@ type parser struct {
 	// taken counts the tokens consumed, and prevEnd is where the last of
 	// them ends.
 	taken   int
-	prevEnd lexer.Position
+	prevEnd position
 	depth   int
 	// noAttach is set by a probe without attach points.
 	noAttach bool
@@ -228,7 +226,7 @@ func (p *parser) expect(val, expect string) Span {
 }
 
 // take consumes a token of type typ and returns it, or fails.
-func (p *parser) take(typ lexer.TokenType, expect string) lexToken {
+func (p *parser) take(typ tokenType, expect string) lexToken {
 	t := p.tok()
 	if t.Type != typ {
 		p.fail(expect)
