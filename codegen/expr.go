@@ -191,7 +191,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		return nil
 	case *lang.FieldAccess:
 		if f.typeOf(e.X).Kind == lang.KindTuple {
-			return f.tupleElemInto(e.X, e.Index, off, sizeOf(t))
+			return f.tupleElemInto(e.X, f.c.info.FieldIndex(e), off, sizeOf(t))
 		}
 		if fld := f.tracepointField(e); fld != nil && t.Kind == lang.KindString {
 			return f.tracepointString(e, fld, off)

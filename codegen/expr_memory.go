@@ -110,7 +110,7 @@ func (f *fn) load(n lang.Node, t lang.Type, kernel bool) error {
 func (f *fn) fieldInt(e *lang.FieldAccess) error {
 	xt := f.typeOf(e.X)
 	if xt.Kind == lang.KindTuple {
-		off, err := f.tupleField(e.X, e.Index)
+		off, err := f.tupleField(e.X, f.c.info.FieldIndex(e))
 		if err != nil {
 			return err
 		}

@@ -267,15 +267,10 @@ func (f *fn) mapIncDec(e *lang.IncDec, x *lang.MapExpr, delta int32) error {
 	return nil
 }
 
-// deleteElem lowers delete(@m[k]).
+// deleteElem lowers delete(@m[k]) and delete(@m, k...), the element
+// the checker found (Info.MapElement).
 func (f *fn) deleteElem(call *lang.Call) error {
-	if len(call.Args) != 1 {
-		return f.c.errorf(call, "delete() takes one map element")
-	}
-	e, ok := call.Args[0].(*lang.MapExpr)
-	if !ok {
-		return f.c.errorf(call, "delete() takes a map element")
-	}
+	e := f.mapElement(call)
 	m, _, err := f.mapOf(e, e.Name)
 	if err != nil {
 		return err
@@ -308,11 +303,10 @@ func (f *fn) deleteElem(call *lang.Call) error {
 	return nil
 }
 
-// deleted lowers delete(@m[k]) as a value: 1 when the element was there
-// and is gone, 0 when there was none.
+// deleted lowers delete() as a value: 1 when the element was there and
+// is gone, 0 when there was none.
 func (f *fn) deleted(call *lang.Call) error {
-	e, ok := call.Args[0].(*lang.MapExpr)
-	assert(ok, call, "delete() of what is not a map")
+	e := f.mapElement(call)
 	if m, _, err := f.mapOf(e, e.Name); err == nil && m.Kind.Bucketed() {
 		return f.c.errorf(call, "the result of delete() on %s map %s: %w", m.Info.Value, e.Name, ErrUnsupported)
 	}
@@ -323,10 +317,9 @@ func (f *fn) deleted(call *lang.Call) error {
 	return nil
 }
 
-// hasKey lowers has_key(@m[k]): 1 when the element exists, else 0.
+// hasKey lowers has_key(@m, k...): 1 when the element exists, else 0.
 func (f *fn) hasKey(call *lang.Call) error {
-	e, ok := call.Args[0].(*lang.MapExpr)
-	assert(ok, call, "has_key() of what is not a map")
+	e := f.mapElement(call)
 	m, _, err := f.mapOf(e, e.Name)
 	if err != nil {
 		return err
@@ -339,6 +332,15 @@ func (f *fn) hasKey(call *lang.Call) error {
 	f.isZero(asm.R0)
 	f.emit(asm.Xor.Imm(asm.R0, 1))
 	return nil
+}
+
+// mapElement is the map element delete() or has_key() call names, as
+// the checker found it: the argument of delete(@m[k]), or what it made
+// of the map and keys of delete(@m, k...) and has_key(@m, k...).
+func (f *fn) mapElement(call *lang.Call) *lang.MapExpr {
+	e := f.c.info.MapElement(call)
+	assert(e != nil, call, call.Name+"() without the map element the checker found")
+	return e
 }
 
 // isZero sets r to 1 when it is 0 and to 0 otherwise.

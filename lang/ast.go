@@ -566,7 +566,9 @@ type Tuple struct {
 }
 
 // FieldAccess is `X.N` on a tuple (Index set, Field empty), or `X.f` /
-// `X->f` on a struct (Field set; Arrow for ->).
+// `X->f` on a struct or a record (Field set; Arrow for ->). Index stays
+// as written: the element a record's field name selects is the
+// checker's (Info.FieldIndex).
 type FieldAccess struct {
 	ExprBase
 	X     Expr

@@ -308,8 +308,8 @@ var builtins = [numBuiltins]builtin{
 	FuncClear:   {name: "clear", class: classFunc, min: 1, max: 1, void: true},
 	FuncZero:    {name: "zero", class: classFunc, min: 1, max: 1, void: true},
 	// delete is a statement in bpftrace 0.17 and a bool (whether the
-	// element was there) since 0.22; delete(@m, k...) becomes
-	// delete(@m[k...]) before its arity is checked (elementCall).
+	// element was there) since 0.22; delete(@m, k...) is checked as
+	// delete(@m[k...]), one argument (elementArgs).
 	FuncDelete: {name: "delete", class: classFunc, min: 1, max: 1, result: Bool},
 	FuncTime:   {name: "time", class: classFunc, min: 0, max: 1, void: true, args: literalArgs},
 	FuncJoin:   {name: "join", class: classFunc, min: 1, max: 2, void: true},
@@ -355,7 +355,8 @@ var builtins = [numBuiltins]builtin{
 	FuncCgroupid:    {name: "cgroupid", class: classFunc, min: 1, max: 1, result: Uint64, args: literalArgs},
 	FuncDebugf:      {name: "debugf", class: classFunc, support: notSupported},
 	FuncUnwatch:     {name: "unwatch", class: classFunc, support: notSupported},
-	// has_key(@m, k...) is whether @m[k...] exists (bpftrace 0.22).
+	// has_key(@m, k...) is whether @m[k...] exists (bpftrace 0.22),
+	// checked as has_key(@m[k...]) (elementArgs).
 	FuncHasKey: {name: "has_key", class: classFunc, min: 1, max: 1, result: Bool},
 	// signal_name(n) is the C library's description of signal n
 	// (bpftrace 0.26).

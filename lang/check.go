@@ -136,13 +136,14 @@ func Check(p *Program, cfg Config, info *Info) error {
 	// Every numbered expression gets a type: its table is sized once.
 	info.types.grow(p.numExprs + 1)
 	c := &checker{
-		prog:    p,
-		info:    info,
-		cfg:     cfg,
-		maps:    map[string]*mapState{},
-		vars:    map[*Probe]map[string]Type{},
-		structs: map[string]*StructDef{},
-		late:    map[*Error]bool{},
+		prog:         p,
+		info:         info,
+		cfg:          cfg,
+		maps:         map[string]*mapState{},
+		vars:         map[*Probe]map[string]Type{},
+		structs:      map[string]*StructDef{},
+		late:         map[*Error]bool{},
+		elementCalls: map[*Call][]Expr{},
 	}
 	for _, s := range p.Structs {
 		c.structs[s.Name] = s
@@ -206,6 +207,10 @@ type checker struct {
 	// ntopArg is the argument of the ntop() being checked, where pton()
 	// may appear.
 	ntopArg Expr
+	// elementCalls holds the arguments each delete() and has_key() call
+	// of two arguments or more is checked with (elementArgs), decided on
+	// the first pass.
+	elementCalls map[*Call][]Expr
 }
 
 // use says where an expression appears, for the functions that are only

@@ -34,7 +34,7 @@ func (c *checker) call(e *Call, u use) Type {
 		c.hintf(nameLoc, hint, "Unknown function: %s", e.Name)
 		return Type{}
 	}
-	c.elementCall(e)
+	args := c.elementArgs(e)
 	if sig.void && u != useStmt {
 		c.errorf(e.Loc, "%s() should not be used in an assignment or as a map key", e.Name)
 	}
@@ -44,14 +44,14 @@ func (c *checker) call(e *Call, u use) Type {
 	if sig.unsafe && !c.cfg.Unsafe {
 		c.errorf(e.Loc, "%s() is an unsafe function being used in safe mode", e.Name)
 	}
-	if msg := arityError(e.Name, sig, len(e.Args)); msg != "" {
+	if msg := arityError(e.Name, sig, len(args)); msg != "" {
 		c.errorf(e.Loc, "%s", msg)
-		for _, a := range e.Args {
+		for _, a := range args {
 			c.expr(a, useValue)
 		}
 		return c.callResult(e, sig)
 	}
-	c.callArgs(e)
+	c.callArgs(e, args)
 	return c.callResult(e, sig)
 }
 
@@ -126,9 +126,9 @@ func (c *checker) bufType(e *Call) Type {
 	return Type{Kind: KindBuf, Size: size}
 }
 
-// callArgs checks the arguments of a call with the right number of them.
-func (c *checker) callArgs(e *Call) {
-	args := e.Args
+// callArgs checks args, the arguments of call e as elementArgs gives
+// them, when there is the right number of them.
+func (c *checker) callArgs(e *Call, args []Expr) {
 	name := e.Name
 	for _, k := range c.probeKinds() {
 		if b := &builtins[e.ID]; !b.probes.allows(k) {
@@ -166,6 +166,10 @@ func (c *checker) callArgs(e *Call) {
 		}
 		ms := c.mapAccess(m, m.Loc)
 		c.mapValue(m, ms, true)
+		c.info.elements[e] = m
+		if m != e.Args[0] {
+			c.elementOperands(e, m)
+		}
 		if e.ID == FuncHasKey && len(m.Keys) == 0 {
 			// bpftrace's message, without its hint to assign a key.
 			c.errorf(e.Loc, "call to has_key() expects a map with explicit keys (non-scalar map)")
@@ -286,27 +290,44 @@ func (c *checker) callArgs(e *Call) {
 	}
 }
 
-// elementCall rewrites the newer calls on one map element, delete(@m, k)
-// and has_key(@m, k) (bpftrace 0.21 and 0.22; several keys, or a tuple of
-// them, for a map of several keys), into the form of 0.17's delete(@m[k]),
-// which the checker and codegen know.
-func (c *checker) elementCall(e *Call) {
+// elementArgs returns the arguments call e is checked with. They are
+// e's own but for the newer calls on one map element, delete(@m, k) and
+// has_key(@m, k) (bpftrace 0.21 and 0.22; several keys, or a tuple of
+// them, for a map of several keys), which are checked as 0.17's
+// delete(@m[k]) is: with one argument, the element @m[k], which the
+// checker makes (beside the AST, never in it) and records for codegen
+// (Info.MapElement). A call whose first argument is not a map, or a map
+// without keys, is checked with that argument alone, which callArgs
+// refuses. The decision is made once, on the first pass, and kept for
+// the later ones, so that what a later pass learns of the map cannot
+// change the form the call was read in.
+func (c *checker) elementArgs(e *Call) []Expr {
 	if e.ID != FuncDelete && e.ID != FuncHasKey || len(e.Args) < 2 {
-		return
+		return e.Args
 	}
+	if args, ok := c.elementCalls[e]; ok {
+		return args
+	}
+	args := c.elementOf(e)
+	c.elementCalls[e] = args
+	return args
+}
+
+// elementOf is elementArgs's decision for a delete() or has_key() call
+// of two arguments or more.
+func (c *checker) elementOf(e *Call) []Expr {
 	m, ok := e.Args[0].(*MapExpr)
-	if !ok {
+	switch {
+	case !ok:
 		// Not a map: callArgs says so.
-		e.Args = e.Args[:1]
-		return
-	}
-	if len(m.Keys) > 0 {
-		return
+		return e.Args[:1]
+	case len(m.Keys) > 0:
+		// delete(@m[k], x): arityError says so.
+		return e.Args
 	}
 	if ms := c.maps[m.Name]; ms != nil && ms.keySet && ms.info.Key.Kind == KindNone {
 		// A map without keys: callArgs says so.
-		e.Args = e.Args[:1]
-		return
+		return e.Args[:1]
 	}
 	keys := e.Args[1:]
 	if t, ok := keys[0].(*Tuple); ok && len(keys) == 1 {
@@ -314,7 +335,22 @@ func (c *checker) elementCall(e *Call) {
 	}
 	elem := &MapExpr{Name: m.Name, Keys: keys}
 	elem.Loc = Span{Start: m.Loc.Start, End: e.Args[len(e.Args)-1].exprBase().Loc.End}
-	e.Args = []Expr{elem}
+	return []Expr{elem}
+}
+
+// elementOperands types what of a newer delete(@m, k) or has_key(@m, k)
+// the element the checker made of it leaves out: the map @m, as its
+// element is typed (the map's value), and a tuple (a, b) whose elements
+// are the element's keys, as the tuple of their types.
+func (c *checker) elementOperands(e *Call, elem *MapExpr) {
+	c.info.SetType(e.Args[0], c.info.TypeOf(elem))
+	if t, ok := e.Args[1].(*Tuple); ok && len(e.Args) == 2 {
+		elems := make([]Type, len(t.Elems))
+		for i, x := range t.Elems {
+			elems[i] = c.info.TypeOf(x)
+		}
+		c.info.SetType(t, tupleType(t, elems))
+	}
 }
 
 // nsecsClocks are the clocks nsecs() reads. sw_tai is bpftrace's

@@ -17,6 +17,18 @@ func (c *checker) expr(e Expr, u use) Type {
 	return t
 }
 
+// tupleType is the type of tuple e whose elements have types elems: an
+// element with no value (a void call, an aggregation) has none.
+func tupleType(e *Tuple, elems []Type) Type {
+	t := Type{Kind: KindTuple, Names: e.Names, Elems: elems}
+	for i, et := range elems {
+		if et.Kind == KindVoid || et.IsAggregation() {
+			elems[i] = Type{}
+		}
+	}
+	return t
+}
+
 func (c *checker) exprType(e Expr, u use) Type {
 	switch e := e.(type) {
 	case *IntLit:
@@ -59,15 +71,11 @@ func (c *checker) exprType(e Expr, u use) Type {
 	case *Cast:
 		return c.cast(e)
 	case *Tuple:
-		t := Type{Kind: KindTuple, Names: e.Names}
-		for _, x := range e.Elems {
-			et := c.expr(x, useAssign)
-			if et.Kind == KindVoid || et.IsAggregation() {
-				et = Type{}
-			}
-			t.Elems = append(t.Elems, et)
+		elems := make([]Type, len(e.Elems))
+		for i, x := range e.Elems {
+			elems[i] = c.expr(x, useAssign)
 		}
-		return t
+		return tupleType(e, elems)
 	case *FieldAccess:
 		return c.field(e)
 	case *IndexExpr:
@@ -392,7 +400,7 @@ func (c *checker) field(e *FieldAccess) Type {
 			c.errorf(e.Loc, "Record does not contain a field named '%s'", e.Field)
 			return Type{}
 		}
-		e.Index = i
+		c.info.elems[e] = i
 		return x.Elems[i]
 	}
 	if c.tracepointArgs(e.X) {

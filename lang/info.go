@@ -32,8 +32,13 @@ type Info struct {
 	// whose format is a literal the checker could parse.
 	formats map[*Call][]printf.Part
 	// elems is the element a constant index selects in a tuple or an
-	// array value (`$t[1]`), folded by the checker.
-	elems map[*IndexExpr]int
+	// array value (`$t[1]`, an *IndexExpr), folded by the checker, and
+	// the element a record's field name selects (`$r.name`, a
+	// *FieldAccess).
+	elems map[Expr]int
+	// elements is the map element each delete() and has_key() call the
+	// checker accepted names (MapElement).
+	elements map[*Call]*MapExpr
 
 	// attach is the attach points of each probe as Resolve resolved them,
 	// in the order written: copies of the parsed ones, which stay as
@@ -61,12 +66,13 @@ type Info struct {
 // NewInfo returns an empty Info, for Analyze to fill in.
 func NewInfo() *Info {
 	return &Info{
-		unrolls: map[*UnrollStmt]int{},
-		formats: map[*Call][]printf.Part{},
-		elems:   map[*IndexExpr]int{},
-		attach:  map[*Probe][]*AttachPoint{},
-		Maps:    map[string]*MapInfo{},
-		Symbols: map[SymbolRef]DataSymbol{},
+		unrolls:  map[*UnrollStmt]int{},
+		formats:  map[*Call][]printf.Part{},
+		elems:    map[Expr]int{},
+		elements: map[*Call]*MapExpr{},
+		attach:   map[*Probe][]*AttachPoint{},
+		Maps:     map[string]*MapInfo{},
+		Symbols:  map[SymbolRef]DataSymbol{},
 	}
 }
 
@@ -183,6 +189,24 @@ func (in *Info) SetFormat(call *Call, parts []printf.Part) { in.formats[call] = 
 // ElemIndex returns the element the constant index of e selects when e
 // indexes a tuple or an array value, as the checker folded it.
 func (in *Info) ElemIndex(e *IndexExpr) int { return in.elems[e] }
+
+// FieldIndex returns the element of a tuple that e selects: the index
+// written in `$t.N`, or for a record's `$r.name` the index of the field
+// the checker found by that name.
+func (in *Info) FieldIndex(e *FieldAccess) int {
+	if e.Field == "" {
+		return e.Index
+	}
+	return in.elems[e]
+}
+
+// MapElement returns the map element that call, a delete() or has_key()
+// the checker accepted, names: its argument in bpftrace 0.17's form
+// delete(@m[k]); for the newer delete(@m, k...) and has_key(@m, k...),
+// the element @m[k...] the checker made of the map and the keys (a
+// tuple's elements for a tuple of keys) and typed, which is in no AST.
+// It is nil for any other call.
+func (in *Info) MapElement(call *Call) *MapExpr { return in.elements[call] }
 
 // StructDef returns the struct called name: p's own, else one of the
 // kernel's the checker looked up, else nil.
