@@ -93,38 +93,14 @@ func (f *fn) arithmetic(e *lang.Binary) error {
 // are signed only when both sides are signed; pointer +/- integer scales
 // by the pointee size.
 func (f *fn) applyOp(n lang.Node, op string, xt, yt lang.Type) error {
+	if alu, ok := aluOps[op]; ok {
+		if op == "+" || op == "-" {
+			f.scaleOffset(op, xt, yt)
+		}
+		f.emit(alu.Reg(asm.R0, asm.R1))
+		return nil
+	}
 	switch op {
-	case "+", "-":
-		if xt.Kind == lang.KindPointer && yt.Kind != lang.KindPointer {
-			if s := f.elemSize(xt); s != 1 {
-				f.emit(asm.Mul.Imm(asm.R1, int32(s)))
-			}
-		} else if op == "+" && yt.Kind == lang.KindPointer && xt.Kind != lang.KindPointer {
-			if s := f.elemSize(yt); s != 1 {
-				f.emit(asm.Mul.Imm(asm.R0, int32(s)))
-			}
-		}
-		if op == "+" {
-			f.emit(asm.Add.Reg(asm.R0, asm.R1))
-		} else {
-			f.emit(asm.Sub.Reg(asm.R0, asm.R1))
-		}
-	case "*":
-		f.emit(asm.Mul.Reg(asm.R0, asm.R1))
-	case "&":
-		f.emit(asm.And.Reg(asm.R0, asm.R1))
-	case "|":
-		f.emit(asm.Or.Reg(asm.R0, asm.R1))
-	case "^":
-		f.emit(asm.Xor.Reg(asm.R0, asm.R1))
-	case "/":
-		f.emit(asm.Div.Reg(asm.R0, asm.R1))
-	case "%":
-		f.emit(asm.Mod.Reg(asm.R0, asm.R1))
-	case "<<":
-		f.emit(asm.LSh.Reg(asm.R0, asm.R1))
-	case ">>":
-		f.emit(asm.RSh.Reg(asm.R0, asm.R1))
 	case "==", "!=", "<", "<=", ">", ">=":
 		signed := xt.Kind == lang.KindInt && yt.Kind == lang.KindInt && xt.Signed && yt.Signed
 		j := compareJump(op, signed)
@@ -137,6 +113,30 @@ func (f *fn) applyOp(n lang.Node, op string, xt, yt lang.Type) error {
 		return f.c.errorf(n, "operator %s: %w", op, ErrUnsupported)
 	}
 	return nil
+}
+
+// scaleOffset multiplies the integer operand of pointer + integer,
+// integer + pointer and pointer - integer (R0 op R1, of types xt and yt)
+// by the size of what the pointer points to, as C does.
+func (f *fn) scaleOffset(op string, xt, yt lang.Type) {
+	offset, ptr := asm.R1, xt
+	switch {
+	case xt.Kind == lang.KindPointer && yt.Kind != lang.KindPointer:
+	case op == "+" && yt.Kind == lang.KindPointer && xt.Kind != lang.KindPointer:
+		offset, ptr = asm.R0, yt
+	default:
+		return
+	}
+	if s := f.elemSize(ptr); s != 1 {
+		f.emit(asm.Mul.Imm(offset, int32(s)))
+	}
+}
+
+// aluOps are the operators that are one BPF instruction on R0 and R1,
+// and that instruction.
+var aluOps = map[string]asm.ALUOp{
+	"+": asm.Add, "-": asm.Sub, "*": asm.Mul, "/": asm.Div, "%": asm.Mod,
+	"&": asm.And, "|": asm.Or, "^": asm.Xor, "<<": asm.LSh, ">>": asm.RSh,
 }
 
 // compareJump is the jump taken when `a op b` holds.

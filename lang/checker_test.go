@@ -20,10 +20,7 @@ import (
 // checkSource parses and checks src with cfg.
 func checkSource(t *testing.T, src string, cfg Config) (*Program, *Info, ErrorList) {
 	t.Helper()
-	p, err := Parse("stdin", src)
-	if err != nil {
-		t.Fatalf("parse %q: %v", src, err)
-	}
+	p := mustParse(t, src)
 	info, err := Analyze(p, cfg, nil)
 	if err == nil {
 		return p, info, nil
@@ -383,10 +380,7 @@ func TestCheckUnrollAndParams(t *testing.T) {
 
 // TestCheckConfig checks that Check refuses a bad configuration.
 func TestCheckConfig(t *testing.T) {
-	p, err := Parse("stdin", "BEGIN { exit(); }")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, "BEGIN { exit(); }")
 	for _, cfg := range []Config{{Values: settings.Values{StrLen: -1}}, {Values: settings.Values{StrLen: settings.MaxStrLen + 1}}, {Values: settings.Values{MapKeysMax: -5}}} {
 		if _, err := Analyze(p, cfg, nil); err == nil {
 			t.Errorf("Check with %+v succeeded", cfg)

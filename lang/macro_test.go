@@ -28,11 +28,7 @@ func TestMacros(t *testing.T) {
 		{"#define D\n#ifndef D\n#define V 1\n#else\n#ifdef D\n#define V 3\n#endif\n#endif\n", "V", "3"},
 	}
 	for _, tt := range tests {
-		p, err := Parse("stdin", tt.defs+"BEGIN { $x = "+tt.expr+"; }")
-		if err != nil {
-			t.Errorf("%q: %v", tt.defs+tt.expr, err)
-			continue
-		}
+		p := mustParse(t, tt.defs+"BEGIN { $x = "+tt.expr+"; }")
 		if got := sexpr(p.Probes[0].Body.Stmts[0].(*AssignStmt).RHS); got != tt.want {
 			t.Errorf("%q %s\n got  %s\n want %s", tt.defs, tt.expr, got, tt.want)
 		}

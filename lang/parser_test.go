@@ -103,11 +103,19 @@ func sexprs(es []Expr) string {
 // parseExpr parses src as the right-hand side of an assignment in BEGIN.
 func parseExpr(t *testing.T, src string) Expr {
 	t.Helper()
-	p, err := Parse("stdin", "BEGIN { $x = "+src+"; }")
+	p := mustParse(t, "BEGIN { $x = "+src+"; }")
+	return p.Probes[0].Body.Stmts[0].(*AssignStmt).RHS
+}
+
+// mustParse parses src as the script "stdin", failing the test when it
+// does not parse.
+func mustParse(t *testing.T, src string) *Program {
+	t.Helper()
+	p, err := Parse("stdin", src)
 	if err != nil {
 		t.Fatalf("Parse(%q): %v", src, err)
 	}
-	return p.Probes[0].Body.Stmts[0].(*AssignStmt).RHS
+	return p
 }
 
 func TestParseExpressions(t *testing.T) {
@@ -184,11 +192,7 @@ func TestParsePredicate(t *testing.T) {
 		{"BEGIN\n/comm == \"x\"/\n{ }", "(== comm \"x\")"},
 	}
 	for _, tt := range tests {
-		p, err := Parse("stdin", tt.src)
-		if err != nil {
-			t.Errorf("Parse(%q): %v", tt.src, err)
-			continue
-		}
+		p := mustParse(t, tt.src)
 		if got := sexpr(p.Probes[0].Pred); got != tt.want {
 			t.Errorf("%s\n got  %s\n want %s", tt.src, got, tt.want)
 		}
@@ -205,10 +209,7 @@ func TestParseStatements(t *testing.T) {
   while ($x < 10) { $x = $x + 1 }
   printf("%d\n", $x)
 }`
-	p, err := Parse("stdin", src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, src)
 	var ops []string
 	for _, s := range p.Probes[0].Body.Stmts {
 		switch s := s.(type) {
@@ -236,10 +237,7 @@ func TestParseStatements(t *testing.T) {
 // return with a value, which only a script of the newer language takes
 // (0.17's syntax error stays the default).
 func TestParseNewerStatements(t *testing.T) {
-	p, err := Parse("stdin", "begin { let $a; _ = $a + 1; return $a; }")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, "begin { let $a; _ = $a + 1; return $a; }")
 	var got []string
 	for _, s := range p.Probes[0].Body.Stmts {
 		switch s := s.(type) {
@@ -293,11 +291,7 @@ func TestParseAttachPoints(t *testing.T) {
 		{"kr:vfs_read", AttachPoint{Point: attachpoint.Point{Kind: ProbeKretprobe, Func: "vfs_read"}}},
 	}
 	for _, tt := range tests {
-		p, err := Parse("stdin", tt.src+" { }")
-		if err != nil {
-			t.Errorf("Parse(%q): %v", tt.src, err)
-			continue
-		}
+		p := mustParse(t, tt.src+" { }")
 		got := *p.Probes[0].Attach[0]
 		tt.want.Raw = tt.src
 		tt.want.Loc = Span{Start: Pos{1, 1}, End: Pos{1, 1 + int32(len(tt.src))}}
@@ -308,10 +302,7 @@ func TestParseAttachPoints(t *testing.T) {
 }
 
 func TestParseSeveralAttachPoints(t *testing.T) {
-	p, err := Parse("stdin", "usdt:./b:net:inbound_message,\n  usdt:./b:net:outbound_message, BEGIN { }")
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, "usdt:./b:net:inbound_message,\n  usdt:./b:net:outbound_message, BEGIN { }")
 	var funcs []string
 	for _, a := range p.Probes[0].Attach {
 		funcs = append(funcs, a.Func)
@@ -335,10 +326,7 @@ func TestParseAttachPointSpans(t *testing.T) {
 		{"BEGIN { exit(); }\n\nusdt:/nonexist:a:b { }", Span{Pos{1, 18}, Pos{3, 19}}},
 	}
 	for _, tt := range tests {
-		p, err := Parse("stdin", tt.src)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := mustParse(t, tt.src)
 		last := p.Probes[len(p.Probes)-1]
 		if got := last.Attach[len(last.Attach)-1].Loc; got != tt.want {
 			t.Errorf("%q: span %v, want %v", tt.src, got, tt.want)
@@ -387,10 +375,7 @@ func TestParseStructs(t *testing.T) {
 struct Mixed { char c; short s; char d; long l; unsigned int u; bool b; };
 struct Outer { char c; struct Mixed m; struct Outer *next; void *p; uint8_t h[3][2] }
 BEGIN { }`
-	p, err := Parse("stdin", src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, src)
 	var b strings.Builder
 	for _, s := range p.Structs {
 		fmt.Fprintf(&b, "%s %d:", s.Name, s.Size)
@@ -466,10 +451,7 @@ func TestParseIntegerErrors(t *testing.T) {
 
 func TestParseSpans(t *testing.T) {
 	src := "BEGIN {\n  $x = bufx(1, 2) + $y;\n  @m[\"a\"]++;\n\n  if ($x) { } else if ($y) { } else { }\n}"
-	p, err := Parse("stdin", src)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := mustParse(t, src)
 	assign := p.Probes[0].Body.Stmts[0].(*AssignStmt)
 	bin := assign.RHS.(*Binary)
 	call := bin.X.(*Call)
@@ -766,11 +748,7 @@ func TestRunStart(t *testing.T) {
 		{"#define M 1 + $x\nBEGIN { $y = M; }", Pos{2, 15}, 14}, // a macro's tokens are in its name's run
 	}
 	for _, tt := range tests {
-		p, err := Parse("stdin", tt.src)
-		if err != nil {
-			t.Errorf("%q: %v", tt.src, err)
-			continue
-		}
+		p := mustParse(t, tt.src)
 		if got := p.runStart(tt.at); got != (Pos{tt.at.Line, int32(tt.wantCol)}) {
 			t.Errorf("%q: run of %v starts at %v, want column %d", tt.src, tt.at, got, tt.wantCol)
 		}

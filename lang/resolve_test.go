@@ -32,12 +32,9 @@ func TestResolveParamInProbeType(t *testing.T) {
 		{"IN", "BEGIN", ""},
 		{"XX", "", "Invalid probe type: BEGXX"},
 	} {
-		p, err := Parse("stdin", "BEG$1 { exit(); }")
-		if err != nil {
-			t.Fatalf("Parse: %v", err)
-		}
+		p := mustParse(t, "BEG$1 { exit(); }")
 		info := NewInfo()
-		err = Resolve(p, Config{Params: []string{tc.param}}, info)
+		err := Resolve(p, Config{Params: []string{tc.param}}, info)
 		switch {
 		case tc.err != "" && (err == nil || err.Error() != "1:1-6: "+tc.err):
 			t.Errorf("BEG$1 with %s: Resolve = %v, want %s", tc.param, err, tc.err)
@@ -66,10 +63,7 @@ func TestResolveProcessTarget(t *testing.T) {
 		{"uprobe:./testprogs/uprobe_test:uprobeFunction1", "./testprogs/uprobe_test"},
 		{"uprobe:/tmp/ns/*:uprobeFunction1", "/tmp/ns/*"},
 	} {
-		p, err := Parse("stdin", tc.src+" { }")
-		if err != nil {
-			t.Fatalf("Parse(%q): %v", tc.src, err)
-		}
+		p := mustParse(t, tc.src+" { }")
 		info := NewInfo()
 		if err := Resolve(p, Config{Host: processHost{}}, info); err != nil {
 			t.Fatalf("Resolve(%q): %v", tc.src, err)

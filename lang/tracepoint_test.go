@@ -114,10 +114,7 @@ func TestTracepointErrors(t *testing.T) {
 // errors go to errs, or fail the test when errs is nil.
 func resolveAndCheck(t *testing.T, src string, errs *ErrorList) (*Program, *Info) {
 	t.Helper()
-	p, err := Parse("stdin", src)
-	if err != nil {
-		t.Fatalf("parse %q: %v", src, err)
-	}
+	p := mustParse(t, src)
 	cfg := Config{Host: fakeTracepoints{}}
 	info, err := Analyze(p, cfg, nil)
 	switch {

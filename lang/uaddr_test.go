@@ -49,10 +49,7 @@ func TestUaddrResolvedTarget(t *testing.T) {
 		{`uprobe:python3.11:main { $v = uaddr("Py_DebugFlag"); }`, nil},
 		{`usdt:$1:python:function__entry { $v = uaddr("Py_DebugFlag"); }`, []string{python}},
 	} {
-		p, err := Parse("stdin", tc.src)
-		if err != nil {
-			t.Fatal(err)
-		}
+		p := mustParse(t, tc.src)
 		cfg := Config{Params: tc.params, Host: &usdt.Host{}}
 		info, err := Analyze(p, cfg, nil)
 		if err != nil {

@@ -67,9 +67,7 @@ func (r *rightOperands) Span() Span { return Span{} }
 func appendChildren(out []Node, n Node) []Node {
 	switch n := n.(type) {
 	case *Block:
-		for _, s := range n.Stmts {
-			out = append(out, s)
-		}
+		out = appendNodes(out, n.Stmts)
 	case *ExprStmt:
 		out = append(out, n.X)
 	case *AssignStmt:
@@ -98,13 +96,9 @@ func appendChildren(out []Node, n Node) []Node {
 	case *LetStmt:
 		out = append(out, n.Var)
 	case *MapExpr:
-		for _, k := range n.Keys {
-			out = append(out, k)
-		}
+		out = appendNodes(out, n.Keys)
 	case *Call:
-		for _, a := range n.Args {
-			out = append(out, a)
-		}
+		out = appendNodes(out, n.Args)
 	case *Binary:
 		out = append(out, n.X, n.Y)
 	case *Unary:
@@ -119,20 +113,24 @@ func appendChildren(out []Node, n Node) []Node {
 		}
 		out = append(out, n.X)
 	case *Tuple:
-		for _, e := range n.Elems {
-			out = append(out, e)
-		}
+		out = appendNodes(out, n.Elems)
 	case *FieldAccess:
 		out = append(out, n.X)
 	case *IndexExpr:
 		out = append(out, n.X, n.Index)
 	case *BlockExpr:
-		for _, s := range n.Stmts {
-			out = append(out, s)
-		}
+		out = appendNodes(out, n.Stmts)
 		if n.Value != nil {
 			out = append(out, n.Value)
 		}
+	}
+	return out
+}
+
+// appendNodes appends the statements or expressions xs to out, as nodes.
+func appendNodes[T Node](out []Node, xs []T) []Node {
+	for _, x := range xs {
+		out = append(out, x)
 	}
 	return out
 }

@@ -108,10 +108,7 @@ func TestInspectOrder(t *testing.T) {
 		`BEGIN { $x = 1; if ($x && 2 && (3 || 4 || 5)) { @[$x + 1 + 2, 3 - 4 - 5] = count(); } }`,
 		`BEGIN { @ = (1 + 2 + 3) + (4 + 5 + 6) * 7; @b = -(1 + 2 + 3); }`,
 	} {
-		p, err := Parse("stdin", src)
-		if err != nil {
-			t.Fatalf("%s: %v", src, err)
-		}
+		p := mustParse(t, src)
 		var got []Node
 		InspectProbe(p.Probes[0], func(n Node) { got = append(got, n) })
 		want := preorder(p.Probes[0].Body, nil)
