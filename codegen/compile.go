@@ -42,6 +42,10 @@ type Options struct {
 	// WatchLoader adds Spec.LoaderProgram, for a -c command that may load
 	// libraries with the probes of the script later.
 	WatchLoader bool
+	// Family, for a -c trace, filters the usdt, uprobe and uretprobe
+	// programs on the command's family, kept in the kernel by programs
+	// that read these tracepoint records (family.go); nil: no filter.
+	Family *FamilyRecords
 	// Extends is a spec already loaded that the programs compiled now join,
 	// sharing its maps: the new Spec's Events and Attachments begin with a
 	// copy of Extends', so that event ids and probe numbers go on after
@@ -148,6 +152,9 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*Spec, error) {
 	}
 	if opts.WatchLoader {
 		c.addLoaderProgram()
+	}
+	if opts.Family != nil {
+		c.addFamily(*opts.Family)
 	}
 	for _, probe := range p.Probes {
 		for _, ap := range probe.Attach {

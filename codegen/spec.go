@@ -69,6 +69,9 @@ type Spec struct {
 	// control ring and stops the process with SIGSTOP, for the runtime to
 	// attach to the probes of new objects before it sends SIGCONT.
 	LoaderProgram string
+	// Family, set with Options.Family, names the maps and programs that
+	// keep a -c command's family in the kernel; nil without.
+	Family *FamilySpec
 }
 
 // Attachment is one program and the place it runs.

@@ -31,6 +31,7 @@ func (f *fn) compile(probe *lang.Probe) (asm.Instructions, error) {
 		)
 		f.returnUnless(asm.JEq, 0)
 	}
+	f.familyFilter()
 	scratchLookup := len(f.insns)
 	f.lookupZeroKey(ScratchMapName)
 	scratchLookupCall := len(f.insns)

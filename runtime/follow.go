@@ -1,44 +1,153 @@
 package runtime
 
+// The family of a -c command. A command such as "sudo -u bitcoin
+// ./bitcoind", "runuser -u bitcoin -- ./bitcoind" or "sh -c ./prog" runs
+// the traced program in a process it starts. The probes of a -c trace are
+// therefore attached for every process, and their programs count only the
+// hits of the command's family, which the kernel keeps (codegen/family.go):
+// the command's PID goes in before it leaves its gate, and a child of a
+// member is a member from its fork, so nothing it runs is missed. Polling
+// /proc remains only to say which member maps which probe's file (-v) and
+// to warn when none did.
+
 import (
+	"errors"
 	"fmt"
 	"sort"
 	"strings"
 	"syscall"
 
+	"github.com/cilium/ebpf/link"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/attach"
 	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
+	"github.com/gotrace/gotrace/runtime/tracefs"
 )
+
+// familyRecords reads where this kernel's sched_process_fork and
+// sched_process_exit records hold the fields the family programs read.
+func familyRecords() (*codegen.FamilyRecords, error) {
+	dir, err := tracefs.Find(true)
+	if err != nil {
+		return nil, fmt.Errorf("keep the -c command's processes: %w", err)
+	}
+	offset := func(event, field string) (int, error) {
+		f, err := tracefs.ReadFormat(dir, tracefs.Event{Category: "sched", Name: event})
+		if err != nil {
+			return 0, fmt.Errorf("keep the -c command's processes: %w", err)
+		}
+		for _, fl := range f.Fields {
+			if fl.Name == field {
+				return fl.Offset, nil
+			}
+		}
+		return -1, nil
+	}
+	rec := &codegen.FamilyRecords{}
+	if rec.ChildPID, err = offset("sched_process_fork", "child_pid"); err != nil {
+		return nil, err
+	}
+	if rec.ChildPID < 0 {
+		return nil, errors.New("keep the -c command's processes: sched_process_fork's record has no child_pid")
+	}
+	if rec.GroupDead, err = offset("sched_process_exit", "group_dead"); err != nil {
+		return nil, err
+	}
+	return rec, nil
+}
+
+// hasUserProbes reports whether p has a usdt, uprobe or uretprobe probe,
+// the kinds the family filter is for.
+func hasUserProbes(p *lang.Program) bool {
+	for _, probe := range p.Probes {
+		for _, ap := range probe.Attach {
+			if plan.UserKind(ap.Kind) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// withFamily returns in with the family filter asked of the code
+// generator when the trace has a -c command.
+func (t *tracer) withFamily(in plan.Input) plan.Input {
+	in.Codegen.Family = t.familyRecs
+	return in
+}
+
+// uprobePID is the PID the uprobes are attached for: none (every process)
+// when the programs filter on the -c command's family themselves.
+func (t *tracer) uprobePID() int {
+	if t.familyRecs != nil {
+		return 0
+	}
+	return t.pid
+}
+
+// keepFamily puts the -c command's PID in the family map and attaches the
+// programs that keep its descendants there, before the command leaves its
+// gate.
+func (t *tracer) keepFamily() error {
+	fam := t.spec.Family
+	if fam == nil {
+		return nil
+	}
+	if err := t.coll.Maps[fam.Map].Put(uint32(t.child.PID), uint32(1)); err != nil {
+		return fmt.Errorf("add the -c command to its family: %w", err)
+	}
+	for _, tp := range []struct{ prog, event string }{{fam.Fork, "sched_process_fork"}, {fam.Exit, "sched_process_exit"}} {
+		l, err := link.Tracepoint("sched", tp.event, t.coll.Programs[tp.prog], nil)
+		if err != nil {
+			return fmt.Errorf("attach %s to keep the -c command's processes: %w", tp.event, err)
+		}
+		t.links = append(t.links, l)
+	}
+	return nil
+}
+
+// familyStats reads the family's statistics map: the children not kept
+// because the map was full, and whether a probe passed the filter.
+func (t *tracer) familyStats() (dropped uint64, hit bool) {
+	fam := t.spec.Family
+	if fam == nil {
+		return 0, false
+	}
+	var v [2]uint64
+	if err := t.coll.Maps[fam.Stats].Lookup(uint32(0), &v); err != nil {
+		return 0, false
+	}
+	return v[codegen.FamilyDroppedOffset/8], v[codegen.FamilyHitOffset/8] != 0
+}
 
 // fileKey identifies a file by device and inode, as /proc/PID/maps does.
 type fileKey struct{ dev, ino uint64 }
 
-// follower attaches the probes to the processes a -c command starts. A
-// command such as "sudo -u bitcoin ./bitcoind" or "runuser -u bitcoin --
-// ./bitcoind" runs the traced program as its child, where the probes
-// attached for the command's own PID never fire and no semaphore rises:
-// each descendant that maps the file of a probe gets that probe attached
-// for its PID too, within proc.FamilyPoll of mapping it.
+// follower watches the processes a -c command starts, to say (-v) which of
+// them map which probe's file, and to warn at the end when none of them
+// nor the command did.
 type follower struct {
 	t *tracer
 	// family are the command's process and its descendants.
 	family *proc.Family
-	// groups are the locations in files, by the file's key; names are
-	// the files' paths, for the warning.
-	groups map[fileKey][]attach.Group
-	names  []string
-	// attached are the descendants the probes were attached to.
-	attached map[int]bool
+	// files are the paths of the probes' files, by the file's key;
+	// names are the paths, sorted, for the warning.
+	files map[fileKey]string
+	names []string
+	// mapping are the descendants seen mapping a probe's file.
+	mapping map[int]bool
 	// rootMaps says the command was seen mapping a probe's file.
 	rootMaps bool
 }
 
-// newFollower returns a follower of root's descendants for the locations
-// in files among sites, or nil when there is none.
+// newFollower returns a follower of root's descendants for the files of
+// sites, or nil when there is none.
 func newFollower(t *tracer, root int, sites []plan.Site) *follower {
-	f := &follower{t: t, family: proc.NewFamily(root), groups: map[fileKey][]attach.Group{}, attached: map[int]bool{}}
+	f := &follower{t: t, family: proc.NewFamily(root), files: map[fileKey]string{}, mapping: map[int]bool{}}
 	_, groups := attach.GroupSites(sites)
 	for _, g := range groups {
 		// The file that was read and is attached to, by its descriptor.
@@ -51,108 +160,73 @@ func newFollower(t *tracer, root int, sites []plan.Site) *follower {
 			continue
 		}
 		k := fileKey{dev: st.Dev, ino: st.Ino}
-		if _, ok := f.groups[k]; !ok {
+		if _, ok := f.files[k]; !ok {
+			f.files[k] = g.Sites[0].Path
 			f.names = append(f.names, g.Sites[0].Path)
 		}
-		f.groups[k] = append(f.groups[k], g)
 	}
-	if len(f.groups) == 0 {
+	if len(f.files) == 0 {
 		return nil
 	}
 	sort.Strings(f.names)
 	return f
 }
 
-// poll attaches the probes to each new descendant of the command that maps
-// a probe's file. It returns false, ending the polling, on an error, which
-// ends the trace.
+// poll notes each new descendant of the command that maps a probe's file.
+// It always returns true: polling goes on until the trace ends.
 func (f *follower) poll() bool {
 	if !f.family.Due() {
 		return true
 	}
 	if !f.rootMaps {
-		f.rootMaps = f.mapsSite(mappedFiles(f.family.Root))
+		f.rootMaps = len(f.mapsSites(mappedFiles(f.family.Root))) > 0
 	}
 	for _, pid := range f.family.Descendants() {
-		if f.attached[pid] {
+		if f.mapping[pid] {
 			continue
 		}
-		mapped := mappedFiles(pid)
-		if !f.mapsSite(mapped) {
+		paths := f.mapsSites(mappedFiles(pid))
+		if len(paths) == 0 {
 			continue
 		}
-		f.attached[pid] = true
-		if err := f.attach(pid, mapped); err != nil {
-			if proc.Gone(pid) {
-				continue
-			}
+		f.mapping[pid] = true
+		if f.t.opts.Verbose {
 			f.t.mu.Lock()
-			f.t.keepErr(err)
+			fmt.Fprintf(f.t.opts.Err, "process %d%s, which the command started, maps %s\n", pid, proc.NameNote(pid), strings.Join(paths, ", "))
 			f.t.mu.Unlock()
-			f.t.requestExit()
-			return false
 		}
 	}
 	return true
 }
 
-// mapsSite reports whether mapped holds the file of a site.
-func (f *follower) mapsSite(mapped map[fileKey]bool) bool {
+// mapsSites returns the paths of the probes' files that mapped holds,
+// sorted.
+func (f *follower) mapsSites(mapped map[fileKey]bool) []string {
+	var paths []string
 	for k := range mapped {
-		if _, ok := f.groups[k]; ok {
-			return true
+		if p, ok := f.files[k]; ok {
+			paths = append(paths, p)
 		}
 	}
-	return false
-}
-
-// attach attaches the locations in the files pid maps, for pid, as the
-// command's own are: with uprobe_multi links or perf-event uprobes.
-func (f *follower) attach(pid int, mapped map[fileKey]bool) error {
-	t := f.t
-	n := 0
-	for k, groups := range f.groups {
-		if !mapped[k] {
-			continue
-		}
-		for _, g := range groups {
-			prog := t.coll.Programs[g.Sites[0].Attachment.Program]
-			if prog == nil {
-				return fmt.Errorf("attach %s: program %s is missing from the collection", g.Sites[0].Attachment.Probe, g.Sites[0].Attachment.Program)
-			}
-			if t.uprobes == attach.MultiUprobes {
-				l, err := attach.UprobeMulti(g, prog, t.execs, pid)
-				if err != nil {
-					return fmt.Errorf("attach to process %d, which the command started: %w", pid, err)
-				}
-				t.links = append(t.links, l)
-				n++
-				continue
-			}
-			for _, s := range g.Sites {
-				l, err := attach.Uprobe(s, prog, t.execs, pid)
-				if err != nil {
-					return fmt.Errorf("attach to process %d, which the command started: %w", pid, err)
-				}
-				t.links = append(t.links, l)
-				n++
-			}
-		}
-	}
-	if t.opts.Verbose {
-		t.mu.Lock()
-		fmt.Fprintf(t.opts.Err, "attached %d links to process %d, which the command started\n", n, pid)
-		t.mu.Unlock()
-	}
-	return nil
+	sort.Strings(paths)
+	return paths
 }
 
 // warnWrapper warns when the command started processes but neither it nor
-// they mapped the file of any probe: a wrapper (sudo, runuser) that ran
-// something else, or a program that left gotrace's view (a daemon that
-// forked and exited). The caller holds t.mu.
+// they mapped the file of any probe, and no probe of the family fired: a
+// wrapper (sudo, runuser) that ran something else, or a program that left
+// gotrace's view. It also reports the processes the family map had no
+// room for. The caller holds t.mu.
 func (f *follower) warnWrapper() {
-	if f == nil || f.t.opts.NoWarnings || f.rootMaps || len(f.attached) > 0 || !f.family.Started() {
+	if f == nil || f.t.opts.NoWarnings {
+		return
+	}
+	dropped, hit := f.t.familyStats()
+	if dropped > 0 {
+		fmt.Fprintf(f.t.opts.Err, "WARNING: %d processes or threads that the -c command's processes started were not traced: the kernel's map of its family (%d entries) was full\n",
+			dropped, codegen.FamilyMaxProcs)
+	}
+	if hit || f.rootMaps || len(f.mapping) > 0 || !f.family.Started() {
 		return
 	}
 	fmt.Fprintf(f.t.opts.Err, "WARNING: no probe could fire: neither the -c command (%s) nor the processes it started mapped %s\n",

@@ -109,7 +109,7 @@ func (t *tracer) loadedObjects() error {
 	}
 	// Only the attach points without a path look in the new objects: the
 	// others are attached already, and their files need no new reading.
-	in := planInput(t.opts, fresh, t.pid, t.files)
+	in := t.withFamily(planInput(t.opts, fresh, t.pid, t.files))
 	in.Codegen.Extends = t.spec
 	spec, sites, err := plan.Loaded(t.prog, t.info, fresh, in)
 	if err != nil || spec == nil {

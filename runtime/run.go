@@ -130,6 +130,11 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 			return err
 		}
 		t.pid = t.child.PID
+		if hasUserProbes(p) {
+			if t.familyRecs, err = familyRecords(); err != nil {
+				return err
+			}
+		}
 	case opts.PID != 0:
 		if t.process, err = proc.OpenProcess(opts.PID); err != nil {
 			return err
@@ -139,7 +144,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	if t.child != nil {
 		childPID = t.child.PID
 	}
-	pl, err := plan.Make(p, info, planInput(opts, objs, childPID, t.files))
+	pl, err := plan.Make(p, info, t.withFamily(planInput(opts, objs, childPID, t.files)))
 	if err != nil {
 		return err
 	}
@@ -176,7 +181,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	// only a script with usdt or uprobe probes needs the answer.
 	if slices.ContainsFunc(t.spec.Attachments, func(a codegen.Attachment) bool { return plan.UserKind(a.Kind) }) {
 		var why string
-		t.uprobes, why = attach.ChooseMode(opts.NoUprobeMulti, t.pid)
+		t.uprobes, why = attach.ChooseMode(opts.NoUprobeMulti, t.uprobePID())
 		if opts.Verbose {
 			fmt.Fprintf(opts.Err, "uprobes: %s", t.uprobes)
 			if why != "" {
@@ -207,6 +212,9 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 		}
 	}
 	if err := t.attachAll(sites, t.coll, t.spec.Collection); err != nil {
+		return err
+	}
+	if err := t.keepFamily(); err != nil {
 		return err
 	}
 	if !opts.Quiet && p.Newer {
@@ -302,8 +310,11 @@ type tracer struct {
 	pid     int
 	child   *proc.Child
 	process *proc.Process
-	// follow attaches the probes to the processes the child starts.
-	follow *follower
+	// follow watches the processes the child starts; familyRecs, for a
+	// -c trace with probes in files, has the programs filter on the
+	// child's family (follow.go).
+	follow     *follower
+	familyRecs *codegen.FamilyRecords
 
 	execs *attach.Executables
 	links []link.Link

@@ -18,7 +18,7 @@ import (
 
 // attachProbe attaches prog at a USDT or uprobe site.
 func (t *tracer) attachProbe(s plan.Site, prog *ebpf.Program) error {
-	l, err := attach.Uprobe(s, prog, t.execs, t.pid)
+	l, err := attach.Uprobe(s, prog, t.execs, t.uprobePID())
 	if err != nil {
 		return err
 	}
@@ -43,7 +43,7 @@ func (t *tracer) attachGroup(g attach.Group, prog *ebpf.Program, spec *ebpf.Coll
 		}
 		return nil
 	}
-	l, err := attach.UprobeMulti(g, prog, t.execs, t.pid)
+	l, err := attach.UprobeMulti(g, prog, t.execs, t.uprobePID())
 	if err == nil {
 		t.links = append(t.links, l)
 		if t.opts.Verbose {
