@@ -107,6 +107,7 @@ func (t *tracer) keepFamily() error {
 		}
 		t.links = append(t.links, l)
 	}
+	t.verbosef("usdt and uprobe probes: attached for every process, counting the hits of the -c command's family (process %d and those it starts)", t.child.PID)
 	return nil
 }
 
