@@ -12,6 +12,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"
 )
@@ -171,4 +175,92 @@ func TestFamilyFilter(t *testing.T) {
 			t.Errorf("the command's fixture fired net:outbound_message %d times, want 128", c.Fired)
 		}
 	})
+}
+
+// TestFamilyMap runs the family's tracepoint programs for this test's own
+// process: a child it starts is in the family while it lives and gone
+// from it once it has exited; with the map full, a child is not added and
+// the fork is counted, for the warning at the end of a trace.
+func TestFamilyMap(t *testing.T) {
+	testenv.RequireRoot(t)
+	rec, err := familyRecords()
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, info := compileScript(t, `BEGIN { }`)
+	spec, err := codegen.Compile(p, info, codegen.Options{Family: rec})
+	if err != nil {
+		t.Fatal(err)
+	}
+	coll, err := ebpf.NewCollection(spec.Collection)
+	if err != nil {
+		t.Fatalf("load: %v", err)
+	}
+	t.Cleanup(coll.Close)
+	family, stats := coll.Maps[spec.Family.Map], coll.Maps[spec.Family.Stats]
+	if err := family.Put(uint32(os.Getpid()), uint32(1)); err != nil {
+		t.Fatal(err)
+	}
+	for _, tp := range []struct{ prog, event string }{{spec.Family.Fork, "sched_process_fork"}, {spec.Family.Exit, "sched_process_exit"}} {
+		l, err := link.Tracepoint("sched", tp.event, coll.Programs[tp.prog], nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { l.Close() })
+	}
+	member := func(pid int) bool {
+		var v uint32
+		return family.Lookup(uint32(pid), &v) == nil
+	}
+	dropped := func() uint64 {
+		var v [2]uint64
+		if err := stats.Lookup(uint32(0), &v); err != nil {
+			t.Fatal(err)
+		}
+		return v[codegen.FamilyDroppedOffset/8]
+	}
+	// child starts cat, which lives until its input is closed, and
+	// returns it with the function that ends it.
+	child := func() (*exec.Cmd, func()) {
+		cmd := exec.Command("cat")
+		in, err := cmd.StdinPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		end := func() {
+			in.Close()
+			cmd.Wait()
+		}
+		t.Cleanup(end)
+		return cmd, end
+	}
+
+	cmd, end := child()
+	if !member(cmd.Process.Pid) {
+		t.Errorf("the child %d is not in the family", cmd.Process.Pid)
+	}
+	end()
+	if member(cmd.Process.Pid) {
+		t.Errorf("the child %d is still in the family after it exited", cmd.Process.Pid)
+	}
+	if n := dropped(); n != 0 {
+		t.Errorf("%d forks dropped with room in the map", n)
+	}
+
+	// PIDs above any pid_max (2^22) fill the map.
+	for key := uint32(1 << 30); ; key++ {
+		if err := family.Put(key, uint32(1)); err != nil {
+			break
+		}
+	}
+	cmd, _ = child()
+	if member(cmd.Process.Pid) {
+		t.Errorf("the child %d is in a full family map", cmd.Process.Pid)
+	}
+	if n := dropped(); n == 0 {
+		t.Error("a fork refused by the full map was not counted")
+	}
 }
