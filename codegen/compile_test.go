@@ -67,20 +67,7 @@ func TestProgramsLoad(t *testing.T) {
 		`profile:hz:99 { @[ustack, ntop(cpu)] = count(); }`,
 		`s:faults:10 { @[probe] = count(); } hardware:cycles { @h[probe, kstack] = count(); }`,
 	} {
-		p, err := lang.Parse("t.bt", src)
-		if err != nil {
-			t.Fatalf("parse %s: %v", src, err)
-		}
-		params := []string{"a"}
-		info, err := lang.Analyze(p, lang.Config{Params: params, Unsafe: true}, nil)
-		if err != nil {
-			t.Fatalf("check %s: %v", src, err)
-		}
-		spec, err := Compile(p, info, Options{})
-		if err != nil {
-			t.Fatalf("compile %s: %v", src, err)
-		}
-		load(t, spec)
+		load(t, compileConfig(t, src, lang.Config{Params: []string{"a"}, Unsafe: true}))
 	}
 }
 

@@ -71,20 +71,30 @@ func (f *fn) arithmetic(e *lang.Binary) error {
 		f.emit(movImm(asm.R1, int64(lit.Value)))
 		return f.applyOp(e, e.Op, xt, yt)
 	}
-	slot, err := f.pushSlot(e)
+	if err := f.rightOperand(e, e.Y); err != nil {
+		return err
+	}
+	return f.applyOp(e, e.Op, xt, yt)
+}
+
+// rightOperand evaluates y, the right operand of n, into R1 and leaves
+// the left one in R0, where it was: R0 waits in a stack slot of n's
+// while y is computed.
+func (f *fn) rightOperand(n lang.Node, y lang.Expr) error {
+	slot, err := f.pushSlot(n)
 	if err != nil {
 		return err
 	}
 	defer f.popSlot()
 	f.emit(asm.StoreMem(f.fp, slot, asm.R0, asm.DWord))
-	if err := f.intExpr(e.Y); err != nil {
+	if err := f.intExpr(y); err != nil {
 		return err
 	}
 	f.emit(
 		asm.Mov.Reg(asm.R1, asm.R0),
 		asm.LoadMem(asm.R0, f.fp, slot, asm.DWord),
 	)
-	return f.applyOp(e, e.Op, xt, yt)
+	return nil
 }
 
 // applyOp computes R0 = R0 op R1 with bpftrace 0.17's semantics, which

@@ -155,20 +155,7 @@ func TestMapLoopsInProbes(t *testing.T) {
 		`profile:hz:99 { @m[cpu] = 1; for ($kv : @m) { @r[kstack, tid] = len(@m); } }`,
 		`BEGIN { @m[1] = 5; for ($kv : @m) { @c = count(); @k[$kv.0] = sum($kv.1); @h = hist($kv.1); @l = lhist($kv.1, 0, 100, 50); @st = stats($kv.1); @t = tseries($kv.1, 1s, 3); @n = len(@m); } }`,
 	} {
-		p, err := lang.Parse("t.bt", src)
-		if err != nil {
-			t.Fatalf("parse %s: %v", src, err)
-		}
-		cfg := lang.Config{Host: tracepointHost{&usdt.Host{}}}
-		info, err := lang.Analyze(p, cfg, nil)
-		if err != nil {
-			t.Fatalf("check %s: %v", src, err)
-		}
-		spec, err := Compile(p, info, Options{})
-		if err != nil {
-			t.Fatalf("compile %s: %v", src, err)
-		}
-		load(t, spec)
+		load(t, compileConfig(t, src, lang.Config{Host: tracepointHost{&usdt.Host{}}}))
 	}
 }
 

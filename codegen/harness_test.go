@@ -141,17 +141,24 @@ func printfs(t *testing.T, l *loaded) []string {
 // compileSource parses, checks and compiles a script with no USDT probes.
 func compileSource(t *testing.T, src string, params ...string) *Spec {
 	t.Helper()
+	return compileConfig(t, src, lang.Config{Params: params})
+}
+
+// compileConfig parses, checks with cfg and compiles a script with no
+// USDT probes, failing the test at the first step that fails.
+func compileConfig(t *testing.T, src string, cfg lang.Config) *Spec {
+	t.Helper()
 	p, err := lang.Parse("test.bt", src)
 	if err != nil {
-		t.Fatalf("parse: %v", err)
+		t.Fatalf("parse %s: %v", src, err)
 	}
-	info, err := lang.Analyze(p, lang.Config{Params: params}, nil)
+	info, err := lang.Analyze(p, cfg, nil)
 	if err != nil {
-		t.Fatalf("check: %v", err)
+		t.Fatalf("check %s: %v", src, err)
 	}
 	spec, err := Compile(p, info, Options{})
 	if err != nil {
-		t.Fatalf("compile: %v", err)
+		t.Fatalf("compile %s: %v", src, err)
 	}
 	return spec
 }

@@ -345,19 +345,9 @@ func (f *fn) assignVar(s *lang.AssignStmt, lhs *lang.Var) error {
 // applyRHS computes R0 = R0 op RHS for a compound assignment (s.Op is
 // "+=", "<<=", ...). lt is the type of the left side.
 func (f *fn) applyRHS(s *lang.AssignStmt, lt lang.Type) error {
-	slot, err := f.pushSlot(s)
-	if err != nil {
+	if err := f.rightOperand(s, s.RHS); err != nil {
 		return err
 	}
-	defer f.popSlot()
-	f.emit(asm.StoreMem(f.fp, slot, asm.R0, asm.DWord))
-	if err := f.intExpr(s.RHS); err != nil {
-		return err
-	}
-	f.emit(
-		asm.Mov.Reg(asm.R1, asm.R0),
-		asm.LoadMem(asm.R0, f.fp, slot, asm.DWord),
-	)
 	op := s.Op[:len(s.Op)-1]
 	return f.applyOp(s, op, lt, f.typeOf(s.RHS))
 }

@@ -147,10 +147,8 @@ func (c *checker) callArgs(e *Call, args []Expr) {
 	case FuncPrint:
 		c.printCall(e)
 	case FuncClear, FuncZero:
-		m, ok := args[0].(*MapExpr)
+		m, ok := c.mapArg(e, args[0])
 		if !ok {
-			c.expr(args[0], useValue)
-			c.errorf(e.Loc, "%s() expects a map to be provided", name)
 			return
 		}
 		c.mapRef(m)
@@ -158,10 +156,8 @@ func (c *checker) callArgs(e *Call, args []Expr) {
 			c.errorf(e.Loc, "The map passed to %s() should not be indexed by a key", name)
 		}
 	case FuncDelete, FuncHasKey:
-		m, ok := args[0].(*MapExpr)
+		m, ok := c.mapArg(e, args[0])
 		if !ok {
-			c.expr(args[0], useValue)
-			c.errorf(e.Loc, "%s() expects a map to be provided", name)
 			return
 		}
 		ms := c.mapAccess(m, m.Loc)
@@ -288,6 +284,18 @@ func (c *checker) callArgs(e *Call, args []Expr) {
 	default:
 		c.tableArgs(e)
 	}
+}
+
+// mapArg returns the first argument of call e, arg, when it is a map, as
+// clear(), zero(), delete() and has_key() want; else it checks arg as a
+// value and says that e wants a map.
+func (c *checker) mapArg(e *Call, arg Expr) (*MapExpr, bool) {
+	m, ok := arg.(*MapExpr)
+	if !ok {
+		c.expr(arg, useValue)
+		c.errorf(e.Loc, "%s() expects a map to be provided", e.Name)
+	}
+	return m, ok
 }
 
 // elementArgs returns the arguments call e is checked with. They are
