@@ -13,6 +13,8 @@ package runtime
 import (
 	"errors"
 	"fmt"
+	"io/fs"
+	"os"
 	"sort"
 	"strings"
 	"syscall"
@@ -28,10 +30,33 @@ import (
 	"github.com/gotrace/gotrace/runtime/tracefs"
 )
 
+// useFamily has a -c trace of p filter its usdt and uprobe probes on the
+// command's family. Where the tracepoints' formats cannot be read (a user
+// with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN but not the right to read
+// tracefs, which attaching a tracepoint needs too) the probes are
+// attached for the command's process alone, as with -p, and the end of
+// the trace says which processes it started were not traced.
+func (t *tracer) useFamily(p *lang.Program) error {
+	if !hasUserProbes(p) {
+		return nil
+	}
+	rec, err := familyRecords()
+	switch {
+	case err == nil:
+		t.familyRecs = rec
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, tracefs.ErrNotMounted):
+		t.noFamily = err
+		t.verbosef("usdt and uprobe probes: attached for the -c command's process alone: %v", err)
+	default:
+		return err
+	}
+	return nil
+}
+
 // familyRecords reads where this kernel's sched_process_fork and
 // sched_process_exit records hold the fields the family programs read.
 func familyRecords() (*codegen.FamilyRecords, error) {
-	dir, err := tracefs.Find(true)
+	dir, err := tracefs.Find(os.Geteuid() == 0)
 	if err != nil {
 		return nil, fmt.Errorf("keep the -c command's processes: %w", err)
 	}
@@ -226,6 +251,10 @@ func (f *follower) warnWrapper() {
 	if dropped > 0 {
 		fmt.Fprintf(f.t.opts.Err, "WARNING: %d processes or threads that the -c command's processes started were not traced: the kernel's map of its family (%d entries) was full\n",
 			dropped, codegen.FamilyMaxProcs)
+	}
+	if f.t.noFamily != nil && len(f.mapping) > 0 {
+		fmt.Fprintf(f.t.opts.Err, "WARNING: the processes the -c command started were not traced, though %d of them mapped %s: %v\n",
+			len(f.mapping), strings.Join(f.names, ", "), f.t.noFamily)
 	}
 	if hit || f.rootMaps || len(f.mapping) > 0 || !f.family.Started() {
 		return

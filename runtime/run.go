@@ -130,10 +130,8 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 			return err
 		}
 		t.pid = t.child.PID
-		if hasUserProbes(p) {
-			if t.familyRecs, err = familyRecords(); err != nil {
-				return err
-			}
+		if err := t.useFamily(p); err != nil {
+			return err
 		}
 	case opts.PID != 0:
 		if t.process, err = proc.OpenProcess(opts.PID); err != nil {
@@ -315,6 +313,9 @@ type tracer struct {
 	// child's family (follow.go).
 	follow     *follower
 	familyRecs *codegen.FamilyRecords
+	// noFamily is why a -c trace with probes in files has no family
+	// filter (tracefs unreadable); nil with one.
+	noFamily error
 
 	execs *attach.Executables
 	links []link.Link
