@@ -186,9 +186,15 @@ type flameGraph struct {
 	err    error
 }
 
+// The drawing subcommands' names.
+const (
+	flameGraphCommandName = "flamegraph"
+	chartCommandName      = "chart"
+)
+
 // addFlameGraphCommand gives root the flamegraph subcommand.
 func addFlameGraphCommand(root *cobra.Command, code *int) {
-	addDrawCommand(root, code, "flamegraph",
+	addDrawCommand(root, code, flameGraphCommandName,
 		"trace a script, or replay a capture, and draw its stack maps as a flame graph",
 		`flamegraph traces a script (or -e PROGRAM, with -c or -p) until it exits,
 its -c command exits or Ctrl-C, or replays a capture of gotrace -w, and draws
@@ -263,7 +269,7 @@ type charts struct {
 
 // addChartCommand gives root the chart subcommand.
 func addChartCommand(root *cobra.Command, code *int) {
-	addDrawCommand(root, code, "chart",
+	addDrawCommand(root, code, chartCommandName,
 		"trace a script, or replay a capture, and draw its histograms and time series as SVG",
 		`chart traces a script (or -e PROGRAM, with -c or -p) until it exits, its -c
 command exits or Ctrl-C, or replays a capture of gotrace -w, and draws its

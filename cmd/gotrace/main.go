@@ -116,16 +116,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 	var f flags
 	code := 0
 	cmd := &cobra.Command{
-		Use:   "gotrace [options] FILE [ARG...] | -e 'PROGRAM' [ARG...] | -l [PATTERN]",
-		Short: "gotrace: a bpftrace-compatible tracer for USDT probes",
-		Long: fmt.Sprintf(`gotrace runs bpftrace scripts against USDT probes (Bitcoin Core, Python,
-PostgreSQL, the JVM) and prints what bpftrace prints, from one static binary.
-
-Environment: BPFTRACE_STRLEN (string size, default %d), BPFTRACE_MAP_KEYS_MAX
-(map size, default %d), BPFTRACE_PERF_RB_PAGES (printf ring buffer pages,
-default 16 MiB worth).`, settings.DefaultStrLen, settings.DefaultMapKeysMax),
+		Use:           "gotrace [options] FILE [ARG...] | -e 'PROGRAM' [ARG...] | -l [PATTERN]",
+		Short:         "gotrace: a bpftrace-compatible tracer for USDT probes",
 		SilenceErrors: true,
 		SilenceUsage:  true,
+		// The script and its parameters: with subcommands, cobra
+		// refuses positional arguments of the root command unless told
+		// otherwise.
+		Args: cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			c, err := execute(cmd.Context(), &f, args, stdout, stderr)
 			code = c
@@ -135,8 +133,6 @@ default 16 MiB worth).`, settings.DefaultStrLen, settings.DefaultMapKeysMax),
 	cmd.SetArgs(args)
 	cmd.SetOut(stdout)
 	cmd.SetErr(stderr)
-	// bpftrace's heading, which its users' scripts and tests look for.
-	cmd.SetUsageTemplate(strings.Replace(cmd.UsageTemplate(), "Usage:", "USAGE:", 1))
 	cmd.SetFlagErrorFunc(func(c *cobra.Command, err error) error {
 		return &usageError{err: err, useLine: c.UseLine(), command: c.CommandPath()}
 	})
@@ -175,10 +171,13 @@ default 16 MiB worth).`, settings.DefaultStrLen, settings.DefaultMapKeysMax),
 	// a bpftrace option.
 	fs.StringVar(&f.cpuProfile, "cpuprofile", "", "write a Go CPU profile of gotrace to `FILE`")
 	fs.MarkHidden("cpuprofile")
-	addToolCommands(cmd)
-	addReplayCommand(cmd, &code)
-	addFlameGraphCommand(cmd, &code)
-	addChartCommand(cmd, &code)
+	if wantsCommandTree(args) {
+		addCommandTree(cmd, &code)
+	} else {
+		// Nor cobra's completion command, which it builds, with one
+		// command a shell, at every start unless told not to.
+		cmd.CompletionOptions.DisableDefaultCmd = true
+	}
 
 	ctx, stop := signalContext()
 	defer stop()
@@ -192,6 +191,57 @@ default 16 MiB worth).`, settings.DefaultStrLen, settings.DefaultMapKeysMax),
 		}
 	}
 	return code
+}
+
+// addCommandTree gives root what only help and the subcommands use: the
+// long description, bpftrace's usage heading and the subcommands
+// (replay, flamegraph, chart, completion, __man). Building them took
+// cobra about a third of gotrace's set-up (issue 24), and a trace, -l or
+// --version uses none of it.
+func addCommandTree(root *cobra.Command, code *int) {
+	root.Long = fmt.Sprintf(`gotrace runs bpftrace scripts against USDT probes (Bitcoin Core, Python,
+PostgreSQL, the JVM) and prints what bpftrace prints, from one static binary.
+
+Environment: BPFTRACE_STRLEN (string size, default %d), BPFTRACE_MAP_KEYS_MAX
+(map size, default %d), BPFTRACE_PERF_RB_PAGES (printf ring buffer pages,
+default 16 MiB worth).`, settings.DefaultStrLen, settings.DefaultMapKeysMax)
+	// bpftrace's heading, which its users' scripts and tests look for.
+	root.SetUsageTemplate(strings.Replace(root.UsageTemplate(), "Usage:", "USAGE:", 1))
+	addToolCommands(root)
+	addReplayCommand(root, code)
+	addFlameGraphCommand(root, code)
+	addChartCommand(root, code)
+}
+
+// commandTreeWords are the arguments that name a subcommand (cobra's help,
+// completion and __complete among them): an argument list with one of
+// them gets the command tree. TestCommandTreeWords keeps the list whole.
+var commandTreeWords = []string{
+	"help", "completion", cobra.ShellCompRequestCmd, cobra.ShellCompNoDescRequestCmd,
+	manCommandName, replayCommandName, flameGraphCommandName, chartCommandName,
+}
+
+// wantsCommandTree is needsCommandTree; a test sets it to build the tree
+// for every command line and compare.
+var wantsCommandTree = needsCommandTree
+
+// needsCommandTree reports whether args may ask for help or a subcommand:
+// an argument that names one, --help, or a short flag group holding an h
+// (-h, -qh). It may say yes for a trace (-ehello, a script named chart),
+// which then only costs the tree's set-up; it never says no to help or a
+// subcommand.
+func needsCommandTree(args []string) bool {
+	for _, a := range args {
+		switch {
+		case slices.Contains(commandTreeWords, a):
+			return true
+		case a == "--help" || strings.HasPrefix(a, "--help="):
+			return true
+		case len(a) > 1 && a[0] == '-' && a[1] != '-' && strings.IndexByte(a, 'h') > 0:
+			return true
+		}
+	}
+	return false
 }
 
 // usageError is a command line that cobra cannot parse (an unknown flag, a

@@ -39,10 +39,6 @@ const manCommandName = "__man"
 // page. A first argument that names neither is the script, as before; a
 // script file named like a subcommand runs as ./NAME or after "--".
 func addToolCommands(root *cobra.Command) {
-	// With subcommands, cobra refuses positional arguments of the root
-	// command unless told otherwise: they are the script and its
-	// parameters.
-	root.Args = cobra.ArbitraryArgs
 	root.AddCommand(&cobra.Command{
 		Use:    manCommandName,
 		Short:  "print the gotrace(8) manual page in roff",
