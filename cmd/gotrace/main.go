@@ -83,6 +83,36 @@ type flags struct {
 	takeMap func(m *output.Map) bool
 }
 
+// stringList is a flag that may be given more than once, each value kept
+// whole: pflag's StringArray, whose type name it gives, so that help and
+// completion treat it alike. pflag's own type writes its default's text
+// ("[]") through encoding/csv when the flag is defined, a 4 KB buffer a
+// flag, four flags at every start (issue 24); this one's empty default is
+// "", which help leaves out as it left out pflag's "[]" (the manual's
+// generator puts "[]" back).
+type stringList []string
+
+// stringListType is pflag's name of a StringArray flag's type.
+const stringListType = "stringArray"
+
+// Type names the flag's type for help and completion.
+func (l *stringList) Type() string { return stringListType }
+
+// Set adds a value: each use of the flag adds one.
+func (l *stringList) Set(value string) error {
+	*l = append(*l, value)
+	return nil
+}
+
+// String is the flag's values as pflag writes a StringArray's, but ""
+// when there is none.
+func (l *stringList) String() string {
+	if len(*l) == 0 {
+		return ""
+	}
+	return "[" + strings.Join(*l, ",") + "]"
+}
+
 // debugBare is the value of a -d without a stage (-d, -dd); pflag shows
 // no default for a "count" flag with this one.
 const debugBare = "+1"
@@ -155,8 +185,8 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.Lookup("debug").NoOptDefVal = debugBare
 	fs.BoolVar(&f.dryRun, "dry-run", false, "check and compile, but do not load or attach")
 	fs.StringVarP(&f.buffering, "buffering", "B", "full", "output buffering `MODE`: full (write when the ring buffer is empty), line or none (write each line at once)")
-	fs.StringArrayVar(&f.include, "include", nil, "put the text of `FILE` before the script: its #define macros and struct definitions")
-	fs.StringArrayVarP(&f.includeDir, "include-dir", "I", nil, "add `DIR` to the #include path: not supported, gotrace skips #include (use --include FILE)")
+	fs.Var((*stringList)(&f.include), "include", "put the text of `FILE` before the script: its #define macros and struct definitions")
+	fs.VarP((*stringList)(&f.includeDir), "include-dir", "I", "add `DIR` to the #include path: not supported, gotrace skips #include (use --include FILE)")
 	fs.CountVarP(&f.helpers, "check-helpers", "k", "``accepted for bpftrace's -k and -kk; gotrace does not report helper errors")
 	fs.BoolVar(&f.usdtFile, "usdt-file-activation", false, "accepted: USDT semaphores are always raised in every process that maps the file")
 	fs.BoolVar(&f.info, "info", false, "print what this kernel offers gotrace")

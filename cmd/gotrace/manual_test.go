@@ -36,6 +36,11 @@ func generateManual(w io.Writer, root *cobra.Command) error {
 		if strings.HasPrefix(f.Usage, "(") {
 			f.Usage = `\` + f.Usage
 		}
+		// pflag's text of an empty StringArray, which the page showed
+		// before stringList.
+		if f.Value.Type() == stringListType && f.DefValue == "" {
+			f.DefValue = "[]"
+		}
 	})
 	// NAME says "gotrace - what it is" without the name twice.
 	root.Short = strings.TrimPrefix(root.Short, root.Name()+": ")

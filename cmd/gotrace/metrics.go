@@ -30,8 +30,8 @@ type metricFlags struct {
 
 func (m *metricFlags) add(fs *pflag.FlagSet) {
 	fs.StringVar(&m.addr, "metrics", "", "serve the maps at http://`ADDR`/metrics for Prometheus while the script runs (:9435, 127.0.0.1:9435); see docs/metrics.md")
-	fs.StringArrayVar(&m.names, "metric-name", nil, "name the metric of a map: `@MAP=NAME` serves @MAP as gotrace_NAME")
-	fs.StringArrayVar(&m.labels, "metric-labels", nil, "name the labels of a map's key elements: `@MAP=L1,L2,...` (default key, or key0, key1, ...)")
+	fs.Var((*stringList)(&m.names), "metric-name", "name the metric of a map: `@MAP=NAME` serves @MAP as gotrace_NAME")
+	fs.Var((*stringList)(&m.labels), "metric-labels", "name the labels of a map's key elements: `@MAP=L1,L2,...` (default key, or key0, key1, ...)")
 	fs.IntVar(&m.maxSeries, "metrics-max-series", metrics.DefaultMaxSeries, "serve at most `N` series of one map per scrape; gotrace_series_dropped counts the rest")
 	fs.StringVar(&m.webConfig, "web.config.file", "", "serve --metrics over TLS and/or with basic auth as the Prometheus web configuration `FILE` says (exporter-toolkit's format, read again at each scrape); see docs/metrics.md")
 }
