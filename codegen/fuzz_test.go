@@ -16,7 +16,7 @@ import (
 // accept the Spec. USDT attach points resolve to a fake probe with two
 // register arguments.
 func FuzzCompile(f *testing.F) {
-	for _, pattern := range []string{"../testdata/diff/*.bt", "../testdata/scripts/*.bt", "../scripts/*.bt"} {
+	for _, pattern := range []string{"../testdata/diff/*.bt", "../testdata/scripts/*.bt", "../scripts/*.bt", "../lang/testdata/check/good/*.bt"} {
 		files, _ := filepath.Glob(pattern)
 		for _, file := range files {
 			src, err := os.ReadFile(file)
