@@ -2,10 +2,13 @@ package main
 
 import (
 	"bytes"
+	"io"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	goruntime "runtime"
 	"strconv"
 	"strings"
 	"testing"
@@ -49,11 +52,15 @@ var heavyInits = []string{
 // packages among them, in bytes and allocations rather than time, which
 // the machine's load changes. When heavyInits still ran, the total was
 // 652 KB in 3,654 allocations; without them, 133 KB in 825 (lang's parser
-// tables 14 KB of it).
+// tables 14 KB of it); with lang's and ptregs' tables as data, 90 KB in
+// 564, 4.5 KB of it gotrace's own. Most of what is left is other modules'
+// (encoding/xml's entity table, linked by cilium/ebpf's test utilities,
+// 18.8 KB; demangle's 12 KB; cilium/ebpf/features' 11 KB; unicode's
+// 11 KB for regexp).
 const (
-	maxInitBytes    = 256 << 10
-	maxInitAllocs   = 1500
-	maxOwnInitBytes = 32 << 10
+	maxInitBytes    = 100 << 10
+	maxInitAllocs   = 650
+	maxOwnInitBytes = 8 << 10
 )
 
 // initLine is one line of GODEBUG=inittrace=1.
@@ -138,6 +145,40 @@ var startupFiles = map[string]struct {
 	"/sys/devices/system/cpu/possible":           {1, "cilium/ebpf"},
 	// Not given back at the end: gotrace exits (Options.LastTrace).
 	"/proc/self/task": {3, "the readers' weight (proc.Favour: a pass until no new thread)"},
+}
+
+// Bounds on what gotrace's set-up allocates for a command line without
+// help or a subcommand (--version): the root command and its flags, not
+// cobra's tree of subcommands (addCommandTree), 17.5 KB in 104
+// allocations, where building the tree too took 65 KB in 300.
+const (
+	maxSetupBytes  = 32 << 10
+	maxSetupAllocs = 200
+)
+
+// TestStartupSetup runs gotrace --version in the test's process and fails
+// when its set-up allocates more than maxSetupBytes or maxSetupAllocs: a
+// regression such as the subcommands built again at every start.
+func TestStartupSetup(t *testing.T) {
+	// The first run pays for what is done once per process.
+	run([]string{"--version"}, io.Discard, io.Discard)
+	var bytes, allocs uint64 = math.MaxUint64, math.MaxUint64
+	// The least of three, as another goroutine of the test binary may
+	// allocate meanwhile.
+	for range 3 {
+		var before, after goruntime.MemStats
+		goruntime.ReadMemStats(&before)
+		if code := run([]string{"--version"}, io.Discard, io.Discard); code != 0 {
+			t.Fatalf("gotrace --version: exit %d", code)
+		}
+		goruntime.ReadMemStats(&after)
+		bytes = min(bytes, after.TotalAlloc-before.TotalAlloc)
+		allocs = min(allocs, after.Mallocs-before.Mallocs)
+	}
+	t.Logf("gotrace --version allocates %d bytes in %d allocations", bytes, allocs)
+	if bytes > maxSetupBytes || allocs > maxSetupAllocs {
+		t.Errorf("gotrace --version allocates %d bytes in %d allocations, over %d bytes or %d: does every start build what only help or a subcommand uses (addCommandTree)?", bytes, allocs, maxSetupBytes, maxSetupAllocs)
+	}
 }
 
 // bpfCmd and openPath pick a bpf() command and an opened path out of
