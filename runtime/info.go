@@ -59,6 +59,7 @@ func WriteInfo(w io.Writer, version string) {
 		fmt.Fprintf(w, "  %s: %s\n", what, answer)
 	}
 	p := proc.CurrentPrivileges()
+	p.ReadSettings()
 	p.Try()
 	writePrivileges(w, p, yes)
 }

@@ -133,16 +133,13 @@ var startupFiles = map[string]struct {
 	who   string
 }{
 	"/sys/kernel/mm/transparent_hugepage/hpage_pmd_size": {1, "Go's runtime"},
-	"/proc/self/cgroup":                          {1, "Go's runtime (GOMAXPROCS from the CPU quota)"},
-	"/proc/self/mountinfo":                       {2, "Go's runtime (the CPU quota) and cilium/ebpf (bpffs tokens)"},
-	"/sys/fs/cgroup/cpu/cpu.cfs_quota_us":        {1, "Go's runtime"},
-	"/sys/fs/cgroup/cpu/cpu.cfs_period_us":       {1, "Go's runtime"},
-	"/sys/fs/cgroup/cpu.max":                     {1, "Go's runtime, cgroup v2"},
-	"/proc/sys/kernel/perf_event_paranoid":       {1, "the privilege check"},
-	"/proc/sys/kernel/unprivileged_bpf_disabled": {1, "the privilege check"},
-	"/sys/kernel/security/lockdown":              {1, "the privilege check"},
-	"/proc/self/fd":                              {1, "load's file limit (reserveFiles)"},
-	"/sys/devices/system/cpu/possible":           {1, "cilium/ebpf"},
+	"/proc/self/cgroup":                    {1, "Go's runtime (GOMAXPROCS from the CPU quota)"},
+	"/proc/self/mountinfo":                 {2, "Go's runtime (the CPU quota) and cilium/ebpf (bpffs tokens)"},
+	"/sys/fs/cgroup/cpu/cpu.cfs_quota_us":  {1, "Go's runtime"},
+	"/sys/fs/cgroup/cpu/cpu.cfs_period_us": {1, "Go's runtime"},
+	"/sys/fs/cgroup/cpu.max":               {1, "Go's runtime, cgroup v2"},
+	"/proc/self/fd":                        {1, "load's file limit (reserveFiles)"},
+	"/sys/devices/system/cpu/possible":     {1, "cilium/ebpf"},
 	// Not given back at the end: gotrace exits (Options.LastTrace).
 	"/proc/self/task": {3, "the readers' weight (proc.Favour: a pass until no new thread)"},
 }
