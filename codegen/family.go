@@ -6,11 +6,18 @@ package codegen
 // (polling /proc) left a window in which its first hits were lost. So the
 // probes of a -c trace are attached for every process, and each usdt,
 // uprobe and uretprobe program begins by asking whether the current
-// process is one of the command's family: a hash map of PIDs, which a
-// sched_process_fork program grows (a child of a member is a member) and
-// a sched_process_exit program shrinks. The runtime puts the command's
-// own PID in before the command leaves its gate, so the family is known
-// in the kernel before any of it runs.
+// process is one of the command's family: a bit per PID, which a
+// sched_process_fork program sets (a child of a member is a member) and a
+// sched_process_exit program clears. The runtime sets the command's own
+// PID before the command leaves its gate, so the family is known in the
+// kernel before any of it runs.
+//
+// The family is a bitmap, not a hash map of PIDs: on the AMD VMs a hash
+// lookup (two function calls, each paying the return-thunk mitigation)
+// made the program of an empty probe body run 223 ns instead of 76; the
+// bitmap is one load at an offset from an address the loader writes into
+// the instruction. It covers every PID the kernel can give (PID_MAX_LIMIT,
+// 2^22, in 512 KiB), so it never fills.
 
 import (
 	"github.com/cilium/ebpf"
@@ -19,13 +26,13 @@ import (
 	"github.com/gotrace/gotrace/lang"
 )
 
-// FamilyMaxProcs is how many processes and threads of a -c command's
-// family the kernel keeps at once (a thread is kept by its thread id, as
-// sched_process_fork does not say whether the new task is a thread). A
-// child forked while the map is full is not added: its hits are not
-// counted, and the fork program counts it (FamilyStats), which the runtime
-// reports.
-const FamilyMaxProcs = 16384
+// FamilyPIDLimit bounds the PIDs the family bitmap holds: the kernel's
+// PID_MAX_LIMIT on 64-bit systems, above any pid_max.
+const FamilyPIDLimit = 1 << 22
+
+// FamilyBitmapBytes is the size of the family map's one value: a bit per
+// PID, bit pid%32 of the native-endian u32 at byte 4*(pid/32).
+const FamilyBitmapBytes = FamilyPIDLimit / 8
 
 // The keys of the family's maps in Collection.Maps and programs in
 // Collection.Programs.
@@ -34,19 +41,6 @@ const (
 	familyStatsMapName = "family_stats"
 	familyForkProgram  = "family_fork"
 	familyExitProgram  = "family_exit"
-)
-
-// The layout of the family statistics map's one value: the children that
-// could not be added, then whether a filtered program has let a hit of the
-// family through.
-const (
-	// FamilyDroppedOffset is the u64 count of children not added because
-	// the family map was full.
-	FamilyDroppedOffset = 0
-	// FamilyHitOffset is a u64 set to 1 by the first hit that passed the
-	// filter.
-	FamilyHitOffset = 8
-	familyStatsSize = 16
 )
 
 // FamilyRecords says where the fields the family programs read lie in
@@ -65,11 +59,11 @@ type FamilyRecords struct {
 // FamilySpec names the maps and programs of the family filter in the
 // Spec's Collection.
 type FamilySpec struct {
-	// Map is the hash map of the family's PIDs (u32 key, u32 value), into
-	// which the runtime puts the command's PID.
+	// Map is the one-entry array whose value is the family's bitmap
+	// (FamilyBitmapBytes), in which the runtime sets the command's PID.
 	Map string
-	// Stats is the one-entry array of FamilyDroppedOffset and
-	// FamilyHitOffset.
+	// Stats is a one-entry u64 array set to 1 by the first hit that
+	// passed the filter.
 	Stats string
 	// Fork and Exit are the programs to attach to the sched_process_fork
 	// and sched_process_exit tracepoints; "" in a Spec that extends
@@ -81,8 +75,8 @@ type FamilySpec struct {
 // that has them, its two tracepoint programs.
 func (c *compiler) addFamily(rec FamilyRecords) {
 	ms := c.spec.Collection.Maps
-	ms[familyMapName] = &ebpf.MapSpec{Name: "gt_family", Type: ebpf.Hash, KeySize: 4, ValueSize: 4, MaxEntries: FamilyMaxProcs}
-	ms[familyStatsMapName] = &ebpf.MapSpec{Name: "gt_family_stats", Type: ebpf.Array, KeySize: 4, ValueSize: familyStatsSize, MaxEntries: 1}
+	ms[familyMapName] = &ebpf.MapSpec{Name: "gt_family", Type: ebpf.Array, KeySize: 4, ValueSize: FamilyBitmapBytes, MaxEntries: 1}
+	ms[familyStatsMapName] = &ebpf.MapSpec{Name: "gt_family_hit", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
 	c.spec.Family = &FamilySpec{Map: familyMapName, Stats: familyStatsMapName}
 	if c.opts.Extends != nil {
 		return
@@ -98,55 +92,88 @@ func familyProgram(name string, insns asm.Instructions) *ebpf.ProgramSpec {
 	return &ebpf.ProgramSpec{Name: name, Type: ebpf.TracePoint, License: "GPL", Instructions: insns}
 }
 
-// The family programs' stack: a u32 key and a u32 value.
-const (
-	familyKeySlot   = -8
-	familyValueSlot = -4
-)
+// familyWord points word at the bitmap's u32 that holds pid's bit and
+// leaves the bit's index in pid. The mask keeps the verifier's bounds
+// within the value; it changes no PID the kernel gives.
+func familyWord(pid, word asm.Register) asm.Instructions {
+	return asm.Instructions{
+		asm.Mov.Reg(asm.R5, pid),
+		asm.RSh.Imm(asm.R5, 5),
+		asm.And.Imm(asm.R5, FamilyPIDLimit/32-1),
+		asm.LSh.Imm(asm.R5, 2),
+		asm.LoadMapValue(word, 0, 0).WithReference(familyMapName),
+		asm.Add.Reg(word, asm.R5),
+		asm.And.Imm(pid, 31),
+	}
+}
+
+// familyTest leaves in R1 pid's bit of the family (0 or 1). It clobbers
+// R2 and R5, and pid.
+func familyTest(pid asm.Register) asm.Instructions {
+	insns := familyWord(pid, asm.R2)
+	return append(insns,
+		asm.LoadMem(asm.R1, asm.R2, 0, asm.Word),
+		asm.RSh.Reg(asm.R1, pid),
+		asm.And.Imm(asm.R1, 1),
+	)
+}
+
+// familyCurrent leaves in R1 the current process's bit of the family.
+func familyCurrent() asm.Instructions {
+	insns := asm.Instructions{
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.RSh.Imm(asm.R0, 32),
+	}
+	return append(insns, familyTest(asm.R0)...)
+}
+
+// familyChange sets (with asm.OrAtomic) or clears (asm.AndAtomic) pid's
+// bit of the family, atomically: members on other CPUs fork and exit at
+// the same time. It clobbers R2, R3 and R5, and pid.
+func familyChange(pid asm.Register, op asm.AtomicOp) asm.Instructions {
+	insns := familyWord(pid, asm.R2)
+	insns = append(insns,
+		asm.Mov.Imm(asm.R3, 1),
+		asm.LSh.Reg(asm.R3, pid),
+	)
+	if op == asm.AndAtomic {
+		insns = append(insns, asm.Xor.Imm(asm.R3, -1))
+	}
+	return append(insns, atomicMem(op, asm.R2, asm.R3, asm.Word))
+}
+
+// atomicMem is op.Mem(dst, src, size, 0) as the kernel must receive it.
+// cilium/ebpf v0.22 encodes the operation of an atomic instruction into
+// its immediate after it has read the immediate to write, so every atomic
+// operation reached the kernel as an add (bpftool's translated listing
+// showed the AND that clears a family bit as "atomic add"); the operation
+// is therefore also given as the instruction's constant, where the kernel
+// reads it.
+func atomicMem(op asm.AtomicOp, dst, src asm.Register, size asm.Size) asm.Instruction {
+	ins := op.Mem(dst, src, size, 0)
+	ins.Constant = int64(op >> 8)
+	return ins
+}
 
 // familyForkInsns adds the child of a family member to the family. The
 // program runs in the parent, so the current tgid is the parent process
-// whichever of its threads forked.
+// whichever of its threads forked. A new thread's id is added too (the
+// record does not tell a thread from a process); its exit clears it.
 func familyForkInsns(rec FamilyRecords) asm.Instructions {
 	insns := asm.Instructions{asm.Mov.Reg(asm.R6, asm.R1)}
-	insns = append(insns, familyLookup(asm.RFP, familyKeySlot)...)
+	insns = append(insns, familyCurrent()...)
+	insns = append(insns,
+		asm.JEq.Imm(asm.R1, 0, "out"),
+		asm.LoadMem(asm.R0, asm.R6, int16(rec.ChildPID), asm.Word),
+	)
+	insns = append(insns, familyChange(asm.R0, asm.OrAtomic)...)
 	return append(insns,
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		asm.LoadMem(asm.R1, asm.R6, int16(rec.ChildPID), asm.Word),
-		asm.StoreMem(asm.RFP, familyKeySlot, asm.R1, asm.Word),
-		asm.StoreImm(asm.RFP, familyValueSlot, 1, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(familyMapName),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, familyKeySlot),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, familyValueSlot),
-		asm.Mov.Imm(asm.R4, int32(ebpf.UpdateAny)),
-		asm.FnMapUpdateElem.Call(),
-		asm.JEq.Imm(asm.R0, 0, "out"),
-		// The map is full: the child is not traced, and that is counted.
-		asm.LoadMapValue(asm.R1, 0, FamilyDroppedOffset).WithReference(familyStatsMapName),
-		asm.Mov.Imm(asm.R2, 1),
-		asm.AddAtomic.Mem(asm.R1, asm.R2, asm.DWord, 0),
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
 		asm.Return(),
 	)
 }
 
-// familyLookup looks the current tgid up in the family map, leaving the
-// value's address (or 0) in R0 and the tgid as the u32 at fp+slot.
-func familyLookup(fp asm.Register, slot int16) asm.Instructions {
-	return asm.Instructions{
-		asm.FnGetCurrentPidTgid.Call(),
-		asm.RSh.Imm(asm.R0, 32),
-		asm.StoreMem(fp, slot, asm.R0, asm.Word),
-		asm.LoadMapPtr(asm.R1, 0).WithReference(familyMapName),
-		asm.Mov.Reg(asm.R2, fp),
-		asm.Add.Imm(asm.R2, int32(slot)),
-		asm.FnMapLookupElem.Call(),
-	}
-}
-
-// familyExitInsns removes an exiting thread's own key (a thread other than
+// familyExitInsns clears an exiting thread's own bit (a thread other than
 // the main one was added by its id when it was created) and, when the
 // process is gone, the process's: a PID taken again by another process
 // must not be found in the family.
@@ -156,11 +183,10 @@ func familyExitInsns(rec FamilyRecords) asm.Instructions {
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.Mov.Reg(asm.R7, asm.R0),
 		asm.RSh.Imm(asm.R7, 32),
-		asm.Mov.Reg32(asm.R8, asm.R0),
-		asm.JEq.Reg(asm.R8, asm.R7, "main"),
-		asm.StoreMem(asm.RFP, familyKeySlot, asm.R8, asm.Word),
+		asm.Mov.Reg32(asm.R0, asm.R0),
+		asm.JEq.Reg(asm.R0, asm.R7, "main"),
 	}
-	insns = append(insns, familyDelete()...)
+	insns = append(insns, familyChange(asm.R0, asm.AndAtomic)...)
 	if rec.GroupDead >= 0 {
 		insns = append(insns,
 			asm.LoadMem(asm.R1, asm.R6, int16(rec.GroupDead), asm.Byte).WithSymbol("main"),
@@ -174,29 +200,17 @@ func familyExitInsns(rec FamilyRecords) asm.Instructions {
 			asm.Mov.Imm(asm.R0, 0).WithSymbol("main"),
 		)
 	}
-	insns = append(insns, asm.StoreMem(asm.RFP, familyKeySlot, asm.R7, asm.Word))
-	insns = append(insns, familyDelete()...)
+	insns = append(insns, familyChange(asm.R7, asm.AndAtomic)...)
 	return append(insns,
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
 		asm.Return(),
 	)
 }
 
-// familyDelete deletes the key in the key slot from the family map.
-func familyDelete() asm.Instructions {
-	return asm.Instructions{
-		asm.LoadMapPtr(asm.R1, 0).WithReference(familyMapName),
-		asm.Mov.Reg(asm.R2, asm.RFP),
-		asm.Add.Imm(asm.R2, familyKeySlot),
-		asm.FnMapDeleteElem.Call(),
-	}
-}
-
 // familyFilter begins a usdt, uprobe or uretprobe program of a -c trace:
 // it returns at once unless the current process is of the command's
 // family, and otherwise notes that the family was hit (once: after the
-// first hit the flag is only read). It uses the counters' key slot, free
-// at this point of the program.
+// first hit the flag is only read).
 func (f *fn) familyFilter() {
 	if f.c.opts.Family == nil {
 		return
@@ -206,11 +220,12 @@ func (f *fn) familyFilter() {
 	default:
 		return
 	}
-	hit := f.label("family_hit")
-	f.emit(familyLookup(f.fp, slotIndex)...)
+	f.emit(familyCurrent()...)
+	f.emit(asm.Mov.Reg(asm.R0, asm.R1))
 	f.returnUnless(asm.JNE, 0)
+	hit := f.label("family_hit")
 	f.emit(
-		asm.LoadMapValue(asm.R1, 0, FamilyHitOffset).WithReference(familyStatsMapName),
+		asm.LoadMapValue(asm.R1, 0, 0).WithReference(familyStatsMapName),
 		asm.LoadMem(asm.R2, asm.R1, 0, asm.DWord),
 		asm.JNE.Imm(asm.R2, 0, hit),
 		storeImm64(asm.R1, 0, 1),

@@ -11,6 +11,7 @@ package runtime
 // to warn when none did.
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -122,7 +123,9 @@ func (t *tracer) keepFamily() error {
 	if fam == nil {
 		return nil
 	}
-	if err := t.coll.Maps[fam.Map].Put(uint32(t.child.PID), uint32(1)); err != nil {
+	bitmap := make([]byte, codegen.FamilyBitmapBytes)
+	setFamilyBit(bitmap, t.child.PID)
+	if err := t.coll.Maps[fam.Map].Put(uint32(0), bitmap); err != nil {
 		return fmt.Errorf("add the -c command to its family: %w", err)
 	}
 	for _, tp := range []struct{ prog, event string }{{fam.Fork, "sched_process_fork"}, {fam.Exit, "sched_process_exit"}} {
@@ -136,18 +139,21 @@ func (t *tracer) keepFamily() error {
 	return nil
 }
 
-// familyStats reads the family's statistics map: the children not kept
-// because the map was full, and whether a probe passed the filter.
-func (t *tracer) familyStats() (dropped uint64, hit bool) {
+// setFamilyBit sets pid's bit in a family bitmap (codegen.FamilyBitmapBytes).
+func setFamilyBit(bitmap []byte, pid int) {
+	word := binary.NativeEndian.Uint32(bitmap[pid/32*4:])
+	binary.NativeEndian.PutUint32(bitmap[pid/32*4:], word|1<<(pid%32))
+}
+
+// familyHit reports whether a probe's program let a hit of the family
+// through.
+func (t *tracer) familyHit() bool {
 	fam := t.spec.Family
 	if fam == nil {
-		return 0, false
+		return false
 	}
-	var v [2]uint64
-	if err := t.coll.Maps[fam.Stats].Lookup(uint32(0), &v); err != nil {
-		return 0, false
-	}
-	return v[codegen.FamilyDroppedOffset/8], v[codegen.FamilyHitOffset/8] != 0
+	var hit uint64
+	return t.coll.Maps[fam.Stats].Lookup(uint32(0), &hit) == nil && hit != 0
 }
 
 // fileKey identifies a file by device and inode, as /proc/PID/maps does.
@@ -241,22 +247,17 @@ func (f *follower) mapsSites(mapped map[fileKey]bool) []string {
 // warnWrapper warns when the command started processes but neither it nor
 // they mapped the file of any probe, and no probe of the family fired: a
 // wrapper (sudo, runuser) that ran something else, or a program that left
-// gotrace's view. It also reports the processes the family map had no
-// room for. The caller holds t.mu.
+// gotrace's view. Without the family filter it also says that the
+// processes the command started were not traced. The caller holds t.mu.
 func (f *follower) warnWrapper() {
 	if f == nil || f.t.opts.NoWarnings {
 		return
-	}
-	dropped, hit := f.t.familyStats()
-	if dropped > 0 {
-		fmt.Fprintf(f.t.opts.Err, "WARNING: %d processes or threads that the -c command's processes started were not traced: the kernel's map of its family (%d entries) was full\n",
-			dropped, codegen.FamilyMaxProcs)
 	}
 	if f.t.noFamily != nil && len(f.mapping) > 0 {
 		fmt.Fprintf(f.t.opts.Err, "WARNING: the processes the -c command started were not traced, though %d of them mapped %s: %v\n",
 			len(f.mapping), strings.Join(f.names, ", "), f.t.noFamily)
 	}
-	if hit || f.rootMaps || len(f.mapping) > 0 || !f.family.Started() {
+	if f.t.familyHit() || f.rootMaps || len(f.mapping) > 0 || !f.family.Started() {
 		return
 	}
 	fmt.Fprintf(f.t.opts.Err, "WARNING: no probe could fire: neither the -c command (%s) nor the processes it started mapped %s\n",
