@@ -7,7 +7,6 @@ import (
 	"io"
 	"os"
 	"os/signal"
-	goruntime "runtime"
 	"slices"
 	"sync"
 	"syscall"
@@ -279,9 +278,6 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	return t.finish()
 }
 
-// spareProcs is how many Ps a trace adds to GOMAXPROCS (see startReaders).
-const spareProcs = 1
-
 // tracer is the state of one Run.
 type tracer struct {
 	opts Options
@@ -325,14 +321,11 @@ type tracer struct {
 	begin, end []*ebpf.Program
 	intervals  []interval
 
-	events, control *ringbuf.Reader
+	events, control *ring
 	// readers counts the reader goroutines; flushed receives one value
 	// from the events reader each time a Flush has been read through.
 	readers sync.WaitGroup
 	flushed chan struct{}
-	// addedProcs is how many Ps startReaders added for this trace's
-	// readers (0: none yet), given back when they are gone.
-	addedProcs int
 	// eventsDone is closed when the events reader goroutine has returned.
 	eventsDone chan struct{}
 	// controlFlushed and controlDone are the same for the control ring's
@@ -520,46 +513,20 @@ func (t *tracer) storeStart() error {
 // openReaders opens the ring-buffer readers.
 func (t *tracer) openReaders() error {
 	var err error
-	if t.events, err = ringbuf.NewReader(t.coll.Maps[t.spec.EventsMap]); err != nil {
+	if t.events, err = openRing(t.coll.Maps[t.spec.EventsMap]); err != nil {
 		return fmt.Errorf("open events ring buffer: %w", err)
 	}
-	if t.control, err = ringbuf.NewReader(t.coll.Maps[t.spec.ControlMap]); err != nil {
+	if t.control, err = openRing(t.coll.Maps[t.spec.ControlMap]); err != nil {
 		return fmt.Errorf("open control ring buffer: %w", err)
 	}
 	return nil
 }
 
-// procsMu orders the changes addProcs makes to GOMAXPROCS, so that traces
-// that overlap in one process (a program using this package for several)
-// each add and give back their own Ps, whatever order they end in.
-var procsMu sync.Mutex
-
-// addProcs changes GOMAXPROCS by n, relative to its value now rather than
-// to one remembered, so that overlapping traces and a caller's own setting
-// in between are kept.
-func addProcs(n int) {
-	procsMu.Lock()
-	defer procsMu.Unlock()
-	goruntime.GOMAXPROCS(max(1, goruntime.GOMAXPROCS(0)+n))
-}
-
 // startReaders starts one goroutine per ring buffer; the events reader
-// also reports lost records.
-//
-// The readers wait in epoll_wait, a system call that keeps the P it was
-// made on until sysmon takes it back, and an idle sysmon looks only every
-// 10 ms. With as many Ps as CPUs (2 on this project's VMs), both readers
-// waiting held every P, and a goroutine they woke (Run's, at exit()), a
-// timer or a signal's goroutine sat in a run queue until sysmon came:
-// 7-16 ms of the 29 ms that BEGIN { exit(); } took (perf trace: from
-// BEGIN's BPF_PROG_TEST_RUN to the exit flag's update), about 2 ms with
-// a P to spare. The spare P runs no more Go code at once than there are
-// goroutines not waiting; it costs about 50 page faults and 0.13 MiB of
-// peak RSS (a P's own spans), a second one would cost 20 faults more and
-// buy nothing while only the two readers block.
+// also reports lost records. They wait in Go's poller (see ring), so they
+// hold no P while the rings are empty: the goroutines they wake (Run's,
+// at exit()), timers and signals run at once.
 func (t *tracer) startReaders() {
-	addProcs(spareProcs)
-	t.addedProcs = spareProcs
 	t.flushed = make(chan struct{})
 	t.eventsDone = make(chan struct{})
 	t.stop = make(chan struct{})
@@ -614,7 +581,7 @@ const readerNap = codegen.EventsWakeGap + time.Millisecond
 // period it also naps: after the ring is empty it looks again readerNap
 // later, and goes back to waiting up to the poll period only when a nap
 // found nothing.
-func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}, poll time.Duration) {
+func (t *tracer) read(rd *ring, flushed chan<- struct{}, poll time.Duration) {
 	defer t.readers.Done()
 	var rec ringbuf.Record
 	// next is when lost records are next reported; deadline is the
@@ -689,15 +656,10 @@ func (t *tracer) read(rd *ringbuf.Reader, flushed chan<- struct{}, poll time.Dur
 	}
 }
 
-// requestExit ends the trace as exit() does. The reader goroutines that
-// call it block next in epoll_wait, a system call that keeps their P: the
-// goroutine woken by the close (Run's wait, queued on that P) would start
-// only when sysmon takes the P back, up to 10 ms later. Yielding runs it
-// now.
+// requestExit ends the trace as exit() does.
 func (t *tracer) requestExit() {
 	t.exitOnce.Do(func() {
 		close(t.exit)
-		goruntime.Gosched()
 	})
 }
 
@@ -857,7 +819,7 @@ func (t *tracer) drain() {
 
 // drainRing returns once the reader of rd has handled every record the
 // ring held when it was called (flushed), or has stopped (done).
-func drainRing(rd *ringbuf.Reader, flushed, done <-chan struct{}) {
+func drainRing(rd *ring, flushed, done <-chan struct{}) {
 	if rd == nil || rd.Flush() != nil {
 		return
 	}
@@ -909,14 +871,6 @@ func (t *tracer) close() error {
 		t.control.Close()
 	}
 	t.readers.Wait()
-	if t.addedProcs != 0 && !t.opts.LastTrace {
-		// A process that traces again and again (the tests) keeps its Ps.
-		// One that ends after this trace does not give the spare P back:
-		// GOMAXPROCS stops the world, a third of a millisecond of the
-		// 20 that BEGIN { exit(); } takes here, for a P the exit frees.
-		addProcs(-t.addedProcs)
-		t.addedProcs = 0
-	}
 	if t.favoured != nil && !t.opts.LastTrace {
 		t.favoured.Undo()
 	}
