@@ -95,7 +95,7 @@ func writePrivileges(w io.Writer, p proc.Privileges, yes func(what string, ok bo
 		lockdown = "unknown (securityfs does not say)"
 	}
 	fmt.Fprintf(w, "  lockdown: %s\n", lockdown)
-	load := p.Check(false, "gotrace")
+	load := p.Check(false, func() string { return "gotrace" })
 	yes("load programs and maps", load == nil, missingNote(p.Missing(false)))
 	yes("BEGIN, END, interval", load == nil, "")
 	uprobeNote := "needs CAP_BPF and CAP_PERFMON first"

@@ -112,7 +112,7 @@ func checkPrivileges(f *flags, args []string) error {
 		// Without a program, the usage error comes first.
 		return nil
 	}
-	return privileges().Check(false, executable())
+	return privileges().Check(false, executable)
 }
 
 // loads says whether the flags ask for a run that loads programs (not a
@@ -155,7 +155,7 @@ func checkProgram(f *flags, prog *lang.Program, params []string, pid int) error 
 		}
 	}
 	if uprobes && loads(f) {
-		return privileges().Check(true, executable())
+		return privileges().Check(true, executable)
 	}
 	return nil
 }

@@ -110,19 +110,26 @@ func (p Privileges) Missing(uprobes bool) []string {
 // Check says what is missing, and how to get it, for a run that loads
 // programs and, when uprobes is set, attaches uprobes or usdt probes; nil
 // when nothing is. Without CAP_SYS_ADMIN it tries a uprobe to find out.
-// exe is the path of the gotrace binary, for setcap.
-func (p Privileges) Check(uprobes bool, exe string) error {
-	how := fmt.Sprintf("run it as root (sudo), or give the binary these capabilities: sudo setcap cap_bpf,cap_perfmon,cap_sys_admin+ep %s (CAP_SYS_ADMIN for uprobes and usdt probes, which some kernels open only with it; gotrace --info says whether this one does)", exe)
+// exe gives the path of the gotrace binary, for setcap; it is called only
+// when something is missing, as the check runs before every trace and
+// finding the path reads /proc/self/exe (issue 24).
+func (p Privileges) Check(uprobes bool, exe func() string) error {
 	if !p.CanLoad() {
-		return fmt.Errorf("gotrace needs privileges to load eBPF programs, and this process (uid %d) lacks %s: %s", p.EUID, strings.Join(p.Missing(false), " and "), how)
+		return fmt.Errorf("gotrace needs privileges to load eBPF programs, and this process (uid %d) lacks %s: %s", p.EUID, strings.Join(p.Missing(false), " and "), howToGet(exe()))
 	}
 	if !uprobes || p.Has(unix.CAP_SYS_ADMIN) {
 		return nil
 	}
 	if err := tryUprobe(); err != nil {
-		return fmt.Errorf("gotrace cannot attach uprobes or usdt probes with this process's capabilities (opening a uprobe: %v); it lacks %s: %s", err, strings.Join(p.Missing(true), " and "), how)
+		return fmt.Errorf("gotrace cannot attach uprobes or usdt probes with this process's capabilities (opening a uprobe: %v); it lacks %s: %s", err, strings.Join(p.Missing(true), " and "), howToGet(exe()))
 	}
 	return nil
+}
+
+// howToGet says how to give the gotrace binary at exe the privileges it
+// lacks.
+func howToGet(exe string) string {
+	return fmt.Sprintf("run it as root (sudo), or give the binary these capabilities: sudo setcap cap_bpf,cap_perfmon,cap_sys_admin+ep %s (CAP_SYS_ADMIN for uprobes and usdt probes, which some kernels open only with it; gotrace --info says whether this one does)", exe)
 }
 
 // readInt reads a decimal number from a file of /proc/sys or sysfs, -1
