@@ -42,14 +42,39 @@ func (t *tracer) useFamily(p *lang.Program) error {
 		return nil
 	}
 	rec, err := familyRecords()
+	if err == nil {
+		err = initialPIDNamespace()
+	}
 	switch {
 	case err == nil:
 		t.familyRecs = rec
-	case errors.Is(err, fs.ErrPermission) || errors.Is(err, tracefs.ErrNotMounted):
+	case errors.Is(err, fs.ErrPermission) || errors.Is(err, tracefs.ErrNotMounted) || errors.Is(err, errPIDNamespace):
 		t.noFamily = err
 		t.verbosef("usdt and uprobe probes: attached for the -c command's process alone: %v", err)
 	default:
 		return err
+	}
+	return nil
+}
+
+// initPIDNamespaceInode is the inode of the initial PID namespace's
+// /proc/PID/ns/pid, fixed by the kernel (PROC_PID_INIT_INO).
+const initPIDNamespaceInode = 0xEFFFFFFC
+
+// errPIDNamespace is why a gotrace in a PID namespace of its own has no
+// family filter.
+var errPIDNamespace = errors.New("gotrace runs in a PID namespace of its own, where the command's PID is not the one the kernel's programs see")
+
+// initialPIDNamespace returns errPIDNamespace unless gotrace runs in the
+// initial PID namespace: the family programs see the kernel's PIDs, and
+// the command's, which the runtime sets, is one of gotrace's namespace.
+func initialPIDNamespace() error {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/pid", &st); err != nil {
+		return fmt.Errorf("keep the -c command's processes: %w", err)
+	}
+	if st.Ino != initPIDNamespaceInode {
+		return fmt.Errorf("keep the -c command's processes: %w", errPIDNamespace)
 	}
 	return nil
 }
