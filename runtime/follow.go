@@ -34,9 +34,10 @@ import (
 // useFamily has a -c trace of p filter its usdt and uprobe probes on the
 // command's family. Where the tracepoints' formats cannot be read (a user
 // with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN but not the right to read
-// tracefs, which attaching a tracepoint needs too) the probes are
-// attached for the command's process alone, as with -p, and the end of
-// the trace says which processes it started were not traced.
+// tracefs, which attaching a tracepoint needs too), or gotrace runs in a
+// PID namespace of its own, the probes are attached for the command's
+// process alone, as with -p (the kernel translates that PID), and the end
+// of the trace says which processes it started were not traced.
 func (t *tracer) useFamily(p *lang.Program) error {
 	if !hasUserProbes(p) {
 		return nil
