@@ -9,6 +9,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -30,12 +31,22 @@ var ErrNotMounted = errors.New("tracefs is not mounted")
 
 // Find returns the directory of a mounted tracefs. With mount set and no
 // tracefs mounted, it mounts one at DefaultDir, which needs CAP_SYS_ADMIN;
-// the error then says how to do it by hand.
+// the error then says how to do it by hand. A tracefs that is mounted but
+// that this user may not search is said to be so (an error wrapping
+// fs.ErrPermission), not reported as missing nor mounted over.
 func Find(mount bool) (string, error) {
+	var denied error
 	for _, dir := range []string{DefaultDir, debugfsDir} {
-		if isTracefs(dir) {
+		ok, err := isTracefs(dir)
+		if ok {
 			return dir, nil
 		}
+		if err != nil && denied == nil {
+			denied = fmt.Errorf("find tracefs: %s is mounted, but this user may not read it: %w", dir, err)
+		}
+	}
+	if denied != nil {
+		return "", denied
 	}
 	if !mount {
 		return "", fmt.Errorf("find tracefs: %w; mount it with: mount -t tracefs nodev %s", ErrNotMounted, DefaultDir)
@@ -46,14 +57,18 @@ func Find(mount bool) (string, error) {
 	return DefaultDir, nil
 }
 
-// isTracefs reports whether dir holds a mounted tracefs with events.
-func isTracefs(dir string) bool {
+// isTracefs reports whether dir holds a mounted tracefs with events. The
+// error is set only for a tracefs this user may not search.
+func isTracefs(dir string) (bool, error) {
 	var st unix.Statfs_t
 	if err := unix.Statfs(dir, &st); err != nil || st.Type != unix.TRACEFS_MAGIC {
-		return false
+		return false, nil
 	}
 	_, err := os.Stat(filepath.Join(dir, "events"))
-	return err == nil
+	if errors.Is(err, fs.ErrPermission) {
+		return false, err
+	}
+	return err == nil, nil
 }
 
 // Event names one tracepoint: its category (the directory under events/,
