@@ -126,7 +126,7 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*codegen.Spec, err
 	if err != nil {
 		return nil, err
 	}
-	return plan.Compile(p, info, planInput(opts, objs, 0, &files))
+	return plan.Compile(info.ResolvedProgram(p), info, planInput(opts, objs, 0, &files))
 }
 
 // DryRun computes the probe plan of p for a run with opts, as Run would
@@ -140,7 +140,7 @@ func DryRun(p *lang.Program, info *lang.Info, opts Options) error {
 	if err != nil {
 		return err
 	}
-	pl, err := plan.Make(p, info, planInput(opts, objs, 0, &files))
+	pl, err := plan.Make(info.ResolvedProgram(p), info, planInput(opts, objs, 0, &files))
 	if err != nil {
 		return err
 	}

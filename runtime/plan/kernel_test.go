@@ -81,7 +81,7 @@ func TestRunUnsupportedKinds(t *testing.T) {
 			t.Errorf("%s on a host with %v: error %v, want one saying %q", tc.src, tc.have, err, tc.want)
 		}
 		if r := capability.Of(capability.Kprobes); !r.Available && !r.Unknown {
-			if _, err := Compile(p, info, Input{Files: &usdt.Files{}}); err == nil {
+			if _, err := Compile(info.ResolvedProgram(p), info, Input{Files: &usdt.Files{}}); err == nil {
 				t.Errorf("%s: compiled on this host, want it refused", tc.src)
 			}
 		}

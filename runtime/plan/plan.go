@@ -82,12 +82,13 @@ type Plan struct {
 }
 
 // Make computes the plan of p, which has been through lang.Analyze
-// (info is what the checker found), for a run on in: it parses the
+// (info is what the checker found) and is handed over resolved
+// (info.ResolvedProgram, done once by the caller, as Run does at its top),
+// for a run on in: it parses the
 // uprobes' function fields, reads the host once (gatherHost), applies the
 // rules to what it read and compiles what matched (resolve), and plans
 // the sites.
 func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
-	p = info.ResolvedProgram(p)
 	fields := parseFuncFields(p)
 	h := gatherHost(p, in)
 	r, err := resolve(p, fields, info, h, in)
@@ -106,9 +107,9 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 }
 
 // Compile resolves the attach points of p for a run on in and compiles
-// what they match, as Make does, without planning the sites.
+// what they match, as Make does, without planning the sites. p is
+// resolved, as for Make.
 func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) {
-	p = info.ResolvedProgram(p)
 	fields := parseFuncFields(p)
 	h := gatherHost(p, in)
 	r, err := resolve(p, fields, info, h, in)
@@ -328,9 +329,9 @@ func siteError(a *codegen.Attachment, format string, args ...any) error {
 // look in new objects, the others are attached already. It compiles the
 // probes they match into a Spec that extends the run's
 // (in.Codegen.Extends) and returns it with the sites of its new
-// attachments; a nil Spec when nothing matched. info is the checker's.
+// attachments; a nil Spec when nothing matched. info is the checker's;
+// p is resolved, as for Make.
 func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen.Spec, []Site, error) {
-	p = info.ResolvedProgram(p)
 	wild := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {

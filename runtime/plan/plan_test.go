@@ -93,7 +93,7 @@ func analyzed(t *testing.T, src string) (*lang.Program, *lang.Info) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return p, info
+	return info.ResolvedProgram(p), info
 }
 
 // TestCompile compiles a script against the fixture without loading
