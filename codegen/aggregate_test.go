@@ -144,7 +144,7 @@ func TestFullAndLost(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Compile(p, info, Options{Values: settings.Values{MapKeysMax: 2}, EventsSize: 4096})
+	spec, err := Compile(info.ResolvedProgram(p), info, Options{Values: settings.Values{MapKeysMax: 2}, EventsSize: 4096})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -119,7 +119,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 			t.Errorf("check %s: %v", src, err)
 			continue
 		}
-		_, err = Compile(p, info, Options{})
+		_, err = Compile(info.ResolvedProgram(p), info, Options{})
 		switch id {
 		case lang.FuncOverride:
 			if !errors.Is(err, ErrUnsupported) {
@@ -159,7 +159,7 @@ func TestUncheckedProgramPanics(t *testing.T) {
 					t.Errorf("%s: recovered %q, want an internal error", stmt.(*lang.ExprStmt).X.(*lang.Call).Name, msg)
 				}
 			}()
-			_, err := Compile(p, a.info, Options{})
+			_, err := Compile(a.info.ResolvedProgram(p), a.info, Options{})
 			t.Errorf("Compile returned %v", err)
 		}()
 	}

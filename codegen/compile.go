@@ -106,8 +106,9 @@ const minRingSize = 4096
 const stackSize = 512
 
 // Compile lowers a checked program, with what the checker recorded about
-// it in info, into a Spec. The same program, info and
-// options always give the same Spec.
+// it in info, into a Spec. p comes resolved (info.ResolvedProgram), as the
+// plan hands it over: its probes attach to what lang.Resolve found. The
+// same program, info and options always give the same Spec.
 func Compile(p *lang.Program, info *lang.Info, opts Options) (*Spec, error) {
 	if opts.StrLen <= 0 {
 		opts.StrLen = settings.DefaultStrLen
@@ -121,8 +122,6 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*Spec, error) {
 	if opts.ControlSize <= 0 {
 		opts.ControlSize = 64 << 10
 	}
-	// The attach points as Resolve found them; p stays as parsed.
-	p = info.ResolvedProgram(p)
 	c := &compiler{prog: p, info: info, opts: opts, mapIndex: map[string]int{}}
 	c.spec = &Spec{
 		Collection: &ebpf.CollectionSpec{

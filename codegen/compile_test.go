@@ -31,7 +31,7 @@ func TestCompileErrors(t *testing.T) {
 		if err != nil {
 			t.Fatalf("check %s: %v", tt.src, err)
 		}
-		_, err = Compile(p, info, Options{})
+		_, err = Compile(info.ResolvedProgram(p), info, Options{})
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
 			t.Errorf("%s: err = %v, want %q", tt.src, err, tt.want)
 			continue

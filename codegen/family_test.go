@@ -26,7 +26,7 @@ func compileFamily(t *testing.T, opts Options) *Spec {
 	if err != nil {
 		t.Fatalf("check: %v", err)
 	}
-	spec, err := Compile(p, info, opts)
+	spec, err := Compile(info.ResolvedProgram(p), info, opts)
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}

@@ -109,7 +109,7 @@ func TestMapLoops(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			spec, err := Compile(p, info, Options{CPUs: cpus})
+			spec, err := Compile(info.ResolvedProgram(p), info, Options{CPUs: cpus})
 			if err != nil {
 				t.Fatalf("compile: %v", err)
 			}
@@ -170,7 +170,7 @@ func TestMapLoopManyCPUs(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Compile(p, info, Options{CPUs: 1024})
+	spec, err := Compile(info.ResolvedProgram(p), info, Options{CPUs: 1024})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -46,7 +46,7 @@ func FuzzCompile(f *testing.F) {
 			return
 		}
 		opts := Options{EventsSize: 4096, ControlSize: 4096, USDT: fakeUSDT(p, info, fake)}
-		spec, err := Compile(p, info, opts)
+		spec, err := Compile(info.ResolvedProgram(p), info, opts)
 		if err == nil && spec == nil {
 			t.Fatal("Compile returned neither a Spec nor an error")
 		}

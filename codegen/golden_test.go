@@ -73,12 +73,12 @@ func TestGolden(t *testing.T) {
 				t.Fatal(err)
 			}
 			opts := Options{USDT: fakeUSDT(p, info, fake)}
-			spec, err := Compile(p, info, opts)
+			spec, err := Compile(info.ResolvedProgram(p), info, opts)
 			if err != nil {
 				t.Fatal(err)
 			}
 			got := listing(spec)
-			again, err := Compile(p, info, opts)
+			again, err := Compile(info.ResolvedProgram(p), info, opts)
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -156,7 +156,7 @@ func compileConfig(t *testing.T, src string, cfg lang.Config) *Spec {
 	if err != nil {
 		t.Fatalf("check %s: %v", src, err)
 	}
-	spec, err := Compile(p, info, Options{})
+	spec, err := Compile(info.ResolvedProgram(p), info, Options{})
 	if err != nil {
 		t.Fatalf("compile %s: %v", src, err)
 	}

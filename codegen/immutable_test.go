@@ -48,7 +48,7 @@ func TestPassesLeaveASTAlone(t *testing.T) {
 		}
 		stage := "resolve and check"
 		if err == nil {
-			if _, err := Compile(p, info, Options{USDT: fakeUSDT(p, info, fakeProbe(0))}); err == nil {
+			if _, err := Compile(info.ResolvedProgram(p), info, Options{USDT: fakeUSDT(p, info, fakeProbe(0))}); err == nil {
 				stage = "resolve, check and compile"
 				compiled++
 			}

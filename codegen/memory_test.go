@@ -78,7 +78,7 @@ func TestLongStrings(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	spec, err := Compile(p, info, Options{Values: settings.Values{StrLen: 200}})
+	spec, err := Compile(info.ResolvedProgram(p), info, Options{Values: settings.Values{StrLen: 200}})
 	if err != nil {
 		t.Fatal(err)
 	}

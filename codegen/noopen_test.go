@@ -125,7 +125,7 @@ func compileWithoutFiles(path, src string, probes []usdt.Probe) (string, error) 
 			}
 		}
 	}
-	spec, err := Compile(p, info, opts)
+	spec, err := Compile(info.ResolvedProgram(p), info, opts)
 	if err != nil {
 		return "", err
 	}

@@ -132,7 +132,7 @@ func TestRandomPrograms(t *testing.T) {
 		if err != nil {
 			continue // the generator does not follow every typing rule
 		}
-		spec, err := Compile(p, info, Options{EventsSize: 4096, ControlSize: 4096})
+		spec, err := Compile(info.ResolvedProgram(p), info, Options{EventsSize: 4096, ControlSize: 4096})
 		if err != nil {
 			t.Fatalf("compile: %v\n%s", err, src)
 		}

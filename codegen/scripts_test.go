@@ -64,7 +64,7 @@ func TestScriptsLoad(t *testing.T) {
 						}
 					}
 				}
-				spec, err := Compile(p, info, opts)
+				spec, err := Compile(info.ResolvedProgram(p), info, opts)
 				if err != nil {
 					if strings.Contains(err.Error(), "has only") {
 						// The refusal is the result: a script written for

@@ -34,7 +34,7 @@ func TestHandBuiltBegin(t *testing.T) {
 	}
 	a.info.Maps["@c"] = &lang.MapInfo{Name: "@c", Value: countT}
 	a.info.Maps["@s"] = &lang.MapInfo{Name: "@s", Key: lang.Int64, Value: lang.String(8)}
-	spec, err := Compile(p, a.info, Options{})
+	spec, err := Compile(a.info.ResolvedProgram(p), a.info, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -83,7 +83,7 @@ func TestUSDTProgramLoads(t *testing.T) {
 		)},
 	}
 	a.info.Maps["@n"] = &lang.MapInfo{Name: "@n", Key: lang.Int64, Value: countT}
-	spec, err := Compile(p, a.info, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {up}}})
+	spec, err := Compile(a.info.ResolvedProgram(p), a.info, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {up}}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -97,7 +97,7 @@ func TestUSDTProgramLoads(t *testing.T) {
 	// arg2 does not exist: the error names the probe.
 	p.Probes[0].Body.Stmts = append(p.Probes[0].Body.Stmts,
 		a.void("printf", a.strLit("%d\n"), a.builtinVar("arg2", lang.Int64)))
-	_, err = Compile(p, a.info, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {up}}})
+	_, err = Compile(a.info.ResolvedProgram(p), a.info, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {up}}})
 	if err == nil || !strings.Contains(err.Error(), "usdt:/bin/fake:net:msg has only 2 arguments") {
 		t.Errorf("arg2: err = %v", err)
 	}
@@ -116,7 +116,7 @@ func TestScratchLimit(t *testing.T) {
 		}
 		return &lang.Program{File: "t.bt", Probes: []*lang.Probe{probeBlock(beginAP(), nil, a.void("printf", args...))}}
 	}
-	spec, err := Compile(printStrs(170, 200), a.info, Options{})
+	spec, err := Compile(a.info.ResolvedProgram(printStrs(170, 200)), a.info, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -126,7 +126,7 @@ func TestScratchLimit(t *testing.T) {
 	}
 	// The fields past 32 KiB are written through a moved base register.
 	load(t, spec)
-	_, err = Compile(printStrs(110, 40000), a.info, Options{})
+	_, err = Compile(a.info.ResolvedProgram(printStrs(110, 40000)), a.info, Options{})
 	if err == nil || !strings.Contains(err.Error(), "bytes of scratch space, more than the 4194304") {
 		t.Errorf("err = %v", err)
 	}

@@ -44,7 +44,7 @@ func TestUnwindMaps(t *testing.T) {
 			if err != nil {
 				t.Fatalf("check: %v", err)
 			}
-			spec, err := Compile(p, info, Options{Values: v})
+			spec, err := Compile(info.ResolvedProgram(p), info, Options{Values: v})
 			if err != nil {
 				t.Fatalf("compile: %v", err)
 			}

@@ -64,7 +64,7 @@ func TestUSDTEndToEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	ap := info.AttachPoints(p.Probes[0])[0]
-	spec, err := Compile(p, info, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {&probes[0]}}})
+	spec, err := Compile(info.ResolvedProgram(p), info, Options{USDT: map[*lang.AttachPoint][]*usdt.Probe{ap: {&probes[0]}}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -189,7 +189,7 @@ func TestFamilyMap(t *testing.T) {
 		t.Fatal(err)
 	}
 	p, info := compileScript(t, `BEGIN { }`)
-	spec, err := codegen.Compile(p, info, codegen.Options{Family: rec})
+	spec, err := codegen.Compile(info.ResolvedProgram(p), info, codegen.Options{Family: rec})
 	if err != nil {
 		t.Fatal(err)
 	}

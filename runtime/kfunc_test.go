@@ -20,7 +20,7 @@ import (
 func compileKernel(t *testing.T, src string) *codegen.Spec {
 	t.Helper()
 	p, info := checkScript(t, src, lang.Config{Host: NewHost(0, ""), Kernel: NewKernel()})
-	spec, err := codegen.Compile(p, info, codegenOptions(Options{}))
+	spec, err := codegen.Compile(info.ResolvedProgram(p), info, codegenOptions(Options{}))
 	if err != nil {
 		t.Fatalf("compile: %v", err)
 	}
