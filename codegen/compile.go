@@ -122,7 +122,10 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*Spec, error) {
 	if opts.ControlSize <= 0 {
 		opts.ControlSize = 64 << 10
 	}
-	c := &compiler{prog: p, info: info, opts: opts, mapIndex: map[string]int{}}
+	c := &compiler{prog: p, info: info, opts: opts, mapIndex: map[string]int{}, decls: map[string]*lang.MapDecl{}}
+	for _, d := range p.MapDecls {
+		c.decls[d.Name] = d
+	}
 	c.spec = &Spec{
 		Collection: &ebpf.CollectionSpec{
 			Maps:     map[string]*ebpf.MapSpec{},
@@ -182,7 +185,11 @@ type compiler struct {
 	lines []string
 	// mapIndex is the index of each user map in spec.Maps.
 	mapIndex map[string]int
-	events   []Event
+	// decls are the script's map declarations by map name, indexed once
+	// at the start so that laying out each map does not search the
+	// program again.
+	decls  map[string]*lang.MapDecl
+	events []Event
 	// scratchSize, bigScratchSize and zerosSize are the largest per-CPU
 	// scratch area, big scratch area and zero source any program needs.
 	scratchSize    int
@@ -280,7 +287,7 @@ func (c *compiler) layoutMaps() error {
 		if m.PerCPU {
 			typ = ebpf.PerCPUHash
 		}
-		if d := lang.MapDeclOf(c.prog, name); d != nil && len(keyTypes) > 0 {
+		if d := c.decls[name]; d != nil && len(keyTypes) > 0 {
 			maxEntries = d.Entries
 			switch {
 			case d.LRU() && m.PerCPU:
