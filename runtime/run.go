@@ -77,6 +77,9 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	memlock.Raise()
 	// The attach points as lang.Resolve found them; p stays as parsed.
 	p = info.ResolvedProgram(p)
+	// Read with the program, before the stages take it over: whether the
+	// script ends by itself after BEGIN depends on it alone.
+	endsAfterBegin := p.ExitsAfterBegin()
 
 	if opts.Format == "" {
 		opts.Format = "text"
@@ -257,7 +260,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	}
 	// Current bpftrace ends a script of begin and end probes after begin;
 	// with -c or -p it traces until the process ends.
-	if p.ExitsAfterBegin() && t.child == nil && t.process == nil {
+	if endsAfterBegin && t.child == nil && t.process == nil {
 		t.requestExit()
 	}
 	t.keepSymbols()
