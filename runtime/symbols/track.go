@@ -30,6 +30,11 @@ type tracker struct {
 	// events of a CPU write into its first event's ring).
 	fds   []int
 	rings []*ring
+	// wakers are non-blocking duplicates of each ring's event in Go's
+	// poller: the kernel makes one readable when its ring is half full
+	// (the watermark), and a goroutine drains the rings then, so that a
+	// burst of processes between two Refreshes fills no ring.
+	wakers []*os.File
 }
 
 // ring is one mmapped perf ring buffer.
@@ -83,6 +88,12 @@ func (s *Symbolizer) Track(pid int) error {
 					return err
 				}
 				tr.rings = append(tr.rings, r)
+				waker, err := pollable(fd)
+				if err != nil {
+					tr.close()
+					return err
+				}
+				tr.wakers = append(tr.wakers, waker)
 				continue
 			}
 			if err := unix.IoctlSetInt(fd, unix.PERF_EVENT_IOC_SET_OUTPUT, first); err != nil {
@@ -111,6 +122,9 @@ func (s *Symbolizer) Track(pid int) error {
 		s.tracker.close()
 	}
 	s.tracker = tr
+	for _, w := range tr.wakers {
+		go s.drainWhenWoken(w)
+	}
 	for p, ms := range running {
 		if _, ok := s.tracked[p]; !ok {
 			s.tracked[p] = &trackedProcess{maps: ms}
@@ -164,7 +178,9 @@ func openMappingEvent(tid, cpu int, inherit bool) (int, error) {
 		Size:        uint32(unsafe.Sizeof(unix.PerfEventAttr{})),
 		Sample_type: unix.PERF_SAMPLE_TIME,
 		Bits: unix.PerfBitDisabled | unix.PerfBitMmap | unix.PerfBitMmap2 | unix.PerfBitComm | unix.PerfBitCommExec |
-			unix.PerfBitTask | unix.PerfBitSampleIDAll,
+			unix.PerfBitTask | unix.PerfBitSampleIDAll | unix.PerfBitWatermark,
+		// Readable (tracker.wakers) once half the ring is written.
+		Wakeup: uint32(trackerRingPages * os.Getpagesize() / 2),
 	}
 	if inherit {
 		attr.Bits |= unix.PerfBitInherit
@@ -229,13 +245,54 @@ func (r *ring) copyOut(buf []byte, pos, n uint64) []byte {
 
 // close unmaps the rings and closes the events.
 func (tr *tracker) close() {
+	// First the wakers: their goroutines return, and none drains a ring
+	// unmapped below.
+	for _, w := range tr.wakers {
+		w.Close()
+	}
 	for _, r := range tr.rings {
 		unix.Munmap(r.mem)
 	}
 	for _, fd := range tr.fds {
 		unix.Close(fd)
 	}
-	tr.rings, tr.fds = nil, nil
+	tr.rings, tr.fds, tr.wakers = nil, nil, nil
+}
+
+// pollable returns a non-blocking duplicate of perf event fd, which Go's
+// poller waits on.
+func pollable(fd int) (*os.File, error) {
+	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
+	if err != nil {
+		return nil, fmt.Errorf("duplicate mapping record event: %w", err)
+	}
+	if err := unix.SetNonblock(dup, true); err != nil {
+		unix.Close(dup)
+		return nil, fmt.Errorf("make mapping record event non-blocking: %w", err)
+	}
+	return os.NewFile(uintptr(dup), "mapping records"), nil
+}
+
+// drainWhenWoken drains the rings each time the kernel makes waker
+// readable (a ring reached its watermark), until waker is closed.
+func (s *Symbolizer) drainWhenWoken(waker *os.File) {
+	conn, err := waker.SyscallConn()
+	if err != nil {
+		return
+	}
+	for {
+		woken := false
+		err := conn.Read(func(uintptr) bool {
+			// The first call comes before any wait: wait.
+			done := woken
+			woken = true
+			return done
+		})
+		if err != nil {
+			return
+		}
+		s.Drain()
+	}
 }
 
 // Drain applies the mapping records waiting in the rings now, without
