@@ -3,7 +3,6 @@ package vmtest
 import (
 	"bytes"
 	"context"
-	"debug/elf"
 	"fmt"
 	"os"
 	"os/exec"
@@ -111,22 +110,7 @@ func TestARM64(t *testing.T) {
 // tracepoint args with arm64's system call numbers named by
 // syscall_name(), and kstack in a kprobe.
 func arm64BuiltinCases(t *testing.T, nopie string) []vmCase {
-	syms := map[string]uint64{}
-	f, err := elf.Open(nopie)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	symbols, err := f.Symbols()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, s := range symbols {
-		syms[s.Name] = s.Value
-	}
-	if syms["blocks"] == 0 || syms["got_usr1"] == 0 {
-		t.Fatalf("the arm64 fixture %s has no symbols blocks and got_usr1", nopie)
-	}
+	blocks, gotUSR1 := symbolValue(t, nopie, "blocks"), symbolValue(t, nopie, "got_usr1")
 	// The fixture's command with its own lines out of the case's output;
 	// its argc is 7 (sarg).
 	run := func(bin string) string {
@@ -135,7 +119,7 @@ func arm64BuiltinCases(t *testing.T, nopie string) []vmCase {
 	return []vmCase{{
 		// Data symbols at their link-time addresses, read through.
 		Case: Case{Name: "uaddr", Script: `gotrace -e 'usdt:/work/nopie/bitcoind:validation:block_connected { printf("%p %p %d\n", uaddr("blocks"), uaddr("got_usr1"), *uaddr("got_usr1")); exit(); }' ` + run("/work/nopie/bitcoind")},
-		want: []string{fmt.Sprintf("0x%x 0x%x 0", syms["blocks"], syms["got_usr1"])},
+		want: []string{fmt.Sprintf("0x%x 0x%x 0", blocks, gotUSR1)},
 	}, {
 		// A frame for each caller down to _start, but for the leaf's
 		// (tp_block_connected): arm64's gcc keeps no frame record in a
