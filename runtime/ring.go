@@ -10,7 +10,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
-	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/internal/pollfd"
 )
 
 // ring reads one ring buffer, waiting for records in Go's network poller
@@ -61,18 +62,11 @@ func openRing(m *ebpf.Map) (*ring, error) {
 		return nil, err
 	}
 	rd.SetDeadline(pastDeadline)
-	fd, err := unix.FcntlInt(uintptr(m.FD()), unix.F_DUPFD_CLOEXEC, 0)
+	file, err := pollfd.Dup(m.FD(), "ring buffer "+m.String())
 	if err != nil {
 		rd.Close()
-		return nil, fmt.Errorf("duplicate ring buffer descriptor: %w", err)
+		return nil, err
 	}
-	if err := unix.SetNonblock(fd, true); err != nil {
-		unix.Close(fd)
-		rd.Close()
-		return nil, fmt.Errorf("make ring buffer descriptor non-blocking: %w", err)
-	}
-	// A non-blocking descriptor that epoll takes is put in Go's poller.
-	file := os.NewFile(uintptr(fd), "ring buffer "+m.String())
 	conn, err := file.SyscallConn()
 	if err != nil {
 		file.Close()

@@ -13,6 +13,8 @@ import (
 	"unsafe"
 
 	"golang.org/x/sys/unix"
+
+	"github.com/gotrace/gotrace/internal/pollfd"
 )
 
 // trackerRingPages is the data size of each CPU's ring, in pages (a power
@@ -88,7 +90,7 @@ func (s *Symbolizer) Track(pid int) error {
 					return err
 				}
 				tr.rings = append(tr.rings, r)
-				waker, err := pollable(fd)
+				waker, err := pollfd.Dup(fd, "mapping records")
 				if err != nil {
 					tr.close()
 					return err
@@ -257,20 +259,6 @@ func (tr *tracker) close() {
 		unix.Close(fd)
 	}
 	tr.rings, tr.fds, tr.wakers = nil, nil, nil
-}
-
-// pollable returns a non-blocking duplicate of perf event fd, which Go's
-// poller waits on.
-func pollable(fd int) (*os.File, error) {
-	dup, err := unix.FcntlInt(uintptr(fd), unix.F_DUPFD_CLOEXEC, 0)
-	if err != nil {
-		return nil, fmt.Errorf("duplicate mapping record event: %w", err)
-	}
-	if err := unix.SetNonblock(dup, true); err != nil {
-		unix.Close(dup)
-		return nil, fmt.Errorf("make mapping record event non-blocking: %w", err)
-	}
-	return os.NewFile(uintptr(dup), "mapping records"), nil
 }
 
 // drainWhenWoken drains the rings each time the kernel makes waker
