@@ -439,6 +439,11 @@ func LookupVar(name string) BuiltinID {
 	return lookupBuiltin(classVar, strings.TrimPrefix(name, builtinPrefix))
 }
 
+// IsBuiltinVar says whether name is a builtin variable (LookupVar finds
+// it): what a tool that reads the tracer's messages, not its programs,
+// needs to know of the table.
+func IsBuiltinVar(name string) bool { return LookupVar(name) != BuiltinInvalid }
+
 // builtinPrefix starts the standard library's names of the builtin
 // variables.
 const builtinPrefix = "__builtin_"

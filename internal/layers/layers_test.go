@@ -101,15 +101,31 @@ func matchesAny(patterns []string, dep string) bool {
 // checks each rule of the table.
 func TestLayering(t *testing.T) {
 	goTool := testenv.RequireTool(t, "go")
-	cmd := exec.Command(goTool, "list", "-f", `{{.ImportPath}} {{join .Deps " "}}`, module+"...")
+	cmd := exec.Command(goTool, "list", "-f", `{{.ImportPath}} {{.Name}} {{join .Deps " "}}`, module+"...")
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list the module's packages: %v", err)
 	}
 	deps := map[string][]string{}
+	mains := map[string]bool{}
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
 		f := strings.Fields(line)
-		deps[f[0]] = f[1:]
+		deps[f[0]] = f[2:]
+		mains[f[0]] = f[1] == "main"
+	}
+	// internal/ holds the pieces every layer may use (settings, ptregs,
+	// capability, printf...) and the test machinery: none of them
+	// reaches up into the layers that use them. A command (package main)
+	// under internal/ is the top of its own stack and may.
+	for pkg, list := range deps {
+		if !matches("internal/...", pkg) || mains[pkg] {
+			continue
+		}
+		for _, dep := range list {
+			if matches("...", dep) && !matches("internal/...", dep) {
+				t.Errorf("%s depends on %s, but nothing in internal/ uses a package above it", pkg, dep)
+			}
+		}
 	}
 	for _, r := range layering {
 		list, ok := deps[module+r.pkg]

@@ -4,8 +4,6 @@ import (
 	"regexp"
 	"strconv"
 	"strings"
-
-	"github.com/gotrace/gotrace/lang"
 )
 
 var (
@@ -48,7 +46,12 @@ var syntaxFeatures = []struct {
 // Cause names the first thing that made a failed test fail, for the table
 // of causes: the kind of the binary's first error (refined by the source
 // it points at for syntax errors), or what was wrong with the output.
-func Cause(res *Result, workDir string) string {
+// builtinVar says whether a name is one of the language's builtin
+// variables, so that "Unknown function: comm" is told apart as a builtin
+// called with call syntax; nil treats every name as an unknown function.
+// The caller passes the language's own table: the suite runs binaries and
+// reads their output, and knows no language of its own.
+func Cause(res *Result, workDir string, builtinVar func(name string) bool) string {
 	out := res.Output
 	if m := diagnostic.FindStringSubmatchIndex(out); m != nil {
 		msg := out[m[6]:m[7]]
@@ -63,7 +66,7 @@ func Cause(res *Result, workDir string) string {
 				line = line[:col-1] + "\x00" + line[col-1:]
 			}
 		}
-		return errorCause(msg, line, res.Test.Program(workDir))
+		return errorCause(msg, line, res.Test.Program(workDir), builtinVar)
 	}
 	switch {
 	case strings.HasPrefix(res.Reason, "exit code"):
@@ -145,7 +148,7 @@ var enumDecl = regexp.MustCompile(`\benum\b[^{;]*\{`)
 
 // errorCause classifies an error message; line is the source line the
 // error points at, with a NUL at its column, or "".
-func errorCause(msg, line, prog string) string {
+func errorCause(msg, line, prog string, builtinVar func(string) bool) string {
 	switch {
 	case targetFileMissing.MatchString(msg):
 		return targetFileCause(targetFileMissing.FindStringSubmatch(msg)[1])
@@ -164,7 +167,7 @@ func errorCause(msg, line, prog string) string {
 		return "enum values printed by name"
 	case strings.HasPrefix(msg, "Unknown function: "):
 		name := strings.TrimPrefix(msg, "Unknown function: ")
-		if lang.LookupVar(name) != lang.BuiltinInvalid {
+		if builtinVar != nil && builtinVar(name) {
 			return "call syntax for builtin " + name
 		}
 		return "unknown function " + name

@@ -9,6 +9,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/gotrace/gotrace/lang"
 )
 
 func TestCheck(t *testing.T) {
@@ -93,7 +95,7 @@ func TestCause(t *testing.T) {
 		{"uprobe:/tmp/bpftrace-unshare-mountns-test/uprobe_test:f { }", "ERROR: uprobe target file '/tmp/bpftrace-unshare-mountns-test/uprobe_test' does not exist or is not executable\n", nil, false, "target file in the traced process's mount namespace"},
 	} {
 		res := &Result{Test: &Test{Prog: tc.prog}, Status: Fail, Output: tc.out, Missed: tc.missed, TimedOut: tc.timedOut}
-		if got := Cause(res, ""); got != tc.want {
+		if got := Cause(res, "", lang.IsBuiltinVar); got != tc.want {
 			t.Errorf("Cause(%q) = %q, want %q", tc.out, got, tc.want)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/lang"
 )
 
 // The floors: TestPeerSuite fails when fewer tests pass under gotrace, in
@@ -49,7 +50,7 @@ func TestPeerSuite(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	rep, err := Run(ctx, Options{Binary: bin, TestsDir: dir, Workers: 4 * runtime.NumCPU(), ScratchDir: t.TempDir()})
+	rep, err := Run(ctx, Options{Binary: bin, TestsDir: dir, Workers: 4 * runtime.NumCPU(), ScratchDir: t.TempDir(), BuiltinVar: lang.IsBuiltinVar})
 	if err != nil {
 		t.Fatal(err)
 	}

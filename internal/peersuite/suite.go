@@ -37,6 +37,9 @@ type Options struct {
 	ScratchDir string
 	// Progress, when set, receives a line per test as it finishes.
 	Progress io.Writer
+	// BuiltinVar says whether a name is a builtin variable of the
+	// language, for the causes of failures (see Cause); nil: none is.
+	BuiltinVar func(name string) bool
 }
 
 // Report is the outcome of a run.
@@ -93,7 +96,7 @@ func Run(ctx context.Context, opt Options) (*Report, error) {
 				unlock()
 				var cause string
 				if res.Status == Fail {
-					cause = Cause(&res, workDir)
+					cause = Cause(&res, workDir, opt.BuiltinVar)
 				}
 				mu.Lock()
 				rep.Results[i] = res

@@ -19,6 +19,7 @@ import (
 	"strings"
 
 	"github.com/gotrace/gotrace/internal/peersuite"
+	"github.com/gotrace/gotrace/lang"
 )
 
 func main() {
@@ -30,7 +31,7 @@ func main() {
 	passed := flag.String("passed", "", "write the names of the passing tests to this file")
 	quiet := flag.Bool("q", false, "print only the summary, not a line per test")
 	flag.Parse()
-	opt := peersuite.Options{Binary: *bin, TestsDir: *tests, Workers: *workers, CoreOnly: *core}
+	opt := peersuite.Options{Binary: *bin, TestsDir: *tests, Workers: *workers, CoreOnly: *core, BuiltinVar: lang.IsBuiltinVar}
 	if err := mainErr(opt, *run, *passed, *quiet); err != nil {
 		fmt.Fprintln(os.Stderr, "peersuite:", err)
 		os.Exit(1)
