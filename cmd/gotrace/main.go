@@ -181,7 +181,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	fs.StringVarP(&f.writeFile, "write", "w", "", "record the trace into the capture `FILE`, printing nothing of it; gotrace replay FILE prints it")
 	fs.StringVarP(&f.format, "format", "f", "text", formatHelp)
 	fs.BoolVarP(&f.quiet, "quiet", "q", false, "do not print \"Attaching N probes...\"")
-	fs.VarP(&f.debug, "debug", "d", "(dry run) print the AST after parsing and after checking, then the eBPF maps and programs (-dd: the same); -d`[=STAGE]` prints only the program after STAGE: parse, macros, loopvars, enums, stdlib, resolve, check (or ast), codegen")
+	fs.VarP(&f.debug, "debug", "d", "(dry run) print the AST after parsing and after checking, then the eBPF maps and programs (-dd: the same); -d`[=STAGE]` prints only the program after STAGE: "+strings.Join(debugStages(), ", ")+" (ast is check)")
 	fs.Lookup("debug").NoOptDefVal = debugBare
 	fs.BoolVar(&f.dryRun, "dry-run", false, "check and compile, but do not load or attach")
 	fs.StringVarP(&f.buffering, "buffering", "B", "full", "output buffering `MODE`: full (write when the ring buffer is empty), line or none (write each line at once)")
@@ -501,6 +501,15 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 		defer wf.Close()
 		opts.Capture = wf
 	}
+	if dump.stage == "plan" {
+		// The plan as --dry-run -v prints it: every site, where it
+		// attaches and why, nothing loaded.
+		opts.Verbose = true
+		if err := runtime.DryRun(prog, info, opts); err != nil {
+			return diagnose(err)
+		}
+		return 0, nil
+	}
 	if dump.stage == "codegen" || f.debug.level > 0 {
 		spec, err := runtime.Compile(prog, info, opts)
 		if err != nil {
@@ -560,13 +569,14 @@ func exitCode(err error) (int, bool) {
 }
 
 // debugStages are the stages -d STAGE prints after: parse, each of the
-// front end's passes, and codegen; ast is check's old name.
+// front end's passes, the probe plan and codegen; ast is check's old
+// name.
 func debugStages() []string {
 	stages := []string{"parse"}
 	for _, p := range lang.Passes {
 		stages = append(stages, p.Name)
 	}
-	return append(stages, "codegen")
+	return append(stages, "plan", "codegen")
 }
 
 // debugDumper prints the program after the passes -d asks for, held
