@@ -120,7 +120,11 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	// Caught from the start: SIGUSR1's default action ends the process.
 	usr1 := make(chan os.Signal, 1)
 	signal.Notify(usr1, syscall.SIGUSR1)
-	defer signal.Stop(usr1)
+	defer func() {
+		if !opts.LastTrace {
+			signal.Stop(usr1)
+		}
+	}()
 
 	var objs []string
 	switch {
@@ -528,13 +532,17 @@ func (t *tracer) openReaders() error {
 // startReaders starts one goroutine per ring buffer; the events reader
 // also reports lost records. They wait in Go's poller (see ring), so they
 // hold no P while the rings are empty: the goroutines they wake (Run's,
-// at exit()), timers and signals run at once.
+// at exit()), timers and signals run at once. The readers' weight is
+// raised (proc.Favour) only for a trace that goes on: after a BEGIN that
+// called exit() it would be a pass over every thread for nothing.
 func (t *tracer) startReaders() {
 	t.flushed = make(chan struct{})
 	t.eventsDone = make(chan struct{})
 	t.stop = make(chan struct{})
 	t.readers.Add(2)
-	t.favoured = proc.Favour()
+	if !t.exitedEarly() {
+		t.favoured = proc.Favour()
+	}
 	t.controlFlushed = make(chan struct{})
 	t.controlDone = make(chan struct{})
 	go func() {

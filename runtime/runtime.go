@@ -109,9 +109,10 @@ type Options struct {
 	// LastTrace says that the process ends soon after Run returns, as
 	// gotrace does: the readers' raised weight (proc.Favour) is then not
 	// given back, which would cost every end two passes over
-	// /proc/self/task and a setpriority for each thread (issue 24). A
-	// process that traces again or goes on with other work leaves it
-	// false.
+	// /proc/self/task and a setpriority for each thread, nor SIGUSR1,
+	// which would cost a round trip to the runtime's signal thread
+	// (issue 24). A process that traces again or goes on with other
+	// work leaves it false.
 	LastTrace bool
 }
 

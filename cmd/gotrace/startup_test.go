@@ -141,8 +141,9 @@ var startupFiles = map[string]struct {
 	"/sys/fs/cgroup/cpu.max":               {1, "Go's runtime, cgroup v2"},
 	"/proc/self/fd":                        {1, "load's file limit (reserveFiles)"},
 	"/sys/devices/system/cpu/possible":     {1, "cilium/ebpf"},
-	// Not given back at the end: gotrace exits (Options.LastTrace).
-	"/proc/self/task": {3, "the readers' weight (proc.Favour: a pass until no new thread)"},
+	// Not /proc/self/task: the readers' weight (proc.Favour) is raised
+	// only for a trace that goes on after BEGIN, and not given back at
+	// the end, as gotrace exits (Options.LastTrace).
 }
 
 // Bounds on what gotrace's set-up allocates for a command line without
@@ -187,8 +188,8 @@ var (
 )
 
 // TestStartupSyscalls runs BEGIN { exit(); } under strace and fails when
-// it creates more BPF objects than startupBPF allows or opens a file that
-// startupFiles does not name. Counted, not timed: a feature probe or a
+// it creates more BPF objects than startupBPF allows, opens a file that
+// startupFiles does not name or raises the readers' weight. Counted, not timed: a feature probe or a
 // file read added to every start would otherwise only show as a slower
 // start on a quiet machine.
 func TestStartupSyscalls(t *testing.T) {
@@ -196,7 +197,7 @@ func TestStartupSyscalls(t *testing.T) {
 	straceTool := testenv.RequireTool(t, "strace")
 	bin := buildStaticGotrace(t)
 	log := filepath.Join(t.TempDir(), "strace.log")
-	cmd := exec.Command(straceTool, "-f", "-qq", "-o", log, "-e", "trace=bpf,openat", bin, "-e", "BEGIN { exit(); }")
+	cmd := exec.Command(straceTool, "-f", "-qq", "-o", log, "-e", "trace=bpf,openat,setpriority", bin, "-e", "BEGIN { exit(); }")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		testenv.Unavailable(t, "strace gotrace -e 'BEGIN { exit(); }': %v\n%s", err, out)
 	}
@@ -206,9 +207,13 @@ func TestStartupSyscalls(t *testing.T) {
 	}
 	counts := map[string]int{}
 	opened := map[string]int{}
+	weights := 0
 	for line := range strings.Lines(string(trace)) {
 		if m := bpfCmd.FindStringSubmatch(line); m != nil {
 			counts[m[1]]++
+		}
+		if strings.Contains(line, "setpriority(") {
+			weights++
 		}
 		if m := openPath.FindStringSubmatch(line); m != nil {
 			opened[m[1]]++
@@ -222,6 +227,9 @@ func TestStartupSyscalls(t *testing.T) {
 		if counts[cmd] > limit {
 			t.Errorf("BEGIN { exit(); } makes %d %s calls, over %d: a new feature probe or map at every start?", counts[cmd], cmd, limit)
 		}
+	}
+	if weights > 0 {
+		t.Errorf("BEGIN { exit(); } makes %d setpriority calls: the readers' weight is for a trace that goes on after BEGIN (startReaders)", weights)
 	}
 	for path, n := range opened {
 		allowed, ok := startupFiles[path]
