@@ -239,7 +239,14 @@ func run(args []string, stdout, stderr io.Writer) int {
 
 	ctx, stop := signalContext(!processEnds)
 	defer stop()
-	if err := cmd.ExecuteContext(ctx); err != nil {
+	if wantsCommandTree(args) {
+		// Help and the subcommands write from the start; only the
+		// root command's trace has parsing to overlap (execute).
+		signalsCaught(ctx)
+	}
+	err := cmd.ExecuteContext(ctx)
+	signalsCaught(ctx)
+	if err != nil {
 		fmt.Fprintf(stderr, "ERROR: %v\n", err)
 		if u, ok := errors.AsType[*usageError](err); ok {
 			fmt.Fprintf(stderr, "USAGE:\n  %s\nRun '%s -h' for the options.\n", u.useLine, u.command)
@@ -325,18 +332,26 @@ func (e *usageError) Unwrap() error { return e.err }
 // ignoring it, leaves a -c command's SIGPIPE at its default. SIGUSR1 is the
 // runtime's.
 //
+// The signals are caught by a goroutine of their own: catching one is a
+// round trip to the runtime's signal thread (a locked one), the five 1 ms
+// of a trace's start on this project's VMs (issue 24), which the command
+// line's parsing overlaps. Whatever writes output or starts the trace
+// first waits for them with signalsCaught.
+//
 // With release false the returned stop leaves the signals caught, for a
-// process that exits next: giving a signal back is a round trip to the
-// runtime's signal thread (a locked one), the five of them a chain of
-// thread wake-ups at the end of every trace (issue 24). A signal that
-// arrives after stop is then dropped instead of ending the process,
-// which exits anyway.
+// process that exits next: giving one back is the same round trip, the
+// five of them a chain of thread wake-ups at the end of every trace. A
+// signal that arrives after stop is then dropped instead of ending the
+// process, which exits anyway.
 func signalContext(release bool) (context.Context, func()) {
 	ctx, cancel := context.WithCancelCause(context.Background())
 	sigs := make(chan os.Signal, 1)
-	signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+	caught := make(chan struct{})
+	ctx = context.WithValue(ctx, signalsKey{}, caught)
 	done := make(chan struct{})
 	go func() {
+		signal.Notify(sigs, os.Interrupt, syscall.SIGTERM, syscall.SIGHUP, syscall.SIGQUIT, syscall.SIGPIPE)
+		close(caught)
 		for {
 			select {
 			case <-done:
@@ -353,11 +368,27 @@ func signalContext(release bool) (context.Context, func()) {
 		}
 	}()
 	return ctx, func() {
+		<-caught
 		if release {
 			signal.Stop(sigs)
 		}
 		close(done)
 		cancel(nil)
+	}
+}
+
+// signalsKey is the context key of the channel that signalContext closes
+// once the signals are caught.
+type signalsKey struct{}
+
+// signalsCaught waits until the signals of ctx's signalContext are
+// caught: before the first output, which a closed pipe must turn into an
+// error rather than SIGPIPE's death, and before a trace starts, which
+// SIGINT must end with its maps printed. A context without them has none
+// to wait for.
+func signalsCaught(ctx context.Context) {
+	if caught, ok := ctx.Value(signalsKey{}).(chan struct{}); ok {
+		<-caught
 	}
 }
 
@@ -407,6 +438,9 @@ const quitCode = 128 + int(syscall.SIGQUIT)
 // execute does what the flags ask. A non-nil error is printed as
 // "ERROR: ..."; diagnostics it prints itself come with an exit code only.
 func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Writer) (int, error) {
+	if f.version || f.info || f.list {
+		signalsCaught(ctx)
+	}
 	if f.cpuProfile != "" {
 		stop, err := startCPUProfile(f.cpuProfile)
 		if err != nil {
@@ -480,6 +514,9 @@ func execute(ctx context.Context, f *flags, args []string, stdout, stderr io.Wri
 	if err != nil {
 		return 1, err
 	}
+	// What comes next may write (-d, errors, warnings) and runs the
+	// trace.
+	signalsCaught(ctx)
 	prog, err := lang.Parse(file, src)
 	if err == nil {
 		cfg.Values, err = resolveSettings(f, prog)

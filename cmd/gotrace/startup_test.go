@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"io"
 	"math"
 	"os"
@@ -11,6 +12,7 @@ import (
 	goruntime "runtime"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/testenv"
@@ -240,4 +242,23 @@ func TestStartupSyscalls(t *testing.T) {
 			t.Errorf("BEGIN { exit(); } opens %s %d times, over %d (%s)", path, n, allowed.times, allowed.who)
 		}
 	}
+}
+
+// TestSignalContext checks that the signals signalContext catches on a
+// goroutine of its own (so that parsing the command line overlaps the
+// catching) are caught once signalsCaught returns: SIGHUP then cancels
+// the context instead of ending the process.
+func TestSignalContext(t *testing.T) {
+	ctx, stop := signalContext(true)
+	defer stop()
+	signalsCaught(ctx)
+	if err := syscall.Kill(os.Getpid(), syscall.SIGHUP); err != nil {
+		t.Fatal(err)
+	}
+	<-ctx.Done()
+	if cause := context.Cause(ctx); cause != context.Canceled {
+		t.Errorf("SIGHUP ended the context with %v, want %v", cause, context.Canceled)
+	}
+	// Without signalContext there is nothing to wait for.
+	signalsCaught(context.Background())
 }
