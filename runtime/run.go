@@ -67,13 +67,13 @@ func (s ExitStatus) Error() string { return fmt.Sprintf("exit(%d)", uint8(s)) }
 // end. On SIGUSR1 it prints every map, as bpftrace does, and goes on.
 // Every kernel object it created is gone when it returns, whatever the
 // path out.
+//
+// Run is the list of the run's stages, each taking what the one before it
+// made: the traced processes started or opened, the plan made, the plan
+// loaded, its sites attached, BEGIN and the readers started, the wait,
+// and the end.
 func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (err error) {
-	if opts.Out == nil {
-		opts.Out = io.Discard
-	}
-	if opts.Err == nil {
-		opts.Err = io.Discard
-	}
+	opts = opts.withDefaults()
 	memlock.Raise()
 	// The attach points as lang.Resolve found them; p stays as parsed.
 	p = info.ResolvedProgram(p)
@@ -81,12 +81,75 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	// script ends by itself after BEGIN depends on it alone.
 	endsAfterBegin := p.ExitsAfterBegin()
 
+	t, err := newTracer(p, info, opts)
+	if err != nil {
+		return err
+	}
+	defer func() {
+		if cerr := t.close(); err == nil {
+			err = cerr
+		}
+	}()
+	// Caught from the start: SIGUSR1's default action ends the process.
+	usr1 := make(chan os.Signal, 1)
+	signal.Notify(usr1, syscall.SIGUSR1)
+	defer func() {
+		if !opts.LastTrace {
+			signal.Stop(usr1)
+		}
+	}()
+
+	objs, err := t.startProcesses(p)
+	if err != nil {
+		return err
+	}
+	pl, err := plan.Make(p, info, t.withFamily(planInput(opts, objs, t.childPID(), t.files)))
+	if err != nil {
+		return err
+	}
+	if err := t.load(pl); err != nil {
+		return err
+	}
+	if err := t.attachSites(pl.Sites, objs); err != nil {
+		return err
+	}
+	if err := t.start(pl.Sites, endsAfterBegin); err != nil {
+		return err
+	}
+	if opts.Attached != nil {
+		opts.Attached()
+	}
+	t.wait(ctx, usr1)
+	if errors.Is(context.Cause(ctx), ErrQuit) {
+		// close detaches, stops the command and writes what was printed,
+		// with the records sent before the signal.
+		t.drain()
+		return ErrQuit
+	}
+	return t.finish()
+}
+
+// withDefaults fills in what Run needs of the options the caller left
+// unset: output that goes nowhere, the text format.
+func (opts Options) withDefaults() Options {
+	if opts.Out == nil {
+		opts.Out = io.Discard
+	}
+	if opts.Err == nil {
+		opts.Err = io.Discard
+	}
 	if opts.Format == "" {
 		opts.Format = "text"
 	}
+	return opts
+}
+
+// newTracer returns the state of a run of p: its output set up as opts
+// ask (held, queued, captured or diverted), nothing started yet.
+func newTracer(p *lang.Program, info *lang.Info, opts Options) (*tracer, error) {
 	format, err := output.ParseFormat(opts.Format)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	t := &tracer{
 		opts:  opts,
@@ -112,60 +175,59 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	if opts.TakeMap != nil && opts.Capture == nil {
 		t.out.Divert(opts.TakeMap)
 	}
-	defer func() {
-		if cerr := t.close(); err == nil {
-			err = cerr
-		}
-	}()
-	// Caught from the start: SIGUSR1's default action ends the process.
-	usr1 := make(chan os.Signal, 1)
-	signal.Notify(usr1, syscall.SIGUSR1)
-	defer func() {
-		if !opts.LastTrace {
-			signal.Stop(usr1)
-		}
-	}()
+	return t, nil
+}
 
-	var objs []string
+// startProcesses starts the -c command, held at its gate, or opens the
+// -p process. It returns the objects the command maps at start (the
+// executable and the libraries it needs), which the plan searches for
+// the probes of attach points without a path.
+func (t *tracer) startProcesses(p *lang.Program) ([]string, error) {
 	switch {
-	case opts.Command != "":
-		if objs, err = plan.CommandObjects(opts.Command, t.files); err != nil {
-			return err
+	case t.opts.Command != "":
+		objs, err := plan.CommandObjects(t.opts.Command, t.files)
+		if err != nil {
+			return nil, err
 		}
-		if t.child, err = proc.StartChild(opts.Command, proc.RunAs{User: opts.User, Root: opts.AsRoot}); err != nil {
-			return err
+		if t.child, err = proc.StartChild(t.opts.Command, proc.RunAs{User: t.opts.User, Root: t.opts.AsRoot}); err != nil {
+			return nil, err
 		}
 		t.pid = t.child.PID
-		if err := t.useFamily(p); err != nil {
-			return err
-		}
-	case opts.PID != 0:
-		if t.process, err = proc.OpenProcess(opts.PID); err != nil {
-			return err
-		}
+		return objs, t.useFamily(p)
+	case t.opts.PID != 0:
+		var err error
+		t.process, err = proc.OpenProcess(t.opts.PID)
+		return nil, err
 	}
-	childPID := 0
-	if t.child != nil {
-		childPID = t.child.PID
+	return nil, nil
+}
+
+// childPID is the -c command's PID, 0 without one.
+func (t *tracer) childPID() int {
+	if t.child == nil {
+		return 0
 	}
-	pl, err := plan.Make(p, info, t.withFamily(planInput(opts, objs, childPID, t.files)))
-	if err != nil {
-		return err
-	}
+	return t.child.PID
+}
+
+// load loads the plan: its spec becomes the collection of programs and
+// maps, with the unwind tables and the symbolizer they read, the ring
+// readers opened and the capture's header written. Nothing is attached.
+func (t *tracer) load(pl *plan.Plan) error {
 	t.spec = pl.Spec
-	sites := pl.Sites
-	if opts.Compiled != nil {
-		opts.Compiled()
+	if t.opts.Compiled != nil {
+		t.opts.Compiled()
 	}
 	if err := t.checkMetrics(); err != nil {
 		return err
 	}
-	if len(sites) == 0 && t.spec.LoaderProgram == "" {
+	if len(pl.Sites) == 0 && t.spec.LoaderProgram == "" {
 		return plan.ErrNoProbes
 	}
-	t.syms = symbols.New(t.pid, siteSymbols(sites), t.files)
+	t.syms = symbols.New(t.pid, siteSymbols(pl.Sites), t.files)
 	// The unwind tables follow the mappings symbols learns, from the
 	// start of tracking: the maps exist before the collection.
+	var err error
 	if t.unwind, err = newUnwindTables(t.spec.Collection, t.verbosef); err != nil {
 		return err
 	}
@@ -176,41 +238,53 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 		// Before the command runs (it is held at its gate): the kernel's
 		// mapping records keep the maps of processes that exit before
 		// /proc is read. Without them /proc is read as before.
-		if err := t.syms.Track(t.pid); err != nil && opts.Verbose {
-			fmt.Fprintf(opts.Err, "symbols: %v; memory maps are read from /proc only\n", err)
+		if err := t.syms.Track(t.pid); err != nil && t.opts.Verbose {
+			fmt.Fprintf(t.opts.Err, "symbols: %v; memory maps are read from /proc only\n", err)
 		}
 	}
-	// Asking the kernel whether it has uprobe_multi links loads and
-	// attaches test programs (6% of the CPU time of BEGIN { exit(); }):
-	// only a script with usdt or uprobe probes needs the answer.
-	if slices.ContainsFunc(t.spec.Attachments, func(a codegen.Attachment) bool { return plan.UserKind(a.Kind) }) {
-		var why string
-		t.uprobes, why = attach.ChooseMode(opts.NoUprobeMulti, t.uprobePID())
-		if opts.Verbose {
-			fmt.Fprintf(opts.Err, "uprobes: %s", t.uprobes)
-			if why != "" {
-				fmt.Fprintf(opts.Err, " (%s)", why)
-			}
-			fmt.Fprintln(opts.Err)
-		}
-	} else if opts.Verbose {
-		fmt.Fprintln(opts.Err, "uprobes: none in the script")
-	}
+	t.chooseUprobes()
 	if t.coll, err = load(t.loadSpec(t.spec), t.unwind.replacements()); err != nil {
 		return kernelFuncLoadError(t.spec, err)
 	}
 	if err := t.openReaders(); err != nil {
 		return err
 	}
-	if err := t.startCapture(); err != nil {
-		return err
+	return t.startCapture()
+}
+
+// chooseUprobes chooses how usdt and uprobe programs are attached.
+// Asking the kernel whether it has uprobe_multi links loads and attaches
+// test programs (6% of the CPU time of BEGIN { exit(); }): only a script
+// with usdt or uprobe probes needs the answer.
+func (t *tracer) chooseUprobes() {
+	if !slices.ContainsFunc(t.spec.Attachments, func(a codegen.Attachment) bool { return plan.UserKind(a.Kind) }) {
+		if t.opts.Verbose {
+			fmt.Fprintln(t.opts.Err, "uprobes: none in the script")
+		}
+		return
 	}
+	var why string
+	t.uprobes, why = attach.ChooseMode(t.opts.NoUprobeMulti, t.uprobePID())
+	if t.opts.Verbose {
+		fmt.Fprintf(t.opts.Err, "uprobes: %s", t.uprobes)
+		if why != "" {
+			fmt.Fprintf(t.opts.Err, " (%s)", why)
+		}
+		fmt.Fprintln(t.opts.Err)
+	}
+}
+
+// attachSites attaches the sites of the plan, the family's programs and
+// the loader's, and says how many probes are attached ("Attaching N
+// probes..." before, bpftrace 0.24's "Attached N probes" after). The
+// kernel probes wait for BEGIN (start).
+func (t *tracer) attachSites(sites []plan.Site, objs []string) error {
 	// An attach point waiting for a library the command loads later
 	// counts as one probe: it is attached, if found, before the
 	// library's code runs. 0.17 says it is attaching them, the newer
 	// behaviour that it has (bpftrace 0.24).
 	probes := len(sites) + len(t.waiting())
-	if !opts.Quiet && !p.Newer {
+	if !t.opts.Quiet && !t.prog.Newer {
 		if err := t.attaching(probes); err != nil {
 			return err
 		}
@@ -221,14 +295,19 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	if err := t.keepFamily(); err != nil {
 		return err
 	}
-	if !opts.Quiet && p.Newer {
+	if !t.opts.Quiet && t.prog.Newer {
 		if err := t.attaching(probes); err != nil {
 			return err
 		}
 	}
-	if err := t.watchLoader(objs); err != nil {
-		return err
-	}
+	return t.watchLoader(objs)
+}
+
+// start runs BEGIN, attaches the kernel probes unless BEGIN called
+// exit(), starts the readers, lets the -c command run, and starts the
+// goroutines that run while the trace does: the family's follower, the
+// symbols' refresh, the interval tickers, the metrics' source.
+func (t *tracer) start(sites []plan.Site, endsAfterBegin bool) error {
 	if err := t.storeStart(); err != nil {
 		return err
 	}
@@ -248,20 +327,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	// attached, as bpftrace prints it: a tool's header says it is tracing.
 	t.notifyAttached()
 	t.startReaders()
-	// A BEGIN that called exit() ends the trace before the command runs
-	// any of its code, as in bpftrace; close kills it.
-	if t.child != nil && !t.exitedEarly() {
-		if err := t.child.Release(); err != nil {
-			// The command could not be executed: its child exits, which
-			// ends the trace as the command's exit would (BEGIN's output
-			// and the maps are printed), and the error is the run's.
-			t.mu.Lock()
-			t.keepErr(err)
-			t.mu.Unlock()
-		} else if t.follow = newFollower(t, t.child.PID, sites); t.follow != nil {
-			t.every(proc.FamilyPoll, t.follow.poll)
-		}
-	}
+	t.releaseChild(sites)
 	// Current bpftrace ends a script of begin and end probes after begin;
 	// with -c or -p it traces until the process ends.
 	if endsAfterBegin && t.child == nil && t.process == nil {
@@ -269,20 +335,30 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	}
 	t.keepSymbols()
 	t.startIntervals()
-	if opts.Metrics != nil {
-		opts.Metrics.SetSource(t.metricMaps)
+	if t.opts.Metrics != nil {
+		t.opts.Metrics.SetSource(t.metricMaps)
 	}
-	if opts.Attached != nil {
-		opts.Attached()
+	return nil
+}
+
+// releaseChild lets the -c command leave its gate, and follows the
+// processes it starts for the files of sites. A BEGIN that called exit()
+// ends the trace before the command runs any of its code, as in
+// bpftrace; close kills it.
+func (t *tracer) releaseChild(sites []plan.Site) {
+	if t.child == nil || t.exitedEarly() {
+		return
 	}
-	t.wait(ctx, usr1)
-	if errors.Is(context.Cause(ctx), ErrQuit) {
-		// close detaches, stops the command and writes what was printed,
-		// with the records sent before the signal.
-		t.drain()
-		return ErrQuit
+	if err := t.child.Release(); err != nil {
+		// The command could not be executed: its child exits, which
+		// ends the trace as the command's exit would (BEGIN's output
+		// and the maps are printed), and the error is the run's.
+		t.mu.Lock()
+		t.keepErr(err)
+		t.mu.Unlock()
+	} else if t.follow = newFollower(t, t.child.PID, sites); t.follow != nil {
+		t.every(proc.FamilyPoll, t.follow.poll)
 	}
-	return t.finish()
 }
 
 // tracer is the state of one Run.
