@@ -36,6 +36,12 @@ func ReadFile(path string) ([]Probe, error) {
 func ReadNames(path string) ([]Probe, error) {
 	var fs Files
 	defer fs.Close()
+	return fs.ProbeNames(path)
+}
+
+// ProbeNames reads the USDT probes of the file at path, opened through fs,
+// as ReadNames does.
+func (fs *Files) ProbeNames(path string) ([]Probe, error) {
 	f, err := fs.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read usdt notes of %s: %w", path, err)

@@ -63,9 +63,13 @@ func list(w io.Writer, opts ListOptions) error {
 	if err != nil {
 		return err
 	}
+	// A file the pattern names is opened once: checked as a target,
+	// then read, for its functions and its probes alike.
+	var files Files
+	defer files.Close()
 	var lines []string
 	for _, up := range uprobes {
-		l, err := uprobeLines(up, opts.PID)
+		l, err := uprobeLines(up, opts.PID, &files)
 		if err != nil {
 			return err
 		}
@@ -73,7 +77,7 @@ func list(w io.Writer, opts ListOptions) error {
 	}
 	var probes map[string]*Probe
 	if usdtPat != nil {
-		if probes, err = usdtProbes(*usdtPat, opts.PID, opts.Verbose); err != nil {
+		if probes, err = usdtProbes(*usdtPat, opts.PID, opts.Verbose, &files); err != nil {
 			return err
 		}
 		for line := range probes {
@@ -96,24 +100,26 @@ func list(w io.Writer, opts ListOptions) error {
 
 // usdtProbes returns the usdt probes that pat names by their lines; their
 // locations' arguments are parsed only for verbose, which prints them.
-func usdtProbes(pat attachpoint.Point, pid int, verbose bool) (map[string]*Probe, error) {
+func usdtProbes(pat attachpoint.Point, pid int, verbose bool, files *Files) (map[string]*Probe, error) {
 	var targets []target
 	var err error
 	if pid != 0 {
 		targets, err = processTargets(pid, pat.Target)
 	} else {
-		targets, err = targetFiles("usdt", pat.Target, nil)
+		targets, err = targetFiles("usdt", pat.Target, nil, files)
 	}
 	if err != nil {
 		return nil, err
 	}
 	probes := make(map[string]*Probe)
 	for _, t := range targets {
-		read := ReadNames
+		src, done := t.files(files)
+		read := src.ProbeNames
 		if verbose {
-			read = ReadFile
+			read = src.Probes
 		}
 		found, err := read(t.open)
+		done()
 		if err != nil {
 			if t.optional {
 				continue
@@ -207,6 +213,19 @@ type target struct {
 	optional bool
 }
 
+// files returns what t is read through, and what to call once it is
+// read: the listing's files, which keep a file the pattern names open
+// from its check as a target to its reading, or for a target a wildcard
+// matched (a directory may hold thousands, not all kept open) a Files of
+// its own, closed by done.
+func (t target) files(listing *Files) (files *Files, done func()) {
+	if !t.optional {
+		return listing, func() {}
+	}
+	own := &Files{}
+	return own, func() { own.Close() }
+}
+
 // processTargets finds the objects of process pid that a path pattern
 // names: a glob is matched against both the path the process sees and the
 // /proc/PID/root path, a plain absolute path must equal one of them and a
@@ -238,7 +257,7 @@ func processTargets(pid int, path string) ([]target, error) {
 			targets = append(targets, target{display: o.OpenPath, open: o.OpenPath})
 		}
 	}
-	if len(targets) == 0 && !wildcard && strings.Contains(path, "/") && !isTargetFile(plain) {
+	if len(targets) == 0 && !wildcard && strings.Contains(path, "/") && !isTargetFile(plain, nil) {
 		return nil, targetFileError("usdt", path)
 	}
 	return targets, nil

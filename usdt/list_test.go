@@ -283,6 +283,37 @@ func TestListSynthetic(t *testing.T) {
 	}
 }
 
+// TestListOpensOnce counts the ELF opens of a listing: a file the
+// pattern names is opened once, checked as a target and read through the
+// same File, for its usdt probes and its functions alike; a file a
+// wildcard matched is opened and closed on its own.
+func TestListOpensOnce(t *testing.T) {
+	notes := noteBytes(0x401010, 0, 0, "net", "msg", "8@%rdi")
+	path := writeTemp(t, "once", testELF{notes: notes}.bytes())
+	opens := 0
+	saved := openRights
+	openRights = func(open func() error) error { opens++; return open() }
+	defer func() { openRights = saved }()
+	for _, tc := range []struct {
+		pattern string
+		verbose bool
+		want    int
+	}{
+		{"usdt:" + path + ":*", false, 1},
+		{"usdt:" + path + ":*", true, 1},
+		{"uprobe:" + path + ":*", false, 1},
+		{"*:" + path + ":*", false, 1},
+		// The glob's check and its reading: each File closed after.
+		{"usdt:" + filepath.Dir(path) + "/onc?:*", false, 2},
+	} {
+		opens = 0
+		listString(t, ListOptions{Pattern: tc.pattern, Verbose: tc.verbose})
+		if opens != tc.want {
+			t.Errorf("List(%q, verbose %v) opened the file %d times, want %d", tc.pattern, tc.verbose, opens, tc.want)
+		}
+	}
+}
+
 func TestListVerbose(t *testing.T) {
 	notes := noteBytes(0x401010, 0, 0x403002, "net", "msg", "-8@%rdi 4@-20(%rbp) -1@$-1")
 	notes = append(notes, noteBytes(0x401020, 0, 0x403002, "net", "msg", "-8@%rsi 8f@%xmm0")...)

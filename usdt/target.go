@@ -39,14 +39,14 @@ func FindTarget(name string, mapped, loaded []string) string {
 			}
 		}
 	}
-	if isTargetFile(name) {
+	if isTargetFile(name, nil) {
 		return name
 	}
 	for _, dir := range filepath.SplitList(os.Getenv("PATH")) {
 		if dir == "" {
 			continue
 		}
-		if path := filepath.Join(dir, name); isTargetFile(path) {
+		if path := filepath.Join(dir, name); isTargetFile(path, nil) {
 			return path
 		}
 	}
@@ -82,16 +82,26 @@ func cachedLibrary(name string) string {
 // isTargetFile reports whether path is a file bpftrace 0.17 takes as a
 // uprobe or usdt target: a regular ELF file that the caller may execute
 // or that is a shared object (libstdc++.so.6.0.30 is not executable).
-func isTargetFile(path string) bool {
+//
+// With files, the file stays open there for its reading; without, it is
+// closed.
+func isTargetFile(path string, files *Files) bool {
 	st, err := os.Stat(path)
 	if err != nil || !st.Mode().IsRegular() {
 		return false
 	}
-	f, err := OpenFile(path)
+	var f *File
+	if files != nil {
+		f, err = files.Open(path)
+	} else {
+		f, err = OpenFile(path)
+		if err == nil {
+			defer f.Close()
+		}
+	}
 	if err != nil {
 		return false
 	}
-	defer f.Close()
 	return f.Type() == elf.ET_DYN || unix.Access(path, unix.X_OK) == nil
 }
 
@@ -171,13 +181,13 @@ func expandGlob(pattern string) []string {
 // each path as expanded; an empty list is an error. A bare name is
 // FindTarget's file (mapped are the -p process's objects), any other path
 // itself.
-func targetFiles(kind, path string, mapped []string) ([]target, error) {
+func targetFiles(kind, path string, mapped []string, files *Files) ([]target, error) {
 	if !strings.ContainsAny(path, "*?") {
 		if !strings.Contains(path, "/") {
 			if found := FindTarget(path, mapped, nil); found != "" {
 				return []target{{display: found, open: found}}, nil
 			}
-		} else if isTargetFile(path) {
+		} else if isTargetFile(path, files) {
 			return []target{{display: path, open: path}}, nil
 		}
 		return nil, targetFileError(kind, path)
@@ -194,7 +204,7 @@ func targetFiles(kind, path string, mapped []string) ([]target, error) {
 	seen := make(map[string]bool)
 	for _, p := range patterns {
 		for _, m := range expandGlob(p) {
-			if !seen[m] && isTargetFile(m) {
+			if !seen[m] && isTargetFile(m, nil) {
 				seen[m] = true
 				targets = append(targets, target{display: m, open: m, optional: true})
 			}
@@ -212,7 +222,7 @@ func targetFiles(kind, path string, mapped []string) ([]target, error) {
 // directory, each as expanded. kind ("usdt" or "uprobe") names the probe
 // in the error for a pattern that matches nothing.
 func GlobTargets(kind, pattern string) ([]string, error) {
-	targets, err := targetFiles(kind, pattern, nil)
+	targets, err := targetFiles(kind, pattern, nil, nil)
 	if err != nil {
 		// The message alone: the caller positions it on the attach point.
 		if pe, ok := err.(*PatternError); ok {

@@ -191,11 +191,17 @@ func TestIsTargetFile(t *testing.T) {
 		if err := os.WriteFile(path, b, tc.mode); err != nil {
 			t.Fatal(err)
 		}
-		if got := isTargetFile(path); got != tc.want {
-			t.Errorf("isTargetFile(%s %v) = %v, want %v", tc.variant, tc.mode, got, tc.want)
+		// The same answer whether the file is kept open for reading or
+		// closed.
+		var files Files
+		for _, keep := range []*Files{nil, &files} {
+			if got := isTargetFile(path, keep); got != tc.want {
+				t.Errorf("isTargetFile(%s %v, kept open %v) = %v, want %v", tc.variant, tc.mode, keep != nil, got, tc.want)
+			}
 		}
+		files.Close()
 	}
-	if isTargetFile(dir) {
+	if isTargetFile(dir, nil) {
 		t.Errorf("isTargetFile(%s), a directory, = true", dir)
 	}
 }

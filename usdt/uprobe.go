@@ -14,11 +14,18 @@ import (
 // but gcc's partial functions (tp_utxo.part.0), which bpftrace leaves out
 // as untraceable.
 func FunctionNames(path string) ([]string, error) {
-	f, err := OpenFile(path)
+	var fs Files
+	defer fs.Close()
+	return fs.FunctionNames(path)
+}
+
+// FunctionNames returns the names of FunctionNames for the file at path,
+// opened through fs.
+func (fs *Files) FunctionNames(path string) ([]string, error) {
+	f, err := fs.Open(path)
 	if err != nil {
 		return nil, fmt.Errorf("read function symbols: %w", err)
 	}
-	defer f.Close()
 	syms, err := f.FunctionSymbols()
 	if err != nil {
 		return nil, err
@@ -37,7 +44,7 @@ func FunctionNames(path string) ([]string, error) {
 // that p names. PATH is as targetFiles shows it, or with a PID and no
 // path the process's executable under /proc/PID/root, as bpftrace 0.17
 // shows it.
-func uprobeLines(p attachpoint.Point, pid int) ([]string, error) {
+func uprobeLines(p attachpoint.Point, pid int, files *Files) ([]string, error) {
 	var targets []target
 	var err error
 	switch {
@@ -55,14 +62,16 @@ func uprobeLines(p attachpoint.Point, pid int) ([]string, error) {
 			// The process's own library comes first, as in bpftrace.
 			mapped, _ = ProcessPaths(pid)
 		}
-		targets, err = targetFiles("uprobe", p.Target, mapped)
+		targets, err = targetFiles("uprobe", p.Target, mapped, files)
 	}
 	if err != nil {
 		return nil, err
 	}
 	var lines []string
 	for _, t := range targets {
-		names, err := FunctionNames(t.open)
+		src, done := t.files(files)
+		names, err := src.FunctionNames(t.open)
+		done()
 		if err != nil {
 			if t.optional {
 				continue
