@@ -53,7 +53,7 @@ func (t *tracer) handle(raw []byte) error {
 		if len(ev.Args) == 1 && t.exitStatus == 0 {
 			t.exitStatus = ExitStatus(t.value(ev.Args[0], data[ev.Args[0].Offset:]).Bits)
 		}
-		t.requestExit()
+		t.loop.requestExit()
 		return nil
 	case codegen.EventTime:
 		return t.printTime(ev)

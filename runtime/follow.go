@@ -159,7 +159,7 @@ func (t *tracer) keepFamily() error {
 		if err != nil {
 			return fmt.Errorf("attach %s to keep the -c command's processes: %w", tp.event, err)
 		}
-		t.links = append(t.links, l)
+		t.attached.keep(l)
 	}
 	t.verbosef("usdt and uprobe probes: attached for every process, counting the hits of the -c command's family (process %d and those it starts)", t.child.PID)
 	return nil

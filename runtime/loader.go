@@ -80,7 +80,7 @@ func (t *tracer) watchLoader(objs []string) error {
 	if err != nil {
 		return fmt.Errorf("watch the loads of %s: attach to %s: %w", path, interp, err)
 	}
-	t.links = append(t.links, l)
+	t.attached.keep(l)
 	return nil
 }
 
@@ -115,12 +115,12 @@ func (t *tracer) loadedObjects() error {
 	if err != nil || spec == nil {
 		return err
 	}
-	coll, err := loadSharing(t.loadSpec(spec), t.coll.Maps)
+	coll, err := loadSharing(loadSpec(t.attached.uprobes, spec), t.coll.Maps)
 	if err != nil {
 		return fmt.Errorf("load the probes of %v: %w", fresh, err)
 	}
-	t.extra = append(t.extra, coll)
-	if err := t.attachAll(sites, coll, spec.Collection); err != nil {
+	t.attached.keepCollection(coll)
+	if err := t.attached.attachAll(sites, coll, spec.Collection); err != nil {
 		return err
 	}
 	t.spec.Events, t.spec.Attachments = spec.Events, spec.Attachments

@@ -436,7 +436,7 @@ func (t *tracer) system(ev *codegen.Event, data []byte) error {
 		c.Stdout = &out
 		c.Stderr = t.opts.Err
 		t.flushOut() // before the command's own errors
-		err := proc.StartUnfavoured(c, t.favoured)
+		err := proc.StartUnfavoured(c, t.loop.favoured)
 		if err == nil {
 			err = c.Wait()
 		}

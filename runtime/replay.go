@@ -51,7 +51,7 @@ func (t *tracer) record(k capture.Kind, payload []byte) {
 	}
 	if err := t.capture.Write(k, payload); err != nil {
 		t.keepErr(err)
-		t.requestExit()
+		t.loop.requestExit()
 	}
 }
 
@@ -304,7 +304,7 @@ func Replay(r io.Reader, opts Options) error {
 		opts:   opts,
 		prog:   &lang.Program{File: h.File, Source: h.Source, Newer: h.Newer},
 		spec:   spec,
-		exit:   make(chan struct{}),
+		loop:   newEventLoop(),
 		out:    output.NewWriter(opts.Out, format),
 		replay: rd,
 	}

@@ -13,12 +13,10 @@ import (
 	"time"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/internal/memlock"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/attach"
@@ -123,7 +121,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	if errors.Is(context.Cause(ctx), ErrQuit) {
 		// close detaches, stops the command and writes what was printed,
 		// with the records sent before the signal.
-		t.drain()
+		t.loop.drain()
 		return ErrQuit
 	}
 	return t.finish()
@@ -156,17 +154,16 @@ func newTracer(p *lang.Program, info *lang.Info, opts Options) (*tracer, error) 
 		prog:  p,
 		info:  info,
 		pid:   opts.PID,
-		exit:  make(chan struct{}),
+		loop:  newEventLoop(),
 		out:   output.NewWriter(opts.Out, format),
 		files: &usdt.Files{},
 	}
-	t.execs = attach.NewExecutables(t.files)
 	switch {
 	case opts.Capture != nil:
 		t.out = output.NewWriter(io.Discard, format)
 	case !opts.LineBuffered:
 		// -B line and -B none keep writing each line themselves.
-		t.queue = newOutQueue(opts.Out, t.requestExit)
+		t.queue = newOutQueue(opts.Out, t.loop.requestExit)
 		t.out = output.NewWriter(t.queue, format)
 	}
 	if !opts.LineBuffered {
@@ -242,36 +239,56 @@ func (t *tracer) load(pl *plan.Plan) error {
 			fmt.Fprintf(t.opts.Err, "symbols: %v; memory maps are read from /proc only\n", err)
 		}
 	}
-	t.chooseUprobes()
-	if t.coll, err = load(t.loadSpec(t.spec), t.unwind.replacements()); err != nil {
+	mode := t.chooseUprobes()
+	if t.coll, err = load(loadSpec(mode, t.spec), t.unwind.replacements()); err != nil {
 		return kernelFuncLoadError(t.spec, err)
 	}
-	if err := t.openReaders(); err != nil {
+	t.attached = t.newAttachedSet(mode)
+	if err := t.loop.openRings(t.coll.Maps[t.spec.EventsMap], t.coll.Maps[t.spec.ControlMap]); err != nil {
 		return err
 	}
 	return t.startCapture()
 }
 
-// chooseUprobes chooses how usdt and uprobe programs are attached.
+// chooseUprobes chooses how usdt and uprobe programs are attached: for a
+// script without them, as the zero Mode says, with nothing asked.
 // Asking the kernel whether it has uprobe_multi links loads and attaches
 // test programs (6% of the CPU time of BEGIN { exit(); }): only a script
 // with usdt or uprobe probes needs the answer.
-func (t *tracer) chooseUprobes() {
+func (t *tracer) chooseUprobes() attach.Mode {
 	if !slices.ContainsFunc(t.spec.Attachments, func(a codegen.Attachment) bool { return plan.UserKind(a.Kind) }) {
 		if t.opts.Verbose {
 			fmt.Fprintln(t.opts.Err, "uprobes: none in the script")
 		}
-		return
+		return attach.PerfUprobes
 	}
-	var why string
-	t.uprobes, why = attach.ChooseMode(t.opts.NoUprobeMulti, t.uprobePID())
+	mode, why := attach.ChooseMode(t.opts.NoUprobeMulti, t.uprobePID())
 	if t.opts.Verbose {
-		fmt.Fprintf(t.opts.Err, "uprobes: %s", t.uprobes)
+		fmt.Fprintf(t.opts.Err, "uprobes: %s", mode)
 		if why != "" {
 			fmt.Fprintf(t.opts.Err, " (%s)", why)
 		}
 		fmt.Fprintln(t.opts.Err)
 	}
+	return mode
+}
+
+// newAttachedSet returns the set the run attaches to, the programs of
+// t.coll attached for uprobes as mode says, for the traced process.
+func (t *tracer) newAttachedSet(mode attach.Mode) *attachedSet {
+	a := &attachedSet{
+		coll:       t.coll,
+		uprobes:    mode,
+		execs:      attach.NewExecutables(t.files),
+		uprobePID:  t.uprobePID(),
+		watchPID:   t.pid,
+		watchChild: t.child != nil,
+		warn:       t.opts.Err,
+	}
+	if t.opts.Verbose {
+		a.verbose = t.opts.Err
+	}
+	return a
 }
 
 // attachSites attaches the sites of the plan, the family's programs and
@@ -289,7 +306,7 @@ func (t *tracer) attachSites(sites []plan.Site, objs []string) error {
 			return err
 		}
 	}
-	if err := t.attachAll(sites, t.coll, t.spec.Collection); err != nil {
+	if err := t.attached.attachAll(sites, t.coll, t.spec.Collection); err != nil {
 		return err
 	}
 	if err := t.keepFamily(); err != nil {
@@ -311,30 +328,28 @@ func (t *tracer) start(sites []plan.Site, endsAfterBegin bool) error {
 	if err := t.storeStart(); err != nil {
 		return err
 	}
-	for _, prog := range t.begin {
+	for _, prog := range t.attached.begin {
 		if err := runProgram(prog); err != nil {
 			return fmt.Errorf("run BEGIN: %w", err)
 		}
 	}
 	if !t.exitedEarly() {
-		for _, s := range t.afterBegin {
-			if err := t.attachKernel(s); err != nil {
-				return err
-			}
+		if err := t.attached.attachKernelProbes(); err != nil {
+			return err
 		}
 	}
 	// BEGIN's output waits in the ring buffer until every probe is
 	// attached, as bpftrace prints it: a tool's header says it is tracing.
 	t.notifyAttached()
-	t.startReaders()
+	t.loop.startReaders(!t.exitedEarly(), t.read)
 	t.releaseChild(sites)
 	// Current bpftrace ends a script of begin and end probes after begin;
 	// with -c or -p it traces until the process ends.
 	if endsAfterBegin && t.child == nil && t.process == nil {
-		t.requestExit()
+		t.loop.requestExit()
 	}
 	t.keepSymbols()
-	t.startIntervals()
+	t.loop.startIntervals(t.attached.intervals, t.keepRunErr)
 	if t.opts.Metrics != nil {
 		t.opts.Metrics.SetSource(t.metricMaps)
 	}
@@ -353,11 +368,9 @@ func (t *tracer) releaseChild(sites []plan.Site) {
 		// The command could not be executed: its child exits, which
 		// ends the trace as the command's exit would (BEGIN's output
 		// and the maps are printed), and the error is the run's.
-		t.mu.Lock()
-		t.keepErr(err)
-		t.mu.Unlock()
+		t.keepRunErr(err)
 	} else if t.follow = newFollower(t, t.child.PID, sites); t.follow != nil {
-		t.every(proc.FamilyPoll, t.follow.poll)
+		t.loop.every(proc.FamilyPoll, t.follow.poll)
 	}
 }
 
@@ -366,14 +379,7 @@ type tracer struct {
 	opts Options
 	spec *codegen.Spec
 	coll *ebpf.Collection
-	// afterBegin are the sites of kernel probes, attached once BEGIN has
-	// run: they fire system-wide at once, and BEGIN's output (a tool's
-	// header) comes first, as in bpftrace.
-	afterBegin []plan.Site
-	// extra holds the programs attached later, to the probes of objects
-	// the -c command loaded (loadedObjects); searched the objects whose
-	// probes were looked for.
-	extra    []*ebpf.Collection
+	// searched are the objects whose probes were looked for (loader.go).
 	searched map[fileID]bool
 	// prog is the checked program and info what the checker recorded
 	// about it, for the probes of objects loaded later.
@@ -396,31 +402,10 @@ type tracer struct {
 	// filter (tracefs unreadable); nil with one.
 	noFamily error
 
-	execs *attach.Executables
-	links []link.Link
-	// uprobes is how usdt and uprobe programs are attached.
-	uprobes attach.Mode
-	// begin, end and intervals are the programs the runtime runs itself.
-	begin, end []*ebpf.Program
-	intervals  []interval
-
-	events, control *ring
-	// readers counts the reader goroutines; flushed receives one value
-	// from the events reader each time a Flush has been read through.
-	readers sync.WaitGroup
-	flushed chan struct{}
-	// eventsDone is closed when the events reader goroutine has returned.
-	eventsDone chan struct{}
-	// controlFlushed and controlDone are the same for the control ring's
-	// reader.
-	controlFlushed, controlDone chan struct{}
-	// exit is closed by the first exit() record.
-	exit     chan struct{}
-	exitOnce sync.Once
-	// stop ends interval tickers.
-	stop     chan struct{}
-	tickers  sync.WaitGroup
-	stopOnce sync.Once
+	// attached is what the run attached, nil until it is loaded; loop
+	// runs the ring readers and the tickers.
+	attached *attachedSet
+	loop     *eventLoop
 
 	// out formats everything the trace prints to Out. It holds its output
 	// (outHold), and the readers flush it when their ring buffer is empty:
@@ -456,122 +441,6 @@ type tracer struct {
 	runErr error
 	// exitStatus is the code of the first exit(code) record.
 	exitStatus ExitStatus
-	// favoured is the weight the readers run with (see proc.Favour); the
-	// commands system() runs get the process's own.
-	favoured *proc.Favoured
-}
-
-// interval is an interval probe's program and period.
-type interval struct {
-	prog   *ebpf.Program
-	period time.Duration
-}
-
-// attachAll attaches every site, the programs coming from coll, loaded
-// from spec: the runtime's own sites one by one, in order, and the
-// locations in files by attachment and file (attachGroup).
-func (t *tracer) attachAll(sites []plan.Site, coll *ebpf.Collection, spec *ebpf.CollectionSpec) error {
-	own, groups := attach.GroupSites(sites)
-	for _, s := range own {
-		if err := t.attach(s); err != nil {
-			return err
-		}
-	}
-	for _, g := range groups {
-		prog := coll.Programs[g.Sites[0].Attachment.Program]
-		if prog == nil {
-			return fmt.Errorf("attach %s: program %s is missing from the collection", g.Sites[0].Attachment.Probe, g.Sites[0].Attachment.Program)
-		}
-		if err := t.attachGroup(g, prog, spec); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-// loadSpec returns the collection spec of spec to load: as compiled, or,
-// with uprobe_multi links, with the programs of usdt and uprobe probes
-// loaded for them.
-func (t *tracer) loadSpec(spec *codegen.Spec) *ebpf.CollectionSpec {
-	if t.uprobes == attach.MultiUprobes {
-		return attach.ForUprobeMulti(spec.Collection, spec.Attachments)
-	}
-	return spec.Collection
-}
-
-// attach attaches one site, or records the program of a BEGIN, END or
-// interval site for the runtime to run.
-func (t *tracer) attach(s plan.Site) error {
-	prog := t.coll.Programs[s.Attachment.Program]
-	if prog == nil {
-		return fmt.Errorf("attach %s: program %s is missing from the collection", s.Attachment.Probe, s.Attachment.Program)
-	}
-	switch s.Attachment.Kind {
-	case lang.ProbeBegin:
-		t.begin = append(t.begin, prog)
-		return nil
-	case lang.ProbeEnd:
-		t.end = append(t.end, prog)
-		return nil
-	case lang.ProbeInterval:
-		t.intervals = append(t.intervals, interval{prog: prog, period: s.Attachment.Period})
-		return nil
-	case lang.ProbeProfile:
-		links, err := attach.Profile(s, prog)
-		t.links = append(t.links, links...)
-		return err
-	case lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint,
-		lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
-		t.afterBegin = append(t.afterBegin, s)
-		return nil
-	}
-	return t.attachProbe(s, prog)
-}
-
-// attachKernel attaches a kernel probe's site.
-func (t *tracer) attachKernel(s plan.Site) error {
-	prog := t.coll.Programs[s.Attachment.Program]
-	switch s.Attachment.Kind {
-	case lang.ProbeSoftware, lang.ProbeHardware:
-		links, err := attach.PerfCounter(s, prog)
-		t.links = append(t.links, links...)
-		return err
-	case lang.ProbeWatchpoint:
-		// Asked only here, so that scripts without watchpoints open no
-		// breakpoint of their own.
-		bp := capability.Of(capability.Breakpoints)
-		links, err := attach.Watchpoint(s, prog, t.pid, t.child != nil)
-		t.links = append(t.links, links...)
-		if err == nil && !bp.Available && !bp.Unknown {
-			fmt.Fprintf(t.opts.Err, "WARNING: %s: the probe will not fire: hardware breakpoints attach on this machine but are not delivered (tried by gotrace: %s)\n", s.Attachment.Probe, bp.Evidence)
-		}
-		return err
-	case lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
-		l, err := attach.KernelFunc(s, prog)
-		if err != nil {
-			return err
-		}
-		t.links = append(t.links, l)
-		return nil
-	}
-	l, err := attach.Tracepoint(s, prog)
-	if err != nil {
-		return err
-	}
-	t.links = append(t.links, l)
-	return nil
-}
-
-// runProgram runs a BEGIN, END or interval program once, in the kernel,
-// with BPF_PROG_TEST_RUN.
-func runProgram(prog *ebpf.Program) error {
-	opts := &ebpf.RunOptions{}
-	if prog.Type() != ebpf.RawTracepoint {
-		// Packet-based program types want at least an Ethernet header.
-		opts.Data = make([]byte, 14)
-	}
-	_, err := prog.Run(opts)
-	return err
 }
 
 // storeStart records the start time for the elapsed builtin, on the clock
@@ -593,65 +462,6 @@ func (t *tracer) storeStart() error {
 	return nil
 }
 
-// openReaders opens the ring-buffer readers.
-func (t *tracer) openReaders() error {
-	var err error
-	if t.events, err = openRing(t.coll.Maps[t.spec.EventsMap]); err != nil {
-		return fmt.Errorf("open events ring buffer: %w", err)
-	}
-	if t.control, err = openRing(t.coll.Maps[t.spec.ControlMap]); err != nil {
-		return fmt.Errorf("open control ring buffer: %w", err)
-	}
-	return nil
-}
-
-// startReaders starts one goroutine per ring buffer; the events reader
-// also reports lost records. They wait in Go's poller (see ring), so they
-// hold no P while the rings are empty: the goroutines they wake (Run's,
-// at exit()), timers and signals run at once. The readers' weight is
-// raised (proc.Favour) only for a trace that goes on: after a BEGIN that
-// called exit() it would be a pass over every thread for nothing.
-func (t *tracer) startReaders() {
-	t.flushed = make(chan struct{})
-	t.eventsDone = make(chan struct{})
-	t.stop = make(chan struct{})
-	t.readers.Add(2)
-	if !t.exitedEarly() {
-		t.favoured = proc.Favour()
-	}
-	t.controlFlushed = make(chan struct{})
-	t.controlDone = make(chan struct{})
-	go func() {
-		defer close(t.eventsDone)
-		t.read(t.events, t.flushed, lostPoll)
-	}()
-	go func() {
-		defer close(t.controlDone)
-		t.read(t.control, t.controlFlushed, 0)
-	}()
-}
-
-// every calls f every period, on a goroutine of its own, until the trace
-// stops or f returns false.
-func (t *tracer) every(period time.Duration, f func() bool) {
-	t.tickers.Add(1)
-	go func() {
-		defer t.tickers.Done()
-		tick := time.NewTicker(period)
-		defer tick.Stop()
-		for {
-			select {
-			case <-t.stop:
-				return
-			case <-tick.C:
-				if !f() {
-					return
-				}
-			}
-		}
-	}()
-}
-
 // readerNap is how soon the events reader looks at its ring again after
 // reading records, whether or not a record woke it: the programs write
 // the records of a burst without waking it (codegen.EventsWakeGap), so
@@ -659,7 +469,9 @@ func (t *tracer) every(period time.Duration, f func() bool) {
 // lostPoll.
 const readerNap = codegen.EventsWakeGap + time.Millisecond
 
-// read handles the records of one ring buffer until the reader is closed.
+// read handles the records of one ring buffer until the reader is closed:
+// it is what each reader goroutine of t.loop runs (startReaders), where
+// the loop's rings meet what the records print, under t.mu.
 // After a Flush it signals flushed (when not nil). With a poll period, it
 // also reports lost records and writes held output that often, busy or
 // idle: the events reader does it itself rather than a goroutine of its
@@ -669,7 +481,6 @@ const readerNap = codegen.EventsWakeGap + time.Millisecond
 // later, and goes back to waiting up to the poll period only when a nap
 // found nothing.
 func (t *tracer) read(rd *ring, flushed chan<- struct{}, poll time.Duration) {
-	defer t.readers.Done()
 	var rec ringbuf.Record
 	// next is when lost records are next reported; deadline is the
 	// reader's deadline, no later than next.
@@ -725,7 +536,7 @@ func (t *tracer) read(rd *ring, flushed chan<- struct{}, poll time.Duration) {
 			}
 			t.mu.Unlock()
 			if err != nil {
-				t.requestExit()
+				t.loop.requestExit()
 			}
 		case errors.Is(err, ringbuf.ErrFlushed):
 			if flushed != nil {
@@ -734,55 +545,11 @@ func (t *tracer) read(rd *ring, flushed chan<- struct{}, poll time.Duration) {
 		case errors.Is(err, os.ErrClosed):
 			return
 		default:
-			t.mu.Lock()
-			t.keepErr(fmt.Errorf("read ring buffer: %w", err))
-			t.mu.Unlock()
-			t.requestExit()
+			t.keepRunErr(fmt.Errorf("read ring buffer: %w", err))
+			t.loop.requestExit()
 			return
 		}
 	}
-}
-
-// requestExit ends the trace as exit() does.
-func (t *tracer) requestExit() {
-	t.exitOnce.Do(func() {
-		close(t.exit)
-	})
-}
-
-// startIntervals runs the interval programs, one ticker per period. The
-// programs of one period run in script order at each tick, so that one
-// that calls exit() stops those after it (they check the exited flag),
-// as in bpftrace; on tickers of their own they raced.
-func (t *tracer) startIntervals() {
-	var periods []time.Duration
-	byPeriod := map[time.Duration][]*ebpf.Program{}
-	for _, iv := range t.intervals {
-		if _, ok := byPeriod[iv.period]; !ok {
-			periods = append(periods, iv.period)
-		}
-		byPeriod[iv.period] = append(byPeriod[iv.period], iv.prog)
-	}
-	for _, period := range periods {
-		t.every(period, func() bool {
-			return t.runIntervals(byPeriod[period])
-		})
-	}
-}
-
-// runIntervals runs progs once, in order. On an error it ends the trace
-// and returns false.
-func (t *tracer) runIntervals(progs []*ebpf.Program) bool {
-	for _, prog := range progs {
-		if err := runProgram(prog); err != nil {
-			t.mu.Lock()
-			t.keepErr(fmt.Errorf("run interval program: %w", err))
-			t.mu.Unlock()
-			t.requestExit()
-			return false
-		}
-	}
-	return true
 }
 
 // wait blocks until the trace should end: exit(), ctx done, or the traced
@@ -793,11 +560,11 @@ func (t *tracer) wait(ctx context.Context, usr1 <-chan os.Signal) {
 	case t.child != nil:
 		gone = t.child.Exited()
 	case t.process != nil:
-		gone = t.process.Exited(t.exit)
+		gone = t.process.Exited(t.loop.exit)
 	}
 	for {
 		select {
-		case <-t.exit:
+		case <-t.loop.exit:
 			return
 		case <-ctx.Done():
 			return
@@ -806,7 +573,7 @@ func (t *tracer) wait(ctx context.Context, usr1 <-chan os.Signal) {
 		case <-usr1:
 			// What the probes sent before the signal comes first,
 			// however far behind the reader is.
-			t.drain()
+			t.loop.drain()
 			t.mu.Lock()
 			t.flushOut()
 			t.record(capture.PrintMaps, nil)
@@ -829,22 +596,22 @@ func (t *tracer) exitedEarly() bool {
 // the records still in the buffer, runs END, prints the maps and returns
 // the first runtime error.
 func (t *tracer) finish() error {
-	t.stopTickers()
-	t.requestExit()
+	t.loop.stopTickers()
+	t.loop.requestExit()
 	if m := t.coll.Maps[t.spec.ExitedMap]; m != nil {
 		// Like exit(): the probes still attached return at once.
 		if err := m.Put(uint32(0), uint64(1)); err != nil {
 			return fmt.Errorf("stop probes: %w", err)
 		}
 	}
-	t.detach()
-	t.drain()
-	for _, prog := range t.end {
+	t.attached.detach()
+	t.loop.drain()
+	for _, prog := range t.attached.end {
 		if err := runProgram(prog); err != nil {
 			return fmt.Errorf("run END: %w", err)
 		}
 	}
-	t.drain()
+	t.loop.drain()
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.flushOut()
@@ -891,56 +658,6 @@ func (t *tracer) printExitMaps() error {
 	return t.printAllMaps()
 }
 
-// drain prints every record already in the events ring buffer.
-//
-// Both rings are drained: exit()'s record, which carries the exit status,
-// goes to the control ring, while the exited flag it sets lets Run end the
-// trace without waiting for that record, so a drain of the events ring
-// alone could end the run before the control reader had read it, and the
-// status was lost (exit 0 after assert's error, about 1 run in 40 with
-// four tracers started at once on 2 cores).
-func (t *tracer) drain() {
-	drainRing(t.events, t.flushed, t.eventsDone)
-	drainRing(t.control, t.controlFlushed, t.controlDone)
-}
-
-// drainRing returns once the reader of rd has handled every record the
-// ring held when it was called (flushed), or has stopped (done).
-func drainRing(rd *ring, flushed, done <-chan struct{}) {
-	if rd == nil || rd.Flush() != nil {
-		return
-	}
-	select {
-	case <-flushed:
-	case <-done:
-	}
-}
-
-func (t *tracer) stopTickers() {
-	t.stopOnce.Do(func() {
-		if t.stop != nil {
-			close(t.stop)
-		}
-	})
-	t.tickers.Wait()
-}
-
-// detach closes every uprobe link, so that no probe fires any more and the
-// semaphores of a traced process go back to zero.
-//
-// The links are closed all at once: the kernel waits for an RCU grace
-// period (tens of milliseconds) in each uprobe's teardown, and closes made
-// in parallel share their grace periods. One after another, the 531 USDT
-// locations of libjvm.so took 100 s to detach.
-func (t *tracer) detach() {
-	var wg sync.WaitGroup
-	for _, l := range t.links {
-		wg.Go(func() { l.Close() })
-	}
-	wg.Wait()
-	t.links = nil
-}
-
 // close releases everything, on every path out of Run: the child (killed
 // when it is still held or running), the readers, the links, the programs
 // and the maps. It ends the capture (-w), and returns the error of
@@ -949,25 +666,14 @@ func (t *tracer) close() error {
 	if t.opts.Metrics != nil {
 		t.opts.Metrics.SetSource(nil)
 	}
-	t.stopTickers()
-	t.detach()
-	if t.events != nil {
-		t.events.Close()
-	}
-	if t.control != nil {
-		t.control.Close()
-	}
-	t.readers.Wait()
-	if t.favoured != nil && !t.opts.LastTrace {
-		t.favoured.Undo()
-	}
+	t.loop.stopTickers()
+	t.attached.detach()
+	t.loop.closeReaders(t.opts.LastTrace)
 	if t.syms != nil {
 		t.syms.Close()
 	}
 	t.files.Close()
-	for _, c := range t.extra {
-		c.Close()
-	}
+	t.attached.close()
 	if t.coll != nil {
 		t.coll.Close()
 	}
@@ -1014,7 +720,7 @@ func (t *tracer) writeOut(wait bool) {
 	}
 	if err != nil {
 		t.keepErr(err)
-		t.requestExit()
+		t.loop.requestExit()
 	}
 }
 
@@ -1035,6 +741,15 @@ func (t *tracer) passOut(wait bool) error {
 		return fmt.Errorf("write output: %w", err)
 	}
 	return nil
+}
+
+// keepRunErr records err as keepErr does, taking t.mu: for the
+// goroutines that do not hold it (interval tickers, a reader that fails,
+// Run releasing the command).
+func (t *tracer) keepRunErr(err error) {
+	t.mu.Lock()
+	t.keepErr(err)
+	t.mu.Unlock()
 }
 
 // keepErr records err (when not nil) as the run's error, unless an earlier

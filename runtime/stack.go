@@ -73,12 +73,12 @@ func (t *tracer) keepSymbols() {
 	if t.pid != 0 {
 		t.syms.Capture(t.pid)
 	}
-	t.every(symbolsPoll, t.syms.Refresh)
+	t.loop.every(symbolsPoll, t.syms.Refresh)
 	if t.unwind != nil {
 		// The eh_frame walk stops at the first frame of a process whose
 		// mappings it does not have: the records are drained more often
 		// than /proc is read, so that it has a new one's sooner.
-		t.every(unwindDrain, t.syms.Drain)
+		t.loop.every(unwindDrain, t.syms.Drain)
 	}
 }
 

@@ -1,0 +1,220 @@
+package runtime
+
+import (
+	"fmt"
+	"io"
+	"sync"
+	"time"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/internal/capability"
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/attach"
+	"github.com/gotrace/gotrace/runtime/plan"
+)
+
+// attachedSet is what a run has attached to the kernel, and the programs
+// the runtime runs itself: the links of the probes, the collections loaded
+// later for them (a perf-event fallback, the probes of libraries the -c
+// command loads), the BEGIN, END and interval programs, and the kernel
+// probes that wait for BEGIN. It owns the links and the later collections
+// and closes them (detach, close). It does not own coll, the collection
+// its programs come from, nor the maps, the rings or the output: it
+// prints only -v's notes and the watchpoint warning, to the writers it was
+// given.
+type attachedSet struct {
+	// coll is the loaded collection whose programs are attached.
+	coll *ebpf.Collection
+	// uprobes is how usdt and uprobe programs are attached; execs are
+	// the files they are attached to, each opened once.
+	uprobes attach.Mode
+	execs   *attach.Executables
+	// uprobePID is the process the uprobes are filtered on, 0 for every
+	// process (uprobePID); watchPID is the traced process, the one
+	// watchpoints are set in, and watchChild says it is the -c
+	// command's.
+	uprobePID  int
+	watchPID   int
+	watchChild bool
+	// verbose receives -v's notes (nil without -v), warn the warnings.
+	verbose, warn io.Writer
+
+	links []link.Link
+	extra []*ebpf.Collection
+	// begin, end and intervals are the programs the runtime runs itself.
+	begin, end []*ebpf.Program
+	intervals  []interval
+	// afterBegin are the sites of kernel probes, attached once BEGIN has
+	// run: they fire system-wide at once, and BEGIN's output (a tool's
+	// header) comes first, as in bpftrace.
+	afterBegin []plan.Site
+}
+
+// interval is an interval probe's program and period.
+type interval struct {
+	prog   *ebpf.Program
+	period time.Duration
+}
+
+// loadSpec returns the collection spec of spec to load for uprobes
+// attached as mode says: as compiled, or, with uprobe_multi links, with
+// the programs of usdt and uprobe probes loaded for them.
+func loadSpec(mode attach.Mode, spec *codegen.Spec) *ebpf.CollectionSpec {
+	if mode == attach.MultiUprobes {
+		return attach.ForUprobeMulti(spec.Collection, spec.Attachments)
+	}
+	return spec.Collection
+}
+
+// attachAll attaches every site, the programs coming from coll, loaded
+// from spec: the runtime's own sites one by one, in order, and the
+// locations in files by attachment and file (attachGroup).
+func (a *attachedSet) attachAll(sites []plan.Site, coll *ebpf.Collection, spec *ebpf.CollectionSpec) error {
+	own, groups := attach.GroupSites(sites)
+	for _, s := range own {
+		if err := a.attach(s); err != nil {
+			return err
+		}
+	}
+	for _, g := range groups {
+		prog := coll.Programs[g.Sites[0].Attachment.Program]
+		if prog == nil {
+			return fmt.Errorf("attach %s: program %s is missing from the collection", g.Sites[0].Attachment.Probe, g.Sites[0].Attachment.Program)
+		}
+		if err := a.attachGroup(g, prog, spec); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attach attaches one site, or records the program of a BEGIN, END or
+// interval site for the runtime to run.
+func (a *attachedSet) attach(s plan.Site) error {
+	prog := a.coll.Programs[s.Attachment.Program]
+	if prog == nil {
+		return fmt.Errorf("attach %s: program %s is missing from the collection", s.Attachment.Probe, s.Attachment.Program)
+	}
+	switch s.Attachment.Kind {
+	case lang.ProbeBegin:
+		a.begin = append(a.begin, prog)
+		return nil
+	case lang.ProbeEnd:
+		a.end = append(a.end, prog)
+		return nil
+	case lang.ProbeInterval:
+		a.intervals = append(a.intervals, interval{prog: prog, period: s.Attachment.Period})
+		return nil
+	case lang.ProbeProfile:
+		links, err := attach.Profile(s, prog)
+		a.links = append(a.links, links...)
+		return err
+	case lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint,
+		lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
+		a.afterBegin = append(a.afterBegin, s)
+		return nil
+	}
+	return a.attachProbe(s, prog)
+}
+
+// attachKernelProbes attaches the kernel probes that waited for BEGIN.
+func (a *attachedSet) attachKernelProbes() error {
+	for _, s := range a.afterBegin {
+		if err := a.attachKernel(s); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// attachKernel attaches a kernel probe's site.
+func (a *attachedSet) attachKernel(s plan.Site) error {
+	prog := a.coll.Programs[s.Attachment.Program]
+	switch s.Attachment.Kind {
+	case lang.ProbeSoftware, lang.ProbeHardware:
+		links, err := attach.PerfCounter(s, prog)
+		a.links = append(a.links, links...)
+		return err
+	case lang.ProbeWatchpoint:
+		// Asked only here, so that scripts without watchpoints open no
+		// breakpoint of their own.
+		bp := capability.Of(capability.Breakpoints)
+		links, err := attach.Watchpoint(s, prog, a.watchPID, a.watchChild)
+		a.links = append(a.links, links...)
+		if err == nil && !bp.Available && !bp.Unknown {
+			fmt.Fprintf(a.warn, "WARNING: %s: the probe will not fire: hardware breakpoints attach on this machine but are not delivered (tried by gotrace: %s)\n", s.Attachment.Probe, bp.Evidence)
+		}
+		return err
+	case lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
+		l, err := attach.KernelFunc(s, prog)
+		if err != nil {
+			return err
+		}
+		a.links = append(a.links, l)
+		return nil
+	}
+	l, err := attach.Tracepoint(s, prog)
+	if err != nil {
+		return err
+	}
+	a.links = append(a.links, l)
+	return nil
+}
+
+// keep adds a link the run made itself (the family's, the loader's) to
+// those detach closes.
+func (a *attachedSet) keep(l link.Link) {
+	a.links = append(a.links, l)
+}
+
+// keepCollection adds a collection loaded after the first (for the
+// probes of a library the command loaded) to those close closes.
+func (a *attachedSet) keepCollection(c *ebpf.Collection) {
+	a.extra = append(a.extra, c)
+}
+
+// detach closes every link, so that no probe fires any more and the
+// semaphores of a traced process go back to zero. Without a set (the run
+// ended before loading) there is nothing to close.
+//
+// The links are closed all at once: the kernel waits for an RCU grace
+// period (tens of milliseconds) in each uprobe's teardown, and closes made
+// in parallel share their grace periods. One after another, the 531 USDT
+// locations of libjvm.so took 100 s to detach.
+func (a *attachedSet) detach() {
+	if a == nil {
+		return
+	}
+	var wg sync.WaitGroup
+	for _, l := range a.links {
+		wg.Go(func() { l.Close() })
+	}
+	wg.Wait()
+	a.links = nil
+}
+
+// close closes the collections loaded after the first; detach comes
+// first.
+func (a *attachedSet) close() {
+	if a == nil {
+		return
+	}
+	for _, c := range a.extra {
+		c.Close()
+	}
+}
+
+// runProgram runs a BEGIN, END or interval program once, in the kernel,
+// with BPF_PROG_TEST_RUN.
+func runProgram(prog *ebpf.Program) error {
+	opts := &ebpf.RunOptions{}
+	if prog.Type() != ebpf.RawTracepoint {
+		// Packet-based program types want at least an Ethernet header.
+		opts.Data = make([]byte, 14)
+	}
+	_, err := prog.Run(opts)
+	return err
+}
