@@ -67,9 +67,10 @@ func (s ExitStatus) Error() string { return fmt.Sprintf("exit(%d)", uint8(s)) }
 // path out.
 //
 // Run is the list of the run's stages, each taking what the one before it
-// made: the traced processes started or opened, the plan made, the plan
-// loaded, its sites attached, BEGIN and the readers started, the wait,
-// and the end.
+// made: the traced processes started or opened (startProcesses), the plan
+// made (plan.Make), the plan loaded (loadPlan), its sites attached
+// (attachSites), BEGIN and the readers started (startTrace), the wait
+// (wait), and the end (finish).
 func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (err error) {
 	opts = opts.withDefaults()
 	memlock.Raise()
@@ -79,10 +80,11 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	// script ends by itself after BEGIN depends on it alone.
 	endsAfterBegin := p.ExitsAfterBegin()
 
-	t, err := newTracer(p, info, opts)
+	format, err := output.ParseFormat(opts.Format)
 	if err != nil {
 		return err
 	}
+	t := newTracer(p, info, opts, format)
 	defer func() {
 		if cerr := t.close(); err == nil {
 			err = cerr
@@ -101,17 +103,18 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	if err != nil {
 		return err
 	}
-	pl, err := plan.Make(p, info, t.withFamily(planInput(opts, objs, t.childPID(), t.files)))
+	childPID := t.childPID()
+	pl, err := plan.Make(p, info, t.withFamily(planInput(opts, objs, childPID, t.files)))
 	if err != nil {
 		return err
 	}
-	if err := t.load(pl); err != nil {
+	if err := t.loadPlan(pl); err != nil {
 		return err
 	}
 	if err := t.attachSites(pl.Sites, objs); err != nil {
 		return err
 	}
-	if err := t.start(pl.Sites, endsAfterBegin); err != nil {
+	if err := t.startTrace(pl.Sites, endsAfterBegin); err != nil {
 		return err
 	}
 	if opts.Attached != nil {
@@ -142,13 +145,9 @@ func (opts Options) withDefaults() Options {
 	return opts
 }
 
-// newTracer returns the state of a run of p: its output set up as opts
-// ask (held, queued, captured or diverted), nothing started yet.
-func newTracer(p *lang.Program, info *lang.Info, opts Options) (*tracer, error) {
-	format, err := output.ParseFormat(opts.Format)
-	if err != nil {
-		return nil, err
-	}
+// newTracer returns the state of a run of p: its output set up in format
+// as opts ask (held, queued, captured or diverted), nothing started yet.
+func newTracer(p *lang.Program, info *lang.Info, opts Options, format output.Format) *tracer {
 	t := &tracer{
 		opts:  opts,
 		prog:  p,
@@ -172,7 +171,7 @@ func newTracer(p *lang.Program, info *lang.Info, opts Options) (*tracer, error) 
 	if opts.TakeMap != nil && opts.Capture == nil {
 		t.out.Divert(opts.TakeMap)
 	}
-	return t, nil
+	return t
 }
 
 // startProcesses starts the -c command, held at its gate, or opens the
@@ -207,10 +206,10 @@ func (t *tracer) childPID() int {
 	return t.child.PID
 }
 
-// load loads the plan: its spec becomes the collection of programs and
+// loadPlan loads the plan: its spec becomes the collection of programs and
 // maps, with the unwind tables and the symbolizer they read, the ring
 // readers opened and the capture's header written. Nothing is attached.
-func (t *tracer) load(pl *plan.Plan) error {
+func (t *tracer) loadPlan(pl *plan.Plan) error {
 	t.spec = pl.Spec
 	if t.opts.Compiled != nil {
 		t.opts.Compiled()
@@ -294,7 +293,7 @@ func (t *tracer) newAttachedSet(mode attach.Mode) *attachedSet {
 // attachSites attaches the sites of the plan, the family's programs and
 // the loader's, and says how many probes are attached ("Attaching N
 // probes..." before, bpftrace 0.24's "Attached N probes" after). The
-// kernel probes wait for BEGIN (start).
+// kernel probes wait for BEGIN (startTrace).
 func (t *tracer) attachSites(sites []plan.Site, objs []string) error {
 	// An attach point waiting for a library the command loads later
 	// counts as one probe: it is attached, if found, before the
@@ -320,11 +319,11 @@ func (t *tracer) attachSites(sites []plan.Site, objs []string) error {
 	return t.watchLoader(objs)
 }
 
-// start runs BEGIN, attaches the kernel probes unless BEGIN called
+// startTrace runs BEGIN, attaches the kernel probes unless BEGIN called
 // exit(), starts the readers, lets the -c command run, and starts the
 // goroutines that run while the trace does: the family's follower, the
 // symbols' refresh, the interval tickers, the metrics' source.
-func (t *tracer) start(sites []plan.Site, endsAfterBegin bool) error {
+func (t *tracer) startTrace(sites []plan.Site, endsAfterBegin bool) error {
 	if err := t.storeStart(); err != nil {
 		return err
 	}
