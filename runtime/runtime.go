@@ -14,6 +14,19 @@
 // The runtime decodes records and maps into runtime/output's values and
 // leaves their text to output (printf, maps, times, errnos, signals): it
 // formats nothing itself that does not need the running trace.
+//
+// Run is the run's orchestration, a list of stages each taking what the
+// one before made: newTracer (the output set up), startProcesses (the -c
+// command held at its gate, or the -p process), plan.Make (the spec and
+// its sites), loadPlan (the collection, the unwind tables, the
+// symbolizer, the rings), attachSites, startTrace (BEGIN, the kernel
+// probes, the readers, the command released), wait and finish (END, the
+// maps); tracer.close, deferred, releases every kernel object whatever
+// the path out. What the run attached is an attachedSet (attached.go,
+// uprobe.go); the rings, their readers, the exit signal and the tickers
+// are the eventLoop (loop.go); the tracer keeps the output, the mutex
+// that serialises it with the map reads it asks for, and the run's error
+// and exit status, and prints (print.go, events.go, replay.go).
 package runtime
 
 import (
