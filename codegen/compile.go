@@ -14,7 +14,6 @@ import (
 	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -443,8 +442,10 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 		t := &target{kind: ap.Kind, probeName: ap.Kind.String() + ":" + ap.Target + ":" + fn, path: ap.Target}
 		return c.addProgram(probe, ap, t, Attachment{Kind: ap.Kind, Path: ap.Target, Symbol: ap.Func, Address: ap.Address})
 	case lang.ProbeSoftware, lang.ProbeHardware:
-		ev, ok := attachpoint.LookupPerfEvent(ap.Kind, ap.Func)
-		if !ok {
+		// lang.Resolve found the event; an attach point it did not
+		// resolve has none.
+		ev := ap.PerfEvent
+		if ev.Name == "" {
 			return c.errorAt(ap.Loc, "compile %s: %s is not a %s probe", ap.Raw, ap.Func, ap.Kind)
 		}
 		count := ap.Freq
@@ -456,7 +457,7 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, att)
 	case lang.ProbeWatchpoint:
 		name := fmt.Sprintf("watchpoint:%#x:%d:%s", ap.Address, ap.Len, ap.Mode)
-		att := Attachment{Kind: ap.Kind, Address: ap.Address, WatchLen: ap.Len, WatchAccess: attachpoint.WatchAccess(ap.Mode)}
+		att := Attachment{Kind: ap.Kind, Address: ap.Address, WatchLen: ap.Len, WatchAccess: ap.WatchAccess}
 		return c.addProgram(probe, ap, &target{kind: ap.Kind, probeName: name}, att)
 	case lang.ProbeKprobe, lang.ProbeKretprobe:
 		t := &target{kind: ap.Kind, probeName: ap.Kind.String() + ":" + ap.Func}

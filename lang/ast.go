@@ -236,6 +236,13 @@ type AttachPoint struct {
 	// or the kernel functions a kfunc attach point matches, as Resolve
 	// found them through the Host: set on resolved attach points only.
 	Tracepoints []*Tracepoint
+	// PerfEvent is the event a software or hardware attach point counts
+	// (its kernel config and default count), and WatchAccess the
+	// kernel's HW_BREAKPOINT_* bits of a watchpoint's mode: set on
+	// resolved attach points only, by Resolve, so that what attaches
+	// reads them instead of parsing the attach point again.
+	PerfEvent   attachpoint.PerfEvent
+	WatchAccess uint32
 }
 
 // Stmt is a statement.

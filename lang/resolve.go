@@ -36,7 +36,9 @@ type ProcessHost interface {
 // substitutes the positional parameters cfg.Params in every field ($1 in
 // usdt:$1:net:inbound_message, interval:s:$1), finds the tracepoints and
 // kernel functions a tracepoint, kfunc or kretfunc attach point matches,
-// and replaces a bare target (python3.11, libc) by the file cfg.Host
+// records the perf event a software or hardware attach point counts and
+// a watchpoint's access bits (AttachPoint.PerfEvent, WatchAccess), and
+// replaces a bare target (python3.11, libc) by the file cfg.Host
 // finds for it (with no Host, bare targets stay as written). Wildcards
 // in paths and functions are left to the plan, which knows the files and
 // processes. The errors are an ErrorList; an attach point with one is
@@ -54,6 +56,7 @@ func Resolve(p *Program, cfg Config, info *Info) error {
 				errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
 				continue
 			}
+			copied.PerfEvent, copied.WatchAccess = eventOf(ap.Point)
 			if (ap.Kind == ProbeKfunc || ap.Kind == ProbeKretfunc) && cfg.Kernel != nil {
 				if err := resolveKfunc(ap, cfg.Kernel); err != nil {
 					errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
@@ -94,6 +97,24 @@ func Resolve(p *Program, cfg Config, info *Info) error {
 		return errs
 	}
 	return nil
+}
+
+// eventOf returns what attach point p, its parameters substituted,
+// asks the kernel to count: the perf event a software or hardware attach
+// point names and the access bits of a watchpoint's mode, both of which
+// the parser checked. Resolve records them on its copy, so that the code
+// generator reads them instead of parsing the attach point again.
+func eventOf(p attachpoint.Point) (attachpoint.PerfEvent, uint32) {
+	switch p.Kind {
+	case ProbeSoftware, ProbeHardware:
+		// Not found leaves the zero event, whose empty name the code
+		// generator refuses; the parser has said why.
+		ev, _ := attachpoint.LookupPerfEvent(p.Kind, p.Func)
+		return ev, 0
+	case ProbeWatchpoint:
+		return attachpoint.PerfEvent{}, attachpoint.WatchAccess(p.Mode)
+	}
+	return attachpoint.PerfEvent{}, 0
 }
 
 // substituteParams replaces $N in the target, provider, function and text
