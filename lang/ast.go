@@ -65,24 +65,6 @@ type Program struct {
 	enumValues map[string]enumerator
 }
 
-// ExitsAfterBegin reports whether the trace ends by itself once its begin
-// probes have run: in current bpftrace, a script whose probes are all
-// begin or end does; in 0.17 it runs until it is stopped, so only a
-// script that selects the newer behaviour (Newer) ends.
-func (p *Program) ExitsAfterBegin() bool {
-	if !p.Newer {
-		return false
-	}
-	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
-			if ap.Kind != ProbeBegin && ap.Kind != ProbeEnd {
-				return false
-			}
-		}
-	}
-	return true
-}
-
 // runStart returns where bpftrace's diagnostics begin for a node starting
 // at at: the start of the run of characters without blanks its first token
 // belongs to ("$x" in "str($x" begins with "str").

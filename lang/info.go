@@ -44,6 +44,10 @@ type Info struct {
 	// in the order written: copies of the parsed ones, which stay as
 	// written (AttachPoints).
 	attach map[*Probe][]*AttachPoint
+	// exitsAfterBegin is whether the trace ends by itself once its begin
+	// probes have run, as Resolve found from its resolved attach points
+	// (ExitsAfterBegin).
+	exitsAfterBegin bool
 
 	// Maps is every map the program uses, by name ("@x", or "@" for the
 	// anonymous map).
@@ -156,6 +160,13 @@ func (in *Info) AttachPoints(pr *Probe) []*AttachPoint {
 	}
 	return pr.Attach
 }
+
+// ExitsAfterBegin reports whether the trace ends by itself once its
+// begin probes have run: a script that selects current bpftrace's
+// behaviour (Program.Newer) whose probes are all begin or end. Resolve
+// records it, so that the runtime reads a value instead of walking the
+// program again.
+func (in *Info) ExitsAfterBegin() bool { return in.exitsAfterBegin }
 
 // ResolvedProgram returns p as the stages after the front end see it:
 // a Program whose probes attach to the attach points Resolve resolved

@@ -36,6 +36,8 @@ type ProcessHost interface {
 // substitutes the positional parameters cfg.Params in every field ($1 in
 // usdt:$1:net:inbound_message, interval:s:$1), finds the tracepoints and
 // kernel functions a tracepoint, kfunc or kretfunc attach point matches,
+// notes whether the trace ends after its begin probes
+// (Info.ExitsAfterBegin),
 // records the perf event a software or hardware attach point counts and
 // a watchpoint's access bits (AttachPoint.PerfEvent, WatchAccess), and
 // replaces a bare target (python3.11, libc) by the file cfg.Host
@@ -46,6 +48,10 @@ type ProcessHost interface {
 // which the checker's messages then name, as bpftrace's do.
 func Resolve(p *Program, cfg Config, info *Info) error {
 	var errs ErrorList
+	// In current bpftrace a script whose probes are all begin or end
+	// ends once its begin probes have run; in 0.17 it runs until it is
+	// stopped, so only a script that selects the newer behaviour ends.
+	info.exitsAfterBegin = p.Newer
 	for _, pr := range p.Probes {
 		resolved := make([]*AttachPoint, len(pr.Attach))
 		for i, parsed := range pr.Attach {
@@ -55,6 +61,11 @@ func Resolve(p *Program, cfg Config, info *Info) error {
 			if err := substituteParams(ap, cfg.Params); err != nil {
 				errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
 				continue
+			}
+			// Read after the parameters are substituted: BEG$1 is a
+			// begin probe only then.
+			if ap.Kind != ProbeBegin && ap.Kind != ProbeEnd {
+				info.exitsAfterBegin = false
 			}
 			copied.PerfEvent, copied.WatchAccess = eventOf(ap.Point)
 			if (ap.Kind == ProbeKfunc || ap.Kind == ProbeKretfunc) && cfg.Kernel != nil {

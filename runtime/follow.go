@@ -14,7 +14,6 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"sort"
 	"strings"
@@ -23,62 +22,12 @@ import (
 	"github.com/cilium/ebpf/link"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/attach"
 	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
 	"github.com/gotrace/gotrace/runtime/tracefs"
 )
-
-// useFamily has a -c trace of p filter its usdt and uprobe probes on the
-// command's family. Where the tracepoints' formats cannot be read (a user
-// with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN but not the right to read
-// tracefs, which attaching a tracepoint needs too), or gotrace runs in a
-// PID namespace of its own, the probes are attached for the command's
-// process alone, as with -p (the kernel translates that PID), and the end
-// of the trace says which processes it started were not traced.
-func (t *tracer) useFamily(p *lang.Program) error {
-	if !hasUserProbes(p) {
-		return nil
-	}
-	rec, err := familyRecords()
-	if err == nil {
-		err = initialPIDNamespace()
-	}
-	switch {
-	case err == nil:
-		t.familyRecs = rec
-	case errors.Is(err, fs.ErrPermission) || errors.Is(err, tracefs.ErrNotMounted) || errors.Is(err, errPIDNamespace):
-		t.noFamily = err
-		t.verbosef("usdt and uprobe probes: attached for the -c command's process alone: %v", err)
-	default:
-		return err
-	}
-	return nil
-}
-
-// initPIDNamespaceInode is the inode of the initial PID namespace's
-// /proc/PID/ns/pid, fixed by the kernel (PROC_PID_INIT_INO).
-const initPIDNamespaceInode = 0xEFFFFFFC
-
-// errPIDNamespace is why a gotrace in a PID namespace of its own has no
-// family filter.
-var errPIDNamespace = errors.New("gotrace runs in a PID namespace of its own, where the command's PID is not the one the kernel's programs see")
-
-// initialPIDNamespace returns errPIDNamespace unless gotrace runs in the
-// initial PID namespace: the family programs see the kernel's PIDs, and
-// the command's, which the runtime sets, is one of gotrace's namespace.
-func initialPIDNamespace() error {
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/ns/pid", &st); err != nil {
-		return fmt.Errorf("keep the -c command's processes: %w", err)
-	}
-	if st.Ino != initPIDNamespaceInode {
-		return fmt.Errorf("keep the -c command's processes: %w", errPIDNamespace)
-	}
-	return nil
-}
 
 // familyRecords reads where this kernel's sched_process_fork and
 // sched_process_exit records hold the fields the family programs read.
@@ -112,21 +61,15 @@ func familyRecords() (*codegen.FamilyRecords, error) {
 	return rec, nil
 }
 
-// hasUserProbes reports whether p has a usdt, uprobe or uretprobe probe,
-// the kinds the family filter is for.
-func hasUserProbes(p *lang.Program) bool {
-	for _, probe := range p.Probes {
-		for _, ap := range probe.Attach {
-			if plan.UserKind(ap.Kind) {
-				return true
-			}
-		}
-	}
-	return false
+// familyInput returns in with the reader of the kernel's records the
+// plan chooses a -c command's family filter by.
+func familyInput(in plan.Input) plan.Input {
+	in.FamilyRecords = familyRecords
+	return in
 }
 
-// withFamily returns in with the family filter asked of the code
-// generator when the trace has a -c command.
+// withFamily returns in with the family filter the run's plan chose, for
+// planning the libraries a -c command loads later (Loaded).
 func (t *tracer) withFamily(in plan.Input) plan.Input {
 	in.Codegen.Family = t.familyRecs
 	return in

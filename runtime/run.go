@@ -76,9 +76,9 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	memlock.Raise()
 	// The attach points as lang.Resolve found them; p stays as parsed.
 	p = info.ResolvedProgram(p)
-	// Read with the program, before the stages take it over: whether the
-	// script ends by itself after BEGIN depends on it alone.
-	endsAfterBegin := p.ExitsAfterBegin()
+	// Whether the script ends by itself after BEGIN is a fact of the
+	// checked program, which the front end recorded.
+	endsAfterBegin := info.ExitsAfterBegin()
 
 	format, err := output.ParseFormat(opts.Format)
 	if err != nil {
@@ -99,12 +99,12 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 		}
 	}()
 
-	objs, err := t.startProcesses(p)
+	objs, err := t.startProcesses()
 	if err != nil {
 		return err
 	}
 	childPID := t.childPID()
-	pl, err := plan.Make(p, info, t.withFamily(planInput(opts, objs, childPID, t.files)))
+	pl, err := plan.Make(p, info, familyInput(planInput(opts, objs, childPID, t.files)))
 	if err != nil {
 		return err
 	}
@@ -178,7 +178,7 @@ func newTracer(p *lang.Program, info *lang.Info, opts Options, format output.For
 // -p process. It returns the objects the command maps at start (the
 // executable and the libraries it needs), which the plan searches for
 // the probes of attach points without a path.
-func (t *tracer) startProcesses(p *lang.Program) ([]string, error) {
+func (t *tracer) startProcesses() ([]string, error) {
 	switch {
 	case t.opts.Command != "":
 		objs, err := plan.CommandObjects(t.opts.Command, t.files)
@@ -189,7 +189,7 @@ func (t *tracer) startProcesses(p *lang.Program) ([]string, error) {
 			return nil, err
 		}
 		t.pid = t.child.PID
-		return objs, t.useFamily(p)
+		return objs, nil
 	case t.opts.PID != 0:
 		var err error
 		t.process, err = proc.OpenProcess(t.opts.PID)
@@ -211,6 +211,7 @@ func (t *tracer) childPID() int {
 // readers opened and the capture's header written. Nothing is attached.
 func (t *tracer) loadPlan(pl *plan.Plan) error {
 	t.spec = pl.Spec
+	t.familyRecs, t.noFamily = pl.Family, pl.NoFamily
 	if t.opts.Compiled != nil {
 		t.opts.Compiled()
 	}
@@ -394,11 +395,11 @@ type tracer struct {
 	process *proc.Process
 	// follow watches the processes the child starts; familyRecs, for a
 	// -c trace with probes in files, has the programs filter on the
-	// child's family (follow.go).
+	// child's family (follow.go), as the plan chose (plan.Plan.Family).
 	follow     *follower
 	familyRecs *codegen.FamilyRecords
-	// noFamily is why a -c trace with probes in files has no family
-	// filter (tracefs unreadable); nil with one.
+	// noFamily is why the plan gave a -c trace with probes in files no
+	// family filter (tracefs unreadable, a PID namespace); nil with one.
 	noFamily error
 
 	// attached is what the run attached, nil until it is loaded; loop

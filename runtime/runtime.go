@@ -194,6 +194,9 @@ func planInput(opts Options, objs []string, childPID int, files *usdt.Files) pla
 	if !opts.NoWarnings {
 		in.Warnings = opts.Err
 	}
+	if opts.Verbose {
+		in.Verbose = opts.Err
+	}
 	return in
 }
 

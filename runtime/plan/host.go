@@ -21,7 +21,8 @@ import (
 // the attach points want of the host (wantsOf), then reads it all into a
 // hostFacts value: each target file opened once, with its usdt notes and
 // function symbols; the -p process's objects and mappings; the kernel's
-// features and traceable functions only when a probe needs them. The
+// features and traceable functions only when a probe needs them; what
+// decides a -c command's family filter. The
 // rules (resolve.go, boundary.go, missing.go) and the sites then read
 // that value and never open, stat or ask the kernel themselves, so a rule
 // that runs for several attach points, or a site planned after the code
@@ -65,6 +66,9 @@ type hostFacts struct {
 	mapped  map[fileID]bool
 	inodes  map[string]fileID
 	pidName string
+	// family is what decides a -c command's family filter, read when
+	// the plan chooses one for a trace with probes in user files.
+	family familyFact
 }
 
 // targetFacts are what a plan read of one ELF file: the open file and
@@ -112,6 +116,9 @@ type hostWants struct {
 	watched []*lang.AttachPoint
 	// stat are the targets whose inode the -p mapping check compares.
 	stat []string
+	// family says that the -c command's family filter is to be chosen:
+	// the plan may, and an attach point is in a user file.
+	family bool
 }
 
 // namesFact is the names of the files a usdt attach point looks in, or
@@ -224,6 +231,9 @@ func gatherHost(p *lang.Program, in Input) *hostFacts {
 	if len(h.inodes) > 0 {
 		h.mapped, h.pidName = processMappings(in.PID)
 	}
+	if w.family {
+		h.family = readFamily(in)
+	}
 	return h
 }
 
@@ -267,6 +277,7 @@ func wantsOf(p *lang.Program, in Input) hostWants {
 			if UserKind(ap.Kind) && in.PID != 0 && !WildcardPath(ap.Target) {
 				w.stat = append(w.stat, ap.Target)
 			}
+			w.family = w.family || UserKind(ap.Kind) && in.ChildPID != 0 && in.FamilyRecords != nil
 		}
 	}
 	return w

@@ -59,6 +59,15 @@ type Input struct {
 	// Warnings receives the plan's warnings; nil drops them
 	// (--no-warnings).
 	Warnings io.Writer
+	// Verbose receives what -v says of the plan's choices; nil for none.
+	Verbose io.Writer
+	// FamilyRecords reads where the kernel's fork and exit records hold
+	// what the family programs read: with it, the plan chooses whether a
+	// -c trace (ChildPID set) with probes in user files filters on the
+	// command's family. Nil when there is nothing to choose, such as
+	// when planning the libraries the command loads later (Loaded),
+	// whose filter the run's plan chose (Codegen.Family).
+	FamilyRecords func() (*codegen.FamilyRecords, error)
 	// Codegen are the code generator's options for the run; the plan
 	// adds the usdt probes that matched, the child's PID and whether the
 	// command's library loads are watched.
@@ -79,6 +88,14 @@ type Plan struct {
 	// PID is the process the uprobes and usdt probes are filtered on (-p,
 	// or the -c command's), 0 for every process.
 	PID int
+	// Family, for a -c trace with probes in user files, says where the
+	// kernel's records hold what the programs that keep the command's
+	// family read: the programs then count only that family's hits.
+	// Nil without the filter; NoFamily then says why a -c trace with
+	// such probes has none, and its probes attach for the command's
+	// process alone.
+	Family   *codegen.FamilyRecords
+	NoFamily error
 }
 
 // Make computes the plan of p, which has been through lang.Analyze
@@ -103,7 +120,7 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 	if in.ChildPID != 0 {
 		pid = in.ChildPID
 	}
-	return &Plan{Spec: r.spec, Sites: sites, PID: pid}, nil
+	return &Plan{Spec: r.spec, Sites: sites, PID: pid, Family: r.family, NoFamily: r.noFamily}, nil
 }
 
 // Compile resolves the attach points of p for a run on in and compiles

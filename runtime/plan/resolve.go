@@ -63,6 +63,10 @@ type resolution struct {
 	// watch says that the -c command's library loads are watched for
 	// the usdt probes without a path (see Loaded).
 	watch bool
+	// family is the -c command's family filter chosen, noFamily why a
+	// trace that could have one has none (chooseFamily).
+	family   *codegen.FamilyRecords
+	noFamily error
 	// spec is matched as the code generator compiled it.
 	spec *codegen.Spec
 }
@@ -73,13 +77,18 @@ type resolution struct {
 // probes, expands uprobe and kprobe wildcards and names, places the
 // uprobes (checking addresses), applies the missing-probe policy, and
 // runs the code generator on what matched, with the usdt probes, the -c
-// command's PID and whether its library loads are watched. info is the
+// command's PID, whether its library loads are watched and its family
+// filter (chooseFamily). info is the
 // checker's; fields gets the fields of the attach points the wildcards
 // expand to.
 func resolve(p *lang.Program, fields funcFields, info *lang.Info, h *hostFacts, in Input) (*resolution, error) {
 	// A -c command's probes without a path may be in a library it loads
 	// later: those are looked for again then (see Loaded).
 	watch := in.Command != "" && h.wildUSDT
+	family, noFamily, err := chooseFamily(h, in)
+	if err != nil {
+		return nil, err
+	}
 	if err := checkKernelSupport(p, h); err != nil {
 		return nil, err
 	}
@@ -113,12 +122,12 @@ func resolve(p *lang.Program, fields funcFields, info *lang.Info, h *hostFacts, 
 		return nil, err
 	}
 	copts := in.Codegen
-	copts.USDT, copts.ChildPID, copts.WatchLoader = probes, uint32(in.ChildPID), watch
+	copts.USDT, copts.ChildPID, copts.WatchLoader, copts.Family = probes, uint32(in.ChildPID), watch, family
 	spec, err := codegen.Compile(matched, info, copts)
 	if err != nil {
 		return nil, err
 	}
-	return &resolution{matched: matched, probes: probes, places: places, watch: watch, spec: spec}, nil
+	return &resolution{matched: matched, probes: probes, places: places, watch: watch, family: family, noFamily: noFamily, spec: spec}, nil
 }
 
 // matchSymbols returns the sorted, distinct names of the symbols that

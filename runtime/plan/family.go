@@ -1,0 +1,86 @@
+package plan
+
+// The family filter of a -c trace is a choice of what is attached: with
+// it, the usdt and uprobe probes attach for every process and their
+// programs count only the hits of the command's family (codegen's
+// Options.Family); without it, they attach for the command's process
+// alone, as with -p. gatherHost reads what decides it, chooseFamily
+// decides, and the plan carries the choice to the runtime, which creates
+// what it says.
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"syscall"
+
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/runtime/tracefs"
+)
+
+// familyFact is what the host says of a family filter: where the
+// kernel's fork and exit records hold what its programs read, or why
+// they cannot be read or would see other PIDs than gotrace's.
+type familyFact struct {
+	records *codegen.FamilyRecords
+	err     error
+}
+
+// readFamily reads what decides the family filter of a run on in, for a
+// -c command whose trace has probes in user files: the records'
+// layout (in.FamilyRecords) and whether gotrace runs in the initial PID
+// namespace.
+func readFamily(in Input) familyFact {
+	rec, err := in.FamilyRecords()
+	if err == nil {
+		err = initialPIDNamespace()
+	}
+	return familyFact{records: rec, err: err}
+}
+
+// chooseFamily decides whether the programs filter on the -c command's
+// family, from what gatherHost read. Where the tracepoints' formats
+// cannot be read (a user with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN but
+// not the right to read tracefs, which attaching a tracepoint needs
+// too), or gotrace runs in a PID namespace of its own, the probes are
+// attached for the command's process alone, which in.Verbose is told,
+// and the returned reason lets the end of the trace say which processes
+// the command started were not traced. Any other error ends the run.
+func chooseFamily(h *hostFacts, in Input) (rec *codegen.FamilyRecords, none, err error) {
+	f := h.family
+	switch {
+	case f.records == nil && f.err == nil:
+		// Not asked: no -c command, or no probe in a user file.
+		return nil, nil, nil
+	case f.err == nil:
+		return f.records, nil, nil
+	case errors.Is(f.err, fs.ErrPermission) || errors.Is(f.err, tracefs.ErrNotMounted) || errors.Is(f.err, errPIDNamespace):
+		if in.Verbose != nil {
+			fmt.Fprintf(in.Verbose, "usdt and uprobe probes: attached for the -c command's process alone: %v\n", f.err)
+		}
+		return nil, f.err, nil
+	}
+	return nil, nil, f.err
+}
+
+// initPIDNamespaceInode is the inode of the initial PID namespace's
+// /proc/PID/ns/pid, fixed by the kernel (PROC_PID_INIT_INO).
+const initPIDNamespaceInode = 0xEFFFFFFC
+
+// errPIDNamespace is why a gotrace in a PID namespace of its own has no
+// family filter.
+var errPIDNamespace = errors.New("gotrace runs in a PID namespace of its own, where the command's PID is not the one the kernel's programs see")
+
+// initialPIDNamespace returns errPIDNamespace unless gotrace runs in the
+// initial PID namespace: the family programs see the kernel's PIDs, and
+// the command's, which the runtime sets, is one of gotrace's namespace.
+func initialPIDNamespace() error {
+	var st syscall.Stat_t
+	if err := syscall.Stat("/proc/self/ns/pid", &st); err != nil {
+		return fmt.Errorf("keep the -c command's processes: %w", err)
+	}
+	if st.Ino != initPIDNamespaceInode {
+		return fmt.Errorf("keep the -c command's processes: %w", errPIDNamespace)
+	}
+	return nil
+}
