@@ -28,17 +28,17 @@ const catBytesMax = 10 * 1024
 // attaching prints "Attaching N probes...", or with the newer behaviour
 // bpftrace 0.24's "Attached N probes" on standard error (text) or JSON
 // object.
-func (t *tracer) attaching(n int) error {
-	t.recordUint64(capture.Attached, uint64(n))
-	if err := t.out.AttachedProbes(n, t.prog.Newer); err != nil {
+func (pr *printer) attaching(n int) error {
+	pr.recordUint64(capture.Attached, uint64(n))
+	if err := pr.out.AttachedProbes(n, pr.prog.Newer); err != nil {
 		return err
 	}
-	if t.prog.Newer && t.opts.Format != "json" && t.opts.Err != nil {
-		if _, err := io.WriteString(t.opts.Err, output.AttachedNotice(n)); err != nil {
+	if pr.prog.Newer && pr.opts.Format != "json" && pr.opts.Err != nil {
+		if _, err := io.WriteString(pr.opts.Err, output.AttachedNotice(n)); err != nil {
 			return fmt.Errorf("write attached probes: %w", err)
 		}
 	}
-	return t.passOut(true)
+	return pr.passOut(true)
 }
 
 // notifyAttachedEnv is bpftrace's variable (0.18 and later) that asks for
@@ -50,33 +50,33 @@ const notifyAttachedEnv = "__BPFTRACE_NOTIFY_PROBES_ATTACHED"
 // notifyAttached writes that line when the variable is set. Run calls it
 // once every probe is attached and before the readers start, so that it
 // comes before BEGIN's output, as bpftrace prints it.
-func (t *tracer) notifyAttached() {
+func (pr *printer) notifyAttached() {
 	if os.Getenv(notifyAttachedEnv) == "" {
 		return
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	t.flushOut()
-	w := t.opts.Out
-	if t.opts.Stdout != nil {
-		w = t.opts.Stdout
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	pr.flushOut()
+	w := pr.opts.Out
+	if pr.opts.Stdout != nil {
+		w = pr.opts.Stdout
 	}
 	if w != nil {
 		if _, err := io.WriteString(w, notifyAttachedEnv+"\n"); err != nil {
-			t.keepErr(fmt.Errorf("write attached notice: %w", err))
+			pr.keepErr(fmt.Errorf("write attached notice: %w", err))
 		}
 	}
 }
 
 // printLost reports n records the programs could not reserve.
-func (t *tracer) printLost(n uint64) {
-	t.recordUint64(capture.Lost, n)
-	if t.capture != nil {
+func (pr *printer) printLost(n uint64) {
+	pr.recordUint64(capture.Lost, n)
+	if pr.capture != nil {
 		// Under -w, where nothing else is printed, the user still
 		// learns of them.
-		t.keepErr(output.NewWriter(t.opts.Err, output.Text).LostEvents(n))
+		pr.keepErr(output.NewWriter(pr.opts.Err, output.Text).LostEvents(n))
 	}
-	t.keepErr(t.out.LostEvents(n))
+	pr.keepErr(pr.out.LostEvents(n))
 }
 
 // recordArgs decodes the fields of a record. The next call reuses the
@@ -84,8 +84,8 @@ func (t *tracer) printLost(n uint64) {
 // not copies (no allocation per printf record for them): a caller is done
 // with the values before it decodes another record or the ring buffer
 // reader reads the next one.
-func (t *tracer) recordArgs(fields []layout.Field, data []byte) []output.Value {
-	t.args = t.args[:0]
+func (pr *printer) recordArgs(fields []layout.Field, data []byte) []output.Value {
+	pr.args = pr.args[:0]
 	var c layout.Cursor
 	for _, f := range fields {
 		b := c.Field(f, data)
@@ -98,48 +98,48 @@ func (t *tracer) recordArgs(fields []layout.Field, data []byte) []output.Value {
 		case f.Kind == layout.Buf:
 			v = output.Buf(bufBytes(b, f.Size-8))
 		default:
-			v = t.value(f, b)
+			v = pr.value(f, b)
 		}
-		t.args = append(t.args, v)
+		pr.args = append(pr.args, v)
 	}
-	return t.args
+	return pr.args
 }
 
 // keyArgs decodes the fields of a map key. bpftrace prints a pointer in
 // a key in hex (@[0x40b538]: 1), but as a decimal value elsewhere.
-func (t *tracer) keyArgs(fields []layout.Field, data []byte) []output.Value {
-	return t.appendKeyArgs(make([]output.Value, 0, len(fields)), fields, data)
+func (pr *printer) keyArgs(fields []layout.Field, data []byte) []output.Value {
+	return pr.appendKeyArgs(make([]output.Value, 0, len(fields)), fields, data)
 }
 
 // appendKeyArgs is keyArgs appending to args.
-func (t *tracer) appendKeyArgs(args []output.Value, fields []layout.Field, data []byte) []output.Value {
+func (pr *printer) appendKeyArgs(args []output.Value, fields []layout.Field, data []byte) []output.Value {
 	for _, f := range fields {
-		args = append(args, t.keyValue(f, data[f.Offset:]))
+		args = append(args, pr.keyValue(f, data[f.Offset:]))
 	}
 	return args
 }
 
 // keyValue decodes one field of a map key that starts at b[0]: pointers
 // in hex, stacks indented less than elsewhere.
-func (t *tracer) keyValue(f layout.Field, b []byte) output.Value {
+func (pr *printer) keyValue(f layout.Field, b []byte) output.Value {
 	switch f.Kind {
 	case layout.Pointer:
 		return output.Str(fmt.Sprintf("%#x", u64(b, 0)))
 	case layout.Stack:
-		return output.Str(t.input(func() string { return t.resolve(f, b, symbols.KeyIndent) }))
+		return output.Str(pr.input(func() string { return pr.resolve(f, b, symbols.KeyIndent) }))
 	case layout.Tuple:
-		v := output.Tuple(t.keyArgs(f.Elems, b)...)
+		v := output.Tuple(pr.keyArgs(f.Elems, b)...)
 		v.Names = f.Names
 		return v
 	}
-	return t.value(f, b)
+	return pr.value(f, b)
 }
 
 // value decodes one field that starts at b[0], as package layout documents
 // the encodings.
-func (t *tracer) value(f layout.Field, b []byte) output.Value {
+func (pr *printer) value(f layout.Field, b []byte) output.Value {
 	if resolvedKind(f.Kind) {
-		return output.Str(t.input(func() string { return t.resolve(f, b, symbols.ValueIndent) }))
+		return output.Str(pr.input(func() string { return pr.resolve(f, b, symbols.ValueIndent) }))
 	}
 	switch f.Kind {
 	case layout.String:
@@ -155,7 +155,7 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 	case layout.Tuple:
 		elems := make([]output.Value, len(f.Elems))
 		for i, ef := range f.Elems {
-			elems[i] = t.value(ef, b[ef.Offset:])
+			elems[i] = pr.value(ef, b[ef.Offset:])
 		}
 		v := output.Tuple(elems...)
 		v.Names = f.Names
@@ -164,12 +164,12 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		return arrayValue(f, b)
 	case layout.Probe:
 		i := u64(b, 0)
-		if i < uint64(len(t.spec.Attachments)) {
-			return output.Str(t.spec.Attachments[i].ProbeName)
+		if i < uint64(len(pr.spec.Attachments)) {
+			return output.Str(pr.spec.Attachments[i].ProbeName)
 		}
 		return output.Str(fmt.Sprintf("probe#%d", i))
 	case layout.Timestamp:
-		return output.Str(t.timestampText(b))
+		return output.Str(pr.timestampText(b))
 	case layout.Errno:
 		return output.Str(output.ErrnoText(int64(u64(b, 0))))
 	case layout.Signal:
@@ -180,7 +180,7 @@ func (t *tracer) value(f layout.Field, b []byte) output.Value {
 		return output.Boolean(u64(b, 0) != 0)
 	case layout.Pointer:
 		// Current bpftrace prints pointers in hex; 0.17 in decimal.
-		return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Hex: t.prog.Newer}
+		return output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Hex: pr.prog.Newer}
 	}
 	v := output.Value{Kind: output.ValueInt, Bits: u64(b, 0), Signed: f.Signed}
 	if f.EnumNames != nil {
@@ -215,84 +215,84 @@ func arrayValue(f layout.Field, b []byte) output.Value {
 
 // timestampText formats a strftime() value: a u64 index into the spec's
 // TimeFormats, then the bpf_ktime_get_ns time.
-func (t *tracer) timestampText(b []byte) string {
+func (pr *printer) timestampText(b []byte) string {
 	i := u64(b, 0)
-	if i >= uint64(len(t.spec.TimeFormats)) {
+	if i >= uint64(len(pr.spec.TimeFormats)) {
 		return fmt.Sprintf("strftime#%d", i)
 	}
-	return output.Strftime(t.spec.TimeFormats[i], t.wallTime(u64(b, 8)))
+	return output.Strftime(pr.spec.TimeFormats[i], pr.wallTime(u64(b, 8)))
 }
 
 // userName returns the name of user uid, "" for a uid with no name, as
 // bpftrace prints username. Names are looked up once per uid.
-func (t *tracer) userName(uid uint64) string {
-	if name, ok := t.users[uid]; ok {
+func (pr *printer) userName(uid uint64) string {
+	if name, ok := pr.users[uid]; ok {
 		return name
 	}
 	name := ""
 	if u, err := user.LookupId(strconv.FormatUint(uid, 10)); err == nil {
 		name = u.Username
 	}
-	if t.users == nil {
-		t.users = map[uint64]string{}
+	if pr.users == nil {
+		pr.users = map[uint64]string{}
 	}
-	t.users[uid] = name
+	pr.users[uid] = name
 	return name
 }
 
 // wallTime converts a bpf_ktime_get_ns time (CLOCK_MONOTONIC) into wall
 // clock time.
-func (t *tracer) wallTime(mono uint64) time.Time {
-	return t.bootWall.Add(time.Duration(mono))
+func (pr *printer) wallTime(mono uint64) time.Time {
+	return pr.bootWall.Add(time.Duration(mono))
 }
 
 // printf prints a printf record.
-func (t *tracer) printf(ev *codegen.Event, data []byte) error {
-	return t.out.Printf(ev.Parts, t.recordArgs(ev.Args, data))
+func (pr *printer) printf(ev *codegen.Event, data []byte) error {
+	return pr.out.Printf(ev.Parts, pr.recordArgs(ev.Args, data))
 }
 
 // diagnostic prints errorf()'s and warnf()'s message as bpftrace does: a
 // diagnostic at the call, on standard error (warnings not with
 // --no-warnings).
-func (t *tracer) diagnostic(ev *codegen.Event, data []byte) error {
+func (pr *printer) diagnostic(ev *codegen.Event, data []byte) error {
 	warn := ev.Kind == codegen.EventWarnf
-	if warn && t.opts.NoWarnings {
+	if warn && pr.opts.NoWarnings {
 		return nil
 	}
-	text, err := output.AppendPrintf(nil, ev.Parts, t.recordArgs(ev.Args, data))
+	text, err := output.AppendPrintf(nil, ev.Parts, pr.recordArgs(ev.Args, data))
 	if err != nil {
 		return err
 	}
 	msg := lang.ErrorList{{Span: ev.Pos, Msg: strings.TrimSuffix(string(text), "\n")}}
-	if t.opts.Diagnostic != nil {
-		t.opts.Diagnostic(warn, msg[0].Msg)
+	if pr.opts.Diagnostic != nil {
+		pr.opts.Diagnostic(warn, msg[0].Msg)
 	}
 	if warn {
-		msg.WriteWarnings(t.opts.Err, t.prog.File, t.prog.Source)
+		msg.WriteWarnings(pr.opts.Err, pr.prog.File, pr.prog.Source)
 	} else {
-		msg.Write(t.opts.Err, t.prog.File, t.prog.Source)
+		msg.Write(pr.opts.Err, pr.prog.File, pr.prog.Source)
 	}
 	return nil
 }
 
 // printValue prints print(value) for a non-map value.
-func (t *tracer) printValue(ev *codegen.Event, data []byte) error {
+func (pr *printer) printValue(ev *codegen.Event, data []byte) error {
 	if len(ev.Args) != 1 {
 		return fmt.Errorf("decode print record: %d values, want 1", len(ev.Args))
 	}
 	var c layout.Cursor // a large buf is packed
-	return t.out.Value(t.value(ev.Args[0], c.Field(ev.Args[0], data)))
+	return pr.out.Value(pr.value(ev.Args[0], c.Field(ev.Args[0], data)))
 }
 
 // outputMap reads a user map and converts it for printing.
-func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
-	entries, err := t.printedEntries(m)
+func (pr *printer) outputMap(m *codegen.Map) (*output.Map, error) {
+	entries, err := pr.printedEntries(m)
 	if err != nil {
 		return nil, err
 	}
-	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, HistBits: m.HistBits, Tseries: m.Tseries, Newer: t.prog.Newer, KeyStacks: keyStacks(m.KeyFields)}
+	om := &output.Map{Name: m.Name, Kind: m.Kind, Lhist: m.Lhist, HistBits: m.HistBits, Tseries: m.Tseries, Newer: pr.prog.Newer, KeyStacks: keyStacks(m.KeyFields)}
 	resolves := resolvesFields(m.KeyFields) || resolvesFields([]layout.Field{m.Value})
-	if t.capture != nil && !resolves {
+	if pr.capture != nil && !resolves {
 		// Under -w nothing is printed: the entries are recorded, and
 		// decoding them would record nothing more.
 		return om, nil
@@ -303,7 +303,7 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 		// once, in order, as capture and replay record their inputs.
 		om.Len = len(entries)
 		om.Decode = func(i int, oe *output.Entry) {
-			*oe = t.outputEntry(m, entries[i], oe.Key[:0])
+			*oe = pr.outputEntry(m, entries[i], oe.Key[:0])
 		}
 		return om, nil
 	}
@@ -311,7 +311,7 @@ func (t *tracer) outputMap(m *codegen.Map) (*output.Map, error) {
 	// Every key's values come from one allocation.
 	keys := make([]output.Value, len(entries)*len(m.KeyFields))
 	for _, e := range entries {
-		om.Entries = append(om.Entries, t.outputEntry(m, e, keys[:0:len(m.KeyFields)]))
+		om.Entries = append(om.Entries, pr.outputEntry(m, e, keys[:0:len(m.KeyFields)]))
 		keys = keys[len(m.KeyFields):]
 	}
 	return om, nil
@@ -334,10 +334,10 @@ func keyStacks(fields []layout.Field) []bool {
 
 // outputEntry converts entry e of map m for printing, with its key's
 // values appended to key.
-func (t *tracer) outputEntry(m *codegen.Map, e *mapEntry, key []output.Value) output.Entry {
+func (pr *printer) outputEntry(m *codegen.Map, e *mapEntry, key []output.Value) output.Entry {
 	oe := output.Entry{Count: e.Count, Total: e.Total, Buckets: e.Buckets, Intervals: e.Intervals}
 	if e.Key != nil {
-		oe.Key = t.appendKeyArgs(key, m.KeyFields, e.Key)
+		oe.Key = pr.appendKeyArgs(key, m.KeyFields, e.Key)
 	}
 	switch m.Kind {
 	case layout.MapCount:
@@ -345,36 +345,36 @@ func (t *tracer) outputEntry(m *codegen.Map, e *mapEntry, key []output.Value) ou
 	case layout.MapSum, layout.MapMin, layout.MapMax:
 		oe.Value = output.Int(e.Total)
 	case layout.MapValue:
-		oe.Value = t.value(m.Value, e.Value)
+		oe.Value = pr.value(m.Value, e.Value)
 	}
 	return oe
 }
 
 // printMap prints one map for print(@m, top, div).
-func (t *tracer) printMap(name string, top, div int64) error {
-	m, err := t.userMap(name)
+func (pr *printer) printMap(name string, top, div int64) error {
+	m, err := pr.userMap(name)
 	if err != nil {
 		return err
 	}
-	om, err := t.outputMap(m)
+	om, err := pr.outputMap(m)
 	if err != nil {
 		return err
 	}
-	if len(om.Entries) == 0 && len(m.KeyFields) == 0 && t.prog.Newer {
-		t.addZeroEntry(om, m)
+	if len(om.Entries) == 0 && len(m.KeyFields) == 0 && pr.prog.Newer {
+		pr.addZeroEntry(om, m)
 	}
-	return t.out.Map(om, uint64(max(top, 0)), uint64(max(div, 0)))
+	return pr.out.Map(om, uint64(max(top, 0)), uint64(max(div, 0)))
 }
 
 // addZeroEntry gives om, a map without keys that holds no value yet, the
 // zero value of its kind: bpftrace 0.24 prints an unset map of assigned
 // values, counts, sums, mins and maxes as zero (@: 0, @: { .a = 0 }).
-func (t *tracer) addZeroEntry(om *output.Map, m *codegen.Map) {
+func (pr *printer) addZeroEntry(om *output.Map, m *codegen.Map) {
 	switch m.Kind {
 	case layout.MapValue:
 		// A value's fields end within Size bytes; 8 more cover the
 		// u64 of a kind of Size 0.
-		om.Entries = append(om.Entries, output.Entry{Value: t.value(m.Value, make([]byte, m.Value.Size+8))})
+		om.Entries = append(om.Entries, output.Entry{Value: pr.value(m.Value, make([]byte, m.Value.Size+8))})
 	case layout.MapCount:
 		om.Entries = append(om.Entries, output.Entry{Value: output.Uint(0)})
 	case layout.MapSum, layout.MapMin, layout.MapMax:
@@ -382,19 +382,19 @@ func (t *tracer) addZeroEntry(om *output.Map, m *codegen.Map) {
 	}
 }
 
-// outputMaps reads every map for printing. The caller holds t.mu.
-func (t *tracer) outputMaps() ([]*output.Map, error) {
-	return t.outputMapsWhere(func(*codegen.Map) bool { return true })
+// outputMaps reads every map for printing. The caller holds pr.mu.
+func (pr *printer) outputMaps() ([]*output.Map, error) {
+	return pr.outputMapsWhere(func(*codegen.Map) bool { return true })
 }
 
-// outputMapsWhere reads the maps that keep accepts. The caller holds t.mu.
-func (t *tracer) outputMapsWhere(keep func(*codegen.Map) bool) ([]*output.Map, error) {
-	maps := make([]*output.Map, 0, len(t.spec.Maps))
-	for i := range t.spec.Maps {
-		if !keep(&t.spec.Maps[i]) {
+// outputMapsWhere reads the maps that keep accepts. The caller holds pr.mu.
+func (pr *printer) outputMapsWhere(keep func(*codegen.Map) bool) ([]*output.Map, error) {
+	maps := make([]*output.Map, 0, len(pr.spec.Maps))
+	for i := range pr.spec.Maps {
+		if !keep(&pr.spec.Maps[i]) {
 			continue
 		}
-		om, err := t.outputMap(&t.spec.Maps[i])
+		om, err := pr.outputMap(&pr.spec.Maps[i])
 		if err != nil {
 			return nil, err
 		}
@@ -403,63 +403,63 @@ func (t *tracer) outputMapsWhere(keep func(*codegen.Map) bool) ([]*output.Map, e
 	return maps, nil
 }
 
-// printAllMaps prints every map, as on SIGUSR1. The caller holds t.mu.
-func (t *tracer) printAllMaps() error {
-	maps, err := t.outputMaps()
+// printAllMaps prints every map, as on SIGUSR1. The caller holds pr.mu.
+func (pr *printer) printAllMaps() error {
+	maps, err := pr.outputMaps()
 	if err != nil {
 		return err
 	}
-	return t.out.Maps(maps)
+	return pr.out.Maps(maps)
 }
 
 // printTime prints time() with its strftime format.
-func (t *tracer) printTime(ev *codegen.Event) error {
-	now := t.input(func() string { return strconv.FormatInt(time.Now().UnixNano(), 10) })
+func (pr *printer) printTime(ev *codegen.Event) error {
+	now := pr.input(func() string { return strconv.FormatInt(time.Now().UnixNano(), 10) })
 	ns, err := strconv.ParseInt(now, 10, 64)
 	if err != nil {
-		return t.replay.Corrupt(fmt.Errorf("time(): %w", err))
+		return pr.replay.Corrupt(fmt.Errorf("time(): %w", err))
 	}
-	return t.out.Message(output.MessageTime, output.Strftime(ev.Format, time.Unix(0, ns)))
+	return pr.out.Message(output.MessageTime, output.Strftime(ev.Format, time.Unix(0, ns)))
 }
 
 // system runs system()'s command (allowed by --unsafe) with the shell and
 // prints its standard output. A replay prints the output the command
 // gave, and runs nothing.
-func (t *tracer) system(ev *codegen.Event, data []byte) error {
-	cmd, err := output.AppendPrintf(nil, ev.Parts, t.recordArgs(ev.Args, data))
+func (pr *printer) system(ev *codegen.Event, data []byte) error {
+	cmd, err := output.AppendPrintf(nil, ev.Parts, pr.recordArgs(ev.Args, data))
 	if err != nil {
 		return err
 	}
-	out := t.input(func() string {
+	out := pr.input(func() string {
 		c := exec.Command("/bin/sh", "-c", string(cmd))
 		var out bytes.Buffer
 		c.Stdout = &out
-		c.Stderr = t.opts.Err
-		t.flushOut() // before the command's own errors
-		err := proc.StartUnfavoured(c, t.loop.favoured)
+		c.Stderr = pr.opts.Err
+		pr.flushOut() // before the command's own errors
+		err := proc.StartUnfavoured(c, pr.loop.favoured)
 		if err == nil {
 			err = c.Wait()
 		}
 		var exitErr *exec.ExitError
 		if err != nil && !errors.As(err, &exitErr) {
-			t.keepErr(fmt.Errorf("run system command %q: %w", cmd, err))
+			pr.keepErr(fmt.Errorf("run system command %q: %w", cmd, err))
 		}
 		return out.String()
 	})
-	return t.out.Message(output.MessageSyscall, out)
+	return pr.out.Message(output.MessageSyscall, out)
 }
 
 // cat prints the start of the file cat() names. A replay prints what the
 // file held then.
-func (t *tracer) cat(ev *codegen.Event, data []byte) error {
-	name, err := output.AppendPrintf(nil, ev.Parts, t.recordArgs(ev.Args, data))
+func (pr *printer) cat(ev *codegen.Event, data []byte) error {
+	name, err := output.AppendPrintf(nil, ev.Parts, pr.recordArgs(ev.Args, data))
 	if err != nil {
 		return err
 	}
 	var text string
 	// Two inputs: why the file could not be read ("" when it was), then
 	// its text.
-	reason := t.input(func() string {
+	reason := pr.input(func() string {
 		var err error
 		text, err = readStart(string(name), catBytesMax)
 		if err == nil {
@@ -469,11 +469,11 @@ func (t *tracer) cat(ev *codegen.Event, data []byte) error {
 		return output.Strerror(err)
 	})
 	if reason != "" {
-		t.flushOut()
-		fmt.Fprintf(t.opts.Err, "ERROR: failed to open file '%s': %s\n", name, reason)
+		pr.flushOut()
+		fmt.Fprintf(pr.opts.Err, "ERROR: failed to open file '%s': %s\n", name, reason)
 		return nil
 	}
-	return t.out.Message(output.MessageCat, t.input(func() string { return text }))
+	return pr.out.Message(output.MessageCat, pr.input(func() string { return text }))
 }
 
 // readStart reads up to n bytes from the start of the file at path.
@@ -489,12 +489,12 @@ func readStart(path string, n int) (string, error) {
 }
 
 // join prints join()'s strings separated by its delimiter.
-func (t *tracer) join(ev *codegen.Event, data []byte) error {
+func (pr *printer) join(ev *codegen.Event, data []byte) error {
 	var parts []string
-	for _, v := range t.recordArgs(ev.Args, data) {
+	for _, v := range pr.recordArgs(ev.Args, data) {
 		if v.Kind == output.ValueString && v.Str != "" {
 			parts = append(parts, v.Str)
 		}
 	}
-	return t.out.Message(output.MessageJoin, strings.Join(parts, ev.Format)+"\n")
+	return pr.out.Message(output.MessageJoin, strings.Join(parts, ev.Format)+"\n")
 }

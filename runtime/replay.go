@@ -34,49 +34,49 @@ func captureHeader(p *lang.Program, spec *codegen.Spec) *capture.Header {
 }
 
 // startCapture writes the capture's header.
-func (t *tracer) startCapture() error {
-	if t.opts.Capture == nil {
+func (pr *printer) startCapture() error {
+	if pr.opts.Capture == nil {
 		return nil
 	}
 	var err error
-	t.capture, err = capture.NewWriter(t.opts.Capture, captureHeader(t.prog, t.spec))
+	pr.capture, err = capture.NewWriter(pr.opts.Capture, captureHeader(pr.prog, pr.spec))
 	return err
 }
 
 // record writes a record to the capture under -w; otherwise it does
-// nothing. The caller holds t.mu, or is the only goroutine left.
-func (t *tracer) record(k capture.Kind, payload []byte) {
-	if t.capture == nil {
+// nothing. The caller holds pr.mu, or is the only goroutine left.
+func (pr *printer) record(k capture.Kind, payload []byte) {
+	if pr.capture == nil {
 		return
 	}
-	if err := t.capture.Write(k, payload); err != nil {
-		t.keepErr(err)
-		t.loop.requestExit()
+	if err := pr.capture.Write(k, payload); err != nil {
+		pr.keepErr(err)
+		pr.loop.requestExit()
 	}
 }
 
 // recordUint64 records a record whose payload is v.
-func (t *tracer) recordUint64(k capture.Kind, v uint64) {
-	if t.capture != nil {
-		t.record(k, binary.LittleEndian.AppendUint64(nil, v))
+func (pr *printer) recordUint64(k capture.Kind, v uint64) {
+	if pr.capture != nil {
+		pr.record(k, binary.LittleEndian.AppendUint64(nil, v))
 	}
 }
 
 // replayed returns the payload of the next record of a replay, which must
 // be of kind k: the input that the handler asking for it read in the live
-// trace. An error is kept in t.replayErr, which ends the replay.
-func (t *tracer) replayed(k capture.Kind) []byte {
-	if t.replayErr != nil {
+// trace. An error is kept in pr.replayErr, which ends the replay.
+func (pr *printer) replayed(k capture.Kind) []byte {
+	if pr.replayErr != nil {
 		return nil
 	}
-	rec, err := t.replay.Next()
+	rec, err := pr.replay.Next()
 	switch {
 	case errors.Is(err, io.EOF):
-		t.replayErr = t.replay.Unexpected(capture.End, k)
+		pr.replayErr = pr.replay.Unexpected(capture.End, k)
 	case err != nil:
-		t.replayErr = err
+		pr.replayErr = err
 	case rec.Kind != k:
-		t.replayErr = t.replay.Unexpected(rec.Kind, k)
+		pr.replayErr = pr.replay.Unexpected(rec.Kind, k)
 	default:
 		return rec.Data
 	}
@@ -86,12 +86,12 @@ func (t *tracer) replayed(k capture.Kind) []byte {
 // input returns what resolve reads from the running system: live, the
 // result of resolve, also recorded under -w; in a replay, what was
 // recorded.
-func (t *tracer) input(resolve func() string) string {
-	if t.replay != nil {
-		return string(t.replayed(capture.Input))
+func (pr *printer) input(resolve func() string) string {
+	if pr.replay != nil {
+		return string(pr.replayed(capture.Input))
 	}
 	s := resolve()
-	t.record(capture.Input, []byte(s))
+	pr.record(capture.Input, []byte(s))
 	return s
 }
 
@@ -113,45 +113,45 @@ func resolvesFields(fields []layout.Field) bool {
 
 // resolve names what a field of a resolved kind holds: a symbol, a stack
 // (indented by indent), a user name.
-func (t *tracer) resolve(f layout.Field, b []byte, indent string) string {
+func (pr *printer) resolve(f layout.Field, b []byte, indent string) string {
 	switch f.Kind {
 	case layout.Usym:
-		return t.syms.Name(u64(b, 0))
+		return pr.syms.Name(u64(b, 0))
 	case layout.Ksym:
 		return symbols.KsymText(u64(b, 0))
 	case layout.Stack:
-		return t.stackText(u64(b, 0), f, indent)
+		return pr.stackText(u64(b, 0), f, indent)
 	}
-	return t.userName(u64(b, 0))
+	return pr.userName(u64(b, 0))
 }
 
 // printedEntries reads the entries of map m to print them: from the
 // kernel, recorded under -w, or from the capture in a replay.
-func (t *tracer) printedEntries(m *codegen.Map) ([]*mapEntry, error) {
-	if t.replay != nil {
-		data := t.replayed(capture.Entries)
-		if t.replayErr != nil {
-			return nil, t.replayErr
+func (pr *printer) printedEntries(m *codegen.Map) ([]*mapEntry, error) {
+	if pr.replay != nil {
+		data := pr.replayed(capture.Entries)
+		if pr.replayErr != nil {
+			return nil, pr.replayErr
 		}
 		// The inputs that decoding the keys reads reuse the reader's
 		// buffer.
 		entries, err := decodeEntries(m, bytes.Clone(data))
 		if err != nil {
-			t.replayErr = t.replay.Corrupt(err)
-			return nil, t.replayErr
+			pr.replayErr = pr.replay.Corrupt(err)
+			return nil, pr.replayErr
 		}
 		return entries, nil
 	}
-	entries, err := t.kernelEntries(m)
-	if err == nil && t.capture != nil {
-		t.record(capture.Entries, encodeEntries(entries))
+	entries, err := pr.kernelEntries(m)
+	if err == nil && pr.capture != nil {
+		pr.record(capture.Entries, encodeEntries(entries))
 	}
 	return entries, err
 }
 
 // kernelEntries reads the entries of map m from the kernel.
-func (t *tracer) kernelEntries(m *codegen.Map) ([]*mapEntry, error) {
-	em, err := t.kernelMap(m)
+func (pr *printer) kernelEntries(m *codegen.Map) ([]*mapEntry, error) {
+	em, err := pr.kernelMap(m)
 	if err != nil {
 		return nil, err
 	}
@@ -300,7 +300,7 @@ func Replay(r io.Reader, opts Options) error {
 	for _, probe := range h.Probes {
 		spec.Attachments = append(spec.Attachments, codegen.Attachment{ProbeName: probe})
 	}
-	t := &tracer{
+	pr := &printer{
 		opts:   opts,
 		prog:   &lang.Program{File: h.File, Source: h.Source, Newer: h.Newer},
 		spec:   spec,
@@ -309,29 +309,29 @@ func Replay(r io.Reader, opts Options) error {
 		replay: rd,
 	}
 	if !opts.LineBuffered {
-		t.out.Hold(outHold)
+		pr.out.Hold(outHold)
 	}
 	if opts.TakeMap != nil {
-		t.out.Divert(opts.TakeMap)
+		pr.out.Divert(opts.TakeMap)
 	}
-	err = t.replayRecords()
-	if ferr := t.out.Flush(); err == nil {
+	err = pr.replayRecords()
+	if ferr := pr.out.Flush(); err == nil {
 		err = ferr
 	}
 	switch {
 	case err != nil:
 		return err
-	case t.runErr == nil && t.exitStatus != 0:
-		return t.exitStatus
+	case pr.runErr == nil && pr.exitStatus != 0:
+		return pr.exitStatus
 	}
-	return t.runErr
+	return pr.runErr
 }
 
-// replayRecords hands every record of t.replay to what handled it in the
+// replayRecords hands every record of pr.replay to what handled it in the
 // live trace. It stops at the first record it cannot read.
-func (t *tracer) replayRecords() error {
+func (pr *printer) replayRecords() error {
 	for {
-		rec, err := t.replay.Next()
+		rec, err := pr.replay.Next()
 		if errors.Is(err, io.EOF) {
 			return nil
 		}
@@ -342,32 +342,32 @@ func (t *tracer) replayRecords() error {
 		case capture.Event:
 			// The inputs that handling it reads reuse the reader's
 			// buffer.
-			t.keepErr(t.handle(bytes.Clone(rec.Data)))
+			pr.keepErr(pr.handle(bytes.Clone(rec.Data)))
 		case capture.Attached, capture.Lost:
 			n, err := rec.Uint64()
 			if err != nil {
-				return t.replay.Corrupt(err)
+				return pr.replay.Corrupt(err)
 			}
 			if rec.Kind == capture.Lost {
-				t.printLost(n)
+				pr.printLost(n)
 			} else {
-				t.keepErr(t.attaching(int(n)))
+				pr.keepErr(pr.attaching(int(n)))
 			}
 		case capture.Clock:
 			n, err := rec.Uint64()
 			if err != nil {
-				return t.replay.Corrupt(err)
+				return pr.replay.Corrupt(err)
 			}
-			t.bootWall = time.Unix(0, int64(n))
+			pr.bootWall = time.Unix(0, int64(n))
 		case capture.PrintMaps:
-			t.keepErr(t.printAllMaps())
+			pr.keepErr(pr.printAllMaps())
 		case capture.ExitMaps:
-			t.keepErr(t.printExitMaps())
+			pr.keepErr(pr.printExitMaps())
 		default:
-			return t.replay.Unexpected(rec.Kind, capture.Event)
+			return pr.replay.Unexpected(rec.Kind, capture.Event)
 		}
-		if t.replayErr != nil {
-			return t.replayErr
+		if pr.replayErr != nil {
+			return pr.replayErr
 		}
 	}
 }

@@ -8,11 +8,9 @@ import (
 	"os"
 	"os/signal"
 	"slices"
-	"sync"
 	"syscall"
 	"time"
 
-	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
 	"golang.org/x/sys/unix"
 
@@ -149,14 +147,17 @@ func (opts Options) withDefaults() Options {
 // as opts ask (held, queued, captured or diverted), nothing started yet.
 func newTracer(p *lang.Program, info *lang.Info, opts Options, format output.Format) *tracer {
 	t := &tracer{
-		opts:  opts,
-		prog:  p,
+		printer: printer{
+			opts: opts,
+			prog: p,
+			loop: newEventLoop(),
+			out:  output.NewWriter(opts.Out, format),
+		},
 		info:  info,
 		pid:   opts.PID,
-		loop:  newEventLoop(),
-		out:   output.NewWriter(opts.Out, format),
 		files: &usdt.Files{},
 	}
+	t.loaded = t.loadedObjects
 	switch {
 	case opts.Capture != nil:
 		t.out = output.NewWriter(io.Discard, format)
@@ -374,19 +375,18 @@ func (t *tracer) releaseChild(sites []plan.Site) {
 	}
 }
 
-// tracer is the state of one Run.
+// tracer is the state of one Run: the printer (embedded: what prints, and
+// the maps it reads), the traced processes, the attached set and the event
+// loop. Its methods are the run's stages and what joins them: reading a
+// record into the printer (read), the loads of a -c command (loader.go),
+// its family (follow.go), the end (finish, close).
 type tracer struct {
-	opts Options
-	spec *codegen.Spec
-	coll *ebpf.Collection
+	printer
+	// info is what the checker recorded about the program, for the
+	// probes of objects loaded later.
+	info *lang.Info
 	// searched are the objects whose probes were looked for (loader.go).
 	searched map[fileID]bool
-	// prog is the checked program and info what the checker recorded
-	// about it, for the probes of objects loaded later.
-	prog *lang.Program
-	info *lang.Info
-	// users caches the names username prints, by uid.
-	users map[uint64]string
 	// pid is the traced process, the -c command's or -p's (0: none);
 	// child is the -c command and process the -p process, each nil
 	// without.
@@ -401,46 +401,12 @@ type tracer struct {
 	// noFamily is why the plan gave a -c trace with probes in files no
 	// family filter (tracefs unreadable, a PID namespace); nil with one.
 	noFamily error
-
-	// attached is what the run attached, nil until it is loaded; loop
-	// runs the ring readers and the tickers.
+	// attached is what the run attached, nil until it is loaded.
 	attached *attachedSet
-	loop     *eventLoop
-
-	// out formats everything the trace prints to Out. It holds its output
-	// (outHold), and the readers flush it when their ring buffer is empty:
-	// a burst of records costs one write per 64 KiB, not one per line, and
-	// a quiet trace still prints each line at once.
-	out *output.Writer
-	// queue, when not nil, is what out writes to: it writes held output
-	// on a goroutine of its own (see outQueue).
-	queue *outQueue
-	// capture receives the records under -w; replay gives them back in
-	// a Replay, where replayErr is the first record it could not read.
-	capture   *capture.Writer
-	replay    *capture.Reader
-	replayErr error
-	// args holds the decoded fields of the record being printed (see
-	// recordArgs).
-	args []output.Value
-	// syms names code addresses for func and usym().
-	syms *symbols.Symbolizer
 	// unwind loads the tables of stack_unwind=eh_frame; nil without.
 	unwind *unwindTables
 	// files are the ELF files the run reads, each opened once.
 	files *usdt.Files
-	// bootWall is the wall-clock time of CLOCK_MONOTONIC's zero, to print
-	// bpf_ktime_get_ns times.
-	bootWall time.Time
-
-	// mu serialises everything written to Out and Err, and the map reads
-	// that print() and clear() ask for.
-	mu   sync.Mutex
-	lost uint64
-	// runErr is the first runtime error a reader met.
-	runErr error
-	// exitStatus is the code of the first exit(code) record.
-	exitStatus ExitStatus
 }
 
 // storeStart records the start time for the elapsed builtin, on the clock
@@ -636,28 +602,6 @@ func (t *tracer) finish() error {
 	return t.runErr
 }
 
-// printExitMaps prints the maps at the end of the trace, after bpftrace's
-// two newlines; with -o those go to standard output, as in bpftrace 0.17.
-// The caller holds t.mu.
-func (t *tracer) printExitMaps() error {
-	// bpftrace 0.20's config key print_maps_on_exit = 0 prints nothing.
-	if v, ok := t.prog.Setting("print_maps_on_exit"); ok && (v == "0" || v == "false") {
-		return nil
-	}
-	t.record(capture.ExitMaps, nil)
-	if t.opts.Stdout == nil {
-		maps, err := t.outputMaps()
-		if err != nil {
-			return err
-		}
-		return t.out.Exit(maps)
-	}
-	if _, err := io.WriteString(t.opts.Stdout, "\n\n"); err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	return t.printAllMaps()
-}
-
 // close releases everything, on every path out of Run: the child (killed
 // when it is still held or running), the readers, the links, the programs
 // and the maps. It ends the capture (-w), and returns the error of
@@ -693,69 +637,4 @@ func (t *tracer) close() error {
 		return t.capture.Close()
 	}
 	return nil
-}
-
-// flushOut writes the output t.out holds and waits until it is written,
-// so that what comes next on standard output or error (a system()
-// command's, a message, the maps after "\n\n") follows it. Output that
-// cannot be written (a closed pipe: EPIPE) ends the trace. The caller
-// holds t.mu, or is the only goroutine left.
-func (t *tracer) flushOut() {
-	t.writeOut(true)
-}
-
-// queueOut is flushOut for the events reader: the output goes to the
-// writer goroutine (t.queue), and the reader goes on with the next record
-// while it is written.
-func (t *tracer) queueOut() {
-	t.writeOut(false)
-}
-
-// writeOut writes the output t.out holds; with wait, it returns once the
-// writer goroutine has written it.
-func (t *tracer) writeOut(wait bool) {
-	err := t.passOut(wait)
-	if t.capture != nil && err == nil {
-		err = t.capture.Flush()
-	}
-	if err != nil {
-		t.keepErr(err)
-		t.loop.requestExit()
-	}
-}
-
-// passOut passes the output t.out holds to the writer goroutine, if any;
-// with wait, it returns once everything passed is written. It returns the
-// error of a failed write.
-func (t *tracer) passOut(wait bool) error {
-	err := t.out.Flush()
-	if t.queue == nil || err != nil {
-		return err
-	}
-	if wait {
-		err = t.queue.Sync()
-	} else {
-		err = t.queue.Err()
-	}
-	if err != nil {
-		return fmt.Errorf("write output: %w", err)
-	}
-	return nil
-}
-
-// keepRunErr records err as keepErr does, taking t.mu: for the
-// goroutines that do not hold it (interval tickers, a reader that fails,
-// Run releasing the command).
-func (t *tracer) keepRunErr(err error) {
-	t.mu.Lock()
-	t.keepErr(err)
-	t.mu.Unlock()
-}
-
-// keepErr records err (when not nil) as the run's error, unless an earlier
-// one is kept. The caller holds t.mu, or is the only goroutine left.
-func (t *tracer) keepErr(err error) {
-	if err != nil && t.runErr == nil {
-		t.runErr = err
-	}
 }

@@ -14,17 +14,17 @@ import (
 // script does not have, or a label list whose length is not the key's, is
 // an error; a map that cannot be a metric is said in a warning and left
 // out.
-func (t *tracer) checkMetrics() error {
-	c := t.opts.Metrics
+func (pr *printer) checkMetrics() error {
+	c := pr.opts.Metrics
 	if c == nil {
 		return nil
 	}
 	cfg := c.Config()
 	keyLen := map[string]int{}
-	for _, m := range t.spec.Maps {
+	for _, m := range pr.spec.Maps {
 		keyLen[m.Name] = len(m.KeyFields)
-		if !metrics.Exportable(m.Kind, m.Value) && !t.opts.NoWarnings {
-			fmt.Fprintf(t.opts.Err, "WARNING: --metrics: map %s holds values that are not numbers; it is not served as a metric\n", m.Name)
+		if !metrics.Exportable(m.Kind, m.Value) && !pr.opts.NoWarnings {
+			fmt.Fprintf(pr.opts.Err, "WARNING: --metrics: map %s holds values that are not numbers; it is not served as a metric\n", m.Name)
 		}
 	}
 	for name := range cfg.Names {
@@ -46,15 +46,15 @@ func (t *tracer) checkMetrics() error {
 
 // metricMaps reads, for a scrape, every map that can be a metric as it is
 // now; the probes keep running.
-func (t *tracer) metricMaps() ([]*output.Map, error) {
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	if t.coll == nil {
+func (pr *printer) metricMaps() ([]*output.Map, error) {
+	pr.mu.Lock()
+	defer pr.mu.Unlock()
+	if pr.coll == nil {
 		return nil, fmt.Errorf("read maps: the trace has ended")
 	}
 	// A scrape is no part of a capture (-w): what it reads is not
-	// recorded. Every use of t.capture holds t.mu.
-	defer func(c *capture.Writer) { t.capture = c }(t.capture)
-	t.capture = nil
-	return t.outputMapsWhere(func(m *codegen.Map) bool { return metrics.Exportable(m.Kind, m.Value) })
+	// recorded. Every use of pr.capture holds pr.mu.
+	defer func(c *capture.Writer) { pr.capture = c }(pr.capture)
+	pr.capture = nil
+	return pr.outputMapsWhere(func(m *codegen.Map) bool { return metrics.Exportable(m.Kind, m.Value) })
 }

@@ -19,13 +19,13 @@ import (
 // when its pid went to another process since (symbols.StackFrames). A kstack value is a
 // stack id, and a kstack the kernel did not record (the probe interrupted
 // user code) prints as nothing, as in bpftrace.
-func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
+func (pr *printer) stackText(v uint64, f layout.Field, indent string) string {
 	var addrs []uint64
 	name := codegen.StackMap(f.StackFrames)
 	if !f.StackKernel {
-		name = codegen.UserStackMap(f.StackFrames, t.opts.StackUnwind)
+		name = codegen.UserStackMap(f.StackFrames, pr.opts.StackUnwind)
 	}
-	if m := t.coll.Maps[name]; m != nil {
+	if m := pr.coll.Maps[name]; m != nil {
 		raw := make([]byte, 8*f.StackFrames)
 		if err := m.Lookup(uint32(v), raw); err == nil {
 			// The frames end at the first 0: the kernel zeroes the rest,
@@ -41,7 +41,7 @@ func (t *tracer) stackText(v uint64, f layout.Field, indent string) string {
 		}
 		return symbols.FormatStack(addrs, symbols.KernelFrame, f.StackPerf, indent)
 	}
-	return symbols.FormatStack(addrs, t.syms.StackFrames(int(v>>32), addrs), f.StackPerf, indent)
+	return symbols.FormatStack(addrs, pr.syms.StackFrames(int(v>>32), addrs), f.StackPerf, indent)
 }
 
 // siteSymbols are the symbols of the uprobe sites among sites, for the
@@ -89,10 +89,10 @@ const unwindDrain = 20 * time.Millisecond
 
 // reportUnmapped says once, at the end of the trace, how many user frames
 // printed as addresses because their process exited before its mappings
-// could be read. The caller holds t.mu.
-func (t *tracer) reportUnmapped() {
-	if n := t.syms.Unmapped(); n > 0 && !t.opts.NoWarnings {
-		fmt.Fprintf(t.opts.Err, "WARNING: %d user stack frames print as addresses: their processes exited before their memory maps could be read\n", n)
+// could be read. The caller holds pr.mu.
+func (pr *printer) reportUnmapped() {
+	if n := pr.syms.Unmapped(); n > 0 && !pr.opts.NoWarnings {
+		fmt.Fprintf(pr.opts.Err, "WARNING: %d user stack frames print as addresses: their processes exited before their memory maps could be read\n", n)
 	}
 }
 
