@@ -10,6 +10,11 @@ import (
 	"github.com/gotrace/gotrace/runtime/proc"
 )
 
+// lostPoll is how often the runtime looks for records the programs could
+// not reserve, to report them as "Lost N events" close to when they
+// happened.
+const lostPoll = 100 * time.Millisecond
+
 // eventLoop is what runs while a trace does: the two ring buffers and the
 // goroutines reading them, the channels by which a drain learns they have
 // read through, the exit signal, and the tickers (intervals, symbols,

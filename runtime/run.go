@@ -26,11 +26,6 @@ import (
 	"github.com/gotrace/gotrace/usdt"
 )
 
-// lostPoll is how often the runtime looks for records the programs could
-// not reserve, to report them as "Lost N events" close to when they
-// happened.
-const lostPoll = 100 * time.Millisecond
-
 // pollRecords is how many records the events reader handles in a burst
 // between two looks at the clock for lostPoll.
 const pollRecords = 256
@@ -356,6 +351,37 @@ func (t *tracer) startTrace(sites []plan.Site, endsAfterBegin bool) error {
 	}
 	return nil
 }
+
+// symbolsPoll is how often the mappings of the processes seen are read
+// again, for the libraries they load and the threads they start after
+// they were first seen: a -c command is first seen before it executes
+// its program.
+const symbolsPoll = 200 * time.Millisecond
+
+// keepSymbols captures the traced process (-c or -p) now and then while
+// the trace runs, so that its stacks are named after it exits. A script
+// that names no user address (no ustack, usym or func) reads nothing: a
+// capture reads the symbol tables of every file the process maps.
+func (t *tracer) keepSymbols() {
+	if !namesUserAddresses(t.spec) {
+		return
+	}
+	if t.pid != 0 {
+		t.syms.Capture(t.pid)
+	}
+	t.loop.every(symbolsPoll, t.syms.Refresh)
+	if t.unwind != nil {
+		// The eh_frame walk stops at the first frame of a process whose
+		// mappings it does not have: the records are drained more often
+		// than /proc is read, so that it has a new one's sooner.
+		t.loop.every(unwindDrain, t.syms.Drain)
+	}
+}
+
+// unwindDrain is how often the mapping records are applied when the
+// eh_frame walk needs them: a drain without records costs a read of each
+// ring's head.
+const unwindDrain = 20 * time.Millisecond
 
 // releaseChild lets the -c command leave its gate, and follows the
 // processes it starts for the files of sites. A BEGIN that called exit()

@@ -22,9 +22,9 @@
 // symbolizer, the rings), attachSites, startTrace (BEGIN, the kernel
 // probes, the readers, the command released), wait and finish (END, the
 // maps); tracer.close, deferred, releases every kernel object whatever
-// the path out. What the run attached is an attachedSet (attached.go,
-// uprobe.go); the rings, their readers, the exit signal and the tickers
-// are the eventLoop (loop.go); the printer (printer.go, print.go,
+// the path out. What the run attached is an attachedSet (attached.go);
+// the rings, their readers, the exit signal and the tickers are the
+// eventLoop (loop.go); the printer (printer.go, print.go,
 // events.go, replay.go) keeps the output, the mutex that serialises it
 // with the map reads it asks for, and the run's error and exit status,
 // and is all a Replay uses; the tracer (run.go) holds the three with the
