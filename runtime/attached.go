@@ -44,8 +44,13 @@ type attachedSet struct {
 	// verbose receives -v's notes (nil without -v), warn the warnings.
 	verbose, warn io.Writer
 
-	links []link.Link
-	extra []*ebpf.Collection
+	// mu guards links, extra and detached: the probes of a library the
+	// -c command loads are attached by the reader goroutine that sees the
+	// load (loadedObjects), while the run's end may be detaching.
+	mu       sync.Mutex
+	links    []link.Link
+	extra    []*ebpf.Collection
+	detached bool
 	// begin, end and intervals are the programs the runtime runs itself.
 	begin, end []*ebpf.Program
 	intervals  []interval
@@ -112,7 +117,7 @@ func (a *attachedSet) attach(s plan.Site) error {
 		return nil
 	case lang.ProbeProfile:
 		links, err := attach.Profile(s, prog)
-		a.links = append(a.links, links...)
+		a.keep(links...)
 		return err
 	case lang.ProbeTracepoint, lang.ProbeSoftware, lang.ProbeHardware, lang.ProbeWatchpoint,
 		lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
@@ -138,14 +143,14 @@ func (a *attachedSet) attachKernel(s plan.Site) error {
 	switch s.Attachment.Kind {
 	case lang.ProbeSoftware, lang.ProbeHardware:
 		links, err := attach.PerfCounter(s, prog)
-		a.links = append(a.links, links...)
+		a.keep(links...)
 		return err
 	case lang.ProbeWatchpoint:
 		// Asked only here, so that scripts without watchpoints open no
 		// breakpoint of their own.
 		bp := capability.Of(capability.Breakpoints)
 		links, err := attach.Watchpoint(s, prog, a.watchPID, a.watchChild)
-		a.links = append(a.links, links...)
+		a.keep(links...)
 		if err == nil && !bp.Available && !bp.Unknown {
 			fmt.Fprintf(a.warn, "WARNING: %s: the probe will not fire: hardware breakpoints attach on this machine but are not delivered (tried by gotrace: %s)\n", s.Attachment.Probe, bp.Evidence)
 		}
@@ -155,14 +160,14 @@ func (a *attachedSet) attachKernel(s plan.Site) error {
 		if err != nil {
 			return err
 		}
-		a.links = append(a.links, l)
+		a.keep(l)
 		return nil
 	}
 	l, err := attach.Tracepoint(s, prog)
 	if err != nil {
 		return err
 	}
-	a.links = append(a.links, l)
+	a.keep(l)
 	return nil
 }
 
@@ -177,7 +182,7 @@ func (a *attachedSet) attachProbe(s plan.Site, prog *ebpf.Program) error {
 	if err != nil {
 		return err
 	}
-	a.links = append(a.links, l)
+	a.keep(l)
 	if a.verbose != nil {
 		fmt.Fprintf(a.verbose, "attached %s to %s (semaphore at offset %#x)\n", s.Attachment.Probe, s.Where(), s.USDT.SemaphoreOffset)
 	}
@@ -200,7 +205,7 @@ func (a *attachedSet) attachGroup(g attach.Group, prog *ebpf.Program, spec *ebpf
 	}
 	l, err := attach.UprobeMulti(g, prog, a.execs, a.uprobePID)
 	if err == nil {
-		a.links = append(a.links, l)
+		a.keep(l)
 		if a.verbose != nil {
 			fmt.Fprintf(a.verbose, "attached %s to %d locations of %s with one uprobe_multi link\n", g.Sites[0].Attachment.Probe, len(g.Sites), g.Sites[0].Path)
 		}
@@ -241,36 +246,53 @@ func (a *attachedSet) loadPerfUprobe(spec *ebpf.CollectionSpec, name string) (*e
 	return coll.Programs[name], nil
 }
 
-// keep adds a link the run made itself (the family's, the loader's) to
-// those detach closes.
-func (a *attachedSet) keep(l link.Link) {
-	a.links = append(a.links, l)
+// keep adds links to those detach closes. Once the set is detached, a
+// link made late (a library the command loaded as the trace ended) is
+// closed at once: no probe outlives the run's end, and no semaphore stays
+// raised in the traced process.
+func (a *attachedSet) keep(links ...link.Link) {
+	a.mu.Lock()
+	if !a.detached {
+		a.links = append(a.links, links...)
+		links = nil
+	}
+	a.mu.Unlock()
+	closeLinks(links)
 }
 
 // keepCollection adds a collection loaded after the first (for the
 // probes of a library the command loaded) to those close closes.
 func (a *attachedSet) keepCollection(c *ebpf.Collection) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	a.extra = append(a.extra, c)
 }
 
 // detach closes every link, so that no probe fires any more and the
-// semaphores of a traced process go back to zero. Without a set (the run
-// ended before loading) there is nothing to close.
-//
-// The links are closed all at once: the kernel waits for an RCU grace
-// period (tens of milliseconds) in each uprobe's teardown, and closes made
-// in parallel share their grace periods. One after another, the 531 USDT
-// locations of libjvm.so took 100 s to detach.
+// semaphores of a traced process go back to zero, and closes the links
+// kept after it at once (keep). Without a set (the run ended before
+// loading) there is nothing to close.
 func (a *attachedSet) detach() {
 	if a == nil {
 		return
 	}
+	a.mu.Lock()
+	links := a.links
+	a.links, a.detached = nil, true
+	a.mu.Unlock()
+	closeLinks(links)
+}
+
+// closeLinks closes links all at once: the kernel waits for an RCU grace
+// period (tens of milliseconds) in each uprobe's teardown, and closes made
+// in parallel share their grace periods. One after another, the 531 USDT
+// locations of libjvm.so took 100 s to detach.
+func closeLinks(links []link.Link) {
 	var wg sync.WaitGroup
-	for _, l := range a.links {
+	for _, l := range links {
 		wg.Go(func() { l.Close() })
 	}
 	wg.Wait()
-	a.links = nil
 }
 
 // close closes the collections loaded after the first; detach comes
@@ -279,9 +301,12 @@ func (a *attachedSet) close() {
 	if a == nil {
 		return
 	}
+	a.mu.Lock()
+	defer a.mu.Unlock()
 	for _, c := range a.extra {
 		c.Close()
 	}
+	a.extra = nil
 }
 
 // runProgram runs a BEGIN, END or interval program once, in the kernel,

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
@@ -49,6 +50,12 @@ type ring struct {
 	// closed is set by Close, before the descriptor goes, so that the
 	// reader's wait can tell the close from another error.
 	closed atomic.Bool
+	// reading is held by ReadInto while it reads or waits, and by Close
+	// before the ring is unmapped (rd.Close): the wait asks how much the
+	// ring holds (AvailableBytes), which reads the mapped ring without
+	// cilium/ebpf's lock, and must not read it while it is unmapped.
+	// Close wakes a waiting reader first, by closing file.
+	reading sync.Mutex
 }
 
 // pastDeadline is a deadline that has passed: the reader's own poller is
@@ -82,6 +89,8 @@ func (r *ring) SetDeadline(t time.Time) { r.deadline = t }
 // ReadInto reads the next record into rec, waiting for one until the
 // deadline.
 func (r *ring) ReadInto(rec *ringbuf.Record) error {
+	r.reading.Lock()
+	defer r.reading.Unlock()
 	for {
 		err := r.rd.ReadInto(rec)
 		if err == nil {
@@ -139,6 +148,8 @@ func (r *ring) Flush() error {
 func (r *ring) Close() error {
 	r.closed.Store(true)
 	err := r.file.Close()
+	r.reading.Lock()
+	defer r.reading.Unlock()
 	if cerr := r.rd.Close(); err == nil {
 		err = cerr
 	}

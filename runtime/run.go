@@ -227,7 +227,10 @@ func (t *tracer) loadPlan(pl *plan.Plan) error {
 	if t.unwind != nil {
 		t.syms.OnMappings(t.unwind.setProcess)
 	}
-	if namesUserAddresses(t.spec) {
+	// Read once, before the readers start: the spec grows under them
+	// when the -c command loads a library (loadedObjects).
+	t.namesUser = namesUserAddresses(t.spec)
+	if t.namesUser {
 		// Before the command runs (it is held at its gate): the kernel's
 		// mapping records keep the maps of processes that exit before
 		// /proc is read. Without them /proc is read as before.
@@ -363,7 +366,7 @@ const symbolsPoll = 200 * time.Millisecond
 // that names no user address (no ustack, usym or func) reads nothing: a
 // capture reads the symbol tables of every file the process maps.
 func (t *tracer) keepSymbols() {
-	if !namesUserAddresses(t.spec) {
+	if !t.namesUser {
 		return
 	}
 	if t.pid != 0 {
@@ -433,6 +436,10 @@ type tracer struct {
 	unwind *unwindTables
 	// files are the ELF files the run reads, each opened once.
 	files *usdt.Files
+	// namesUser says whether the program names user addresses (ustack,
+	// usym, func; namesUserAddresses), so that the traced process's
+	// symbols are kept.
+	namesUser bool
 }
 
 // storeStart records the start time for the elapsed builtin, on the clock
