@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # The project's one test command (the README's and CI's): go vet, a
-# go mod tidy check, a gofmt check, every test once (go test -count=1 ./...), the Debian package's
+# go mod tidy check, a gofmt check, every test once (go test -count=1 ./...),
+# the runtime's tests again under the race detector, the Debian package's
 # install and removal (hack/package-test.sh) and a bounded run of every
 # fuzz target. It runs every step even when one fails and exits non-zero if
 # any did, so one CI run shows every problem.
@@ -113,6 +114,17 @@ fi
 rm -rf "$(dirname "$testlog")"
 
 phase_done "go test"
+
+step go test -race -count=1 ./runtime/...
+# The run's goroutines (ring readers, the out queue, tickers, a -c
+# command's library loads attached by a reader) meet in package runtime
+# and below: its tests once more under the race detector (about a
+# minute on 2 cores). A data race there is a failure, not a warning.
+if ! go test -race -count=1 -timeout 20m ./runtime/...; then
+	failed+=("go test -race")
+fi
+
+phase_done "race"
 
 step hack/package-test.sh
 # The Debian package, installed with apt and removed again: needs root.
