@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sync"
 	"time"
 
@@ -319,4 +320,74 @@ func runProgram(prog *ebpf.Program) error {
 	}
 	_, err := prog.Run(opts)
 	return err
+}
+
+// chooseUprobes chooses how usdt and uprobe programs are attached: for a
+// script without them, as the zero Mode says, with nothing asked.
+// Asking the kernel whether it has uprobe_multi links loads and attaches
+// test programs (6% of the CPU time of BEGIN { exit(); }): only a script
+// with usdt or uprobe probes needs the answer.
+func (t *tracer) chooseUprobes() attach.Mode {
+	if !slices.ContainsFunc(t.spec.Attachments, func(a codegen.Attachment) bool { return plan.UserKind(a.Kind) }) {
+		if t.opts.Verbose {
+			fmt.Fprintln(t.opts.Err, "uprobes: none in the script")
+		}
+		return attach.PerfUprobes
+	}
+	mode, why := attach.ChooseMode(t.opts.NoUprobeMulti, t.uprobePID())
+	if t.opts.Verbose {
+		fmt.Fprintf(t.opts.Err, "uprobes: %s", mode)
+		if why != "" {
+			fmt.Fprintf(t.opts.Err, " (%s)", why)
+		}
+		fmt.Fprintln(t.opts.Err)
+	}
+	return mode
+}
+
+// newAttachedSet returns the set the run attaches to, the programs of
+// t.coll attached for uprobes as mode says, for the traced process.
+func (t *tracer) newAttachedSet(mode attach.Mode) *attachedSet {
+	a := &attachedSet{
+		coll:       t.coll,
+		uprobes:    mode,
+		execs:      attach.NewExecutables(t.files),
+		uprobePID:  t.uprobePID(),
+		watchPID:   t.pid,
+		watchChild: t.child != nil,
+		warn:       t.opts.Err,
+	}
+	if t.opts.Verbose {
+		a.verbose = t.opts.Err
+	}
+	return a
+}
+
+// attachSites attaches the sites of the plan, the family's programs and
+// the loader's, and says how many probes are attached ("Attaching N
+// probes..." before, bpftrace 0.24's "Attached N probes" after). The
+// kernel probes wait for BEGIN (startTrace).
+func (t *tracer) attachSites(sites []plan.Site, objs []string) error {
+	// An attach point waiting for a library the command loads later
+	// counts as one probe: it is attached, if found, before the
+	// library's code runs. 0.17 says it is attaching them, the newer
+	// behaviour that it has (bpftrace 0.24).
+	probes := len(sites) + len(t.waiting())
+	if !t.opts.Quiet && !t.prog.Newer {
+		if err := t.attaching(probes); err != nil {
+			return err
+		}
+	}
+	if err := t.attached.attachAll(sites, t.coll, t.spec.Collection); err != nil {
+		return err
+	}
+	if err := t.keepFamily(); err != nil {
+		return err
+	}
+	if !t.opts.Quiet && t.prog.Newer {
+		if err := t.attaching(probes); err != nil {
+			return err
+		}
+	}
+	return t.watchLoader(objs)
 }

@@ -18,6 +18,8 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/plan"
+	"github.com/gotrace/gotrace/runtime/symbols"
 )
 
 // verifierTail is how many lines of a verifier log an error shows: enough
@@ -283,4 +285,51 @@ func kernelFuncLoadError(spec *codegen.Spec, err error) error {
 		}
 	}
 	return err
+}
+
+// loadPlan loads the plan: its spec becomes the collection of programs and
+// maps, with the unwind tables and the symbolizer they read, the ring
+// readers opened and the capture's header written. Nothing is attached.
+func (t *tracer) loadPlan(pl *plan.Plan) error {
+	t.spec = pl.Spec
+	t.familyRecs, t.noFamily = pl.Family, pl.NoFamily
+	if t.opts.Compiled != nil {
+		t.opts.Compiled()
+	}
+	if err := t.checkMetrics(); err != nil {
+		return err
+	}
+	if len(pl.Sites) == 0 && t.spec.LoaderProgram == "" {
+		return plan.ErrNoProbes
+	}
+	t.syms = symbols.New(t.pid, siteSymbols(pl.Sites), t.files)
+	// The unwind tables follow the mappings symbols learns, from the
+	// start of tracking: the maps exist before the collection.
+	var err error
+	if t.unwind, err = newUnwindTables(t.spec.Collection, t.verbosef); err != nil {
+		return err
+	}
+	if t.unwind != nil {
+		t.syms.OnMappings(t.unwind.setProcess)
+	}
+	// Read once, before the readers start: the spec grows under them
+	// when the -c command loads a library (loadedObjects).
+	t.namesUser = namesUserAddresses(t.spec)
+	if t.namesUser {
+		// Before the command runs (it is held at its gate): the kernel's
+		// mapping records keep the maps of processes that exit before
+		// /proc is read. Without them /proc is read as before.
+		if err := t.syms.Track(t.pid); err != nil && t.opts.Verbose {
+			fmt.Fprintf(t.opts.Err, "symbols: %v; memory maps are read from /proc only\n", err)
+		}
+	}
+	mode := t.chooseUprobes()
+	if t.coll, err = load(loadSpec(mode, t.spec), t.unwind.replacements()); err != nil {
+		return kernelFuncLoadError(t.spec, err)
+	}
+	t.attached = t.newAttachedSet(mode)
+	if err := t.loop.openRings(t.coll.Maps[t.spec.EventsMap], t.coll.Maps[t.spec.ControlMap]); err != nil {
+		return err
+	}
+	return t.startCapture()
 }

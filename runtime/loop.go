@@ -1,14 +1,43 @@
 package runtime
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"sync"
 	"time"
 
 	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/ringbuf"
+	"golang.org/x/sys/unix"
 
+	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/runtime/capture"
+	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/proc"
 )
+
+// pollRecords is how many records the events reader handles in a burst
+// between two looks at the clock for lostPoll.
+const pollRecords = 256
+
+// symbolsPoll is how often the mappings of the processes seen are read
+// again, for the libraries they load and the threads they start after
+// they were first seen: a -c command is first seen before it executes
+// its program.
+const symbolsPoll = 200 * time.Millisecond
+
+// unwindDrain is how often the mapping records are applied when the
+// eh_frame walk needs them: a drain without records costs a read of each
+// ring's head.
+const unwindDrain = 20 * time.Millisecond
+
+// readerNap is how soon the events reader looks at its ring again after
+// reading records, whether or not a record woke it: the programs write
+// the records of a burst without waking it (codegen.EventsWakeGap), so
+// the last records of a burst wait for this nap rather than for the next
+// lostPoll.
+const readerNap = codegen.EventsWakeGap + time.Millisecond
 
 // lostPoll is how often the runtime looks for records the programs could
 // not reserve, to report them as "Lost N events" close to when they
@@ -21,6 +50,9 @@ const lostPoll = 100 * time.Millisecond
 // the family's follower). It owns those goroutines and ends them (stop,
 // closeReaders); what a record does is the tracer's (tracer.read), and the
 // loop touches neither the output nor t.mu.
+//
+// The tracer's side of the loop is in this file too: startTrace, the
+// stage that runs BEGIN and starts the loop, and read, each reader's body.
 type eventLoop struct {
 	events, control *ring
 	// readers counts the reader goroutines; flushed receives one value
@@ -202,4 +234,170 @@ func (l *eventLoop) closeReaders(keepWeight bool) {
 	if l.favoured != nil && !keepWeight {
 		l.favoured.Undo()
 	}
+}
+
+// startTrace runs BEGIN, attaches the kernel probes unless BEGIN called
+// exit(), starts the readers, lets the -c command run, and starts the
+// goroutines that run while the trace does: the family's follower, the
+// symbols' refresh, the interval tickers, the metrics' source.
+func (t *tracer) startTrace(sites []plan.Site, endsAfterBegin bool) error {
+	if err := t.storeStart(); err != nil {
+		return err
+	}
+	for _, prog := range t.attached.begin {
+		if err := runProgram(prog); err != nil {
+			return fmt.Errorf("run BEGIN: %w", err)
+		}
+	}
+	if !t.exitedEarly() {
+		if err := t.attached.attachKernelProbes(); err != nil {
+			return err
+		}
+	}
+	// BEGIN's output waits in the ring buffer until every probe is
+	// attached, as bpftrace prints it: a tool's header says it is tracing.
+	t.notifyAttached()
+	t.loop.startReaders(!t.exitedEarly(), t.read)
+	t.releaseChild(sites)
+	// Current bpftrace ends a script of begin and end probes after begin;
+	// with -c or -p it traces until the process ends.
+	if endsAfterBegin && t.child == nil && t.process == nil {
+		t.loop.requestExit()
+	}
+	t.keepSymbols()
+	t.loop.startIntervals(t.attached.intervals, t.keepRunErr)
+	if t.opts.Metrics != nil {
+		t.opts.Metrics.SetSource(t.metricMaps)
+	}
+	return nil
+}
+
+// keepSymbols captures the traced process (-c or -p) now and then while
+// the trace runs, so that its stacks are named after it exits. A script
+// that names no user address (no ustack, usym or func) reads nothing: a
+// capture reads the symbol tables of every file the process maps.
+func (t *tracer) keepSymbols() {
+	if !t.namesUser {
+		return
+	}
+	if t.pid != 0 {
+		t.syms.Capture(t.pid)
+	}
+	t.loop.every(symbolsPoll, t.syms.Refresh)
+	if t.unwind != nil {
+		// The eh_frame walk stops at the first frame of a process whose
+		// mappings it does not have: the records are drained more often
+		// than /proc is read, so that it has a new one's sooner.
+		t.loop.every(unwindDrain, t.syms.Drain)
+	}
+}
+
+// storeStart records the start time for the elapsed builtin, on the clock
+// of bpf_ktime_get_ns.
+func (t *tracer) storeStart() error {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return fmt.Errorf("read the clock: %w", err)
+	}
+	t.bootWall = time.Now().Add(-time.Duration(ts.Nano()))
+	t.recordUint64(capture.Clock, uint64(t.bootWall.UnixNano()))
+	m := t.coll.Maps[t.spec.StartMap]
+	if m == nil {
+		return nil
+	}
+	if err := m.Put(uint32(0), uint64(ts.Nano())); err != nil {
+		return fmt.Errorf("store start time: %w", err)
+	}
+	return nil
+}
+
+// read handles the records of one ring buffer until the reader is closed:
+// it is what each reader goroutine of t.loop runs (startReaders), where
+// the loop's rings meet what the records print, under t.mu.
+// After a Flush it signals flushed (when not nil). With a poll period, it
+// also reports lost records and writes held output that often, busy or
+// idle: the events reader does it itself rather than a goroutine of its
+// own, which would hold t.mu on an unfavoured thread and stall the
+// reader whenever the scheduler left that thread waiting. With a poll
+// period it also naps: after the ring is empty it looks again readerNap
+// later, and goes back to waiting up to the poll period only when a nap
+// found nothing.
+func (t *tracer) read(rd *ring, flushed chan<- struct{}, poll time.Duration) {
+	var rec ringbuf.Record
+	// next is when lost records are next reported; deadline is the
+	// reader's deadline, no later than next.
+	var next, deadline time.Time
+	if poll > 0 {
+		next = time.Now().Add(poll)
+		deadline = next
+		rd.SetDeadline(deadline)
+	}
+	for n := 0; ; n++ {
+		err := rd.ReadInto(&rec)
+		timedOut := errors.Is(err, os.ErrDeadlineExceeded)
+		// The clock is read when the ring is empty or every
+		// pollRecords records, not for each record of a burst.
+		due := timedOut || err == nil && (rec.Remaining == 0 || n%pollRecords == 0)
+		if poll > 0 && due {
+			now := time.Now()
+			if now.After(next) {
+				t.mu.Lock()
+				t.reportLost()
+				// Also bounds how long a line can stay held should the
+				// emptiness check below ever miss it.
+				t.queueOut()
+				t.mu.Unlock()
+				next = now.Add(poll)
+				deadline = next
+			}
+			switch {
+			case err == nil && rec.Remaining == 0:
+				// The ring is empty: nap.
+				deadline = now.Add(readerNap)
+				if deadline.After(next) {
+					deadline = next
+				}
+			case timedOut && !now.Before(deadline):
+				// A nap that found nothing (it would have ended in
+				// an empty ring, above, and moved the deadline).
+				deadline = next
+			}
+			rd.SetDeadline(deadline)
+		}
+		switch {
+		case errors.Is(err, os.ErrDeadlineExceeded):
+		case err == nil:
+			t.mu.Lock()
+			err = t.handle(rec.RawSample)
+			t.keepErr(err)
+			// Remaining is what the ring held when the record was
+			// read: no second look at the producer's position, a
+			// cache line the kernel keeps writing.
+			if rec.Remaining == 0 {
+				t.queueOut()
+			}
+			t.mu.Unlock()
+			if err != nil {
+				t.loop.requestExit()
+			}
+		case errors.Is(err, ringbuf.ErrFlushed):
+			if flushed != nil {
+				flushed <- struct{}{}
+			}
+		case errors.Is(err, os.ErrClosed):
+			return
+		default:
+			t.keepRunErr(fmt.Errorf("read ring buffer: %w", err))
+			t.loop.requestExit()
+			return
+		}
+	}
+}
+
+// exitedEarly reports whether exit() has run already, by the flag it
+// sets: its record is read by another goroutine.
+func (t *tracer) exitedEarly() bool {
+	m := t.coll.Maps[t.spec.ExitedMap]
+	var flag uint64
+	return m != nil && m.Lookup(uint32(0), &flag) == nil && flag != 0
 }
