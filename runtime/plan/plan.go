@@ -101,18 +101,22 @@ type Plan struct {
 // Make computes the plan of p, which has been through lang.Analyze
 // (info is what the checker found) and is handed over resolved
 // (info.ResolvedProgram, done once by the caller, as Run does at its top),
-// for a run on in: it parses the
+// for a run on in, in the order read, decide, compile: it parses the
 // uprobes' function fields, reads the host once (gatherHost), applies the
-// rules to what it read and compiles what matched (resolve), and plans
-// the sites.
+// rules to what it read (resolve), compiles what matched (compile), and
+// plans the sites of the compiled attachments.
 func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 	fields := parseFuncFields(p)
 	h := gatherHost(p, in)
-	r, err := resolve(p, fields, info, h, in)
+	r, err := resolve(p, fields, h, in)
 	if err != nil {
 		return nil, err
 	}
-	sites, err := planSites(r.spec, fields, r.places, h, in.Unsafe)
+	spec, err := compile(r, info, in)
+	if err != nil {
+		return nil, err
+	}
+	sites, err := planSites(spec, fields, r.places, h, in.Unsafe)
 	if err != nil {
 		return nil, err
 	}
@@ -120,7 +124,7 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 	if in.ChildPID != 0 {
 		pid = in.ChildPID
 	}
-	return &Plan{Spec: r.spec, Sites: sites, PID: pid, Family: r.family, NoFamily: r.noFamily}, nil
+	return &Plan{Spec: spec, Sites: sites, PID: pid, Family: r.family, NoFamily: r.noFamily}, nil
 }
 
 // Compile resolves the attach points of p for a run on in and compiles
@@ -129,11 +133,21 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) {
 	fields := parseFuncFields(p)
 	h := gatherHost(p, in)
-	r, err := resolve(p, fields, info, h, in)
+	r, err := resolve(p, fields, h, in)
 	if err != nil {
 		return nil, err
 	}
-	return r.spec, nil
+	return compile(r, info, in)
+}
+
+// compile runs the code generator on what r matched, with info, the
+// checker's record of the program: with the usdt probes it matched, the
+// -c command's PID, whether its library loads are watched and the family
+// filter chosen. It decides nothing: the rules have run.
+func compile(r *resolution, info *lang.Info, in Input) (*codegen.Spec, error) {
+	copts := in.Codegen
+	copts.USDT, copts.ChildPID, copts.WatchLoader, copts.Family = r.probes, uint32(in.ChildPID), r.watch, r.family
+	return codegen.Compile(r.matched, info, copts)
 }
 
 // funcFields holds the function field of every uprobe and uretprobe

@@ -67,21 +67,17 @@ type resolution struct {
 	// trace that could have one has none (chooseFamily).
 	family   *codegen.FamilyRecords
 	noFamily error
-	// spec is matched as the code generator compiled it.
-	spec *codegen.Spec
 }
 
 // resolve applies the rules of resolution to p, whose uprobes' function
 // fields are fields, and to what h read of the host, in order, each once:
 // it refuses the attach points this kernel cannot serve, resolves usdt
 // probes, expands uprobe and kprobe wildcards and names, places the
-// uprobes (checking addresses), applies the missing-probe policy, and
-// runs the code generator on what matched, with the usdt probes, the -c
-// command's PID, whether its library loads are watched and its family
-// filter (chooseFamily). info is the
-// checker's; fields gets the fields of the attach points the wildcards
-// expand to.
-func resolve(p *lang.Program, fields funcFields, info *lang.Info, h *hostFacts, in Input) (*resolution, error) {
+// uprobes (checking addresses) and applies the missing-probe policy; it
+// also chooses the -c command's family filter (chooseFamily). fields
+// gets the fields of the attach points the wildcards expand to. What it
+// decided is compiled afterwards (compile).
+func resolve(p *lang.Program, fields funcFields, h *hostFacts, in Input) (*resolution, error) {
 	// A -c command's probes without a path may be in a library it loads
 	// later: those are looked for again then (see Loaded).
 	watch := in.Command != "" && h.wildUSDT
@@ -121,13 +117,7 @@ func resolve(p *lang.Program, fields funcFields, info *lang.Info, h *hostFacts, 
 	if err := applyMissingPolicy(p, fields, matches, h, in, len(matched.Probes) > 0 || watch, watch); err != nil {
 		return nil, err
 	}
-	copts := in.Codegen
-	copts.USDT, copts.ChildPID, copts.WatchLoader, copts.Family = probes, uint32(in.ChildPID), watch, family
-	spec, err := codegen.Compile(matched, info, copts)
-	if err != nil {
-		return nil, err
-	}
-	return &resolution{matched: matched, probes: probes, places: places, watch: watch, family: family, noFamily: noFamily, spec: spec}, nil
+	return &resolution{matched: matched, probes: probes, places: places, watch: watch, family: family, noFamily: noFamily}, nil
 }
 
 // matchSymbols returns the sorted, distinct names of the symbols that
