@@ -7,10 +7,12 @@
 // to what it read (resolve.go: kernel support and watchpoint addresses,
 // usdt probes, uprobe and kprobe wildcards, bare and C++ names; the
 // uprobes' places, offsets and instruction boundaries in boundary.go;
-// the -p mapping checks and the missing-probe policy in missing.go);
-// the code generator then compiles what matched, and the sites say where
+// the -p mapping checks and the missing-probe policy in missing.go; the
+// -c command's family filter in family.go); the code generator then
+// compiles what the rules decided (compile), and the sites say where
 // each program goes: the file, the file offset, the semaphore, the
-// cookie.
+// cookie. The plan carries its choices to the runtime (Plan.Family), which
+// creates what they say.
 //
 // The package never loads a program nor attaches one: the runtime's
 // attach files execute the sites without resolving anything again.
