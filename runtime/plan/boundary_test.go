@@ -3,10 +3,11 @@ package plan
 import (
 	"debug/elf"
 	"fmt"
-	"github.com/gotrace/gotrace/lang/attachpoint"
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
 
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/testenv"

@@ -14,6 +14,7 @@ import (
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
+	"github.com/gotrace/gotrace/runtime/tracefs"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -370,6 +371,44 @@ func kernelFunctions() ([]string, error) {
 		return funcs, nil
 	}
 	return kernelFunctionNames()
+}
+
+// TraceableFunctions returns the kernel functions kprobes can attach to,
+// in tracefs's available_filter_functions order: the list bpftrace
+// matches kprobe wildcards and -l against. A function of a module is
+// listed by its name alone, without the "[module]" the file adds. Names
+// with a dot, the compiler's copies of a function (vfs_statfs.part.0.isra.0),
+// are left out as bpftrace 0.17 leaves them out: vfscount.bt's kprobe:vfs_*
+// attaches 72 probes in Debian's 6.1 under both (internal/vmtest), not 74.
+func TraceableFunctions() ([]string, error) {
+	dir, err := tracefs.Find(os.Geteuid() == 0)
+	if err != nil {
+		return nil, err
+	}
+	b, err := os.ReadFile(filepath.Join(dir, "available_filter_functions"))
+	if err != nil {
+		return nil, fmt.Errorf("read traceable kernel functions: %w", err)
+	}
+	var names []string
+	for _, line := range strings.Split(string(b), "\n") {
+		if name, _, _ := strings.Cut(line, " "); name != "" && !strings.Contains(name, ".") {
+			names = append(names, name)
+		}
+	}
+	return names, nil
+}
+
+// kernelFunctionNames returns the names of /proc/kallsyms, in its order.
+func kernelFunctionNames() ([]string, error) {
+	syms, err := symbols.KernelSymbols()
+	if err != nil {
+		return nil, err
+	}
+	names := make([]string, len(syms))
+	for i, s := range syms {
+		names[i] = s.Name
+	}
+	return names, nil
 }
 
 // WildcardPath reports whether a usdt or uprobe target means "every

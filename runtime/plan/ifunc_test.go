@@ -1,9 +1,10 @@
 package plan
 
 import (
-	"github.com/gotrace/gotrace/lang/attachpoint"
 	"strings"
 	"testing"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
 
 	"github.com/gotrace/gotrace/lang"
 )

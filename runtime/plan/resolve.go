@@ -1,11 +1,8 @@
 package plan
 
 import (
-	"bufio"
 	"debug/elf"
 	"fmt"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -14,9 +11,6 @@ import (
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
-	"github.com/gotrace/gotrace/runtime/proc"
-	"github.com/gotrace/gotrace/runtime/symbols"
-	"github.com/gotrace/gotrace/runtime/tracefs"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -351,44 +345,6 @@ func expandObjects(ap *lang.AttachPoint, field attachpoint.Func, fields funcFiel
 	return aps, nil
 }
 
-// TraceableFunctions returns the kernel functions kprobes can attach to,
-// in tracefs's available_filter_functions order: the list bpftrace
-// matches kprobe wildcards and -l against. A function of a module is
-// listed by its name alone, without the "[module]" the file adds. Names
-// with a dot, the compiler's copies of a function (vfs_statfs.part.0.isra.0),
-// are left out as bpftrace 0.17 leaves them out: vfscount.bt's kprobe:vfs_*
-// attaches 72 probes in Debian's 6.1 under both (internal/vmtest), not 74.
-func TraceableFunctions() ([]string, error) {
-	dir, err := tracefs.Find(os.Geteuid() == 0)
-	if err != nil {
-		return nil, err
-	}
-	b, err := os.ReadFile(filepath.Join(dir, "available_filter_functions"))
-	if err != nil {
-		return nil, fmt.Errorf("read traceable kernel functions: %w", err)
-	}
-	var names []string
-	for _, line := range strings.Split(string(b), "\n") {
-		if name, _, _ := strings.Cut(line, " "); name != "" && !strings.Contains(name, ".") {
-			names = append(names, name)
-		}
-	}
-	return names, nil
-}
-
-// kernelFunctionNames returns the names of /proc/kallsyms, in its order.
-func kernelFunctionNames() ([]string, error) {
-	syms, err := symbols.KernelSymbols()
-	if err != nil {
-		return nil, err
-	}
-	names := make([]string, len(syms))
-	for i, s := range syms {
-		names[i] = s.Name
-	}
-	return names, nil
-}
-
 // expandWildcard returns an attach point per symbol name that uprobe
 // attach point ap, whose function field is field, matched, each with the
 // field's non-zero offset (+2) after the name; their fields are added to
@@ -414,112 +370,6 @@ func matchUSDT(ap *lang.AttachPoint, pr *usdt.Probe) bool {
 		return false
 	}
 	return attachpoint.Star.Match(ap.Func, pr.Name)
-}
-
-// CommandObjects returns the executable of a -c command, looked up on PATH,
-// followed by the shared libraries it needs at start-up, in load order:
-// the objects its attach points without a path look in. They are read
-// through files, which keeps them open: a plan made with the same files
-// opens none of them again.
-func CommandObjects(command string, files *usdt.Files) ([]string, error) {
-	path, err := proc.CommandPath(command)
-	if err != nil {
-		return nil, err
-	}
-	return append([]string{path}, neededLibraries(path, files)...), nil
-}
-
-// neededLibraries resolves the DT_NEEDED closure of an executable the way
-// the dynamic loader would find it: RPATH/RUNPATH (with $ORIGIN),
-// LD_LIBRARY_PATH, the ld.so.conf directories and the default ones.
-// Libraries that cannot be found are left out: the loader would fail on
-// them, and the command with it. The objects are read through files.
-func neededLibraries(exe string, files *usdt.Files) []string {
-	dirs := loaderDirs()
-	seen := map[string]bool{exe: true}
-	var libs []string
-	queue := []string{exe}
-	for len(queue) > 0 {
-		obj := queue[0]
-		queue = queue[1:]
-		f, err := files.Open(obj)
-		if err != nil {
-			continue
-		}
-		needed, runpaths := f.Libraries()
-		var search []string
-		for _, v := range runpaths {
-			for _, d := range strings.Split(v, ":") {
-				search = append(search, strings.ReplaceAll(d, "$ORIGIN", filepath.Dir(obj)))
-			}
-		}
-		search = append(search, dirs...)
-		for _, name := range needed {
-			path := findLibrary(name, search)
-			if path == "" || seen[path] {
-				continue
-			}
-			seen[path] = true
-			libs = append(libs, path)
-			queue = append(queue, path)
-		}
-	}
-	return libs
-}
-
-func findLibrary(name string, dirs []string) string {
-	if strings.ContainsRune(name, '/') {
-		return name
-	}
-	for _, d := range dirs {
-		p := filepath.Join(d, name)
-		if _, err := os.Stat(p); err == nil {
-			if real, err := filepath.EvalSymlinks(p); err == nil {
-				return real
-			}
-			return p
-		}
-	}
-	return ""
-}
-
-// loaderDirs lists the directories the dynamic loader searches after a
-// library's own RPATH/RUNPATH.
-func loaderDirs() []string {
-	var dirs []string
-	if v := os.Getenv("LD_LIBRARY_PATH"); v != "" {
-		dirs = append(dirs, strings.Split(v, ":")...)
-	}
-	dirs = append(dirs, ldSoConfDirs("/etc/ld.so.conf", 0)...)
-	return append(dirs, "/lib/x86_64-linux-gnu", "/usr/lib/x86_64-linux-gnu", "/lib64", "/usr/lib64", "/lib", "/usr/lib")
-}
-
-// ldSoConfDirs reads an ld.so.conf file and the files it includes.
-func ldSoConfDirs(conf string, depth int) []string {
-	f, err := os.Open(conf)
-	if err != nil || depth > 4 {
-		return nil
-	}
-	defer f.Close()
-	var dirs []string
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := strings.TrimSpace(sc.Text())
-		if i := strings.IndexByte(line, '#'); i >= 0 {
-			line = strings.TrimSpace(line[:i])
-		}
-		if rest, ok := strings.CutPrefix(line, "include "); ok {
-			matches, _ := filepath.Glob(strings.TrimSpace(rest))
-			for _, m := range matches {
-				dirs = append(dirs, ldSoConfDirs(m, depth+1)...)
-			}
-			continue
-		}
-		if line != "" {
-			dirs = append(dirs, line)
-		}
-	}
-	return dirs
 }
 
 // attachError reports a problem with an attach point at its place in the
