@@ -159,3 +159,21 @@ func (pr *printer) keepErr(err error) {
 		pr.runErr = err
 	}
 }
+
+// outHold is how much output the tracer holds before it writes it.
+const outHold = 64 << 10
+
+// newOutput returns the writer that formats a run's or a replay's output
+// in format to w, as opts ask: held (outHold) unless each line is written
+// at once (-B line, -B none), and the maps offered to opts.TakeMap first,
+// unless the trace is captured (-w), where nothing is printed.
+func newOutput(w io.Writer, format output.Format, opts Options) *output.Writer {
+	out := output.NewWriter(w, format)
+	if !opts.LineBuffered {
+		out.Hold(outHold)
+	}
+	if opts.TakeMap != nil && opts.Capture == nil {
+		out.Divert(opts.TakeMap)
+	}
+	return out
+}

@@ -305,14 +305,8 @@ func Replay(r io.Reader, opts Options) error {
 		prog:   &lang.Program{File: h.File, Source: h.Source, Newer: h.Newer},
 		spec:   spec,
 		loop:   newEventLoop(),
-		out:    output.NewWriter(opts.Out, format),
+		out:    newOutput(opts.Out, format, opts),
 		replay: rd,
-	}
-	if !opts.LineBuffered {
-		pr.out.Hold(outHold)
-	}
-	if opts.TakeMap != nil {
-		pr.out.Divert(opts.TakeMap)
 	}
 	err = pr.replayRecords()
 	if ferr := pr.out.Flush(); err == nil {

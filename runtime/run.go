@@ -20,9 +20,6 @@ import (
 	"github.com/gotrace/gotrace/usdt"
 )
 
-// outHold is how much output the tracer holds before it writes it.
-const outHold = 64 << 10
-
 // childGrace is how long a -c command that is still running at the end
 // gets to exit after SIGTERM before it is killed.
 const childGrace = time.Second
@@ -136,27 +133,22 @@ func newTracer(p *lang.Program, info *lang.Info, opts Options, format output.For
 			opts: opts,
 			prog: p,
 			loop: newEventLoop(),
-			out:  output.NewWriter(opts.Out, format),
 		},
 		info:  info,
 		pid:   opts.PID,
 		files: &usdt.Files{},
 	}
 	t.loaded = t.loadedObjects
+	w := opts.Out
 	switch {
 	case opts.Capture != nil:
-		t.out = output.NewWriter(io.Discard, format)
+		w = io.Discard
 	case !opts.LineBuffered:
 		// -B line and -B none keep writing each line themselves.
 		t.queue = newOutQueue(opts.Out, t.loop.requestExit)
-		t.out = output.NewWriter(t.queue, format)
+		w = t.queue
 	}
-	if !opts.LineBuffered {
-		t.out.Hold(outHold)
-	}
-	if opts.TakeMap != nil && opts.Capture == nil {
-		t.out.Divert(opts.TakeMap)
-	}
+	t.out = newOutput(w, format, opts)
 	return t
 }
 
