@@ -48,8 +48,16 @@ type Options struct {
 	// Extends is a spec already loaded that the programs compiled now join,
 	// sharing its maps: the new Spec's Events and Attachments begin with a
 	// copy of Extends', so that event ids and probe numbers go on after
-	// them, and its Collection holds only the new programs.
+	// them, and its Collection holds only the new programs. The maps the
+	// run's programs share (the rings, counters, start time, exited flag)
+	// are taken from Extends as they were laid out: they exist already.
 	Extends *Spec
+	// Later is, with WatchLoader, the program whose probes may be
+	// compiled later into Specs that extend this one (the usdt probes
+	// without a path that a -c command's libraries may bring). The maps
+	// the run's programs share are laid out for its probes as well as
+	// for the program compiled now, since they cannot change once made.
+	Later *lang.Program
 }
 
 // ErrUnsupported is wrapped by errors about constructs gotrace cannot
@@ -139,11 +147,10 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*Spec, error) {
 	if err := c.layoutMaps(); err != nil {
 		return nil, err
 	}
-	c.callsExit = callsExit(p)
-	c.spec.Loops = hasLoop(p)
-	c.spec.BufCuts = c.hasLargeBuf(p)
+	if err := c.layoutShared(p); err != nil {
+		return nil, err
+	}
 	if e := opts.Extends; e != nil {
-		c.callsExit = e.ExitedMap != ""
 		c.events = slices.Clone(e.Events)
 		c.spec.Attachments = slices.Clone(e.Attachments)
 		c.spec.TimeFormats = slices.Clone(e.TimeFormats)
@@ -163,6 +170,9 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*Spec, error) {
 				return nil, err
 			}
 		}
+	}
+	if c.writesEvents && !anyNode(p, writesEventsCall) {
+		return nil, fmt.Errorf("compile: internal error: a program writes to the events ring through a call writesEventsCall does not name")
 	}
 	if err := c.internalMaps(); err != nil {
 		return nil, err
@@ -196,40 +206,95 @@ type compiler struct {
 	zerosSize      int
 	// writesEvents is set when some program writes to the events ring.
 	writesEvents bool
+	// reserveEvents is set when a program compiled later, into a Spec
+	// that extends this one, may write to the events ring (Options.Later),
+	// or when the Spec this one extends has such a ring.
+	reserveEvents bool
 	// callsExit is set when the script calls exit() somewhere: only then
 	// do programs check the exited flag, a memory access that costs tens
 	// of ns a hit where the TLB is flushed at every kernel entry.
 	callsExit bool
 }
 
-// hasLoop reports whether p has a while or for loop, whichever probes a
-// spec extending another compiles: the counters map they share has its
-// size.
-func hasLoop(p *lang.Program) bool {
-	return anyNode(p, func(n lang.Node) bool {
-		switch n.(type) {
-		case *lang.WhileStmt, *lang.ForStmt:
-			return true
+// layoutShared decides what the maps that every program of the run
+// shares must hold: the exited flag, the counters of capped loops and cut
+// bufs, an events ring fit for records. A Spec that extends another takes
+// them as that one laid them out, since they are made already; the first
+// lays them out for its own probes and for those Options.Later may bring.
+func (c *compiler) layoutShared(p *lang.Program) error {
+	if e := c.opts.Extends; e != nil {
+		c.callsExit = e.ExitedMap != ""
+		c.spec.Loops, c.spec.BufCuts = e.Loops, e.BufCuts
+		_, c.reserveEvents = e.Collection.Maps[wakeMapName]
+		switch {
+		case !c.callsExit && anyNode(p, isExitCall):
+			return laterError("an exit()")
+		case !e.Loops && anyNode(p, isLoop):
+			return laterError("a loop")
+		case !e.BufCuts && anyNode(p, c.isLargeBuf):
+			return laterError("a large buf()")
 		}
+		return nil
+	}
+	progs := []*lang.Program{p}
+	if c.opts.Later != nil {
+		progs = append(progs, c.opts.Later)
+		c.reserveEvents = anyNode(c.opts.Later, writesEventsCall)
+	}
+	for _, q := range progs {
+		c.callsExit = c.callsExit || anyNode(q, isExitCall)
+		c.spec.Loops = c.spec.Loops || anyNode(q, isLoop)
+		c.spec.BufCuts = c.spec.BufCuts || anyNode(q, c.isLargeBuf)
+	}
+	return nil
+}
+
+// laterError says that a probe compiled into a Spec extending another
+// needs what the shared maps were not laid out for: a bug in what the
+// first Spec was told of the probes to come (Options.Later).
+func laterError(what string) error {
+	return fmt.Errorf("compile: internal error: the maps the run's programs share were not laid out for %s in the probes compiled later", what)
+}
+
+// isLoop reports whether n is a while or for loop, which the counters
+// map counts the stops of.
+func isLoop(n lang.Node) bool {
+	switch n.(type) {
+	case *lang.WhileStmt, *lang.ForStmt:
+		return true
+	}
+	return false
+}
+
+// isLargeBuf reports whether n is a buf() of more than 1024 bytes
+// (largeBuf), whose cuts the counters map counts.
+func (c *compiler) isLargeBuf(n lang.Node) bool {
+	call, ok := n.(*lang.Call)
+	return ok && call.ID == lang.FuncBuf && largeBuf(c.info.TypeOf(call))
+}
+
+// isExitCall reports whether n calls exit().
+func isExitCall(n lang.Node) bool {
+	call, ok := n.(*lang.Call)
+	return ok && call.ID == lang.FuncExit
+}
+
+// writesEventsCall reports whether n is a call whose code may write a
+// record to the events ring (events.go, deleteElem). It is what a Spec
+// reserves that ring for before the probes that would write it are
+// compiled (Options.Later); Compile fails when a program writes there
+// through a call it does not name, so the list cannot fall behind.
+func writesEventsCall(n lang.Node) bool {
+	call, ok := n.(*lang.Call)
+	if !ok {
 		return false
-	})
-}
-
-// hasLargeBuf reports whether p has a buf() of more than 1024 bytes
-// (largeBuf), whichever probes a spec extending another compiles.
-func (c *compiler) hasLargeBuf(p *lang.Program) bool {
-	return anyNode(p, func(n lang.Node) bool {
-		call, ok := n.(*lang.Call)
-		return ok && call.ID == lang.FuncBuf && largeBuf(c.info.TypeOf(call))
-	})
-}
-
-// callsExit reports whether any probe of p calls exit().
-func callsExit(p *lang.Program) bool {
-	return anyNode(p, func(n lang.Node) bool {
-		call, ok := n.(*lang.Call)
-		return ok && call.ID == lang.FuncExit
-	})
+	}
+	switch call.ID {
+	case lang.FuncPrintf, lang.FuncSystem, lang.FuncCat, lang.FuncErrorf, lang.FuncWarnf,
+		lang.FuncPrint, lang.FuncClear, lang.FuncZero, lang.FuncTime, lang.FuncJoin, lang.FuncDelete:
+		return true
+	}
+	return false
 }
 
 // anyNode reports whether a node of p's probes matches.
@@ -357,21 +422,37 @@ func bucketCount(info *lang.MapInfo) int64 {
 // internalMaps adds the ring buffers, counters and scratch maps.
 func (c *compiler) internalMaps() error {
 	ms := c.spec.Collection.Maps
-	// A ring buffer's pages are all resident once user space maps it, so a
-	// program that writes no printf-like record gets the smallest one.
-	eventsSize := minRingSize
-	if c.writesEvents {
-		eventsSize = c.opts.EventsSize
-	}
-	ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(eventsSize)}
-	if c.writesEvents {
-		ms[wakeMapName] = &ebpf.MapSpec{Name: "gt_wake", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
-	}
-	ms[controlMapName] = &ebpf.MapSpec{Name: "gt_control", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.ControlSize)}
-	ms[countersMapName] = &ebpf.MapSpec{Name: "gt_counters", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.spec.countersSize()), MaxEntries: 1}
-	ms[startMapName] = &ebpf.MapSpec{Name: "gt_start", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
-	if c.callsExit {
-		ms[exitedMapName] = &ebpf.MapSpec{Name: "gt_exited", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+	if e := c.opts.Extends; e != nil {
+		// The shared maps exist already: they are declared as they were
+		// made, and a program that needs what they lack is a bug in the
+		// layout of the Spec extended (Options.Later).
+		if c.writesEvents && !c.reserveEvents {
+			return laterError("the records")
+		}
+		for _, name := range []string{eventsMapName, wakeMapName, controlMapName, countersMapName, startMapName, exitedMapName} {
+			if m, ok := e.Collection.Maps[name]; ok {
+				ms[name] = m.Copy()
+			}
+		}
+	} else {
+		// A ring buffer's pages are all resident once user space maps it,
+		// so a program that writes no printf-like record, and that no
+		// program compiled later may write, gets the smallest one.
+		eventsSize := minRingSize
+		records := c.writesEvents || c.reserveEvents
+		if records {
+			eventsSize = c.opts.EventsSize
+		}
+		ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(eventsSize)}
+		if records {
+			ms[wakeMapName] = &ebpf.MapSpec{Name: "gt_wake", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+		}
+		ms[controlMapName] = &ebpf.MapSpec{Name: "gt_control", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.ControlSize)}
+		ms[countersMapName] = &ebpf.MapSpec{Name: "gt_counters", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.spec.countersSize()), MaxEntries: 1}
+		ms[startMapName] = &ebpf.MapSpec{Name: "gt_start", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+		if c.callsExit {
+			ms[exitedMapName] = &ebpf.MapSpec{Name: "gt_exited", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+		}
 	}
 	if c.scratchSize > 0 {
 		ms[ScratchMapName] = &ebpf.MapSpec{Name: "gt_scratch", Type: ebpf.PerCPUArray, KeySize: 4, ValueSize: uint32(c.scratchSize), MaxEntries: 1}

@@ -91,6 +91,16 @@ func TestRunCommandLoadsLibraryLater(t *testing.T) {
 			"Attaching 1 probe...", "@[usdt:" + loader + ":lib:start]: 1", "@[usdt:" + lib + ":lib:hit]: 50"}},
 		{"with and without the path", `usdt:` + lib + `:lib:hit { @path = count(); } usdt::lib:hit { @nopath = count(); }`,
 			[]string{"Attaching 2 probes...", "@path: 50", "@nopath: 50"}},
+		// The library's programs join maps made at start, which are laid
+		// out for what they do: records, loops, exit().
+		{"printf in the library", `usdt::lib:hit /arg0 < 3/ { printf("hit %d\n", arg0); }`,
+			[]string{"hit 0", "hit 1", "hit 2"}},
+		{"loop in the library", `usdt::lib:hit { $i = 0; while ($i < 2) { $i++; } @loops = sum($i); }`,
+			[]string{"@loops: 100"}},
+		{"exit in the library", `usdt::lib:hit /arg0 == 3/ { printf("last %d\n", arg0); exit(); }`,
+			[]string{"last 3"}},
+		{"records at start, none in the library", `usdt::lib:start { printf("start\n"); } usdt::lib:hit { @ = count(); }`,
+			[]string{"start", "@: 50"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -149,7 +149,27 @@ func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) 
 func compile(r *resolution, info *lang.Info, in Input) (*codegen.Spec, error) {
 	copts := in.Codegen
 	copts.USDT, copts.ChildPID, copts.WatchLoader, copts.Family = r.probes, uint32(in.ChildPID), r.watch, r.family
+	if r.watch {
+		copts.Later = r.waiting
+	}
 	return codegen.Compile(r.matched, info, copts)
+}
+
+// waitingPoints maps each attach point of p to itself if it is a usdt
+// attach point without a path, which Loaded looks for in the objects a
+// -c command loads later, and to nothing otherwise: with matchedProgram,
+// the program of the probes that may be compiled then.
+func waitingPoints(p *lang.Program) map[*lang.AttachPoint][]*lang.AttachPoint {
+	wild := map[*lang.AttachPoint][]*lang.AttachPoint{}
+	for _, pr := range p.Probes {
+		for _, ap := range pr.Attach {
+			wild[ap] = nil
+			if ap.Kind == lang.ProbeUSDT && WildcardPath(ap.Target) {
+				wild[ap] = []*lang.AttachPoint{ap}
+			}
+		}
+	}
+	return wild
 }
 
 // funcFields holds the function field of every uprobe and uretprobe
@@ -365,15 +385,7 @@ func siteError(a *codegen.Attachment, format string, args ...any) error {
 // attachments; a nil Spec when nothing matched. info is the checker's;
 // p is resolved, as for Make.
 func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen.Spec, []Site, error) {
-	wild := map[*lang.AttachPoint][]*lang.AttachPoint{}
-	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
-			wild[ap] = nil
-			if ap.Kind == lang.ProbeUSDT && WildcardPath(ap.Target) {
-				wild[ap] = []*lang.AttachPoint{ap}
-			}
-		}
-	}
+	wild := waitingPoints(p)
 	only := matchedProgram(p, wild)
 	loaded := in
 	loaded.Objects = objs

@@ -55,8 +55,10 @@ type resolution struct {
 	// places holds where each uprobe of matched attaches.
 	places map[funcKey]place
 	// watch says that the -c command's library loads are watched for
-	// the usdt probes without a path (see Loaded).
-	watch bool
+	// the usdt probes without a path (see Loaded); waiting is then the
+	// program of those probes, which may be compiled later.
+	watch   bool
+	waiting *lang.Program
 	// family is the -c command's family filter chosen, noFamily why a
 	// trace that could have one has none (chooseFamily).
 	family   *codegen.FamilyRecords
@@ -111,7 +113,11 @@ func resolve(p *lang.Program, fields funcFields, h *hostFacts, in Input) (*resol
 	if err := applyMissingPolicy(p, fields, matches, h, in, len(matched.Probes) > 0 || watch, watch); err != nil {
 		return nil, err
 	}
-	return &resolution{matched: matched, probes: probes, places: places, watch: watch, family: family, noFamily: noFamily}, nil
+	r := &resolution{matched: matched, probes: probes, places: places, watch: watch, family: family, noFamily: noFamily}
+	if watch {
+		r.waiting = matchedProgram(p, waitingPoints(p))
+	}
+	return r, nil
 }
 
 // matchSymbols returns the sorted, distinct names of the symbols that
