@@ -1,17 +1,14 @@
 package codegen
 
 import (
-	"flag"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
+	"github.com/gotrace/gotrace/internal/golden"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden listings in testdata/golden")
 
 // goldenTests are small programs whose bytecode listing is kept in
 // testdata/golden/NAME.txt. Run `go test -run Golden -update` after a
@@ -85,22 +82,7 @@ func TestGolden(t *testing.T) {
 			if listing(again) != got {
 				t.Fatal("two compilations of the same program differ")
 			}
-			path := filepath.Join("testdata", "golden", tt.name+".txt")
-			if *update {
-				if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-					t.Fatal(err)
-				}
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("listing differs from %s (rerun with -update and review):\n%s", path, got)
-			}
+			golden.Compare(t, filepath.Join("testdata", "golden", tt.name+".txt"), []byte(got))
 			load(t, spec)
 		})
 	}

@@ -3,7 +3,6 @@ package lang
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"fmt"
 	"github.com/gotrace/gotrace/lang/attachpoint"
 	"os"
@@ -16,10 +15,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gotrace/gotrace/internal/golden"
 	"github.com/gotrace/gotrace/internal/testenv"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden .ast files of testdata/parse/good")
 
 // sexpr writes an expression as an S-expression, for compact table tests.
 func sexpr(e Expr) string {
@@ -588,20 +586,7 @@ func TestParseGoodScripts(t *testing.T) {
 		}
 		var b bytes.Buffer
 		Dump(&b, p, nil)
-		golden := strings.TrimSuffix(f, ".bt") + ".ast"
-		if *update {
-			if err := os.WriteFile(golden, b.Bytes(), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			continue
-		}
-		want, err := os.ReadFile(golden)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if b.String() != string(want) {
-			t.Errorf("%s: Dump differs from %s:\n%s", f, golden, b.String())
-		}
+		golden.Compare(t, strings.TrimSuffix(f, ".bt")+".ast", b.Bytes())
 	}
 }
 

@@ -23,7 +23,7 @@ import (
 // 1.5 ms and 0.6 MiB of start-up (issue 24), for a page printed only at
 // installation.
 //
-//go:generate go test -run ^TestManualPage$ -update-manual .
+//go:generate go test -run ^TestManualPage$ -update .
 //go:embed gotrace.8
 var manualPage string
 

@@ -2,7 +2,6 @@ package main
 
 import (
 	"bytes"
-	"flag"
 	"fmt"
 	"io"
 	"os"
@@ -14,9 +13,9 @@ import (
 	"github.com/spf13/cobra"
 	"github.com/spf13/cobra/doc"
 	"github.com/spf13/pflag"
-)
 
-var updateManual = flag.Bool("update-manual", false, "rewrite gotrace.8 from the command line's definitions and manual.md")
+	"github.com/gotrace/gotrace/internal/golden"
+)
 
 // generateManual writes gotrace(8): cobra's pages of the command line
 // (name, synopsis, description, options) followed by the hand-written
@@ -70,7 +69,7 @@ func generateManual(w io.Writer, root *cobra.Command) error {
 }
 
 // TestManualPage generates gotrace(8) as gotrace used to at run time and
-// compares it with gotrace.8, which the binary prints; -update-manual (go
+// compares it with gotrace.8, which the binary prints; -update (go
 // generate) rewrites the file. Then gotrace __man must print the page
 // dated by SOURCE_DATE_EPOCH.
 func TestManualPage(t *testing.T) {
@@ -80,15 +79,7 @@ func TestManualPage(t *testing.T) {
 	if code := run([]string{manCommandName}, &gen, &stderr); code != 0 {
 		t.Fatalf("generating the page: exit %d: %s", code, stderr.String())
 	}
-	if *updateManual {
-		if err := os.WriteFile("gotrace.8", gen.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		manualPage = gen.String()
-	}
-	if gen.String() != manualPage {
-		t.Errorf("gotrace.8 is not the page generated from the command line and manual.md: run go generate ./cmd/gotrace")
-	}
+	golden.Compare(t, "gotrace.8", gen.Bytes())
 
 	writeManual = printManual
 	t.Setenv("SOURCE_DATE_EPOCH", "1764806400") // 4 December 2025

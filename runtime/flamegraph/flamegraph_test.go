@@ -3,16 +3,14 @@ package flamegraph
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"math"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
 	"testing"
-)
 
-var update = flag.Bool("update", false, "rewrite testdata/golden.svg")
+	"github.com/gotrace/gotrace/internal/golden"
+)
 
 var testStacks = []Stack{
 	{Frames: []string{"main", "run", "ConnectBlock", "CheckInputScripts"}, Weight: 312},
@@ -137,18 +135,7 @@ func TestGolden(t *testing.T) {
 	if a.String() != b.String() {
 		t.Errorf("the order of the stacks changes the drawing")
 	}
-	if *update {
-		if err := os.WriteFile("testdata/golden.svg", a.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	want, err := os.ReadFile("testdata/golden.svg")
-	if err != nil {
-		t.Fatal(err)
-	}
-	if a.String() != string(want) {
-		t.Errorf("the drawing differs from testdata/golden.svg (go test -update rewrites it)")
-	}
+	golden.Compare(t, "testdata/golden.svg", a.Bytes())
 }
 
 // TestEmpty checks that nothing to draw is an error, not an empty image.

@@ -3,9 +3,7 @@ package metrics
 import (
 	"bytes"
 	"errors"
-	"flag"
 	"maps"
-	"os"
 	"path/filepath"
 	"slices"
 	"strings"
@@ -15,10 +13,9 @@ import (
 	"github.com/prometheus/common/model"
 
 	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/internal/golden"
 	"github.com/gotrace/gotrace/runtime/output"
 )
-
-var update = flag.Bool("update", false, "rewrite the golden exposition files")
 
 func str(s string) output.Value { return output.Value{Kind: output.ValueString, Str: s} }
 
@@ -85,19 +82,7 @@ func TestGolden(t *testing.T) {
 				cfg.Labels = map[string][]string{"@bytes": {"peer", "command"}}
 			}
 			got := gather(t, cfg, ms)
-			path := filepath.Join("testdata", name+".txt")
-			if *update {
-				if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
-					t.Fatal(err)
-				}
-			}
-			want, err := os.ReadFile(path)
-			if err != nil {
-				t.Fatal(err)
-			}
-			if got != string(want) {
-				t.Errorf("exposition differs from %s:\n%s", path, got)
-			}
+			golden.Compare(t, filepath.Join("testdata", name+".txt"), []byte(got))
 			parser := expfmt.NewTextParser(model.UTF8Validation)
 			families, err := parser.TextToMetricFamilies(strings.NewReader(got))
 			if err != nil {
