@@ -106,9 +106,6 @@ const (
 	maxBigScratch = 4 << 20
 )
 
-// minRingSize is the smallest ring buffer the kernel accepts: one page.
-const minRingSize = 4096
-
 // stackSize is the BPF stack of one program.
 const stackSize = 512
 
@@ -434,18 +431,17 @@ func (c *compiler) internalMaps() error {
 				ms[name] = m.Copy()
 			}
 		}
+		c.spec.EventsMap = e.EventsMap
 	} else {
-		// A ring buffer's pages are all resident once user space maps it,
-		// so a program that writes no printf-like record, and that no
-		// program compiled later may write, gets the smallest one.
-		eventsSize := minRingSize
-		records := c.writesEvents || c.reserveEvents
-		if records {
-			eventsSize = c.opts.EventsSize
-		}
-		ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(eventsSize)}
-		if records {
+		// A ring buffer costs a map, its pages (all resident once user
+		// space maps them), a poller and a reader: a trace whose programs
+		// write no printf-like record, and whose probes compiled later
+		// may write none either, has no events ring at all.
+		if c.writesEvents || c.reserveEvents {
+			ms[eventsMapName] = &ebpf.MapSpec{Name: "gt_events", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.EventsSize)}
 			ms[wakeMapName] = &ebpf.MapSpec{Name: "gt_wake", Type: ebpf.Array, KeySize: 4, ValueSize: 8, MaxEntries: 1}
+		} else {
+			c.spec.EventsMap = ""
 		}
 		ms[controlMapName] = &ebpf.MapSpec{Name: "gt_control", Type: ebpf.RingBuf, MaxEntries: uint32(c.opts.ControlSize)}
 		ms[countersMapName] = &ebpf.MapSpec{Name: "gt_counters", Type: ebpf.Array, KeySize: 4, ValueSize: uint32(c.spec.countersSize()), MaxEntries: 1}

@@ -36,8 +36,9 @@ type Spec struct {
 	// the order they were compiled; a KindTimestamp value starts with an
 	// index into it.
 	TimeFormats []string
-	// EventsMap is the ring buffer for printf-like records; ControlMap the
-	// small one for exit and errors. Both are keys of Collection.Maps.
+	// EventsMap is the ring buffer for printf-like records, "" when no
+	// program writes one; ControlMap the small one for exit and errors.
+	// Both are keys of Collection.Maps.
 	EventsMap  string
 	ControlMap string
 	// CountersMap is a one-element array whose value counts, in u64s the

@@ -328,6 +328,7 @@ func (t *tracer) loadPlan(pl *plan.Plan) error {
 		return kernelFuncLoadError(t.spec, err)
 	}
 	t.attached = t.newAttachedSet(mode)
+	// No events ring: EventsMap is "", and the map nil.
 	if err := t.loop.openRings(t.coll.Maps[t.spec.EventsMap], t.coll.Maps[t.spec.ControlMap]); err != nil {
 		return err
 	}

@@ -81,11 +81,15 @@ func newEventLoop() *eventLoop {
 	return &eventLoop{exit: make(chan struct{})}
 }
 
-// openRings opens the readers of the events and control ring buffers.
+// openRings opens the readers of the events and control ring buffers;
+// events is nil when no program writes a printf-like record
+// (codegen.Spec.EventsMap).
 func (l *eventLoop) openRings(events, control *ebpf.Map) error {
 	var err error
-	if l.events, err = openRing(events); err != nil {
-		return fmt.Errorf("open events ring buffer: %w", err)
+	if events != nil {
+		if l.events, err = openRing(events); err != nil {
+			return fmt.Errorf("open events ring buffer: %w", err)
+		}
 	}
 	if l.control, err = openRing(control); err != nil {
 		return fmt.Errorf("open control ring buffer: %w", err)
@@ -94,32 +98,38 @@ func (l *eventLoop) openRings(events, control *ebpf.Map) error {
 }
 
 // startReaders starts one goroutine per ring buffer, each running read;
-// the events reader also reports lost records (lostPoll). They wait in
+// the events reader also reports lost records (lostPoll), or the control
+// reader where there is no events ring. They wait in
 // Go's poller (see ring), so they hold no P while the rings are empty:
 // the goroutines they wake (Run's, at exit()), timers and signals run at
 // once. With favour, the readers' weight is raised (proc.Favour): only for
 // a trace that goes on, since after a BEGIN that called exit() it would be
 // a pass over every thread for nothing.
 func (l *eventLoop) startReaders(favour bool, read func(rd *ring, flushed chan<- struct{}, poll time.Duration)) {
-	l.flushed = make(chan struct{})
-	l.eventsDone = make(chan struct{})
 	l.stop = make(chan struct{})
-	l.readers.Add(2)
 	if favour {
 		l.favoured = proc.Favour()
 	}
-	l.controlFlushed = make(chan struct{})
-	l.controlDone = make(chan struct{})
+	controlPoll := lostPoll
+	if l.events != nil {
+		controlPoll = 0
+		l.flushed, l.eventsDone = l.startReader(l.events, lostPoll, read)
+	}
+	l.controlFlushed, l.controlDone = l.startReader(l.control, controlPoll, read)
+}
+
+// startReader starts the goroutine that runs read on rd with the poll
+// period poll, and returns the channels it signals when a Flush has been
+// read through and when it has returned.
+func (l *eventLoop) startReader(rd *ring, poll time.Duration, read func(rd *ring, flushed chan<- struct{}, poll time.Duration)) (flushed, done chan struct{}) {
+	flushed, done = make(chan struct{}), make(chan struct{})
+	l.readers.Add(1)
 	go func() {
-		defer close(l.eventsDone)
+		defer close(done)
 		defer l.readers.Done()
-		read(l.events, l.flushed, lostPoll)
+		read(rd, flushed, poll)
 	}()
-	go func() {
-		defer close(l.controlDone)
-		defer l.readers.Done()
-		read(l.control, l.controlFlushed, 0)
-	}()
+	return flushed, done
 }
 
 // every calls f every period, on a goroutine of its own, until the trace
