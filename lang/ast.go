@@ -225,6 +225,13 @@ type AttachPoint struct {
 	// reads them instead of parsing the attach point again.
 	PerfEvent   attachpoint.PerfEvent
 	WatchAccess uint32
+	// Function is the function field of a uprobe or uretprobe attach
+	// point split into function, offset or address
+	// (attachpoint.ParseFunc): set on resolved attach points only, by
+	// Resolve after the parameters are substituted (uprobe:BIN:$1 with
+	// $1 an address is one only then), so that the plan parses no
+	// field again.
+	Function attachpoint.Func
 }
 
 // Stmt is a statement.

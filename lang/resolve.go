@@ -38,8 +38,9 @@ type ProcessHost interface {
 // kernel functions a tracepoint, kfunc or kretfunc attach point matches,
 // notes whether the trace ends after its begin probes
 // (Info.ExitsAfterBegin),
-// records the perf event a software or hardware attach point counts and
-// a watchpoint's access bits (AttachPoint.PerfEvent, WatchAccess), and
+// records the perf event a software or hardware attach point counts,
+// a watchpoint's access bits and a uprobe's function field, parsed
+// (AttachPoint.PerfEvent, WatchAccess, Function), and
 // replaces a bare target (python3.11, libc) by the file cfg.Host
 // finds for it (with no Host, bare targets stay as written). Wildcards
 // in paths and functions are left to the plan, which knows the files and
@@ -68,6 +69,9 @@ func Resolve(p *Program, cfg Config, info *Info) error {
 				info.exitsAfterBegin = false
 			}
 			copied.PerfEvent, copied.WatchAccess = eventOf(ap.Point)
+			if ap.Kind == ProbeUprobe || ap.Kind == ProbeUretprobe {
+				copied.Function = attachpoint.ParseFunc(ap.Func)
+			}
 			if (ap.Kind == ProbeKfunc || ap.Kind == ProbeKretfunc) && cfg.Kernel != nil {
 				if err := resolveKfunc(ap, cfg.Kernel); err != nil {
 					errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})

@@ -1,6 +1,10 @@
 package lang
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/gotrace/gotrace/lang/attachpoint"
+)
 
 func TestExpandParams(t *testing.T) {
 	params := []string{"/usr/bin/python3.11", "python"}
@@ -70,6 +74,34 @@ func TestResolveProcessTarget(t *testing.T) {
 		}
 		if got := info.AttachPoints(p.Probes[0])[0].Target; got != tc.want {
 			t.Errorf("%s: target %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}
+
+// TestResolveFunctionField checks that a uprobe's function field is parsed
+// on the resolved attach point after the parameters are substituted: with
+// $1 an address or a function and offset, the field is one only then. The
+// parsed attach point keeps no parse.
+func TestResolveFunctionField(t *testing.T) {
+	for _, tc := range []struct {
+		src, param string
+		want       attachpoint.Func
+	}{
+		{"uprobe:/bin/sh:$1", "8802", attachpoint.Func{Field: "8802", Name: "8802", Address: 8802, IsAddress: true}},
+		{"uretprobe:/bin/sh:$1", "main+0x10", attachpoint.Func{Field: "main+0x10", Name: "main", Offset: 0x10, HasOffset: true}},
+		{"uprobe:/bin/sh:mall*", "", attachpoint.Func{Field: "mall*", Name: "mall*"}},
+		{"usdt:/bin/sh:$1", "x+1", attachpoint.Func{}},
+	} {
+		p := mustParse(t, tc.src+" { }")
+		info := NewInfo()
+		if err := Resolve(p, Config{Params: []string{tc.param}}, info); err != nil {
+			t.Fatalf("Resolve(%q): %v", tc.src, err)
+		}
+		if got := info.AttachPoints(p.Probes[0])[0].Function; got != tc.want {
+			t.Errorf("%s with %q: function %+v, want %+v", tc.src, tc.param, got, tc.want)
+		}
+		if got := p.Probes[0].Attach[0].Function; got != (attachpoint.Func{}) {
+			t.Errorf("%s: the parsed attach point holds %+v", tc.src, got)
 		}
 	}
 }

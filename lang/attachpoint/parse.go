@@ -314,10 +314,10 @@ type Func struct {
 }
 
 // ParseFunc parses the function field of a uprobe: the one place where a
-// field is split into function and offset, for attach points (the probe
-// plan parses each once) and for -l patterns alike. A field given as
-// FUNC+OFFSET (main+2, main+0x10) is split at its last +; any other field
-// is the name.
+// field is split into function and offset, for attach points (lang.Resolve
+// parses each once, after substituting parameters) and for -l patterns
+// alike. A field given as FUNC+OFFSET (main+2, main+0x10) is split at its
+// last +; any other field is the name.
 func ParseFunc(field string) Func {
 	f := Func{Field: field, Name: field}
 	if n, err := strconv.ParseUint(field, 10, 64); err == nil {

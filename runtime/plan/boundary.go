@@ -25,16 +25,18 @@ const maxInstLen = 15
 
 // place is where a uprobe attach point attaches in its file, resolved
 // once: the symbol it names ("" for one given by address or by function
-// and offset), the address, and the file offset the kernel takes.
+// and offset), the address, and the file offset the kernel takes; and
+// the attach point's function field, which says how the site was given.
 type place struct {
 	symbol string
 	addr   uint64
 	offset uint64
+	field  attachpoint.Func
 }
 
 // placeUprobes resolves where each uprobe and uretprobe attach point of p
-// attaches, in the files h read; fields holds their function fields, and
-// the places are keyed as fields is. p is the matched program: each
+// attaches, in the files h read, keyed by the attach point's place and
+// function field. p is the matched program: each
 // attach point names one symbol exactly, or an address. The uprobes
 // given by address or by function and offset that would not start an
 // instruction are refused, and such uretprobes that are not at a
@@ -42,15 +44,15 @@ type place struct {
 // the address, as in a stripped file, or an instruction it does not know
 // comes first) the attach point is refused too, unless in.Unsafe is set:
 // then a warning says what was not checked.
-func placeUprobes(p *lang.Program, fields funcFields, h *hostFacts, in Input) (map[funcKey]place, error) {
-	places := map[funcKey]place{}
+func placeUprobes(p *lang.Program, h *hostFacts, in Input) (map[placeKey]place, error) {
+	places := map[placeKey]place{}
 	var errs, warnings lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			if ap.Kind != lang.ProbeUprobe && ap.Kind != lang.ProbeUretprobe {
 				continue
 			}
-			pl, e, unchecked := placeUprobe(ap, fields.of(ap), h.targets[ap.Target])
+			pl, e, unchecked := placeUprobe(ap, h.targets[ap.Target])
 			switch {
 			case e == nil:
 			case unchecked && in.Unsafe:
@@ -63,7 +65,7 @@ func placeUprobes(p *lang.Program, fields funcFields, h *hostFacts, in Input) (m
 				errs = append(errs, e)
 				continue
 			}
-			places[funcKey{loc: ap.Loc, field: ap.Func}] = pl
+			places[placeKey{loc: ap.Loc, field: ap.Func}] = pl
 		}
 	}
 	if len(errs) > 0 {
@@ -75,13 +77,14 @@ func placeUprobes(p *lang.Program, fields funcFields, h *hostFacts, in Input) (m
 	return places, nil
 }
 
-// placeUprobe resolves where uprobe attach point ap, whose function field
-// is field, attaches in target, the file as the plan read it. An error
-// with unchecked set still comes with the place: gotrace could not check
-// the address, and --unsafe attaches there.
-func placeUprobe(ap *lang.AttachPoint, field attachpoint.Func, target targetFacts) (pl place, e *lang.Error, unchecked bool) {
-	if field.AtAddress() {
-		pl.addr, e, unchecked = checkAddress(ap, field, target)
+// placeUprobe resolves where uprobe attach point ap attaches in target,
+// the file as the plan read it. An error with unchecked set still comes
+// with the place: gotrace could not check the address, and --unsafe
+// attaches there.
+func placeUprobe(ap *lang.AttachPoint, target targetFacts) (pl place, e *lang.Error, unchecked bool) {
+	pl.field = ap.Function
+	if ap.Function.AtAddress() {
+		pl.addr, e, unchecked = checkAddress(ap, target)
 		if e != nil && !unchecked {
 			return pl, e, false
 		}
@@ -118,15 +121,14 @@ func fileOffset(f *usdt.File, addr uint64) (uint64, error) {
 	return off, nil
 }
 
-// checkAddress checks one attach point, whose function field is field
-// when it is a uprobe, in its file as the plan read it, target (see
-// placeUprobes), and returns the address it gives. unchecked says that
-// the problem is that gotrace could not check the address.
-func checkAddress(ap *lang.AttachPoint, field attachpoint.Func, target targetFacts) (addr uint64, e *lang.Error, unchecked bool) {
-	if !givesAddress(ap, field) {
+// checkAddress checks one attach point in its file as the plan read it,
+// target (see placeUprobes), and returns the address it gives. unchecked
+// says that the problem is that gotrace could not check the address.
+func checkAddress(ap *lang.AttachPoint, target targetFacts) (addr uint64, e *lang.Error, unchecked bool) {
+	if !givesAddress(ap) {
 		return 0, nil, false
 	}
-	if field.Offset != 0 && ap.Kind == lang.ProbeUretprobe {
+	if ap.Function.Offset != 0 && ap.Kind == lang.ProbeUretprobe {
 		return 0, attachProblem(ap, "%s: a uretprobe attaches only at a function's entry, without an offset", ap.Func), false
 	}
 	syms, err := target.funcs, target.funcsErr
@@ -136,7 +138,7 @@ func checkAddress(ap *lang.AttachPoint, field attachpoint.Func, target targetFac
 	case target.file == nil:
 		return 0, attachProblem(ap, "the plan did not read %s", ap.Target), false
 	}
-	addr, sym, err := uprobeAddress(field, ap.Address, syms)
+	addr, sym, err := uprobeAddress(ap.Function, ap.Address, syms)
 	if err != nil {
 		return addr, attachProblem(ap, "%v", err), false
 	}
@@ -146,24 +148,24 @@ func checkAddress(ap *lang.AttachPoint, field attachpoint.Func, target targetFac
 	if sym.Name == "" {
 		sym = symbolHolding(syms, addr)
 	}
-	e, unchecked = checkPlace(ap, field, target.file, sym, addr)
+	e, unchecked = checkPlace(ap, target.file, sym, addr)
 	return addr, e, unchecked
 }
 
-// givesAddress reports whether ap, whose function field is field, is a
-// uprobe or uretprobe given by address or by function and offset.
-func givesAddress(ap *lang.AttachPoint, field attachpoint.Func) bool {
-	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && field.AtAddress()
+// givesAddress reports whether ap is a uprobe or uretprobe given by
+// address or by function and offset.
+func givesAddress(ap *lang.AttachPoint) bool {
+	return (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && ap.Function.AtAddress()
 }
 
 // checkPlace checks address addr of the ELF file f, which is no
-// function's entry, for attach point ap, whose function field is field:
-// the function symbol sym holds it (Name "" when none does).
-func checkPlace(ap *lang.AttachPoint, field attachpoint.Func, f *usdt.File, sym elf.Symbol, addr uint64) (e *lang.Error, unchecked bool) {
+// function's entry, for attach point ap: the function symbol sym holds it
+// (Name "" when none does).
+func checkPlace(ap *lang.AttachPoint, f *usdt.File, sym elf.Symbol, addr uint64) (e *lang.Error, unchecked bool) {
 	var start uint64
 	var n int
 	what := fmt.Sprintf("address %#x", addr)
-	if field.HasOffset {
+	if ap.Function.HasOffset {
 		what = fmt.Sprintf("%s (address %#x)", ap.Func, addr)
 	}
 	if _, err := f.ReadCode(addr, 1); err != nil {

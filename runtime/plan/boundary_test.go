@@ -105,7 +105,8 @@ func TestCheckAddressBoundaries(t *testing.T) {
 				{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: tc.path, Address: addr}},
 				{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: tc.path, Func: fmt.Sprintf("%s+%d", tc.fn, addr-sym.Value)}},
 			} {
-				_, e, unchecked := checkAddress(ap, parseFuncField(ap), target)
+				ap.Function = attachpoint.ParseFunc(ap.Func) // as lang.Resolve does
+				_, e, unchecked := checkAddress(ap, target)
 				switch {
 				case starts[addr] && e != nil:
 					t.Errorf("%s+%d: refused an instruction start: %v", tc.fn, addr-sym.Value, e.Msg)
@@ -159,7 +160,8 @@ func TestCheckAddressErrors(t *testing.T) {
 		{"a function", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: "/no/such/file", Func: "main"}}, "", false},
 		{"a usdt probe", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUSDT, Target: bin, Func: "x+1"}}, "", false},
 	} {
-		_, e, unchecked := checkAddress(&tc.ap, parseFuncField(&tc.ap), targetOf(t, &tc.ap))
+		tc.ap.Function = attachpoint.ParseFunc(tc.ap.Func) // as lang.Resolve does
+		_, e, unchecked := checkAddress(&tc.ap, targetOf(t, &tc.ap))
 		switch {
 		case tc.want == "" && e != nil:
 			t.Errorf("%s: %v", tc.name, e.Msg)
@@ -177,23 +179,20 @@ func TestCheckAddressesUnsafe(t *testing.T) {
 	main := functionSymbol(t, fixture.Build(t, "bitcoind"), "main")
 	stripped := fixture.Build(t, "bitcoind-stripped")
 	src := fmt.Sprintf("BEGIN { }\nuprobe:%s:%#x { }", stripped, main.Value+2)
-	p, err := lang.Parse("stdin", src)
-	if err != nil {
-		t.Fatal(err)
-	}
-	_, err = placeUprobes(p, parseFuncFields(p), hostOf(t, p, Input{}), Input{})
+	p, _ := analyzedAs(t, "stdin", src)
+	_, err := placeUprobes(p, hostOf(t, p, Input{}), Input{})
 	if l, ok := err.(lang.ErrorList); !ok || l[0].Span.End.Line != 2 || l[0].Hint != "--unsafe attaches there anyway" {
 		t.Fatalf("error %#v, want one on line 2 with the --unsafe hint", err)
 	}
 	var warnings strings.Builder
-	if _, err := placeUprobes(p, parseFuncFields(p), hostOf(t, p, Input{}), Input{Unsafe: true, Warnings: &warnings}); err != nil {
+	if _, err := placeUprobes(p, hostOf(t, p, Input{}), Input{Unsafe: true, Warnings: &warnings}); err != nil {
 		t.Fatal(err)
 	}
 	if want := "stdin:1-2: WARNING: no function symbol of"; !strings.HasPrefix(warnings.String(), want) {
 		t.Errorf("warning %q, want a positioned WARNING", warnings.String())
 	}
 	warnings.Reset()
-	if _, err := placeUprobes(p, parseFuncFields(p), hostOf(t, p, Input{}), Input{Unsafe: true}); err != nil || warnings.Len() > 0 {
+	if _, err := placeUprobes(p, hostOf(t, p, Input{}), Input{Unsafe: true}); err != nil || warnings.Len() > 0 {
 		t.Errorf("--no-warnings: %v, %q", err, warnings.String())
 	}
 }

@@ -19,9 +19,9 @@ func TestSymbolNotFoundIFunc(t *testing.T) {
 		{"strlen", "function strlen in " + libc + " is an IFUNC: its symbol is the resolver the dynamic loader calls once to choose an implementation"},
 		{"no_such_function", "function no_such_function not found in " + libc},
 	} {
-		ap := &lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: libc, Func: tc.fn}}
+		ap := &lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: libc, Func: tc.fn}, Function: attachpoint.ParseFunc(tc.fn)}
 		p := &lang.Program{Probes: []*lang.Probe{{Attach: []*lang.AttachPoint{ap}, Body: &lang.Block{}}}}
-		e := symbolNotFound(ap, parseFuncField(ap), hostOf(t, p, Input{}))
+		e := symbolNotFound(ap, hostOf(t, p, Input{}))
 		if e.Msg != tc.msg {
 			t.Errorf("%s: message %q, want %q", tc.fn, e.Msg, tc.msg)
 		}

@@ -9,7 +9,6 @@ import (
 
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/lang/attachpoint"
 )
 
 // The missing-probe policy: an attach point that names one usdt probe or
@@ -21,14 +20,14 @@ import (
 // (WarnNotLoaded).
 
 // applyMissingPolicy decides what the attach points of p that named one
-// usdt probe or function and matched nothing (matches, whose fields are
-// fields, as h read the files), or whose file the -p process does not
+// usdt probe or function and matched nothing (matches, as h read the
+// files), or whose file the -p process does not
 // map, do to the run: with nothing else to trace (matched is false) the
 // run fails, else in.MissingProbes says whether it fails, warns or goes
 // on silently. With later set, usdt attach points without a path are no
 // diagnostic: their probes may come with objects loaded later.
-func applyMissingPolicy(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint][]*lang.AttachPoint, h *hostFacts, in Input, matched, later bool) error {
-	missing := append(notFound(p, fields, matches, later, h), notMapped(p, h)...)
+func applyMissingPolicy(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint, h *hostFacts, in Input, matched, later bool) error {
+	missing := append(notFound(p, matches, later, h), notMapped(p, h)...)
 	switch {
 	case !matched && len(missing) > 0:
 		return missing
@@ -66,8 +65,8 @@ func WarnNotLoaded(p *lang.Program, waiting []*lang.AttachPoint, policy settings
 // traces the rest and fails only when nothing matched; bpftrace then only
 // says "No probes to attach". With later set, usdt attach points without a
 // path are left out: their probes may come with objects loaded later. The
-// files are those h read; fields holds the uprobes' function fields.
-func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint][]*lang.AttachPoint, later bool, h *hostFacts) lang.ErrorList {
+// files are those h read.
+func notFound(p *lang.Program, matches map[*lang.AttachPoint][]*lang.AttachPoint, later bool, h *hostFacts) lang.ErrorList {
 	var l lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
@@ -79,7 +78,7 @@ func notFound(p *lang.Program, fields funcFields, matches map[*lang.AttachPoint]
 			case ap.Kind == lang.ProbeUSDT:
 				l = append(l, usdtNotFound(ap, h))
 			case (ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe) && !wildcardUprobe(ap):
-				l = append(l, symbolNotFound(ap, fields.of(ap), h))
+				l = append(l, symbolNotFound(ap, h))
 			}
 		}
 	}
@@ -152,10 +151,10 @@ func usdtNotFound(ap *lang.AttachPoint, h *hostFacts) *lang.Error {
 	return e
 }
 
-// symbolNotFound describes a uprobe attach point, whose function field is
-// field, whose function the file h read does not have.
-func symbolNotFound(ap *lang.AttachPoint, field attachpoint.Func, h *hostFacts) *lang.Error {
-	name := field.Name
+// symbolNotFound describes a uprobe attach point whose function the file
+// h read does not have.
+func symbolNotFound(ap *lang.AttachPoint, h *hostFacts) *lang.Error {
+	name := ap.Function.Name
 	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", name, ap.Target)}
 	var all []elf.Symbol
 	if f := h.targets[ap.Target]; f.file != nil {

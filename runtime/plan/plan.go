@@ -26,7 +26,6 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
-	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -103,14 +102,14 @@ type Plan struct {
 // Make computes the plan of p, which has been through lang.Analyze
 // (info is what the checker found) and is handed over resolved
 // (info.ResolvedProgram, done once by the caller, as Run does at its top),
-// for a run on in, in the order read, decide, compile: it parses the
-// uprobes' function fields, reads the host once (gatherHost), applies the
-// rules to what it read (resolve), compiles what matched (compile), and
-// plans the sites of the compiled attachments.
+// for a run on in, in the order read, decide, compile: it reads the host
+// once (gatherHost), applies the rules to what it read (resolve),
+// compiles what matched (compile), and plans the sites of the compiled
+// attachments. The uprobes' function fields come parsed: lang.Resolve
+// parsed each once (AttachPoint.Function).
 func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
-	fields := parseFuncFields(p)
 	h := gatherHost(p, in)
-	r, err := resolve(p, fields, h, in)
+	r, err := resolve(p, h, in)
 	if err != nil {
 		return nil, err
 	}
@@ -118,7 +117,7 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
-	sites, err := planSites(spec, fields, r.places, h, in.Unsafe)
+	sites, err := planSites(spec, r.places, h, in.Unsafe)
 	if err != nil {
 		return nil, err
 	}
@@ -133,9 +132,8 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 // what they match, as Make does, without planning the sites. p is
 // resolved, as for Make.
 func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) {
-	fields := parseFuncFields(p)
 	h := gatherHost(p, in)
-	r, err := resolve(p, fields, h, in)
+	r, err := resolve(p, h, in)
 	if err != nil {
 		return nil, err
 	}
@@ -172,57 +170,14 @@ func waitingPoints(p *lang.Program) map[*lang.AttachPoint][]*lang.AttachPoint {
 	return wild
 }
 
-// funcFields holds the function field of every uprobe and uretprobe
-// attach point of a run, parsed once when the plan starts (after
-// lang.Resolve has substituted positional parameters), and those of the
-// attach points its wildcards and C++ names expand to, made from their
-// parts. It is keyed by the attach point's place and field, which the
-// code generator's Attachment keeps as ProbePos and Symbol, so that
-// planning the sites reads the same parse.
-type funcFields map[funcKey]attachpoint.Func
-
-// funcKey names one uprobe attach point: an expanded attach point keeps
-// the place of the one it came from, with a field of its own.
-type funcKey struct {
+// placeKey names the place of one uprobe attach point of the matched
+// program: an attach point a wildcard or C++ name expanded to keeps the
+// place of the one it came from, with a function field of its own. The
+// code generator's Attachment keeps them as ProbePos and Symbol, so that
+// planning the sites finds the place the rules resolved.
+type placeKey struct {
 	loc   lang.Span
 	field string
-}
-
-// parseFuncFields parses the function field of every uprobe and
-// uretprobe attach point of p.
-func parseFuncFields(p *lang.Program) funcFields {
-	fields := funcFields{}
-	for _, pr := range p.Probes {
-		for _, ap := range pr.Attach {
-			if ap.Kind == lang.ProbeUprobe || ap.Kind == lang.ProbeUretprobe {
-				fields.add(ap, parseFuncField(ap))
-			}
-		}
-	}
-	return fields
-}
-
-// parseFuncField parses the function field of uprobe attach point ap:
-// the one place a script's attach point is split into function, offset
-// or address.
-func parseFuncField(ap *lang.AttachPoint) attachpoint.Func {
-	return attachpoint.ParseFunc(ap.Func)
-}
-
-// add records the function field of attach point ap.
-func (ff funcFields) add(ap *lang.AttachPoint, f attachpoint.Func) {
-	ff[funcKey{loc: ap.Loc, field: ap.Func}] = f
-}
-
-// of returns the function field of attach point ap.
-func (ff funcFields) of(ap *lang.AttachPoint) attachpoint.Func {
-	return ff[funcKey{loc: ap.Loc, field: ap.Func}]
-}
-
-// ofAttachment returns the function field of the uprobe attach point
-// attachment a was compiled from.
-func (ff funcFields) ofAttachment(a *codegen.Attachment) attachpoint.Func {
-	return ff[funcKey{loc: a.ProbePos, field: a.Symbol}]
 }
 
 // Write prints the plan, one line per site: the program, the probe, where
@@ -286,14 +241,14 @@ func usdtWhy(a *codegen.Attachment, path string, s codegen.Site) string {
 // uprobeWhy says where a uprobe attaches, at pl in the file at path: a
 // symbol, or an address that placeUprobes has checked starts an
 // instruction or, with --unsafe, warned where it could not.
-func uprobeWhy(a *codegen.Attachment, field attachpoint.Func, path string, pl place, unsafe bool) string {
+func uprobeWhy(a *codegen.Attachment, path string, pl place, unsafe bool) string {
 	if pl.symbol != "" {
 		return fmt.Sprintf("%s %s in %s: symbol at %#x, file offset %#x", a.Kind, pl.symbol, path, pl.addr, pl.offset)
 	}
 	addr, off := pl.addr, pl.offset
 	what := fmt.Sprintf("%#x", addr)
-	if field.HasOffset {
-		what = fmt.Sprintf("%s (%#x)", field.Field, addr)
+	if pl.field.HasOffset {
+		what = fmt.Sprintf("%s (%#x)", pl.field.Field, addr)
 	}
 	checked := "instruction boundary checked"
 	if unsafe {
@@ -337,10 +292,10 @@ func UserKind(k lang.ProbeKind) bool {
 }
 
 // planSites expands the attachments of spec into sites, in the files h
-// read, at the places the rules resolved for its uprobes; fields holds
-// their function fields. It resolves nothing itself: every site is known
-// before anything is loaded, so that the count printed first is right.
-func planSites(spec *codegen.Spec, fields funcFields, places map[funcKey]place, h *hostFacts, unsafe bool) ([]Site, error) {
+// read, at the places the rules resolved for its uprobes. It resolves
+// nothing itself: every site is known before anything is loaded, so that
+// the count printed first is right.
+func planSites(spec *codegen.Spec, places map[placeKey]place, h *hostFacts, unsafe bool) ([]Site, error) {
 	var sites []Site
 	for i := range spec.Attachments {
 		a := &spec.Attachments[i]
@@ -357,13 +312,13 @@ func planSites(spec *codegen.Spec, fields funcFields, places map[funcKey]place, 
 				sites = append(sites, Site{Attachment: a, Path: path, USDT: s, Why: usdtWhy(a, path, s)})
 			}
 		case lang.ProbeUprobe, lang.ProbeUretprobe:
-			pl, ok := places[funcKey{loc: a.ProbePos, field: a.Symbol}]
+			pl, ok := places[placeKey{loc: a.ProbePos, field: a.Symbol}]
 			if !ok {
 				return nil, siteError(a, "the plan placed no uprobe for %s", a.ProbeName)
 			}
 			path := h.targets[a.Path].path
 			sites = append(sites, Site{Attachment: a, Path: path, Symbol: pl.symbol, Offset: pl.offset,
-				Why: uprobeWhy(a, fields.ofAttachment(a), path, pl, unsafe)})
+				Why: uprobeWhy(a, path, pl, unsafe)})
 		default:
 			return nil, fmt.Errorf("%s: probes of this kind cannot be attached", a.Probe)
 		}
@@ -411,7 +366,7 @@ func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen
 		return nil, nil, fmt.Errorf("compile the probes of %v: %w", objs, err)
 	}
 	// Only usdt attach points wait for libraries: no symbols to read.
-	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(in.Codegen.Extends.Attachments):]}, nil, nil, h, false)
+	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(in.Codegen.Extends.Attachments):]}, nil, h, false)
 	if err != nil {
 		return nil, nil, err
 	}

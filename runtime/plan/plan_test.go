@@ -85,7 +85,13 @@ func TestPlan(t *testing.T) {
 // analyzed parses and checks the script src, as the plan takes it.
 func analyzed(t *testing.T, src string) (*lang.Program, *lang.Info) {
 	t.Helper()
-	p, err := lang.Parse("test.bt", src)
+	return analyzedAs(t, "test.bt", src)
+}
+
+// analyzedAs is analyzed for a script in the file named file.
+func analyzedAs(t *testing.T, file, src string) (*lang.Program, *lang.Info) {
+	t.Helper()
+	p, err := lang.Parse(file, src)
 	if err != nil {
 		t.Fatal(err)
 	}

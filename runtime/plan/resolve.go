@@ -53,7 +53,7 @@ type resolution struct {
 	// probes holds the usdt probes each usdt attach point matched.
 	probes map[*lang.AttachPoint][]*usdt.Probe
 	// places holds where each uprobe of matched attaches.
-	places map[funcKey]place
+	places map[placeKey]place
 	// watch says that the -c command's library loads are watched for
 	// the usdt probes without a path (see Loaded); waiting is then the
 	// program of those probes, which may be compiled later.
@@ -65,15 +65,14 @@ type resolution struct {
 	noFamily error
 }
 
-// resolve applies the rules of resolution to p, whose uprobes' function
-// fields are fields, and to what h read of the host, in order, each once:
+// resolve applies the rules of resolution to p and to what h read of the
+// host, in order, each once:
 // it refuses the attach points this kernel cannot serve, resolves usdt
 // probes, expands uprobe and kprobe wildcards and names, places the
 // uprobes (checking addresses) and applies the missing-probe policy; it
-// also chooses the -c command's family filter (chooseFamily). fields
-// gets the fields of the attach points the wildcards expand to. What it
+// also chooses the -c command's family filter (chooseFamily). What it
 // decided is compiled afterwards (compile).
-func resolve(p *lang.Program, fields funcFields, h *hostFacts, in Input) (*resolution, error) {
+func resolve(p *lang.Program, h *hostFacts, in Input) (*resolution, error) {
 	// A -c command's probes without a path may be in a library it loads
 	// later: those are looked for again then (see Loaded).
 	watch := in.Command != "" && h.wildUSDT
@@ -91,7 +90,7 @@ func resolve(p *lang.Program, fields funcFields, h *hostFacts, in Input) (*resol
 	if err != nil {
 		return nil, err
 	}
-	matches, err := expandUprobes(p, fields, h)
+	matches, err := expandUprobes(p, h)
 	if err != nil {
 		return nil, err
 	}
@@ -106,11 +105,11 @@ func resolve(p *lang.Program, fields funcFields, h *hostFacts, in Input) (*resol
 		}
 	}
 	matched := matchedProgram(p, matches)
-	places, err := placeUprobes(matched, fields, h, in)
+	places, err := placeUprobes(matched, h, in)
 	if err != nil {
 		return nil, err
 	}
-	if err := applyMissingPolicy(p, fields, matches, h, in, len(matched.Probes) > 0 || watch, watch); err != nil {
+	if err := applyMissingPolicy(p, matches, h, in, len(matched.Probes) > 0 || watch, watch); err != nil {
 		return nil, err
 	}
 	r := &resolution{matched: matched, probes: probes, places: places, watch: watch, family: family, noFamily: noFamily}
@@ -242,22 +241,22 @@ func resolveUSDT(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*usdt.P
 // 0 it becomes the function alone, which the probe builtin prints as
 // bpftrace does. Attach points given by address are left as they are.
 // A target of * stands for every object of h, those the -p process maps or
-// the -c command loads (expandObjects). fields holds the function fields
-// of p's uprobes; those of the attach points made here are added to it.
-// The symbols are those h read.
-func expandUprobes(p *lang.Program, fields funcFields, h *hostFacts) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
+// the -c command loads (expandObjects). Each attach point made here
+// carries its own function field, made from its parts (Function), as
+// Resolve's carry theirs. The symbols are those h read.
+func expandUprobes(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
 	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			if (ap.Kind != lang.ProbeUprobe && ap.Kind != lang.ProbeUretprobe) || ap.Func == "" {
 				continue
 			}
-			field := fields.of(ap)
+			field := ap.Function
 			if field.IsAddress {
 				continue
 			}
 			if wildcardUprobe(ap) {
-				aps, err := expandObjects(ap, field, fields, h)
+				aps, err := expandObjects(ap, h)
 				if err != nil {
 					return nil, err
 				}
@@ -278,10 +277,10 @@ func expandUprobes(p *lang.Program, fields funcFields, h *hostFacts) (map[*lang.
 			case len(names) == 1 && names[0] == fn:
 				one := *ap
 				one.Func = fn
-				fields.add(&one, attachpoint.Func{Field: fn, Name: fn})
+				one.Function = attachpoint.Func{Field: fn, Name: fn}
 				res[ap] = []*lang.AttachPoint{&one}
 			default:
-				res[ap] = expandWildcard(ap, field, names, fields)
+				res[ap] = expandWildcard(ap, names)
 			}
 		}
 	}
@@ -329,9 +328,9 @@ func expandKprobes(p *lang.Program, h *hostFacts, res map[*lang.AttachPoint][]*l
 // expandObjects returns an attach point per function of the objects of h
 // (those the -p process maps or the -c command loads) that uprobe attach
 // point ap, whose target is "*", matches, each with its object as the
-// target; their fields are added to fields. An object that is not a
-// readable ELF file has no functions to offer.
-func expandObjects(ap *lang.AttachPoint, field attachpoint.Func, fields funcFields, h *hostFacts) ([]*lang.AttachPoint, error) {
+// target. An object that is not a readable ELF file has no functions to
+// offer.
+func expandObjects(ap *lang.AttachPoint, h *hostFacts) ([]*lang.AttachPoint, error) {
 	switch {
 	case h.objectsErr != nil:
 		return nil, attachError(ap, "%v", h.objectsErr)
@@ -346,23 +345,23 @@ func expandObjects(ap *lang.AttachPoint, field attachpoint.Func, fields funcFiel
 		}
 		inObj := *ap
 		inObj.Target = obj
-		aps = append(aps, expandWildcard(&inObj, field, matchSymbols(fs, field.Name), fields)...)
+		aps = append(aps, expandWildcard(&inObj, matchSymbols(fs, ap.Function.Name))...)
 	}
 	return aps, nil
 }
 
 // expandWildcard returns an attach point per symbol name that uprobe
-// attach point ap, whose function field is field, matched, each with the
-// field's non-zero offset (+2) after the name; their fields are added to
-// fields.
-func expandWildcard(ap *lang.AttachPoint, field attachpoint.Func, names []string, fields funcFields) []*lang.AttachPoint {
+// attach point ap matched, each with the field's non-zero offset (+2)
+// after the name, and its function field made from those parts.
+func expandWildcard(ap *lang.AttachPoint, names []string) []*lang.AttachPoint {
 	aps := []*lang.AttachPoint{}
+	field := ap.Function
 	suffix := field.Suffix()
 	for _, name := range names {
 		one := *ap
 		one.Func = name + suffix
 		one.Raw = ap.Kind.String() + ":" + ap.Target + ":" + one.Func
-		fields.add(&one, attachpoint.Func{Field: one.Func, Name: name, Offset: field.Offset, HasOffset: suffix != ""})
+		one.Function = attachpoint.Func{Field: one.Func, Name: name, Offset: field.Offset, HasOffset: suffix != ""}
 		aps = append(aps, &one)
 	}
 	return aps

@@ -158,12 +158,9 @@ func TestExpandUprobesInObjects(t *testing.T) {
 		{"in the executable", []string{notELF, exe}, []string{exe + ":main"}, ""},
 		{"no objects", nil, nil, "needs -p PID or -c CMD"},
 	} {
-		p, err := lang.Parse("stdin", "uprobe:*:main { }")
-		if err != nil {
-			t.Fatal(err)
-		}
+		p, _ := analyzedAs(t, "stdin", "uprobe:*:main { }")
 		ap := p.Probes[0].Attach[0]
-		res, err := expandUprobes(p, parseFuncFields(p), hostOf(t, p, Input{Objects: tc.objs}))
+		res, err := expandUprobes(p, hostOf(t, p, Input{Objects: tc.objs}))
 		if tc.err != "" {
 			if err == nil || !strings.Contains(err.Error(), tc.err) {
 				t.Errorf("%s: error %v, want %q", tc.name, err, tc.err)
