@@ -75,6 +75,9 @@ type hostFacts struct {
 // targetFacts are what a plan read of one ELF file: the open file and
 // what was read of it, each with why it could not be. A name never read
 // has a zero targetFacts: no path, no file, no probes, no functions.
+// funcs are the functions a uprobe can name; ifuncs, read with them, the
+// names of the indirect functions (GNU_IFUNC), which it cannot: the
+// missing-probe policy says why a name among them is refused.
 type targetFacts struct {
 	path      string
 	file      *usdt.File
@@ -83,6 +86,7 @@ type targetFacts struct {
 	probesErr error
 	funcs     []elf.Symbol
 	funcsErr  error
+	ifuncs    []string
 }
 
 // filesFact is the files a usdt attach point looks in, or why it has
@@ -208,6 +212,7 @@ func gatherHost(p *lang.Program, in Input) *hostFacts {
 			t.funcsErr = fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, t.err)
 		case want.funcs && t.funcs == nil && t.funcsErr == nil:
 			t.funcs, t.funcsErr = t.file.PlainFunctions()
+			t.ifuncs = indirectFunctions(t.file)
 		}
 		opened[name] = t
 	}
@@ -236,6 +241,23 @@ func gatherHost(p *lang.Program, in Input) *hostFacts {
 		h.family = readFamily(in)
 	}
 	return h
+}
+
+// indirectFunctions returns the names of the indirect functions
+// (GNU_IFUNC) of f: its function symbols that PlainFunctions leaves out,
+// which f read with them.
+func indirectFunctions(f *usdt.File) []string {
+	all, err := f.FunctionSymbols()
+	if err != nil {
+		return nil
+	}
+	var names []string
+	for _, s := range all {
+		if elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC {
+			names = append(names, s.Name)
+		}
+	}
+	return names
 }
 
 // wantsOf finds what the attach points of p ask of the host for a run on

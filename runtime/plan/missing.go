@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"debug/elf"
 	"fmt"
 	"io"
 	"slices"
@@ -156,24 +155,15 @@ func usdtNotFound(ap *lang.AttachPoint, h *hostFacts) *lang.Error {
 func symbolNotFound(ap *lang.AttachPoint, h *hostFacts) *lang.Error {
 	name := ap.Function.Name
 	e := &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("function %s not found in %s", name, ap.Target)}
-	var all []elf.Symbol
-	if f := h.targets[ap.Target]; f.file != nil {
-		// Its IFUNCs too, which a uprobe cannot name.
-		all, _ = f.file.FunctionSymbols()
-	}
+	target := h.targets[ap.Target]
 	var names, impls []string
-	ifunc := false
-	for _, s := range all {
-		if elf.ST_TYPE(s.Info) == elf.STT_GNU_IFUNC {
-			ifunc = ifunc || s.Name == name
-			continue
-		}
+	for _, s := range target.funcs {
 		names = append(names, s.Name)
 		if strings.HasPrefix(s.Name, "__"+name+"_") {
 			impls = append(impls, s.Name)
 		}
 	}
-	if ifunc {
+	if slices.Contains(target.ifuncs, name) {
 		// bpftrace attaches to the resolver, which runs once per process.
 		e.Msg = fmt.Sprintf("function %s in %s is an IFUNC: its symbol is the resolver the dynamic loader calls once to choose an implementation", name, ap.Target)
 		e.Hint = "a uprobe there fires only while the loader binds it"
