@@ -308,7 +308,7 @@ func (f *fn) arrayHist(e *lang.MapExpr, m userMap, call *lang.Call, slot int16) 
 		asm.LoadMem(asm.R1, asm.R0, 0, asm.DWord),
 		asm.Add.Imm(asm.R1, 1),
 		asm.StoreMem(asm.R0, 0, asm.R1, asm.DWord),
-		storeImm64(f.fp, int(slot), int32(bucketCount(m.Info))),
+		storeImm64(f.fp, int(slot), int32(m.buckets)),
 	)
 	f.lookup(e.Name, key)
 	f.emit(

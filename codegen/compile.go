@@ -126,7 +126,7 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*Spec, error) {
 	if opts.ControlSize <= 0 {
 		opts.ControlSize = 64 << 10
 	}
-	c := &compiler{prog: p, info: info, opts: opts, mapIndex: map[string]int{}, decls: map[string]*lang.MapDecl{}}
+	c := &compiler{prog: p, info: info, opts: opts, maps: map[string]mapShape{}, decls: map[string]*lang.MapDecl{}}
 	for _, d := range p.MapDecls {
 		c.decls[d.Name] = d
 	}
@@ -189,8 +189,9 @@ type compiler struct {
 	// lines are the script's lines, split once for snippet: splitting at
 	// every statement made compiling 10,000 probes quadratic.
 	lines []string
-	// mapIndex is the index of each user map in spec.Maps.
-	mapIndex map[string]int
+	// maps holds what layoutMaps worked out of each user map besides
+	// its Map in spec.Maps: where that is, its key types and buckets.
+	maps map[string]mapShape
 	// decls are the script's map declarations by map name, indexed once
 	// at the start so that laying out each map does not search the
 	// program again.
@@ -321,8 +322,9 @@ func (c *compiler) layoutMaps() error {
 		case layout.MapTseries:
 			m.Tseries = layout.Tseries(info.Tseries)
 		}
-		keyTypes := keyTypes(info)
-		m.KeyFields, m.KeySize = Layout(keyTypes...)
+		shape := mapShape{index: len(c.spec.Maps), keyTypes: keyTypes(info), buckets: bucketCount(info)}
+		keyless := len(shape.keyTypes) == 0
+		m.KeyFields, m.KeySize = Layout(shape.keyTypes...)
 		bucketed := m.Kind.Bucketed()
 		if bucketed || m.KeySize == 0 {
 			m.KeySize += 8
@@ -341,14 +343,14 @@ func (c *compiler) layoutMaps() error {
 			return fmt.Errorf("compile map %s: value type %s: %w", name, info.Value, ErrUnsupported)
 		}
 		maxEntries := c.opts.MapKeysMax
-		if len(keyTypes) == 0 && !bucketed {
+		if keyless && !bucketed {
 			maxEntries = 1
 		}
 		typ := ebpf.Hash
 		if m.PerCPU {
 			typ = ebpf.PerCPUHash
 		}
-		if d := c.decls[name]; d != nil && len(keyTypes) > 0 {
+		if d := c.decls[name]; d != nil && !keyless {
 			maxEntries = d.Entries
 			switch {
 			case d.LRU() && m.PerCPU:
@@ -357,13 +359,13 @@ func (c *compiler) layoutMaps() error {
 				typ = ebpf.LRUHash
 			}
 		}
-		if len(keyTypes) == 0 && info.Value.Kind == lang.KindCount {
+		if keyless && info.Value.Kind == lang.KindCount {
 			// A key-less count() is one per-CPU array element, as in
 			// bpftrace: the verifier inlines an array lookup, so a hit
 			// costs no hashing.
 			typ, m.Array, m.KeySize = ebpf.PerCPUArray, true, 4
 		}
-		if n := bucketCount(info); len(keyTypes) == 0 && n > 0 && n <= maxArrayBuckets && info.Value.Kind != lang.KindTseries {
+		if n := shape.buckets; keyless && n > 0 && n <= maxArrayBuckets && info.Value.Kind != lang.KindTseries {
 			// A key-less hist or lhist: an array indexed by bucket, for
 			// the same reason, plus an element that records whether the
 			// map holds a histogram (see Map.Array).
@@ -378,11 +380,19 @@ func (c *compiler) layoutMaps() error {
 			MaxEntries: uint32(maxEntries),
 		}
 		c.spec.Maps = append(c.spec.Maps, m)
-	}
-	for i, m := range c.spec.Maps {
-		c.mapIndex[m.Name] = i
+		c.maps[name] = shape
 	}
 	return nil
+}
+
+// mapShape is what layoutMaps works out of a user map besides its Map,
+// once, for the code that reads and writes the map: the index of its
+// Map in Spec.Maps (and of its counter in the CountersMap), the types of
+// its key's elements (keyTypes) and its bucket count (bucketCount).
+type mapShape struct {
+	index    int
+	keyTypes []lang.Type
+	buckets  int64
 }
 
 // keyTypes returns the types of the elements of a map's key: one per

@@ -10,20 +10,22 @@ import (
 const bpfAny = 0
 
 // userMap is a map of the script as the code generator sees it: its
-// layout in the Spec, and its key and value types from the checker.
+// layout in the Spec, its key and value types from the checker, and what
+// layoutMaps worked out of them.
 type userMap struct {
 	*Map
 	Info *lang.MapInfo
+	mapShape
 }
 
 // mapOf returns the map named name and its index in Spec.Maps (and in
 // the CountersMap counters).
 func (f *fn) mapOf(n lang.Node, name string) (userMap, int, error) {
-	i, ok := f.c.mapIndex[name]
+	shape, ok := f.c.maps[name]
 	if !ok {
 		return userMap{}, 0, f.c.errorf(n, "map %s unknown to the checker", name)
 	}
-	return userMap{&f.c.spec.Maps[i], f.c.info.Maps[name]}, i, nil
+	return userMap{&f.c.spec.Maps[shape.index], f.c.info.Maps[name], shape}, shape.index, nil
 }
 
 // keyAt is where a map key was built: at base+off, base the scratch
@@ -58,7 +60,7 @@ func (f *fn) mapKey(e *lang.MapExpr, m userMap) (keyAt, error) {
 	if bucketed {
 		end -= 8
 	}
-	types := keyTypes(m.Info)
+	types := m.keyTypes
 	start := 0
 	for _, t := range types {
 		start += sizeOf(t)
@@ -368,6 +370,6 @@ func (f *fn) deleteBuckets(name string, key keyAt, m userMap) {
 		memAt(asm.LoadMem(asm.R1, key.base, 0, asm.DWord), bucket),
 		asm.Add.Imm(asm.R1, 1),
 		memAt(asm.StoreMem(key.base, 0, asm.R1, asm.DWord), bucket),
-		asm.JLT.Imm(asm.R1, int32(bucketCount(m.Info)), loop),
+		asm.JLT.Imm(asm.R1, int32(m.buckets), loop),
 	)
 }
