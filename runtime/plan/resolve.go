@@ -3,8 +3,8 @@ package plan
 import (
 	"debug/elf"
 	"fmt"
+	"iter"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/gotrace/gotrace/codegen"
@@ -119,23 +119,44 @@ func resolve(p *lang.Program, h *hostFacts, in Input) (*resolution, error) {
 	return r, nil
 }
 
-// matchSymbols returns the sorted, distinct names of the symbols that
-// pattern names (attachpoint.Star.MatchFunction: the mangled name, or the
-// start of the demangled C++ name, with * wildcards in either).
-func matchSymbols(syms []elf.Symbol, pattern string) []string {
-	seen := map[string]bool{}
-	var names []string
-	for _, s := range syms {
-		if seen[s.Name] {
-			continue
-		}
-		if attachpoint.Star.MatchFunction(pattern, s.Name) {
-			seen[s.Name] = true
-			names = append(names, s.Name)
+// matches reports whether pattern, a field of a script's attach point,
+// names name: the plan's one way to match usdt probes, uprobe symbols and
+// kernel functions, with bpftrace's * wildcards (attachpoint.Star; -l
+// matches with the same matcher, ? a wildcard too). A function of a user
+// file (cxx set) is also named by the start of the C++ name it demangles
+// to (attachpoint.Star.MatchFunction).
+func matches(pattern, name string, cxx bool) bool {
+	if cxx {
+		return attachpoint.Star.MatchFunction(pattern, name)
+	}
+	return attachpoint.Star.Match(pattern, name)
+}
+
+// matchNames returns the sorted, distinct names of names that pattern
+// names (matches): the symbols of a file and the kernel's functions list
+// a name more than once.
+func matchNames(names iter.Seq[string], pattern string, cxx bool) []string {
+	var matched []string
+	for name := range names {
+		if matches(pattern, name, cxx) {
+			matched = append(matched, name)
 		}
 	}
-	sort.Strings(names)
-	return names
+	slices.Sort(matched)
+	return slices.Compact(matched)
+}
+
+// matchSymbols returns the sorted, distinct names of the symbols that
+// pattern names: the mangled name, or the start of the demangled C++
+// name, with * wildcards in either.
+func matchSymbols(syms []elf.Symbol, pattern string) []string {
+	return matchNames(func(yield func(string) bool) {
+		for _, s := range syms {
+			if !yield(s.Name) {
+				return
+			}
+		}
+	}, pattern, true)
 }
 
 // kernelSpace is where x86-64's kernel half of the address space starts.
@@ -305,15 +326,8 @@ func expandKprobes(p *lang.Program, h *hostFacts, res map[*lang.AttachPoint][]*l
 			if h.kernelErr != nil {
 				return attachError(ap, "%v", h.kernelErr)
 			}
-			var names []string
-			for _, name := range h.kernelFuncs {
-				if attachpoint.Star.Match(ap.Func, name) {
-					names = append(names, name)
-				}
-			}
-			slices.Sort(names)
 			aps := []*lang.AttachPoint{}
-			for _, name := range slices.Compact(names) {
+			for _, name := range matchNames(slices.Values(h.kernelFuncs), ap.Func, false) {
 				one := *ap
 				one.Func = name
 				one.Raw = ap.Kind.String() + ":" + name
@@ -371,10 +385,10 @@ func expandWildcard(ap *lang.AttachPoint, names []string) []*lang.AttachPoint {
 // name patterns may hold * wildcards, and an attach point with no provider
 // (usdt:PATH:NAME) matches any provider.
 func matchUSDT(ap *lang.AttachPoint, pr *usdt.Probe) bool {
-	if ap.Provider != "" && !attachpoint.Star.Match(ap.Provider, pr.Provider) {
+	if ap.Provider != "" && !matches(ap.Provider, pr.Provider, false) {
 		return false
 	}
-	return attachpoint.Star.Match(ap.Func, pr.Name)
+	return matches(ap.Func, pr.Name, false)
 }
 
 // attachError reports a problem with an attach point at its place in the
