@@ -274,6 +274,8 @@ type Site struct {
 	Offset uint64
 	// Why says how the plan chose the site, for --dry-run -v.
 	Why string
+	// When says at which point of the run the site is attached.
+	When When
 }
 
 // Where names the place of a USDT or uprobe site in messages: the file
@@ -322,6 +324,9 @@ func planSites(spec *codegen.Spec, places map[placeKey]place, h *hostFacts, unsa
 		default:
 			return nil, fmt.Errorf("%s: probes of this kind cannot be attached", a.Probe)
 		}
+	}
+	for i := range sites {
+		sites[i].When = whenOf(sites[i].Attachment.Kind)
 	}
 	return sites, nil
 }
