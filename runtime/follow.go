@@ -75,15 +75,6 @@ func (t *tracer) withFamily(in plan.Input) plan.Input {
 	return in
 }
 
-// uprobePID is the PID the uprobes are attached for: none (every process)
-// when the programs filter on the -c command's family themselves.
-func (t *tracer) uprobePID() int {
-	if t.familyRecs != nil {
-		return 0
-	}
-	return t.pid
-}
-
 // keepFamily puts the -c command's PID in the family map and attaches the
 // programs that keep its descendants there, before the command leaves its
 // gate.
@@ -149,8 +140,10 @@ type follower struct {
 // sites, or nil when there is none.
 func newFollower(t *tracer, root int, sites []plan.Site) *follower {
 	f := &follower{t: t, family: proc.NewFamily(root), files: map[fileKey]string{}, mapping: map[int]bool{}}
-	_, groups := attach.GroupSites(sites)
-	for _, g := range groups {
+	for _, g := range attach.GroupSites(sites) {
+		if !plan.UserKind(g.Sites[0].Attachment.Kind) {
+			continue
+		}
 		// The file that was read and is attached to, by its descriptor.
 		file, err := t.files.Open(g.Sites[0].Path)
 		if err != nil {

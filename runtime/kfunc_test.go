@@ -48,10 +48,10 @@ kretprobe:vfs_read { @ret[func] = hist(retval); }`)
 	}
 	defer coll.Close()
 	for _, a := range spec.Attachments {
-		l, err := attach.KernelFunc(plan.Site{Attachment: &a}, coll.Programs[a.Program])
+		links, err := attach.KernelFunc(plan.Site{Attachment: &a}, coll.Programs[a.Program])
 		switch {
 		case err == nil:
-			l.Close()
+			closeLinks(links)
 		case !capability.Of(capability.Kprobes).Available:
 			if !strings.Contains(err.Error(), "kprobes are not available: ") {
 				t.Errorf("attach %s: %v; want the kernel's lack of kprobes named", a.ProbeName, err)

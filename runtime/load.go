@@ -18,6 +18,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/attach"
 	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/symbols"
 )
@@ -323,11 +324,11 @@ func (t *tracer) loadPlan(pl *plan.Plan) error {
 			fmt.Fprintf(t.opts.Err, "symbols: %v; memory maps are read from /proc only\n", err)
 		}
 	}
-	mode := t.chooseUprobes()
-	if t.coll, err = load(loadSpec(mode, t.spec), t.unwind.replacements()); err != nil {
+	mode, loadable := attach.Loadable(t.spec, t.opts.NoUprobeMulti, pl.UprobePID(), t.notes())
+	if t.coll, err = load(loadable, t.unwind.replacements()); err != nil {
 		return kernelFuncLoadError(t.spec, err)
 	}
-	t.attached = t.newAttachedSet(mode)
+	t.attached = t.newAttachedSet(mode, pl.UprobePID())
 	// No events ring: EventsMap is "", and the map nil.
 	if err := t.loop.openRings(t.coll.Maps[t.spec.EventsMap], t.coll.Maps[t.spec.ControlMap]); err != nil {
 		return err

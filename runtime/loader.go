@@ -115,7 +115,7 @@ func (t *tracer) loadedObjects() error {
 	if err != nil || spec == nil {
 		return err
 	}
-	coll, err := loadSharing(loadSpec(t.attached.uprobes, spec), t.coll.Maps)
+	coll, err := loadSharing(t.attached.target.Mode.Loadable(spec), t.coll.Maps)
 	if err != nil {
 		return fmt.Errorf("load the probes of %v: %w", fresh, err)
 	}

@@ -260,7 +260,7 @@ func (t *tracer) startTrace(sites []plan.Site, endsAfterBegin bool) error {
 		}
 	}
 	if !t.exitedEarly() {
-		if err := t.attached.attachKernelProbes(); err != nil {
+		if err := t.attached.attachKernelProbes(sites); err != nil {
 			return err
 		}
 	}

@@ -19,7 +19,7 @@ import (
 // prog of site s to its kernel function. A refusal names what the kernel
 // lacks: kprobes (CONFIG_KPROBES) or BPF trampolines for fentry and fexit
 // programs.
-func KernelFunc(s plan.Site, prog *ebpf.Program) (link.Link, error) {
+func KernelFunc(s plan.Site, prog *ebpf.Program) ([]link.Link, error) {
 	a := s.Attachment
 	var l link.Link
 	var err error
@@ -32,7 +32,7 @@ func KernelFunc(s plan.Site, prog *ebpf.Program) (link.Link, error) {
 		l, err = link.AttachTracing(link.TracingOptions{Program: prog})
 	}
 	if err == nil {
-		return l, nil
+		return []link.Link{l}, nil
 	}
 	switch {
 	case (a.Kind == lang.ProbeKprobe || a.Kind == lang.ProbeKretprobe) && !capability.Of(capability.Kprobes).Available:

@@ -12,12 +12,12 @@ import (
 )
 
 // Tracepoint attaches prog at the tracepoint of site s.
-func Tracepoint(s plan.Site, prog *ebpf.Program) (link.Link, error) {
+func Tracepoint(s plan.Site, prog *ebpf.Program) ([]link.Link, error) {
 	a := s.Attachment
 	tp := a.Tracepoint
 	l, err := link.Tracepoint(tp.Category, tp.Name, prog, nil)
 	if err != nil {
 		return nil, fmt.Errorf("attach %s: %w", a.ProbeName, err)
 	}
-	return l, nil
+	return []link.Link{l}, nil
 }

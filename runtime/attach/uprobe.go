@@ -15,9 +15,26 @@ import (
 	"github.com/gotrace/gotrace/usdt"
 )
 
-// Uprobe attaches prog at a USDT or uprobe site s with a perf-event
-// uprobe, filtered on pid when it is not 0.
-func Uprobe(s plan.Site, prog *ebpf.Program, execs *Executables, pid int) (link.Link, error) {
+// Uprobe attaches prog at each of sites (usdt locations, a uprobe's
+// symbol or address) with a perf-event uprobe, filtered on t.UprobePID
+// when it is not 0; -v notes each. On an error it returns the links made
+// before it with it.
+func Uprobe(sites []plan.Site, prog *ebpf.Program, t *Target) ([]link.Link, error) {
+	var links []link.Link
+	for _, s := range sites {
+		l, err := perfUprobe(s, prog, t.Execs, t.UprobePID)
+		if err != nil {
+			return links, err
+		}
+		links = append(links, l)
+		notef(t.Verbose, "attached %s to %s (semaphore at offset %#x)\n", s.Attachment.Probe, s.Where(), s.USDT.SemaphoreOffset)
+	}
+	return links, nil
+}
+
+// perfUprobe attaches prog at site s with a perf-event uprobe, filtered
+// on pid when it is not 0.
+func perfUprobe(s plan.Site, prog *ebpf.Program, execs *Executables, pid int) (link.Link, error) {
 	ex, err := execs.Open(s)
 	if err != nil {
 		return nil, err

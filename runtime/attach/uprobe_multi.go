@@ -5,7 +5,9 @@ package attach
 // uprobes are the fallback.
 
 import (
+	"errors"
 	"fmt"
+	"io"
 	"slices"
 	"strconv"
 	"strings"
@@ -47,10 +49,30 @@ func (m Mode) String() string {
 // for other processes' threads).
 var pidFilterFixed = [2]int{6, 10}
 
-// ChooseMode picks MultiUprobes where the kernel has uprobe_multi
+// Loadable chooses how the usdt, uprobe and uretprobe programs of spec
+// are attached, for the process pid (0: every process), unless disabled
+// (--no-uprobe-multi) with uprobe_multi links, and returns that mode and
+// the collection spec to load for it; verbose, when not nil, receives
+// -v's note of the choice. A spec without such programs asks the kernel
+// nothing: whether it has uprobe_multi links is found out by loading and
+// attaching test programs (6% of the CPU time of BEGIN { exit(); }).
+func Loadable(spec *codegen.Spec, disabled bool, pid int, verbose io.Writer) (Mode, *ebpf.CollectionSpec) {
+	if !slices.ContainsFunc(spec.Attachments, func(a codegen.Attachment) bool { return plan.UserKind(a.Kind) }) {
+		notef(verbose, "uprobes: none in the script\n")
+		return PerfUprobes, spec.Collection
+	}
+	mode, why := chooseMode(disabled, pid)
+	if why != "" {
+		why = " (" + why + ")"
+	}
+	notef(verbose, "uprobes: %s%s\n", mode, why)
+	return mode, mode.Loadable(spec)
+}
+
+// chooseMode picks MultiUprobes where the kernel has uprobe_multi
 // links (the capability table's, tried once per process) and, for a
 // trace filtered by PID, filters by PID correctly; why says why not.
-func ChooseMode(disabled bool, pid int) (mode Mode, why string) {
+func chooseMode(disabled bool, pid int) (mode Mode, why string) {
 	if disabled {
 		return PerfUprobes, "uprobe_multi disabled"
 	}
@@ -80,59 +102,54 @@ func kernelRelease() ([2]int, bool) {
 	return [2]int{a, b}, err1 == nil && err2 == nil
 }
 
-// ForUprobeMulti returns a copy of spec whose programs attached to
-// locations in files load as uprobe_multi programs: the kernel attaches a
-// program to a uprobe_multi link only when it was loaded for one.
-func ForUprobeMulti(spec *ebpf.CollectionSpec, atts []codegen.Attachment) *ebpf.CollectionSpec {
-	spec = spec.Copy()
-	for _, a := range atts {
-		if p := spec.Programs[a.Program]; p != nil && plan.UserKind(a.Kind) {
+// Loadable returns the collection spec of spec to load for uprobes
+// attached as m says: as compiled, or with the programs of usdt and
+// uprobe probes loaded as uprobe_multi programs, since the kernel
+// attaches a program to a uprobe_multi link only when it was loaded for
+// one. The libraries a -c command loads later are loaded so too.
+func (m Mode) Loadable(spec *codegen.Spec) *ebpf.CollectionSpec {
+	if m != MultiUprobes {
+		return spec.Collection
+	}
+	coll := spec.Collection.Copy()
+	for _, a := range spec.Attachments {
+		if p := coll.Programs[a.Program]; p != nil && plan.UserKind(a.Kind) {
 			p.AttachType = ebpf.AttachTraceUprobeMulti
 		}
 	}
-	return spec
+	return coll
 }
 
-// Group is the sites of one attachment in one file, attached with one
-// uprobe_multi link.
-type Group struct {
-	Sites []plan.Site
-}
-
-// GroupSites splits sites into the runtime's own sites (BEGIN, END,
-// interval, profile), kept one by one in order, and the groups of
-// locations of each attachment and file, last probe first: the kernel runs
-// the handlers of one location newest first, so attaching in reverse runs
-// two probes of one function in script order, as bpftrace does.
-func GroupSites(sites []plan.Site) (own []plan.Site, groups []Group) {
-	index := map[[2]any]int{}
-	for _, s := range sites {
-		if !plan.UserKind(s.Attachment.Kind) {
-			own = append(own, s)
-			continue
-		}
-		key := [2]any{s.Attachment, s.Path}
-		i, ok := index[key]
-		if !ok {
-			i = len(groups)
-			index[key] = i
-			groups = append(groups, Group{})
-		}
-		groups[i].Sites = append(groups[i].Sites, s)
+// uprobeGroup attaches prog at the locations of g: with one uprobe_multi
+// link in MultiUprobes mode, else, or when the kernel refuses the link (a
+// limit of its own, such as a file it cannot probe that way), with a
+// perf-event uprobe per location, the program loaded again for that kind
+// of attachment (Target.Reload).
+func uprobeGroup(g Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
+	if t.Mode != MultiUprobes {
+		return Uprobe(g.Sites, prog, t)
 	}
-	slices.Reverse(groups)
-	return own, groups
+	links, err := UprobeMulti(g, prog, t)
+	if err == nil || errors.Is(err, unix.EPERM) || errors.Is(err, unix.EACCES) || t.Reload == nil {
+		return links, err
+	}
+	fallback, lerr := t.Reload(g.Sites[0].Attachment.Program)
+	if lerr != nil {
+		return nil, fmt.Errorf("%w; and again for perf-event uprobes: %v", err, lerr)
+	}
+	notef(t.Verbose, "%v; attaching perf-event uprobes instead\n", err)
+	return Uprobe(g.Sites, fallback, t)
 }
 
 // UprobeMulti attaches prog at every location of g with one uprobe_multi
-// link, filtered on pid when it is not 0.
-func UprobeMulti(g Group, prog *ebpf.Program, execs *Executables, pid int) (link.Link, error) {
+// link, filtered on t.UprobePID when it is not 0; -v notes it.
+func UprobeMulti(g Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
 	first := g.Sites[0]
-	ex, err := execs.Open(first)
+	ex, err := t.Execs.Open(first)
 	if err != nil {
 		return nil, err
 	}
-	opts := &link.UprobeMultiOptions{PID: uint32(pid)}
+	opts := &link.UprobeMultiOptions{PID: uint32(t.UprobePID)}
 	semaphores := false
 	for _, s := range g.Sites {
 		opts.Addresses = append(opts.Addresses, s.USDT.Offset+s.Offset)
@@ -152,5 +169,6 @@ func UprobeMulti(g Group, prog *ebpf.Program, execs *Executables, pid int) (link
 	if err != nil {
 		return nil, fmt.Errorf("attach %s to %d locations of %s with uprobe_multi: %w", first.Attachment.Probe, len(g.Sites), first.Path, err)
 	}
-	return l, nil
+	notef(t.Verbose, "attached %s to %d locations of %s with one uprobe_multi link\n", first.Attachment.Probe, len(g.Sites), first.Path)
+	return []link.Link{l}, nil
 }

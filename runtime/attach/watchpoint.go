@@ -13,16 +13,32 @@ import (
 	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/runtime/plan"
 )
 
 // Watchpoint attaches prog to a hardware breakpoint on the address of
 // watchpoint site s, every hit: on every online CPU for every process when
-// pid is 0, else on the traced process's threads, those it has and those
-// it starts. A -c command (child) is one thread until it execs, and its
+// t.PID is 0, else on the traced process's threads, those it has and those
+// it starts. A -c command (t.Child) is one thread until it execs, and its
 // event follows it through exec. bpftrace 0.17 watches only the main
-// thread of the -c or -p process.
-func Watchpoint(s plan.Site, prog *ebpf.Program, pid int, child bool) ([]link.Link, error) {
+// thread of the -c or -p process. Where this machine attaches hardware
+// breakpoints but does not deliver them, it warns to t.Warn that the probe
+// will not fire.
+func Watchpoint(s plan.Site, prog *ebpf.Program, t *Target) ([]link.Link, error) {
+	// Asked only here, so that scripts without watchpoints open no
+	// breakpoint of their own.
+	bp := capability.Of(capability.Breakpoints)
+	links, err := watchpoint(s, prog, t.PID, t.Child)
+	if err == nil && !bp.Available && !bp.Unknown {
+		notef(t.Warn, "WARNING: %s: the probe will not fire: hardware breakpoints attach on this machine but are not delivered (tried by gotrace: %s)\n", s.Attachment.Probe, bp.Evidence)
+	}
+	return links, err
+}
+
+// watchpoint attaches prog to the breakpoint of site s, for process pid
+// (0: every process), the -c command's when child.
+func watchpoint(s plan.Site, prog *ebpf.Program, pid int, child bool) ([]link.Link, error) {
 	a := s.Attachment
 	attr := perfEvent(unix.PERF_TYPE_BREAKPOINT, 0, 1)
 	attr.Bp_type = a.WatchAccess

@@ -1,0 +1,106 @@
+package attach
+
+// The one entry: a group of sites and its program in, the mechanism of
+// their kind chosen, links out.
+
+import (
+	"fmt"
+	"io"
+	"slices"
+
+	"github.com/cilium/ebpf"
+	"github.com/cilium/ebpf/link"
+
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/plan"
+)
+
+// Target is what the mechanisms need of the run besides a site and its
+// program: how and for which process uprobes are attached, the traced
+// process, where notes and warnings go. The runtime fills it in once for
+// a run, and Reload for each pass that may attach uprobes.
+type Target struct {
+	// Mode is how usdt, uprobe and uretprobe programs are attached
+	// (Loadable chose it); Execs are their files, each opened once.
+	Mode  Mode
+	Execs *Executables
+	// UprobePID is the process uprobes are attached for, 0 for every
+	// process (plan.Plan.UprobePID).
+	UprobePID int
+	// PID is the traced process, the one a watchpoint is set in (0: a
+	// watchpoint on every CPU), and Child says it is the -c command's.
+	PID   int
+	Child bool
+	// Warn receives warnings, Verbose -v's notes; nil drops them.
+	Warn, Verbose io.Writer
+	// Reload loads a program (by its name in the collection) again for
+	// perf-event uprobes, when the kernel refuses its uprobe_multi link;
+	// nil keeps the refusal as the error.
+	Reload func(program string) (*ebpf.Program, error)
+}
+
+// notef writes a note or a warning to w, unless w is nil.
+func notef(w io.Writer, format string, args ...any) {
+	if w != nil {
+		fmt.Fprintf(w, format, args...)
+	}
+}
+
+// Group is sites attached by one call of Site: a site of its own, or the
+// locations of one usdt, uprobe or uretprobe attachment in one file, which
+// one uprobe_multi link attaches.
+type Group struct {
+	Sites []plan.Site
+}
+
+// GroupSites splits sites into groups: first a group for each site not
+// in a user file, in order, then the groups of locations of each
+// attachment and file, last probe first: the kernel runs the handlers of
+// one location newest first, so attaching in reverse runs two probes of
+// one function in script order, as bpftrace does.
+func GroupSites(sites []plan.Site) []Group {
+	var own, groups []Group
+	index := map[[2]any]int{}
+	for _, s := range sites {
+		if !plan.UserKind(s.Attachment.Kind) {
+			own = append(own, Group{Sites: []plan.Site{s}})
+			continue
+		}
+		key := [2]any{s.Attachment, s.Path}
+		i, ok := index[key]
+		if !ok {
+			i = len(groups)
+			index[key] = i
+			groups = append(groups, Group{})
+		}
+		groups[i].Sites = append(groups[i].Sites, s)
+	}
+	slices.Reverse(groups)
+	return append(own, groups...)
+}
+
+// Site attaches prog, the program of g's attachment, at the sites of g by
+// the mechanism of their kind: uprobe_multi links or perf-event uprobes
+// as t.Mode says (uprobe_multi.go, uprobe.go), tracepoints
+// (tracepoint.go), perf events (profile.go), hardware breakpoints
+// (watchpoint.go), kernel functions (kprobe.go). It returns the links it
+// made, with an error too those made before it, for the caller to keep
+// and close: nothing it attached is left without an owner.
+func Site(g Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
+	s := g.Sites[0]
+	switch s.Attachment.Kind {
+	case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
+		return uprobeGroup(g, prog, t)
+	case lang.ProbeProfile:
+		return Profile(s, prog)
+	case lang.ProbeSoftware, lang.ProbeHardware:
+		return PerfCounter(s, prog)
+	case lang.ProbeWatchpoint:
+		return Watchpoint(s, prog, t)
+	case lang.ProbeKprobe, lang.ProbeKretprobe, lang.ProbeKfunc, lang.ProbeKretfunc:
+		return KernelFunc(s, prog)
+	case lang.ProbeTracepoint:
+		return Tracepoint(s, prog)
+	}
+	return nil, fmt.Errorf("attach %s: probes of this kind cannot be attached", s.Attachment.Probe)
+}
