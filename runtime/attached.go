@@ -190,18 +190,6 @@ func (a *attachedSet) close() {
 	a.extra = nil
 }
 
-// runProgram runs a BEGIN, END or interval program once, in the kernel,
-// with BPF_PROG_TEST_RUN.
-func runProgram(prog *ebpf.Program) error {
-	opts := &ebpf.RunOptions{}
-	if prog.Type() != ebpf.RawTracepoint {
-		// Packet-based program types want at least an Ethernet header.
-		opts.Data = make([]byte, 14)
-	}
-	_, err := prog.Run(opts)
-	return err
-}
-
 // newAttachedSet returns the set the run attaches to, the programs of
 // t.coll attached for uprobes as mode says, for process uprobePID (0:
 // every process).

@@ -52,7 +52,8 @@ const lostPoll = 100 * time.Millisecond
 // loop touches neither the output nor t.mu.
 //
 // The tracer's side of the loop is in this file too: startTrace, the
-// stage that runs BEGIN and starts the loop, and read, each reader's body.
+// stage that runs BEGIN and starts the loop, and read, each reader's body;
+// and runProgram, which runs BEGIN, END and the intervals in the kernel.
 type eventLoop struct {
 	events, control *ring
 	// readers counts the reader goroutines; flushed receives one value
@@ -192,6 +193,18 @@ func (l *eventLoop) runIntervals(progs []*ebpf.Program, fail func(error)) bool {
 		}
 	}
 	return true
+}
+
+// runProgram runs a BEGIN, END or interval program once, in the kernel,
+// with BPF_PROG_TEST_RUN.
+func runProgram(prog *ebpf.Program) error {
+	opts := &ebpf.RunOptions{}
+	if prog.Type() != ebpf.RawTracepoint {
+		// Packet-based program types want at least an Ethernet header.
+		opts.Data = make([]byte, 14)
+	}
+	_, err := prog.Run(opts)
+	return err
 }
 
 // drain returns once the readers have handled every record the rings
