@@ -50,10 +50,11 @@ func (m Mode) String() string {
 var pidFilterFixed = [2]int{6, 10}
 
 // Loadable chooses how the usdt, uprobe and uretprobe programs of spec
-// are attached, for the process pid (0: every process), unless disabled
-// (--no-uprobe-multi) with uprobe_multi links, and returns that mode and
-// the collection spec to load for it; verbose, when not nil, receives
-// -v's note of the choice. A spec without such programs asks the kernel
+// are attached for the process pid (0: every process): with uprobe_multi
+// links where the kernel serves them and they are not disabled
+// (--no-uprobe-multi), else with perf-event uprobes. It returns that mode
+// and the collection spec to load for it; verbose, when not nil,
+// receives -v's note of the choice. A spec without such programs asks the kernel
 // nothing: whether it has uprobe_multi links is found out by loading and
 // attaching test programs (6% of the CPU time of BEGIN { exit(); }).
 func Loadable(spec *codegen.Spec, disabled bool, pid int, verbose io.Writer) (Mode, *ebpf.CollectionSpec) {
