@@ -202,10 +202,19 @@ func (t *tracer) newAttachedSet(mode attach.Mode, uprobePID int) *attachedSet {
 			UprobePID: uprobePID,
 			PID:       t.pid,
 			Child:     t.child != nil,
-			Warn:      t.opts.Err,
+			Warn:      t.warnings(),
 			Verbose:   t.notes(),
 		},
 	}
+}
+
+// warnings is where the attach mechanisms' warnings go: nil under
+// --no-warnings.
+func (t *tracer) warnings() io.Writer {
+	if t.opts.NoWarnings {
+		return nil
+	}
+	return t.opts.Err
 }
 
 // notes is where -v's notes go: nil without -v.

@@ -77,6 +77,10 @@ END { printf("end\n"); }`, counter, bump)
 		if !strings.Contains(got.Stderr, warning) {
 			t.Errorf("gotrace's stderr:\n%s\nwant the warning %q", got.Stderr, warning)
 		}
+		quiet := runTool(gotrace, t.TempDir(), append([]string{"--no-warnings"}, args...))
+		if quiet.Err != nil || quiet.Code != 0 || strings.Contains(quiet.Stderr, "WARNING") {
+			t.Errorf("with --no-warnings: %v, exit %d, stderr:\n%s\nwant no warning", quiet.Err, quiet.Code, quiet.Stderr)
+		}
 		hits := func(out string) int { return strings.Count(out, "\nw ") + strings.Count(out, "\nx\n") }
 		testenv.RequireCapability(t, capability.Breakpoints,
 			fmt.Sprintf("bpftrace 0.17 printed %d hits (%q), gotrace %d (%q) and warned", hits(want.Stdout), want.Stdout, hits(got.Stdout), got.Stdout))
