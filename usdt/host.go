@@ -24,6 +24,10 @@ type Host struct {
 
 	once   sync.Once
 	loaded []string
+	// mapped are the objects the -p process maps, read once, when a
+	// library name first needs them.
+	mappedOnce sync.Once
+	mapped     []string
 }
 
 // FindTarget returns the file a bare target name (no '/', no wildcard) of
@@ -35,7 +39,8 @@ func (h *Host) FindTarget(name string) (string, error) {
 		if h.PID != 0 {
 			// When the process's objects cannot be read, the other
 			// places still count.
-			mapped, _ = ProcessPaths(h.PID)
+			h.mappedOnce.Do(func() { h.mapped, _ = ProcessPaths(h.PID) })
+			mapped = h.mapped
 		}
 		if h.Loaded != nil {
 			h.once.Do(func() { h.loaded = h.Loaded() })

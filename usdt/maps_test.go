@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/gotrace/gotrace/internal/testenv"
 )
 
@@ -29,24 +31,78 @@ func TestParseMaps(t *testing.T) {
 7f0000400000-7f0000401000 rw-s 00000000 00:01 2004 /dev/zero
 7ffd00000000-7ffd00001000 r-xp 00000000 00:00 0                          [vdso]
 `
-	got, err := parseMaps([]byte(maps), 42)
+	ms, err := ParseMappings([]byte(maps))
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(ms) != 10 {
+		t.Fatalf("ParseMappings: %d mappings, want 10", len(ms))
+	}
+	if want := (Mapping{Start: 0x7f0000100000, End: 0x7f0000200000, Offset: 0x1000, Perms: "r-xp", Dev: unix.Mkdev(8, 1), Ino: 2001, Path: "/opt/my app/lib/libx.so"}); ms[5] != want {
+		t.Errorf("the mapping with a space in its path = %+v, want %+v", ms[5], want)
+	}
+	if heap := ms[3]; heap.Path != "[heap]" || heap.Dev != 0 || heap.Ino != 0 || heap.File() || heap.Executable() {
+		t.Errorf("the heap's mapping = %+v (file %v, executable %v)", heap, heap.File(), heap.Executable())
+	}
+	got := Objects(ms, 42)
 	want := []MappedObject{
 		{"/usr/bin/python3.11", "/proc/42/root/usr/bin/python3.11"},
 		{"/opt/my app/lib/libx.so", "/proc/42/root/opt/my app/lib/libx.so"},
 		{"/usr/lib/x86_64-linux-gnu/libc.so.6", "/proc/42/root/usr/lib/x86_64-linux-gnu/libc.so.6"},
 	}
 	if !reflect.DeepEqual(got, want) {
-		t.Errorf("parseMaps =\n%+v\nwant\n%+v", got, want)
+		t.Errorf("Objects =\n%+v\nwant\n%+v", got, want)
 	}
-
-	for _, bad := range []string{"55d4c5a00000-55d4c5a2e000 r--p\n", "x rwxpq 0 0 0 /a\n"} {
-		if _, err := parseMaps([]byte(bad), 1); err == nil || !strings.Contains(err.Error(), "malformed") {
-			t.Errorf("parseMaps(%q) = %v, want a malformed-line error", bad, err)
+	for _, tt := range []struct {
+		addr   uint64
+		mapped bool
+	}{
+		{0x55d4c7000000, true}, // the heap: anonymous mappings count
+		{0x55d4c70fffff, true},
+		{0x55d4c7100000, false}, // End is past the mapping
+		{0x1000, false},
+	} {
+		if got := AddressMapped(ms, tt.addr); got != tt.mapped {
+			t.Errorf("AddressMapped(%#x) = %v, want %v", tt.addr, got, tt.mapped)
 		}
 	}
+
+	for _, bad := range []string{
+		"55d4c5a00000-55d4c5a2e000 r--p\n",
+		"x rwxpq 0 0 0 /a\n",
+		"55d4c5a00000-55d4c5a2e000 r--p 00000000 0801 1311 /a\n",
+		"55d4c5a00000-55d4c5a2e000 r--p 00000000 08:01 inode /a\n",
+		"55d4c5a00000 r--p 00000000 08:01 1311 /a\n",
+	} {
+		if _, err := ParseMappings([]byte(bad)); err == nil || !strings.Contains(err.Error(), "malformed") {
+			t.Errorf("ParseMappings(%q) = %v, want a malformed-line error", bad, err)
+		}
+	}
+}
+
+// FuzzParseMappings checks that no text makes ParseMappings panic, and
+// that what it parses holds together: every mapping's permissions are
+// four letters, and an object is a file's executable mapping.
+func FuzzParseMappings(f *testing.F) {
+	f.Add([]byte("55d4c5a2e000-55d4c5d0f000 r-xp 0002e000 08:01 1311 /usr/bin/python3.11\n"))
+	f.Add([]byte("7ffd00000000-7ffd00001000 r-xp 00000000 00:00 0                          [vdso]\n"))
+	f.Add([]byte("7f0000200000-7f0000300000 r-xp 00001000 08:01 2002 /tmp/gone.so (deleted)\n"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		ms, err := ParseMappings(data)
+		if err != nil {
+			return
+		}
+		for _, m := range ms {
+			if len(m.Perms) != 4 {
+				t.Fatalf("mapping %+v: permissions %q", m, m.Perms)
+			}
+		}
+		for _, o := range Objects(ms, 1) {
+			if !strings.HasPrefix(o.Path, "/") || strings.HasSuffix(o.Path, " (deleted)") {
+				t.Fatalf("object %+v is not a file that exists", o)
+			}
+		}
+	})
 }
 
 func TestMappedObjectsSelf(t *testing.T) {

@@ -109,15 +109,22 @@ func isTargetFile(path string, files *Files) bool {
 // sees them under: their own when gotrace shares the process's mount
 // namespace, /proc/PID/root/... otherwise.
 func ProcessPaths(pid int) ([]string, error) {
-	objs, err := MappedObjects(pid)
+	ms, err := ReadMappings(pid)
 	if err != nil {
 		return nil, fmt.Errorf("failed to find the objects of process %d: %w", pid, err)
 	}
+	return ObjectPaths(ms, pid), nil
+}
+
+// ObjectPaths returns the files among ms, the mappings of process pid,
+// as ProcessPaths does.
+func ObjectPaths(ms []Mapping, pid int) []string {
+	objs := Objects(ms, pid)
 	paths := make([]string, 0, len(objs))
 	for _, o := range objs {
 		paths = append(paths, ownPath(o.Path, o.OpenPath))
 	}
-	return paths, nil
+	return paths
 }
 
 // ownPath returns path, a file's path in another mount namespace, when it

@@ -103,6 +103,8 @@ type filesFact struct {
 // found before any file is opened: the files by name, each with what is
 // read of it, and the rest.
 type hostWants struct {
+	// maps is the -p process's /proc/PID/maps, read once for the plan.
+	maps        *pidMaps
 	features    []capability.Feature
 	kernelFuncs bool
 	// objects are the objects an attach point without a path looks in,
@@ -184,8 +186,8 @@ func gatherHost(p *lang.Program, in Input) *hostFacts {
 		h.kernelFuncs, h.kernelErr = kernelFunctions()
 	}
 	for _, ap := range w.watched {
-		mapped, err := usdt.AddressMapped(in.PID, ap.Address)
-		h.watched[ap] = mappedFact{mapped: mapped, err: err}
+		ms, err := w.maps.read()
+		h.watched[ap] = mappedFact{mapped: usdt.AddressMapped(ms, ap.Address), err: err}
 	}
 	opened := map[string]*targetFacts{}
 	for _, name := range w.names {
@@ -235,7 +237,7 @@ func gatherHost(p *lang.Program, in Input) *hostFacts {
 		}
 	}
 	if len(h.inodes) > 0 {
-		h.mapped, h.pidName = processMappings(in.PID)
+		h.mapped, h.pidName = processMappings(w.maps)
 	}
 	if w.family {
 		h.family = readFamily(in)
@@ -265,10 +267,14 @@ func indirectFunctions(f *usdt.File) []string {
 // process's objects when an attach point looks in them, and the files a
 // usdt pattern matches.
 func wantsOf(p *lang.Program, in Input) hostWants {
-	w := hostWants{objects: in.Objects, usdt: map[*lang.AttachPoint]namesFact{}, files: map[string]*fileWants{}}
+	readMaps := in.readMaps
+	if readMaps == nil {
+		readMaps = usdt.ReadMappings
+	}
+	w := hostWants{maps: &pidMaps{pid: in.PID, readMaps: readMaps}, objects: in.Objects, usdt: map[*lang.AttachPoint]namesFact{}, files: map[string]*fileWants{}}
 	w.wildUSDT = HasWildcardUSDT(p)
 	if in.Objects == nil && in.PID != 0 && (w.wildUSDT || HasWildcardUprobe(p)) {
-		w.objects, w.objectsErr = processObjects(in.PID)
+		w.objects, w.objectsErr = processObjects(w.maps)
 	}
 	asked := map[capability.Feature]bool{}
 	for _, pr := range p.Probes {
@@ -352,34 +358,56 @@ func (w *hostWants) read(names []string, want fileWants) {
 	}
 }
 
-// processObjects returns the objects process pid maps: those its attach
-// points without a path look in.
-func processObjects(pid int) ([]string, error) {
-	objs, err := usdt.ProcessPaths(pid)
-	if err != nil {
-		return nil, err
+// pidMaps is the -p process's /proc/PID/maps, read at most once for a
+// plan: the objects its attach points without a path look in, whether it
+// maps a watchpoint's address and which files it maps all come from the
+// one read.
+type pidMaps struct {
+	pid      int
+	readMaps func(pid int) ([]usdt.Mapping, error)
+	done     bool
+	ms       []usdt.Mapping
+	err      error
+}
+
+// read returns the process's mappings, reading them the first time.
+func (m *pidMaps) read() ([]usdt.Mapping, error) {
+	if !m.done {
+		m.ms, m.err = m.readMaps(m.pid)
+		m.done = true
 	}
+	return m.ms, m.err
+}
+
+// processObjects returns the objects the -p process maps: those its
+// attach points without a path look in.
+func processObjects(maps *pidMaps) ([]string, error) {
+	ms, err := maps.read()
+	if err != nil {
+		return nil, fmt.Errorf("failed to find the objects of process %d: %w", maps.pid, err)
+	}
+	objs := usdt.ObjectPaths(ms, maps.pid)
 	if len(objs) == 0 {
 		// Else the rules would ask for the -p that was given.
-		return nil, fmt.Errorf("process %d maps no files to look for usdt probes in%s", pid, proc.ExitedNote(pid))
+		return nil, fmt.Errorf("process %d maps no files to look for usdt probes in%s", maps.pid, proc.ExitedNote(maps.pid))
 	}
 	return objs, nil
 }
 
-// processMappings reads which files process pid (-p) maps, by device
+// processMappings returns which files the -p process maps, by device
 // and inode, whatever path maps them, and its name for messages; nothing
 // when its maps cannot be read (-p 1 in a container).
-func processMappings(pid int) (map[fileID]bool, string) {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+func processMappings(maps *pidMaps) (map[fileID]bool, string) {
+	ms, err := maps.read()
 	if err != nil {
 		return nil, ""
 	}
-	f.Close()
 	mapped := map[fileID]bool{}
-	for _, m := range symbols.ProcessMappings(pid) {
+	for _, m := range ms {
+		// An anonymous mapping's device and inode are 0, no file's.
 		mapped[fileID{m.Dev, m.Ino}] = true
 	}
-	return mapped, proc.NameNote(pid)
+	return mapped, proc.NameNote(maps.pid)
 }
 
 // kernelFunctions returns the kernel functions a kprobe wildcard is

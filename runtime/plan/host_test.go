@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+	"unsafe"
 
 	"github.com/gotrace/gotrace/internal/fixture"
 	"github.com/gotrace/gotrace/internal/settings"
@@ -99,4 +100,43 @@ func relativePath(t *testing.T, path string) string {
 		t.Fatal(err)
 	}
 	return rel
+}
+
+// TestPlanReadsMapsOnce reads the host for a -p trace (this test's
+// process) whose rules all ask about the process's mappings: a usdt probe
+// without a path looks in the objects it maps, a watchpoint needs its
+// address mapped, a uprobe's file is checked against the files it maps.
+// /proc/PID/maps is read once for all of them.
+func TestPlanReadsMapsOnce(t *testing.T) {
+	exe, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	watched := new(int64)
+	p, _ := analyzed(t, fmt.Sprintf(`usdt::net:inbound_message { } watchpoint:%#x:8:w { } uprobe:%s:main { }`,
+		uintptr(unsafe.Pointer(watched)), exe))
+	reads := 0
+	in := Input{PID: os.Getpid(), readMaps: func(pid int) ([]usdt.Mapping, error) {
+		reads++
+		return usdt.ReadMappings(pid)
+	}}
+	h := hostOf(t, p, in)
+	if reads != 1 {
+		t.Errorf("read /proc/%d/maps %d times, want once", in.PID, reads)
+	}
+	if h.objectsErr != nil || len(h.objects) == 0 {
+		t.Errorf("objects %v, err %v: want the files this process maps", h.objects, h.objectsErr)
+	}
+	for ap, fact := range h.watched {
+		if !fact.mapped || fact.err != nil {
+			t.Errorf("%s: mapped %v, err %v: want mapped", ap.Raw, fact.mapped, fact.err)
+		}
+	}
+	if len(h.watched) != 1 {
+		t.Errorf("%d watchpoints asked about, want 1", len(h.watched))
+	}
+	if id, ok := h.inodes[exe]; !ok || !h.mapped[id] {
+		t.Errorf("%s (%v, stat %v) is not among the files mapped: %v", exe, id, ok, h.mapped)
+	}
+	_ = *watched
 }

@@ -75,10 +75,12 @@ type Input struct {
 	Codegen codegen.Options
 
 	// open opens the files the plan reads, Files.Open when nil; has
-	// answers the capability table, capability.Of when nil. Tests count
-	// the opens, or fix the answers.
-	open opener
-	has  capabilityOf
+	// answers the capability table, capability.Of when nil; readMaps
+	// reads a process's mappings, usdt.ReadMappings when nil. Tests count
+	// the opens and reads, or fix the answers.
+	open     opener
+	has      capabilityOf
+	readMaps func(pid int) ([]usdt.Mapping, error)
 }
 
 // Plan is a run's plan: the compiled program and every site its programs

@@ -6,18 +6,13 @@
 package symbols
 
 import (
-	"bufio"
 	"debug/elf"
-	"errors"
 	"fmt"
-	"os"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
 
 	cxxdemangle "github.com/ianlancetaylor/demangle"
-	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -199,36 +194,19 @@ type Mappings []Mapping
 // ProcessMappings reads the file mappings of process (or thread) pid; none
 // when it is gone.
 func ProcessMappings(pid int) Mappings {
-	f, err := os.Open(fmt.Sprintf("/proc/%d/maps", pid))
+	all, err := usdt.ReadMappings(pid)
 	if err != nil {
 		return nil
 	}
-	defer f.Close()
 	var ms Mappings
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		fields := strings.Fields(sc.Text())
-		if len(fields) < 6 || !strings.HasPrefix(fields[5], "/") {
+	for _, m := range all {
+		if !strings.HasPrefix(m.Path, "/") {
 			continue
 		}
-		lo, hi, ok := strings.Cut(fields[0], "-")
-		if !ok {
-			continue
-		}
-		major, minor, ok := strings.Cut(fields[3], ":")
-		if !ok {
-			continue
-		}
-		start, err1 := strconv.ParseUint(lo, 16, 64)
-		end, err2 := strconv.ParseUint(hi, 16, 64)
-		off, err3 := strconv.ParseUint(fields[2], 16, 64)
-		maj, err4 := strconv.ParseUint(major, 16, 32)
-		mnr, err5 := strconv.ParseUint(minor, 16, 32)
-		ino, err6 := strconv.ParseUint(fields[4], 10, 64)
-		if err := errors.Join(err1, err2, err3, err4, err5, err6); err != nil {
-			continue
-		}
-		ms = append(ms, Mapping{Start: start, End: end, Offset: off, Path: fields[5], Dev: unix.Mkdev(uint32(maj), uint32(mnr)), Ino: ino})
+		// A file deleted since it was mapped is named by its old path,
+		// which openMapped finds is no longer that file.
+		path := strings.TrimSuffix(m.Path, " (deleted)")
+		ms = append(ms, Mapping{Start: m.Start, End: m.End, Offset: m.Offset, Path: path, Dev: m.Dev, Ino: m.Ino})
 	}
 	return ms
 }
