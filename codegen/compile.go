@@ -52,6 +52,10 @@ type Options struct {
 	// run's programs share (the rings, counters, start time, exited flag)
 	// are taken from Extends as they were laid out: they exist already.
 	Extends *Spec
+	// PIDNamespace, when gotrace runs in a PID namespace of its own, is
+	// that namespace: pid, tid and the process ids stored with user
+	// stacks are then read as it numbers them. nil: the kernel's ids.
+	PIDNamespace *PIDNamespace
 	// Later is, with WatchLoader, the program whose probes may be
 	// compiled later into Specs that extend this one (the usdt probes
 	// without a path that a -c command's libraries may bring). The maps

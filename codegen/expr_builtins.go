@@ -34,9 +34,15 @@ func (f *fn) builtin(e *lang.Builtin) error {
 		)
 		f.place(done)
 	case lang.VarPid:
-		f.emit(asm.FnGetCurrentPidTgid.Call(), asm.RSh.Imm(asm.R0, 32))
+		if err := f.currentPidTgid(e); err != nil {
+			return err
+		}
+		f.emit(asm.RSh.Imm(asm.R0, 32))
 	case lang.VarTid:
-		f.emit(asm.FnGetCurrentPidTgid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
+		if err := f.currentPidTgid(e); err != nil {
+			return err
+		}
+		f.emit(asm.Mov.Reg32(asm.R0, asm.R0))
 	case lang.VarUID, lang.VarUsername:
 		f.emit(asm.FnGetCurrentUidGid.Call(), asm.Mov.Reg32(asm.R0, asm.R0))
 	case lang.VarGID:

@@ -58,7 +58,11 @@ func (f *fn) ustack(n lang.Node, t lang.Type) error {
 		asm.Mov.Imm(asm.R3, bpfFUserStack),
 		asm.FnGetStackid.Call(),
 		asm.Mov.Reg32(asm.R7, asm.R0),
-		asm.FnGetCurrentPidTgid.Call(),
+	)
+	if err := f.currentPidTgid(n); err != nil {
+		return err
+	}
+	f.emit(
 		asm.LSh.Imm(asm.R0, 32),
 		asm.Or.Reg(asm.R0, asm.R7),
 	)

@@ -203,7 +203,11 @@ func (f *fn) unwoundUstack(n lang.Node, t lang.Type) error {
 	f.emit(
 		storeImm64(asm.R7, st+uwHash, 0),
 		storeImm64(asm.R7, st+uwDepth, 0),
-		asm.FnGetCurrentPidTgid.Call(),
+	)
+	if err := f.currentPidTgid(n); err != nil {
+		return err
+	}
+	f.emit(
 		asm.RSh.Imm(asm.R0, 32),
 		asm.StoreMem(asm.R7, int16(st+uwTgid), asm.R0, asm.DWord),
 		asm.Mov.Imm(asm.R1, int32(frames)),
@@ -234,8 +238,10 @@ func (f *fn) unwoundUstack(n lang.Node, t lang.Type) error {
 		asm.FnMapUpdateElem.Call(),
 	)
 	f.place(done)
+	if err := f.currentPidTgid(n); err != nil {
+		return err
+	}
 	f.emit(
-		asm.FnGetCurrentPidTgid.Call(),
 		asm.LSh.Imm(asm.R0, 32),
 		asm.LoadMem(asm.R1, asm.R7, int16(st+uwHash), asm.Word),
 		asm.Or.Reg(asm.R0, asm.R1),
@@ -243,8 +249,10 @@ func (f *fn) unwoundUstack(n lang.Node, t lang.Type) error {
 	)
 	f.place(empty)
 	// No buffer (never: it is an array): an id no stack has.
+	if err := f.currentPidTgid(n); err != nil {
+		return err
+	}
 	f.emit(
-		asm.FnGetCurrentPidTgid.Call(),
 		asm.LSh.Imm(asm.R0, 32),
 		movImm(asm.R1, 0xffffffff),
 		asm.Or.Reg(asm.R0, asm.R1),

@@ -39,6 +39,7 @@ const (
 	ForEachMapElem Feature = "for_each_map_elem"
 	Loop           Feature = "loop"
 	LookupPercpu   Feature = "lookup_percpu_elem"
+	NamespacePIDs  Feature = "PID namespace ids"
 )
 
 // Row is what trying one feature found.
@@ -103,6 +104,7 @@ var probes = []*probe{
 	{feature: ForEachMapElem, uses: "for ($kv : @m), len(@m)", try: tryForEachMapElem},
 	{feature: Loop, uses: "for ($kv : @m) over count(), sum(), min(), max(), avg()", try: tryLoop},
 	{feature: LookupPercpu, uses: "for ($kv : @m) over count(), sum(), min(), max(), avg()", try: tryLookupPercpu},
+	{feature: NamespacePIDs, uses: "pid, tid and user stacks as gotrace's own PID namespace (a container) numbers them", try: tryNamespacePIDs},
 }
 
 // Of returns the row of feature f, trying it on the first call. An

@@ -222,6 +222,66 @@ func haveHelper(fn asm.BuiltinFunc) (bool, string, error) {
 	return true, fmt.Sprintf("a raw tracepoint program calling %v was loaded", fn), nil
 }
 
+// initPIDNamespaceInode is the inode of the initial PID namespace's
+// /proc/PID/ns/pid, fixed by the kernel (PROC_PID_INIT_INO).
+const initPIDNamespaceInode = 0xEFFFFFFC
+
+// OwnPIDNamespace returns gotrace's PID namespace, by the device and
+// inode of /proc/self/ns/pid, and whether it is the initial one, whose
+// ids the kernel's programs read.
+func OwnPIDNamespace() (dev, ino uint64, initial bool, err error) {
+	var st unix.Stat_t
+	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
+		return 0, 0, false, fmt.Errorf("read gotrace's PID namespace: %w", err)
+	}
+	return st.Dev, st.Ino, st.Ino == initPIDNamespaceInode, nil
+}
+
+// tryNamespacePIDs runs, in a PID namespace of gotrace's own, a program
+// that reads the current process's id as that namespace numbers it
+// (bpf_get_ns_current_pid_tgid), as codegen reads pid, and checks that it
+// is gotrace's own. In the initial namespace the kernel's ids are its
+// own, and nothing is tried.
+func tryNamespacePIDs() (bool, string, error) {
+	dev, ino, initial, err := OwnPIDNamespace()
+	switch {
+	case err != nil:
+		return false, "reading /proc/self/ns/pid", err
+	case initial:
+		return true, "gotrace runs in the initial PID namespace, whose ids the kernel's programs read", nil
+	}
+	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
+		Type:    ebpf.RawTracepoint,
+		License: "GPL",
+		Instructions: asm.Instructions{
+			asm.LoadImm(asm.R1, int64(dev), asm.DWord),
+			asm.LoadImm(asm.R2, int64(ino), asm.DWord),
+			asm.Mov.Reg(asm.R3, asm.RFP),
+			asm.Add.Imm(asm.R3, -8),
+			asm.Mov.Imm(asm.R4, 8),
+			asm.FnGetNsCurrentPidTgid.Call(),
+			asm.JNE.Imm(asm.R0, 0, "failed"),
+			// struct bpf_pidns_info { u32 pid; u32 tgid; }
+			asm.LoadMem(asm.R0, asm.RFP, -4, asm.Word),
+			asm.Return(),
+			asm.Mov.Imm(asm.R0, 0).WithSymbol("failed"),
+			asm.Return(),
+		},
+	})
+	if err != nil {
+		return false, "loading a program calling bpf_get_ns_current_pid_tgid", err
+	}
+	defer prog.Close()
+	got, err := prog.Run(&ebpf.RunOptions{})
+	if err != nil {
+		return false, "running a program calling bpf_get_ns_current_pid_tgid", err
+	}
+	if int(got) != os.Getpid() {
+		return false, fmt.Sprintf("bpf_get_ns_current_pid_tgid gave process %d for gotrace's %d in PID namespace %d", got, os.Getpid(), ino), nil
+	}
+	return true, fmt.Sprintf("bpf_get_ns_current_pid_tgid gave gotrace's own process %d in PID namespace %d", got, ino), nil
+}
+
 // trimNewline drops the newline that ends a sysfs file.
 func trimNewline(b []byte) string {
 	if n := len(b); n > 0 && b[n-1] == '\n' {

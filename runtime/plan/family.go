@@ -12,9 +12,9 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"syscall"
 
 	"github.com/gotrace/gotrace/codegen"
+	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/runtime/tracefs"
 )
 
@@ -63,10 +63,6 @@ func chooseFamily(h *hostFacts, in Input) (rec *codegen.FamilyRecords, none, err
 	return nil, nil, f.err
 }
 
-// initPIDNamespaceInode is the inode of the initial PID namespace's
-// /proc/PID/ns/pid, fixed by the kernel (PROC_PID_INIT_INO).
-const initPIDNamespaceInode = 0xEFFFFFFC
-
 // errPIDNamespace is why a gotrace in a PID namespace of its own has no
 // family filter.
 var errPIDNamespace = errors.New("gotrace runs in a PID namespace of its own, where the command's PID is not the one the kernel's programs see")
@@ -75,12 +71,30 @@ var errPIDNamespace = errors.New("gotrace runs in a PID namespace of its own, wh
 // initial PID namespace: the family programs see the kernel's PIDs, and
 // the command's, which the runtime sets, is one of gotrace's namespace.
 func initialPIDNamespace() error {
-	var st syscall.Stat_t
-	if err := syscall.Stat("/proc/self/ns/pid", &st); err != nil {
+	_, _, initial, err := capability.OwnPIDNamespace()
+	if err != nil {
 		return fmt.Errorf("keep the -c command's processes: %w", err)
 	}
-	if st.Ino != initPIDNamespaceInode {
+	if !initial {
 		return fmt.Errorf("keep the -c command's processes: %w", errPIDNamespace)
 	}
 	return nil
+}
+
+// readPIDNamespace reads gotrace's PID namespace: nil in the initial one,
+// whose ids the kernel's programs read. In one of its own, the namespace
+// the programs read ids in, when the kernel can (has answers
+// capability.NamespacePIDs); else nil, and why, for a warning.
+func readPIDNamespace(has capabilityOf) (*codegen.PIDNamespace, string) {
+	dev, ino, initial, err := capability.OwnPIDNamespace()
+	switch {
+	case err != nil:
+		return nil, err.Error()
+	case initial:
+		return nil, ""
+	}
+	if row := has(capability.NamespacePIDs); !row.Available {
+		return nil, row.Evidence
+	}
+	return &codegen.PIDNamespace{Dev: dev, Ino: ino}, ""
 }

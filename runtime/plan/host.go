@@ -10,6 +10,7 @@ import (
 	"strings"
 	"syscall"
 
+	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/capability"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/proc"
@@ -67,6 +68,11 @@ type hostFacts struct {
 	mapped  map[fileID]bool
 	inodes  map[string]fileID
 	pidName string
+	// pidns is gotrace's PID namespace where it is not the initial one and
+	// programs can read ids in it; pidnsNot why they cannot, where they
+	// cannot (readPIDNamespace).
+	pidns    *codegen.PIDNamespace
+	pidnsNot string
 	// family is what decides a -c command's family filter, read when
 	// the plan chooses one for a trace with probes in user files.
 	family familyFact
@@ -242,6 +248,7 @@ func gatherHost(p *lang.Program, in Input) *hostFacts {
 	if w.family {
 		h.family = readFamily(in)
 	}
+	h.pidns, h.pidnsNot = readPIDNamespace(has)
 	return h
 }
 

@@ -149,6 +149,7 @@ func Compile(p *lang.Program, info *lang.Info, in Input) (*codegen.Spec, error) 
 func compile(r *resolution, info *lang.Info, in Input) (*codegen.Spec, error) {
 	copts := in.Codegen
 	copts.USDT, copts.ChildPID, copts.WatchLoader, copts.Family = r.probes, uint32(in.ChildPID), r.watch, r.family
+	copts.PIDNamespace = r.pidns
 	if r.watch {
 		copts.Later = r.waiting
 	}

@@ -59,6 +59,9 @@ type resolution struct {
 	// program of those probes, which may be compiled later.
 	watch   bool
 	waiting *lang.Program
+	// pidns is the PID namespace programs read ids in, nil for the
+	// kernel's (readPIDNamespace).
+	pidns *codegen.PIDNamespace
 	// family is the -c command's family filter chosen, noFamily why a
 	// trace that could have one has none (chooseFamily).
 	family   *codegen.FamilyRecords
@@ -112,7 +115,10 @@ func resolve(p *lang.Program, h *hostFacts, in Input) (*resolution, error) {
 	if err := applyMissingPolicy(p, matches, h, in, len(matched.Probes) > 0 || watch, watch); err != nil {
 		return nil, err
 	}
-	r := &resolution{matched: matched, probes: probes, places: places, watch: watch, family: family, noFamily: noFamily}
+	if h.pidnsNot != "" && in.Warnings != nil {
+		fmt.Fprintf(in.Warnings, "WARNING: pid, tid and the processes of user stacks are the kernel's ids, not those of gotrace's PID namespace: %s\n", h.pidnsNot)
+	}
+	r := &resolution{matched: matched, probes: probes, places: places, watch: watch, family: family, noFamily: noFamily, pidns: h.pidns}
 	if watch {
 		r.waiting = matchedProgram(p, waitingPoints(p))
 	}
