@@ -70,6 +70,13 @@ func (a *attachedSet) attachAll(sites []plan.Site, coll *ebpf.Collection, spec *
 	return a.attachPass(plan.Only(sites, plan.BeforeBegin), coll, spec)
 }
 
+// attachOwn attaches gotrace's own sites (plan.Plan.Own: the family's
+// tracepoints, the loader's uprobe), in their order, after the script's
+// sites that go before BEGIN and before the -c command leaves its gate.
+func (a *attachedSet) attachOwn(own []plan.Site) error {
+	return a.attachPass(plan.Only(own, plan.BeforeBegin), a.coll, nil)
+}
+
 // attachKernelProbes attaches the sites of the kernel's probes, once
 // BEGIN has run.
 func (a *attachedSet) attachKernelProbes(sites []plan.Site) error {
@@ -225,15 +232,19 @@ func (t *tracer) notes() io.Writer {
 	return nil
 }
 
-// attachSites attaches the sites of the plan, the family's programs and
-// the loader's, and says how many probes are attached ("Attaching N
-// probes..." before, bpftrace 0.24's "Attached N probes" after). The
-// kernel probes wait for BEGIN (startTrace).
-func (t *tracer) attachSites(sites []plan.Site, objs []string) error {
+// attachSites attaches the sites of the plan, the script's and then
+// gotrace's own (the family's programs and the loader's), and says how
+// many probes of the script are attached ("Attaching N probes..."
+// before, bpftrace 0.24's "Attached N probes" after). The kernel probes
+// wait for BEGIN (startTrace). objs are the objects the -c command's
+// probes were looked for in.
+func (t *tracer) attachSites(pl *plan.Plan, objs []string) error {
+	sites := pl.Sites
 	// An attach point waiting for a library the command loads later
 	// counts as one probe: it is attached, if found, before the
 	// library's code runs. 0.17 says it is attaching them, the newer
-	// behaviour that it has (bpftrace 0.24).
+	// behaviour that it has (bpftrace 0.24). gotrace's own sites
+	// (pl.Own) are no probes of the script.
 	probes := len(sites) + len(t.waiting())
 	if !t.opts.Quiet && !t.prog.Newer {
 		if err := t.attaching(probes); err != nil {
@@ -246,10 +257,14 @@ func (t *tracer) attachSites(sites []plan.Site, objs []string) error {
 	if err := t.keepFamily(); err != nil {
 		return err
 	}
+	if err := t.attached.attachOwn(pl.Own); err != nil {
+		return err
+	}
 	if !t.opts.Quiet && t.prog.Newer {
 		if err := t.attaching(probes); err != nil {
 			return err
 		}
 	}
-	return t.watchLoader(objs)
+	t.searchedAtStart(objs)
+	return nil
 }

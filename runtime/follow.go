@@ -19,8 +19,6 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/cilium/ebpf/link"
-
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/runtime/attach"
 	"github.com/gotrace/gotrace/runtime/plan"
@@ -75,9 +73,9 @@ func (t *tracer) withFamily(in plan.Input) plan.Input {
 	return in
 }
 
-// keepFamily puts the -c command's PID in the family map and attaches the
-// programs that keep its descendants there, before the command leaves its
-// gate.
+// keepFamily puts the -c command's PID in the family map, before the
+// command leaves its gate; the programs that keep its descendants there
+// are gotrace's own sites of the plan (plan.Plan.Own), attached after.
 func (t *tracer) keepFamily() error {
 	fam := t.spec.Family
 	if fam == nil {
@@ -87,13 +85,6 @@ func (t *tracer) keepFamily() error {
 	setFamilyBit(bitmap, t.child.PID)
 	if err := t.coll.Maps[fam.Map].Put(uint32(0), bitmap); err != nil {
 		return fmt.Errorf("add the -c command to its family: %w", err)
-	}
-	for _, tp := range []struct{ prog, event string }{{fam.Fork, "sched_process_fork"}, {fam.Exit, "sched_process_exit"}} {
-		l, err := link.Tracepoint("sched", tp.event, t.coll.Programs[tp.prog], nil)
-		if err != nil {
-			return fmt.Errorf("attach %s to keep the -c command's processes: %w", tp.event, err)
-		}
-		t.attached.keep(l)
 	}
 	t.verbosef("usdt and uprobe probes: attached for every process, counting the hits of the -c command's family (process %d and those it starts)", t.child.PID)
 	return nil

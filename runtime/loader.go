@@ -6,25 +6,23 @@ import (
 	"syscall"
 
 	"github.com/cilium/ebpf"
-	"github.com/cilium/ebpf/link"
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/plan"
-	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/usdt"
 )
 
 // A -c command can load libraries after it starts (java loads libjvm.so
 // with dlopen). Attach points with a path attach by file and find them;
 // those without one (usdt::provider:name) only search the objects known at
-// start. For those the runtime attaches codegen's loader program to the
-// dynamic loader's _dl_debug_state, which the loader calls when it has
-// mapped new objects and before their code runs. The program stops the
-// process and tells the runtime, which searches the new objects, compiles
-// and attaches programs for the probes they have, and lets the process go
-// on (loadedObjects).
+// start. For those codegen's loader program is attached to the dynamic
+// loader's _dl_debug_state (a site of gotrace's own in the plan), which
+// the loader calls when it has mapped new objects and before their code
+// runs. The program stops the process and tells the runtime, which
+// searches the new objects, compiles and attaches programs for the
+// probes they have, and lets the process go on (loadedObjects).
 
 // fileID identifies a file whatever path it is reached by.
 type fileID struct{ dev, ino uint64 }
@@ -41,12 +39,13 @@ func idOf(path string) (fileID, bool) {
 	return fileID{st.Dev, st.Ino}, true
 }
 
-// watchLoader attaches the loader program to the -c command's dynamic
-// loader, filtered on the command's PID, and records the objects already
-// searched (objs). A static command loads nothing later.
-func (t *tracer) watchLoader(objs []string) error {
+// searchedAtStart records the objects whose probes the run's plan
+// looked for (objs), when the -c command's loads are watched (the
+// loader's site is attached then): loadedObjects searches only the
+// objects mapped since.
+func (t *tracer) searchedAtStart(objs []string) {
 	if t.spec.LoaderProgram == "" {
-		return nil
+		return
 	}
 	t.searched = map[fileID]bool{}
 	for _, o := range objs {
@@ -54,34 +53,6 @@ func (t *tracer) watchLoader(objs []string) error {
 			t.searched[id] = true
 		}
 	}
-	path, err := proc.CommandPath(t.opts.Command)
-	if err != nil {
-		return err
-	}
-	f, err := t.files.Open(path)
-	if err != nil {
-		return fmt.Errorf("read the interpreter of %s: %w", path, err)
-	}
-	interp, err := f.Interpreter()
-	if err != nil || interp == "" {
-		return err
-	}
-	// The loader is read and attached to through its descriptor, as the
-	// targets are (executables).
-	loader, err := t.files.Open(interp)
-	if err != nil {
-		return fmt.Errorf("watch the loads of %s: %w", path, err)
-	}
-	ex, err := link.OpenExecutable(loader.KernelPath())
-	if err != nil {
-		return fmt.Errorf("watch the loads of %s: %w", path, err)
-	}
-	l, err := ex.Uprobe("_dl_debug_state", t.coll.Programs[t.spec.LoaderProgram], &link.UprobeOptions{PID: t.pid})
-	if err != nil {
-		return fmt.Errorf("watch the loads of %s: attach to %s: %w", path, interp, err)
-	}
-	t.attached.keep(l)
-	return nil
 }
 
 // loadedObjects handles an EventLoad: the command is stopped (or about to

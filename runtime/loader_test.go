@@ -77,7 +77,8 @@ func buildC(t *testing.T, dir, name, src string, flags ...string) string {
 // itself: the loader program stops the command when the dynamic loader
 // has mapped the library, the runtime attaches to its probes, and every
 // hit is counted. "Attaching N probes..." counts an attach point that
-// waits for the library as one probe.
+// waits for the library as one probe, and gotrace's own sites (the
+// family's tracepoints, the loader's uprobe: plan.Plan.Own) as none.
 func TestRunCommandLoadsLibraryLater(t *testing.T) {
 	testenv.RequireRoot(t)
 	loader, lib := buildDlopen(t)

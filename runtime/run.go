@@ -91,7 +91,7 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	if err := t.loadPlan(pl); err != nil {
 		return err
 	}
-	if err := t.attachSites(pl.Sites, objs); err != nil {
+	if err := t.attachSites(pl, objs); err != nil {
 		return err
 	}
 	if err := t.startTrace(pl.Sites, endsAfterBegin); err != nil {

@@ -54,15 +54,16 @@ type Group struct {
 }
 
 // GroupSites splits sites into groups: first a group for each site not
-// in a user file, in order, then the groups of locations of each
-// attachment and file, last probe first: the kernel runs the handlers of
-// one location newest first, so attaching in reverse runs two probes of
-// one function in script order, as bpftrace does.
+// in a user file and each site of gotrace's own, in order, then the
+// groups of locations of each attachment and file, last probe first: the
+// kernel runs the handlers of one location newest first, so attaching in
+// reverse runs two probes of one function in script order, as bpftrace
+// does.
 func GroupSites(sites []plan.Site) []Group {
 	var own, groups []Group
 	index := map[[2]any]int{}
 	for _, s := range sites {
-		if !plan.UserKind(s.Attachment.Kind) {
+		if !plan.UserKind(s.Attachment.Kind) || s.Own != "" {
 			own = append(own, Group{Sites: []plan.Site{s}})
 			continue
 		}
@@ -83,11 +84,15 @@ func GroupSites(sites []plan.Site) []Group {
 // the mechanism of their kind: uprobe_multi links or perf-event uprobes
 // as t.Mode says (uprobe_multi.go, uprobe.go), tracepoints
 // (tracepoint.go), perf events (profile.go), hardware breakpoints
-// (watchpoint.go), kernel functions (kprobe.go). It returns the links it
-// made, with an error too those made before it, for the caller to keep
-// and close: nothing it attached is left without an owner.
+// (watchpoint.go), kernel functions (kprobe.go); a site of gotrace's own
+// as Own says. It returns the links it made, with an error too those
+// made before it, for the caller to keep and close: nothing it attached
+// is left without an owner.
 func Site(g Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
 	s := g.Sites[0]
+	if s.Own != "" {
+		return Own(s, prog, t)
+	}
 	switch s.Attachment.Kind {
 	case lang.ProbeUSDT, lang.ProbeUprobe, lang.ProbeUretprobe:
 		return uprobeGroup(g, prog, t)
@@ -103,4 +108,29 @@ func Site(g Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
 		return Tracepoint(s, prog)
 	}
 	return nil, fmt.Errorf("attach %s: probes of this kind cannot be attached", s.Attachment.Probe)
+}
+
+// Own attaches prog at s, a site of gotrace's own (plan.Plan.Own): a
+// tracepoint by its category and event, or a perf-event uprobe at a
+// symbol of a file, for the process the site names (s.PID) whatever the
+// mode and process of the script's uprobes (the loader's program is
+// loaded as it was compiled). Its errors say what the site is for.
+func Own(s plan.Site, prog *ebpf.Program, t *Target) ([]link.Link, error) {
+	var links []link.Link
+	var err error
+	switch s.Attachment.Kind {
+	case lang.ProbeTracepoint:
+		links, err = Tracepoint(s, prog)
+	case lang.ProbeUprobe:
+		var l link.Link
+		if l, err = perfUprobe(s, prog, t.Execs, s.PID); err == nil {
+			links = []link.Link{l}
+		}
+	default:
+		err = fmt.Errorf("attach %s: probes of this kind cannot be attached", s.Attachment.Probe)
+	}
+	if err != nil {
+		return links, fmt.Errorf("%s: %w", s.Own, err)
+	}
+	return links, nil
 }

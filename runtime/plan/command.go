@@ -4,10 +4,12 @@ package plan
 // starts: its executable, found on PATH, and the libraries the dynamic
 // loader will map for it. The runtime asks for them before it starts the
 // command; gatherHost reads them as the objects attach points without a
-// path look in.
+// path look in, and the command's interpreter, the dynamic loader whose
+// later loads are watched (readLoader).
 
 import (
 	"bufio"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -27,6 +29,38 @@ func CommandObjects(command string, files *usdt.Files) ([]string, error) {
 		return nil, err
 	}
 	return append([]string{path}, neededLibraries(path, files)...), nil
+}
+
+// loaderFact is what the host says of the dynamic loader of a -c
+// command whose later library loads are watched: the command's path, its
+// interpreter ("" for a static command, which loads nothing later), or
+// why it could not be read.
+type loaderFact struct {
+	command, interp string
+	err             error
+}
+
+// readLoader reads the interpreter of the -c command of a run on in when
+// its library loads are watched, as resolve decides (a usdt attach point
+// without a path), from the command's file as h read it, or opened with
+// open when h did not. Planning the libraries loaded later (in extends
+// the run's Spec) reads nothing: the run's plan watches the loader.
+func readLoader(h *hostFacts, in Input, open opener) loaderFact {
+	if in.Command == "" || !h.wildUSDT || in.Codegen.Extends != nil {
+		return loaderFact{}
+	}
+	path, err := proc.CommandPath(in.Command)
+	if err != nil {
+		return loaderFact{err: err}
+	}
+	f := h.targets[path].file
+	if f == nil {
+		if f, err = open(path); err != nil {
+			return loaderFact{command: path, err: fmt.Errorf("read the interpreter of %s: %w", path, err)}
+		}
+	}
+	interp, err := f.Interpreter()
+	return loaderFact{command: path, interp: interp, err: err}
 }
 
 // neededLibraries resolves the DT_NEEDED closure of an executable the way

@@ -76,6 +76,9 @@ type hostFacts struct {
 	// family is what decides a -c command's family filter, read when
 	// the plan chooses one for a trace with probes in user files.
 	family familyFact
+	// loader is the -c command's dynamic loader, read when its later
+	// library loads are watched (readLoader).
+	loader loaderFact
 }
 
 // targetFacts are what a plan read of one ELF file: the open file and
@@ -245,6 +248,7 @@ func gatherHost(p *lang.Program, in Input) *hostFacts {
 	if len(h.inodes) > 0 {
 		h.mapped, h.pidName = processMappings(w.maps)
 	}
+	h.loader = readLoader(h, in, open)
 	if w.family {
 		h.family = readFamily(in)
 	}

@@ -86,8 +86,16 @@ type Input struct {
 // Plan is a run's plan: the compiled program and every site its programs
 // attach to.
 type Plan struct {
-	Spec  *codegen.Spec
+	Spec *codegen.Spec
+	// Sites are the sites of the script's probes: what "Attaching N
+	// probes..." counts.
 	Sites []Site
+	// Own are gotrace's own sites (Site.Own), which no probe of the
+	// script asked for and which are counted as none: the tracepoints
+	// that keep a -c command's family, the uprobe that watches its
+	// library loads. They are attached before BEGIN, after the script's
+	// sites that are, in this order.
+	Own []Site
 	// PID is the process the uprobes and usdt probes are filtered on (-p,
 	// or the -c command's), 0 for every process.
 	PID int
@@ -123,11 +131,15 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 	if err != nil {
 		return nil, err
 	}
+	own, err := ownSites(spec, h, in)
+	if err != nil {
+		return nil, err
+	}
 	pid := in.PID
 	if in.ChildPID != 0 {
 		pid = in.ChildPID
 	}
-	return &Plan{Spec: spec, Sites: sites, PID: pid, Family: r.family, NoFamily: r.noFamily}, nil
+	return &Plan{Spec: spec, Sites: sites, Own: own, PID: pid, Family: r.family, NoFamily: r.noFamily}, nil
 }
 
 // Compile resolves the attach points of p for a run on in and compiles
@@ -183,27 +195,40 @@ type placeKey struct {
 	field string
 }
 
-// Write prints the plan, one line per site: the program, the probe, where
-// it attaches and why (gotrace --dry-run -v).
+// Write prints the plan, one line per site, the script's and then
+// gotrace's own: the program, the probe, where it attaches and why
+// (gotrace --dry-run -v).
 func (pl *Plan) Write(w io.Writer) {
 	fmt.Fprintf(w, "plan: %d sites", len(pl.Sites))
+	if len(pl.Own) > 0 {
+		fmt.Fprintf(w, ", %d of gotrace's own", len(pl.Own))
+	}
 	if pl.Spec.LoaderProgram != "" {
 		fmt.Fprintf(w, ", and the -c command's library loads watched for usdt probes without a path")
 	}
 	fmt.Fprintln(w)
 	for _, s := range pl.Sites {
-		fmt.Fprintf(w, "  %s %s", s.Attachment.Program, s.Attachment.Probe)
-		if s.Attachment.ProbeName != s.Attachment.Probe {
-			// A wildcard, a bare or C++ name, an offset of 0: the
-			// attach point as it matched.
-			fmt.Fprintf(w, " as %s", s.Attachment.ProbeName)
-		}
-		fmt.Fprintf(w, ": %s", s.Why)
-		if pl.PID != 0 && UserKind(s.Attachment.Kind) {
-			fmt.Fprintf(w, " (process %d)", pl.PID)
-		}
-		fmt.Fprintln(w)
+		writeSite(w, s, pl.PID)
 	}
+	for _, s := range pl.Own {
+		writeSite(w, s, s.PID)
+	}
+}
+
+// writeSite prints the line of site s, attached for process pid when it
+// is in a user file and pid is not 0.
+func writeSite(w io.Writer, s Site, pid int) {
+	fmt.Fprintf(w, "  %s %s", s.Attachment.Program, s.Attachment.Probe)
+	if s.Attachment.ProbeName != s.Attachment.Probe {
+		// A wildcard, a bare or C++ name, an offset of 0: the
+		// attach point as it matched.
+		fmt.Fprintf(w, " as %s", s.Attachment.ProbeName)
+	}
+	fmt.Fprintf(w, ": %s", s.Why)
+	if pid != 0 && UserKind(s.Attachment.Kind) {
+		fmt.Fprintf(w, " (process %d)", pid)
+	}
+	fmt.Fprintln(w)
 }
 
 // ownWhy says what a site that is not in a user file is.
@@ -260,9 +285,11 @@ func uprobeWhy(a *codegen.Attachment, path string, pl place, unsafe bool) string
 	return fmt.Sprintf("%s %s in %s, file offset %#x: %s", a.Kind, what, a.Path, off, checked)
 }
 
-// Site is one place a program runs: what bpftrace counts in "Attaching N
-// probes...". BEGIN, END and every interval are one site each, a USDT
-// probe one site per location, a uprobe one site per matching symbol.
+// Site is one place a program runs. A site of the script's probes is
+// what bpftrace counts in "Attaching N probes...": BEGIN, END and every
+// interval are one site each, a USDT probe one site per location, a
+// uprobe one site per matching symbol. A site of gotrace's own (Own set,
+// in Plan.Own) counts as no probe.
 type Site struct {
 	// Attachment is the code generator's attachment of the program.
 	Attachment *codegen.Attachment
@@ -279,6 +306,15 @@ type Site struct {
 	Why string
 	// When says at which point of the run the site is attached.
 	When When
+	// Own, on a site of gotrace's own (Plan.Own), says what it is for,
+	// in the words of its errors ("keep the -c command's processes");
+	// "" on a site of the script's probes (Plan.Sites). Its Attachment
+	// is not one of the Spec's: it names the program and where it goes.
+	Own string
+	// PID is the process a site of gotrace's own in a file is attached
+	// for (the loader's: the -c command's); the script's usdt and uprobe
+	// sites are attached for Plan.UprobePID.
+	PID int
 }
 
 // Where names the place of a USDT or uprobe site in messages: the file
@@ -329,7 +365,7 @@ func planSites(spec *codegen.Spec, places map[placeKey]place, h *hostFacts, unsa
 		}
 	}
 	for i := range sites {
-		sites[i].When = whenOf(sites[i].Attachment.Kind)
+		sites[i].When = whenOfSite(sites[i])
 	}
 	return sites, nil
 }

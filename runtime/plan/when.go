@@ -3,8 +3,9 @@ package plan
 import "github.com/gotrace/gotrace/lang"
 
 // When says at which point of a run a site is attached. It follows from
-// the site's kind alone (whenOf), so that the runtime filters the sites
-// of each pass by it rather than deciding by kind in several places.
+// the site's kind, and whether it is gotrace's own (whenOfSite), so that
+// the runtime filters the sites of each pass by it rather than deciding
+// by kind in several places.
 type When int
 
 const (
@@ -35,8 +36,8 @@ func (w When) String() string {
 	return "unknown"
 }
 
-// whenOf says when a site of kind k is attached: the one place that
-// decides it.
+// whenOf says when a site of the script of kind k is attached: the one
+// place that decides it.
 func whenOf(k lang.ProbeKind) When {
 	switch k {
 	case lang.ProbeBegin, lang.ProbeEnd, lang.ProbeInterval:
@@ -46,6 +47,18 @@ func whenOf(k lang.ProbeKind) When {
 		return AfterBegin
 	}
 	return BeforeBegin
+}
+
+// whenOfSite says when site s is attached: a site of gotrace's own
+// (Site.Own) before BEGIN and before the -c command leaves its gate,
+// whatever its kind (the family's tracepoints must see the command's
+// first fork, the loader's uprobe its first load), a site of the script
+// as its kind says (whenOf).
+func whenOfSite(s Site) When {
+	if s.Own != "" {
+		return BeforeBegin
+	}
+	return whenOf(s.Attachment.Kind)
 }
 
 // Only returns the sites of sites attached at w, in their order.
