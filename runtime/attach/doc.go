@@ -7,8 +7,10 @@
 // for it, Loadable), uprobe.go (a perf-event uprobe per site),
 // tracepoint.go, profile.go (profile, software and hardware probes on perf
 // events, opened by perf.go), watchpoint.go (hardware breakpoints) and
-// kprobe.go (kprobes, kretprobes, kfuncs and kretfuncs). Each returns its
-// links, and writes its notes (-v) and warnings to the run's Target.
+// kprobe.go (kprobes, kretprobes, kfuncs and kretfuncs); gotrace's own
+// sites (plan.Site.Own) go through Own, on the tracepoint and perf-event
+// uprobe mechanisms. Each returns its links, and writes its notes (-v)
+// and warnings to the run's Target.
 //
 // It resolves nothing: a site says where it goes, and nothing here reads
 // a script, matches a name or decides what a probe means. When each site

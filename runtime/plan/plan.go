@@ -11,8 +11,10 @@
 // -c command's family filter in family.go); the code generator then
 // compiles what the rules decided (compile), and the sites say where
 // each program goes: the file, the file offset, the semaphore, the
-// cookie. The plan carries its choices to the runtime (Plan.Family), which
-// creates what they say.
+// cookie. gotrace's own sites, which keep a -c command's family and
+// watch its library loads, are planned apart from the script's (own.go,
+// Plan.Own) and count as no probe. The plan carries its choices to the
+// runtime (Plan.Family), which creates what they say.
 //
 // The package never loads a program nor attaches one: the runtime's
 // attach files execute the sites without resolving anything again.
