@@ -48,9 +48,8 @@ func (s ExitStatus) Error() string { return fmt.Sprintf("exit(%d)", uint8(s)) }
 //
 // Run is the list of the run's stages, each taking what the one before it
 // made: the traced processes started or opened (startProcesses), the plan
-// made (plan.Make), the plan loaded (loadPlan), its sites attached
-// (attachSites), BEGIN and the readers started (startTrace), the wait
-// (wait), and the end (finish).
+// made (plan.Make), and the plan run (runPlan: loaded, its sites attached,
+// BEGIN and the readers started, the wait, and the end).
 func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (err error) {
 	opts = opts.withDefaults()
 	memlock.Raise()
@@ -88,6 +87,16 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	if err != nil {
 		return err
 	}
+	return t.runPlan(ctx, pl, objs, endsAfterBegin, usr1)
+}
+
+// runPlan runs the trace the plan pl describes, the compiled program and
+// every site it attaches to, on the processes started or opened for it
+// (objs are the -c command's objects pl's probes were looked for in): it
+// loads pl (loadPlan), attaches its sites (attachSites), runs BEGIN and
+// starts the readers (startTrace), waits for the end (wait) and finishes
+// (finish). Nothing here resolves an attach point again: the plan has.
+func (t *tracer) runPlan(ctx context.Context, pl *plan.Plan, objs []string, endsAfterBegin bool, usr1 <-chan os.Signal) error {
 	if err := t.loadPlan(pl); err != nil {
 		return err
 	}
@@ -97,8 +106,8 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 	if err := t.startTrace(pl.Sites, endsAfterBegin); err != nil {
 		return err
 	}
-	if opts.Attached != nil {
-		opts.Attached()
+	if t.opts.Attached != nil {
+		t.opts.Attached()
 	}
 	t.wait(ctx, usr1)
 	if errors.Is(context.Cause(ctx), ErrQuit) {
