@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"os"
 	goruntime "runtime"
+	"strconv"
 	"sync/atomic"
 	"unsafe"
 
@@ -249,6 +250,12 @@ func tryNamespacePIDs() (bool, string, error) {
 		return false, "reading /proc/self/ns/pid", err
 	case initial:
 		return true, "gotrace runs in the initial PID namespace, whose ids the kernel's programs read", nil
+	}
+	// The ids must be those /proc gives, where gotrace reads what it
+	// knows of a process: a /proc mounted for another namespace (unshare
+	// --pid without --mount-proc) names processes by that one's ids.
+	if self, err := os.Readlink("/proc/self"); err != nil || self != strconv.Itoa(os.Getpid()) {
+		return false, fmt.Sprintf("/proc is mounted for another PID namespace (/proc/self is %q, gotrace is process %d in its own)", self, os.Getpid()), err
 	}
 	prog, err := ebpf.NewProgram(&ebpf.ProgramSpec{
 		Type:    ebpf.RawTracepoint,
