@@ -229,13 +229,16 @@ const initPIDNamespaceInode = 0xEFFFFFFC
 
 // OwnPIDNamespace returns gotrace's PID namespace, by the device and
 // inode of /proc/self/ns/pid, and whether it is the initial one, whose
-// ids the kernel's programs read.
+// ids the kernel's programs read. The device is as the kernel encodes it
+// inside (major << 20 | minor), which bpf_get_ns_current_pid_tgid
+// compares, not as stat(2) gives it: the two differ for a minor above 255.
 func OwnPIDNamespace() (dev, ino uint64, initial bool, err error) {
 	var st unix.Stat_t
 	if err := unix.Stat("/proc/self/ns/pid", &st); err != nil {
 		return 0, 0, false, fmt.Errorf("read gotrace's PID namespace: %w", err)
 	}
-	return st.Dev, st.Ino, st.Ino == initPIDNamespaceInode, nil
+	dev = uint64(unix.Major(st.Dev))<<20 | uint64(unix.Minor(st.Dev))
+	return dev, st.Ino, st.Ino == initPIDNamespaceInode, nil
 }
 
 // tryNamespacePIDs runs, in a PID namespace of gotrace's own, a program
