@@ -245,7 +245,7 @@ func (t *tracer) attachSites(pl *plan.Plan, objs []string) error {
 	// library's code runs. 0.17 says it is attaching them, the newer
 	// behaviour that it has (bpftrace 0.24). gotrace's own sites
 	// (pl.Own) are no probes of the script.
-	probes := len(sites) + len(t.waiting())
+	probes := len(sites) + len(pl.Waiting)
 	if !t.opts.Quiet && !t.prog.Newer {
 		if err := t.attaching(probes); err != nil {
 			return err

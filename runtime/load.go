@@ -53,6 +53,25 @@ func load(spec *ebpf.CollectionSpec, replace map[string]*ebpf.Map) (*ebpf.Collec
 	return nil, verifierError(spec, err, ve)
 }
 
+// loadSharing loads the programs of spec against the maps already
+// created. Only the scratch areas and the zero source may differ in size
+// (the first programs may not have needed them): those, private to each
+// program run, are created anew; a user map or a ring must be shared.
+func loadSharing(spec *ebpf.CollectionSpec, maps map[string]*ebpf.Map) (*ebpf.Collection, error) {
+	replace := map[string]*ebpf.Map{}
+	for name, ms := range spec.Maps {
+		m, ok := maps[name]
+		if ok && ms.Compatible(m) == nil {
+			replace[name] = m
+			continue
+		}
+		if !codegen.PrivateMap(name) {
+			return nil, fmt.Errorf("map %s differs from the one loaded", name)
+		}
+	}
+	return load(spec, replace)
+}
+
 // withoutLineInfo returns a copy of spec whose programs without
 // callbacks carry no source comments. cilium/ebpf gives the kernel each
 // comment as BTF line info, which costs a BTF object per program and,

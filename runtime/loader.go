@@ -5,10 +5,8 @@ import (
 	"os"
 	"syscall"
 
-	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
 
-	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/usdt"
@@ -96,25 +94,6 @@ func (t *tracer) loadedObjects() error {
 	}
 	t.spec.Events, t.spec.Attachments = spec.Events, spec.Attachments
 	return nil
-}
-
-// loadSharing loads the programs of spec against the maps already
-// created. Only the scratch areas and the zero source may differ in size
-// (the first programs may not have needed them): those, private to each
-// program run, are created anew; a user map or a ring must be shared.
-func loadSharing(spec *ebpf.CollectionSpec, maps map[string]*ebpf.Map) (*ebpf.Collection, error) {
-	replace := map[string]*ebpf.Map{}
-	for name, ms := range spec.Maps {
-		m, ok := maps[name]
-		if ok && ms.Compatible(m) == nil {
-			replace[name] = m
-			continue
-		}
-		if !codegen.PrivateMap(name) {
-			return nil, fmt.Errorf("map %s differs from the one loaded", name)
-		}
-	}
-	return load(spec, replace)
 }
 
 // waiting returns the attach points without a path that no program is

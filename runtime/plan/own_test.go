@@ -9,6 +9,7 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -127,5 +128,40 @@ func TestOwnSitesStatic(t *testing.T) {
 	broken := errors.New("read the interpreter of /bin/x: broken")
 	if _, err := ownSites(spec, &hostFacts{loader: loaderFact{command: "/bin/x", err: broken}}, Input{ChildPID: 1}); !errors.Is(err, broken) {
 		t.Errorf("unreadable command: error %v, want %v", err, broken)
+	}
+}
+
+// TestPlanWaiting makes the plan of a -c trace whose usdt attach points
+// without a path match at start or not: those that match nothing in the
+// command's objects wait for a library it loads later (Plan.Waiting),
+// each counted as a probe; a trace without -c watches no loads and has
+// none waiting.
+func TestPlanWaiting(t *testing.T) {
+	bin := fixture.Build(t, "bitcoind")
+	files := &usdt.Files{}
+	defer files.Close()
+	objs, err := CommandObjects(bin, files)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, info := analyzed(t, `usdt::net:inbound_message { } usdt::lib:hit { } usdt::lib:gone, usdt::net:outbound_message { }`)
+	pl, err := Make(p, info, Input{Files: files, Objects: objs, Command: bin, ChildPID: 4242, MissingProbes: settings.MissingIgnore,
+		FamilyRecords: func() (*codegen.FamilyRecords, error) { return &codegen.FamilyRecords{ChildPID: 8, GroupDead: 12}, nil }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	for _, ap := range pl.Waiting {
+		got = append(got, ap.Raw)
+	}
+	if want := []string{"usdt::lib:hit", "usdt::lib:gone"}; !slices.Equal(got, want) {
+		t.Errorf("waiting %q, want %q", got, want)
+	}
+	pl, err = Make(p, info, Input{Files: files, Objects: objs, MissingProbes: settings.MissingIgnore})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(pl.Waiting) != 0 {
+		t.Errorf("without -c, %d attach points wait", len(pl.Waiting))
 	}
 }

@@ -98,6 +98,11 @@ type Plan struct {
 	// library loads. They are attached before BEGIN, after the script's
 	// sites that are, in this order.
 	Own []Site
+	// Waiting are the usdt attach points without a path that matched no
+	// probe in the -c command's objects at start, whose library loads are
+	// watched: they wait for a library it loads later, and each counts
+	// as one probe in "Attaching N probes...".
+	Waiting []*lang.AttachPoint
 	// PID is the process the uprobes and usdt probes are filtered on (-p,
 	// or the -c command's), 0 for every process.
 	PID int
@@ -141,7 +146,7 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 	if in.ChildPID != 0 {
 		pid = in.ChildPID
 	}
-	return &Plan{Spec: spec, Sites: sites, Own: own, PID: pid, Family: r.family, NoFamily: r.noFamily}, nil
+	return &Plan{Spec: spec, Sites: sites, Own: own, Waiting: r.waitingNow(), PID: pid, Family: r.family, NoFamily: r.noFamily}, nil
 }
 
 // Compile resolves the attach points of p for a run on in and compiles
@@ -168,6 +173,24 @@ func compile(r *resolution, info *lang.Info, in Input) (*codegen.Spec, error) {
 		copts.Later = r.waiting
 	}
 	return codegen.Compile(r.matched, info, copts)
+}
+
+// waitingNow returns the usdt attach points without a path that matched
+// nothing at start in a trace whose -c command's loads are watched: those
+// that wait for a library (Plan.Waiting).
+func (r *resolution) waitingNow() []*lang.AttachPoint {
+	if !r.watch {
+		return nil
+	}
+	var aps []*lang.AttachPoint
+	for _, pr := range r.waiting.Probes {
+		for _, ap := range pr.Attach {
+			if len(r.probes[ap]) == 0 {
+				aps = append(aps, ap)
+			}
+		}
+	}
+	return aps
 }
 
 // waitingPoints maps each attach point of p to itself if it is a usdt
