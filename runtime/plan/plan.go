@@ -430,6 +430,8 @@ func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen
 	}
 	copts := in.Codegen
 	copts.USDT, copts.ChildPID = probes, uint32(in.ChildPID)
+	// The library's programs read ids as the run's first ones do.
+	copts.PIDNamespace = h.pidns
 	spec, err := codegen.Compile(matchedProgram(p, wild), info, copts)
 	if err != nil {
 		return nil, nil, fmt.Errorf("compile the probes of %v: %w", objs, err)
