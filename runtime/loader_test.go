@@ -124,3 +124,26 @@ func TestRunCommandLoadsLibraryLater(t *testing.T) {
 		t.Errorf("err %v, stderr %q: want a warning", err, stderr)
 	}
 }
+
+// TestOwnSiteFails runs a -c trace whose command names a dynamic loader
+// without _dl_debug_state (a shared object of its own as its
+// interpreter): the plan watches its library loads for a usdt probe
+// without a path, and attaching gotrace's own uprobe there fails after
+// the family's tracepoints were attached in the same pass. The run ends
+// with the error, every link and program closed (runScript checks) and
+// the command, which never left its gate, ended.
+func TestOwnSiteFails(t *testing.T) {
+	testenv.RequireRoot(t)
+	dir := t.TempDir()
+	interp := buildC(t, dir, "fakeld.so", "int not_the_loader(void) { return 0; }\n", "-shared", "-fPIC")
+	cmd := buildC(t, dir, "held", "int main(void) { return 0; }\n", "-Wl,--dynamic-linker="+interp)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	_, stderr, err := runScript(t, ctx, `usdt::lib:hit { @ = count(); }`, Options{Command: cmd, Quiet: true})
+	if err == nil || !strings.Contains(err.Error(), "watch the loads of "+cmd) || !strings.Contains(err.Error(), "_dl_debug_state") {
+		t.Fatalf("err %v, stderr %q: want the loader's uprobe refused", err, stderr)
+	}
+	if out, _ := exec.Command("pgrep", "-f", cmd).Output(); len(out) > 0 {
+		t.Errorf("the command is still running: %s", out)
+	}
+}
