@@ -143,7 +143,13 @@ func TestOwnSiteFails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "watch the loads of "+cmd) || !strings.Contains(err.Error(), "_dl_debug_state") {
 		t.Fatalf("err %v, stderr %q: want the loader's uprobe refused", err, stderr)
 	}
-	if out, _ := exec.Command("pgrep", "-f", cmd).Output(); len(out) > 0 {
-		t.Errorf("the command is still running: %s", out)
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range procs {
+		if exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe")); err == nil && exe == cmd {
+			t.Errorf("the command is still running as process %s", p.Name())
+		}
 	}
 }
