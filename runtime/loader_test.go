@@ -1,10 +1,12 @@
 package runtime
 
 import (
+	"bytes"
 	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -143,13 +145,21 @@ func TestOwnSiteFails(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "watch the loads of "+cmd) || !strings.Contains(err.Error(), "_dl_debug_state") {
 		t.Fatalf("err %v, stderr %q: want the loader's uprobe refused", err, stderr)
 	}
+	// Held at its gate, the command has not run its own file yet: it is
+	// found as a child of this process.
 	procs, err := os.ReadDir("/proc")
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, p := range procs {
-		if exe, err := os.Readlink(filepath.Join("/proc", p.Name(), "exe")); err == nil && exe == cmd {
-			t.Errorf("the command is still running as process %s", p.Name())
+		stat, err := os.ReadFile(filepath.Join("/proc", p.Name(), "stat"))
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid ...: the comm may hold spaces.
+		fields := strings.Fields(string(stat[bytes.LastIndexByte(stat, ')')+1:]))
+		if len(fields) > 1 && fields[1] == strconv.Itoa(os.Getpid()) {
+			t.Errorf("process %s, a child of the test, is still there: %s", p.Name(), bytes.TrimSpace(stat))
 		}
 	}
 }
