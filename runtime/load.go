@@ -343,11 +343,12 @@ func (t *tracer) loadPlan(pl *plan.Plan) error {
 			fmt.Fprintf(t.opts.Err, "symbols: %v; memory maps are read from /proc only\n", err)
 		}
 	}
-	mode, loadable := attach.Loadable(t.spec, t.opts.NoUprobeMulti, pl.UprobePID(), t.notes())
+	uprobePID := pl.UprobePID()
+	mode, loadable := attach.Loadable(t.spec, t.opts.NoUprobeMulti, uprobePID, t.notes())
 	if t.coll, err = load(loadable, t.unwind.replacements()); err != nil {
 		return kernelFuncLoadError(t.spec, err)
 	}
-	t.attached = t.newAttachedSet(mode, pl.UprobePID())
+	t.attached = t.newAttachedSet(mode, uprobePID)
 	// No events ring: EventsMap is "", and the map nil.
 	if err := t.loop.openRings(t.coll.Maps[t.spec.EventsMap], t.coll.Maps[t.spec.ControlMap]); err != nil {
 		return err

@@ -46,7 +46,7 @@ type loaderFact struct {
 // open when h did not. Planning the libraries loaded later (in extends
 // the run's Spec) reads nothing: the run's plan watches the loader.
 func readLoader(h *hostFacts, in Input, open opener) loaderFact {
-	if in.Command == "" || !h.wildUSDT || in.Codegen.Extends != nil {
+	if !h.watchesLoads(in) || in.Codegen.Extends != nil {
 		return loaderFact{}
 	}
 	path, err := proc.CommandPath(in.Command)

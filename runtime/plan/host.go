@@ -510,3 +510,11 @@ func anyAttachPoint(p *lang.Program, is func(*lang.AttachPoint) bool) bool {
 func globTarget(target string) bool {
 	return !WildcardPath(target) && strings.ContainsAny(target, "*?")
 }
+
+// watchesLoads says whether the run's -c command's library loads are
+// watched: a usdt attach point without a path may find its probe in a
+// library the command loads later (see Loaded). The resolution and the
+// loader's site both follow it.
+func (h *hostFacts) watchesLoads(in Input) bool {
+	return in.Command != "" && h.wildUSDT
+}

@@ -78,7 +78,7 @@ type resolution struct {
 func resolve(p *lang.Program, h *hostFacts, in Input) (*resolution, error) {
 	// A -c command's probes without a path may be in a library it loads
 	// later: those are looked for again then (see Loaded).
-	watch := in.Command != "" && h.wildUSDT
+	watch := h.watchesLoads(in)
 	family, noFamily, err := chooseFamily(h, in)
 	if err != nil {
 		return nil, err
