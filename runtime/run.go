@@ -100,6 +100,7 @@ func (t *tracer) runPlan(ctx context.Context, pl *plan.Plan, objs []string, ends
 	if err := t.loadPlan(pl); err != nil {
 		return err
 	}
+	t.unwind.preload(objs)
 	if err := t.attachSites(pl, objs); err != nil {
 		return err
 	}

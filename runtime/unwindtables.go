@@ -16,6 +16,7 @@ import (
 	"sync"
 
 	"github.com/cilium/ebpf"
+	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/runtime/symbols"
@@ -163,6 +164,27 @@ func (u *unwindTables) setProcess(pid int, ms symbols.Mappings) {
 		return
 	}
 	u.warn("unwind: process %d maps %s", pid, strings.Join(files, ", "))
+}
+
+// preload builds the tables of the files at paths, the -c command's
+// executable and the libraries it needs, before the command leaves its
+// gate. The walk can use a file's table only once it is in the kernel;
+// built when the command's mapping records arrive after exec, a large
+// executable's table came after the first samples, whose stacks then
+// stopped at their first frame. Only the mappings wait for exec now.
+func (u *unwindTables) preload(paths []string) {
+	if u == nil {
+		return
+	}
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	for _, path := range paths {
+		var st unix.Stat_t
+		if unix.Stat(path, &st) != nil {
+			continue
+		}
+		u.file(symbols.Mapping{Path: path, Dev: st.Dev, Ino: st.Ino})
+	}
 }
 
 // mapping returns the walk's entry for mapping m of file f: pc in m is
