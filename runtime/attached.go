@@ -15,27 +15,22 @@ import (
 )
 
 // attachedSet is what a run has attached to the kernel, and the programs
-// the runtime runs itself: the links of the probes, the collections loaded
-// later for them (a perf-event fallback, the probes of libraries the -c
-// command loads), the BEGIN, END and interval programs. It owns the links
-// and the later collections and closes them (detach, close). It does not
-// own coll, the collection its programs come from, nor the maps, the
-// rings or the output; when each site is attached is the plan's
+// the runtime runs itself: the links of the probes, the BEGIN, END and
+// interval programs. It owns the links and closes them (detach). It does
+// not own the collections its programs come from (the load stage's:
+// load.go), nor the maps, the rings or the output; when each site is attached is the plan's
 // (plan.Site.When), how is runtime/attach's, which prints -v's notes and
 // the watchpoint warning to the writers of target.
 type attachedSet struct {
-	// coll is the loaded collection whose programs are attached.
-	coll *ebpf.Collection
 	// target is what runtime/attach needs of the run: the uprobes' mode,
 	// their files and process, the traced process, the writers.
 	target attach.Target
 
-	// mu guards links, extra and detached: the probes of a library the
-	// -c command loads are attached by the reader goroutine that sees the
+	// mu guards links and detached: the probes of a library the -c
+	// command loads are attached by the reader goroutine that sees the
 	// load (loadedObjects), while the run's end may be detaching.
 	mu       sync.Mutex
 	links    []link.Link
-	extra    []*ebpf.Collection
 	detached bool
 	// begin, end and intervals are the programs the runtime runs itself.
 	begin, end []*ebpf.Program
@@ -48,12 +43,10 @@ type interval struct {
 	period time.Duration
 }
 
-// attachAll records the programs of the sites gotrace runs itself and
-// attaches the sites that go before BEGIN, their programs coming from
-// coll, loaded from spec (a perf-event fallback loads them again from
-// it). The kernel's probes wait for BEGIN (attachKernelProbes).
-func (a *attachedSet) attachAll(sites []plan.Site, coll *ebpf.Collection, spec *ebpf.CollectionSpec) error {
-	for _, s := range plan.Only(sites, plan.RunByGotrace) {
+// keepRunPrograms records the programs of the sites gotrace runs
+// itself (plan.Passes.Run), from coll.
+func (a *attachedSet) keepRunPrograms(sites []plan.Site, coll *ebpf.Collection) error {
+	for _, s := range sites {
 		prog, err := program(coll, s)
 		if err != nil {
 			return err
@@ -67,35 +60,28 @@ func (a *attachedSet) attachAll(sites []plan.Site, coll *ebpf.Collection, spec *
 			a.intervals = append(a.intervals, interval{prog: prog, period: s.Attachment.Period})
 		}
 	}
-	return a.attachPass(plan.Only(sites, plan.BeforeBegin), coll, spec)
+	return nil
 }
 
-// attachOwn attaches gotrace's own sites (plan.Plan.Own: the family's
-// tracepoints, the loader's uprobe), in their order, after the script's
-// sites that go before BEGIN and before the -c command leaves its gate.
-func (a *attachedSet) attachOwn(own []plan.Site) error {
-	return a.attachPass(plan.Only(own, plan.BeforeBegin), a.coll, nil)
-}
-
-// attachKernelProbes attaches the sites of the kernel's probes, once
-// BEGIN has run.
-func (a *attachedSet) attachKernelProbes(sites []plan.Site) error {
-	return a.attachPass(plan.Only(sites, plan.AfterBegin), a.coll, nil)
-}
-
-// attachPass attaches sites, in the order runtime/attach groups them,
-// with the programs of coll; spec, when not nil, is what coll was loaded
-// from, for a perf-event fallback. The links of the pass are kept once,
-// those made before an error too, so that detach closes them.
-func (a *attachedSet) attachPass(sites []plan.Site, coll *ebpf.Collection, spec *ebpf.CollectionSpec) error {
-	target := a.target
-	if spec != nil {
-		target.Reload = func(name string) (*ebpf.Program, error) { return a.loadPerfUprobe(spec, name) }
+// attachBefore attaches the pass of ps that goes before BEGIN, with the
+// programs of coll, for target, after recording the programs gotrace runs
+// itself: the script's own, or those of a library the -c command loaded
+// (its probes are usdt probes, attached at once).
+func (a *attachedSet) attachBefore(ps plan.Passes, coll *ebpf.Collection, target attach.Target) error {
+	if err := a.keepRunPrograms(ps.Run, coll); err != nil {
+		return err
 	}
+	return a.attachPass(ps.Before, coll, target)
+}
+
+// attachPass attaches the groups of one pass of the plan, in order, with
+// the programs of coll, for target. The links of the pass are kept once,
+// those made before an error too, so that detach closes them.
+func (a *attachedSet) attachPass(groups []plan.Group, coll *ebpf.Collection, target attach.Target) error {
 	var links []link.Link
 	defer func() { a.keep(links...) }()
-	for _, g := range attach.GroupSites(sites) {
-		prog, err := program(coll, g.Sites[0])
+	for _, g := range groups {
+		prog, err := program(coll, g.First())
 		if err != nil {
 			return err
 		}
@@ -117,23 +103,6 @@ func program(coll *ebpf.Collection, s plan.Site) (*ebpf.Program, error) {
 	return prog, nil
 }
 
-// loadPerfUprobe loads program name of spec again, for perf-event
-// uprobes, sharing the maps already created.
-func (a *attachedSet) loadPerfUprobe(spec *ebpf.CollectionSpec, name string) (*ebpf.Program, error) {
-	spec = spec.Copy()
-	for other := range spec.Programs {
-		if other != name {
-			delete(spec.Programs, other)
-		}
-	}
-	coll, err := loadSharing(spec, a.coll.Maps)
-	if err != nil {
-		return nil, err
-	}
-	a.keepCollection(coll)
-	return coll.Programs[name], nil
-}
-
 // keep adds links to those detach closes. Once the set is detached, a
 // link made late (a library the command loaded as the trace ended) is
 // closed at once: no probe outlives the run's end, and no semaphore stays
@@ -146,14 +115,6 @@ func (a *attachedSet) keep(links ...link.Link) {
 	}
 	a.mu.Unlock()
 	closeLinks(links)
-}
-
-// keepCollection adds a collection loaded after the first (for the
-// probes of a library the command loaded) to those close closes.
-func (a *attachedSet) keepCollection(c *ebpf.Collection) {
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	a.extra = append(a.extra, c)
 }
 
 // detach closes every link, so that no probe fires any more and the
@@ -183,36 +144,10 @@ func closeLinks(links []link.Link) {
 	wg.Wait()
 }
 
-// close closes the collections loaded after the first; detach comes
-// first.
-func (a *attachedSet) close() {
-	if a == nil {
-		return
-	}
-	a.mu.Lock()
-	defer a.mu.Unlock()
-	for _, c := range a.extra {
-		c.Close()
-	}
-	a.extra = nil
-}
-
-// newAttachedSet returns the set the run attaches to, the programs of
-// t.coll attached for uprobes as mode says, for process uprobePID (0:
-// every process).
-func (t *tracer) newAttachedSet(mode attach.Mode, uprobePID int) *attachedSet {
-	return &attachedSet{
-		coll: t.coll,
-		target: attach.Target{
-			Mode:      mode,
-			Execs:     attach.NewExecutables(t.files),
-			UprobePID: uprobePID,
-			PID:       t.pid,
-			Child:     t.child != nil,
-			Warn:      t.warnings(),
-			Verbose:   t.notes(),
-		},
-	}
+// newAttachedSet returns the set a run attaches to, for target (the load
+// stage's: attachTarget).
+func newAttachedSet(target attach.Target) *attachedSet {
+	return &attachedSet{target: target}
 }
 
 // warnings is where the attach mechanisms' warnings go: nil under
@@ -232,39 +167,73 @@ func (t *tracer) notes() io.Writer {
 	return nil
 }
 
-// attachSites attaches the sites of the plan, the script's and then
-// gotrace's own (the family's programs and the loader's), and says how
-// many probes of the script are attached ("Attaching N probes..."
-// before, bpftrace 0.24's "Attached N probes" after). The kernel probes
-// wait for BEGIN (startTrace). objs are the objects the -c command's
-// probes were looked for in.
-func (t *tracer) attachSites(pl *plan.Plan, objs []string) error {
-	sites := pl.Sites
+// attachSites is the run's attach stage: it attaches the passes of the
+// plan (plan.Passes) in their order, with the programs of the loaded
+// collection, for target (how the uprobes are attached, and for which
+// process; attachTarget): the script's sites that go before
+// BEGIN, then gotrace's own (the family's programs, the loader's), while
+// the -c command waits at its gate; it runs BEGIN, and attaches the
+// kernel's probes unless BEGIN called exit(). It says how many probes of
+// the script are attached ("Attaching N probes..." before, bpftrace
+// 0.24's "Attached N probes" after), and lets what BEGIN printed out
+// once every probe is attached, as bpftrace prints a tool's header. It
+// returns whether exit() has run by then (BEGIN's, or a kernel probe's
+// as it was attached): the trace then ends before the command runs.
+func (t *tracer) attachSites(pl *plan.Plan, target attach.Target) (exited bool, err error) {
+	t.attached = newAttachedSet(target)
 	// An attach point waiting for a library the command loads later
 	// counts as one probe: it is attached, if found, before the
 	// library's code runs. 0.17 says it is attaching them, the newer
 	// behaviour that it has (bpftrace 0.24). gotrace's own sites
 	// (pl.Own) are no probes of the script.
-	probes := len(sites) + len(pl.Waiting)
+	probes := len(pl.Sites) + len(pl.Waiting)
 	if !t.opts.Quiet && !t.prog.Newer {
 		if err := t.attaching(probes); err != nil {
-			return err
+			return false, err
 		}
 	}
-	if err := t.attached.attachAll(sites, t.coll, t.spec.Collection); err != nil {
-		return err
+	a := t.attached
+	if err := a.attachBefore(pl.Passes, t.coll, target); err != nil {
+		return false, err
 	}
-	if err := t.keepFamily(); err != nil {
-		return err
-	}
-	if err := t.attached.attachOwn(pl.Own); err != nil {
-		return err
+	if err := a.attachPass(pl.Passes.Own, t.coll, target); err != nil {
+		return false, err
 	}
 	if !t.opts.Quiet && t.prog.Newer {
 		if err := t.attaching(probes); err != nil {
-			return err
+			return false, err
 		}
 	}
-	t.searchedAtStart(objs)
-	return nil
+	for _, prog := range a.begin {
+		if err := runProgram(prog); err != nil {
+			return false, fmt.Errorf("run BEGIN: %w", err)
+		}
+	}
+	if !t.exitedEarly() {
+		if err := a.attachPass(pl.Passes.After, t.coll, target); err != nil {
+			return false, err
+		}
+	}
+	t.notifyAttached()
+	return t.exitedEarly(), nil
+}
+
+// runProgram runs a BEGIN, END or interval program once, in the kernel,
+// with BPF_PROG_TEST_RUN.
+func runProgram(prog *ebpf.Program) error {
+	opts := &ebpf.RunOptions{}
+	if prog.Type() != ebpf.RawTracepoint {
+		// Packet-based program types want at least an Ethernet header.
+		opts.Data = make([]byte, 14)
+	}
+	_, err := prog.Run(opts)
+	return err
+}
+
+// exitedEarly reports whether exit() has run already, by the flag it
+// sets: its record is read by another goroutine.
+func (t *tracer) exitedEarly() bool {
+	m := t.coll.Maps[t.spec.ExitedMap]
+	var flag uint64
+	return m != nil && m.Lookup(uint32(0), &flag) == nil && flag != 0
 }

@@ -10,6 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
@@ -19,6 +20,7 @@ import (
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/attach"
+	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/symbols"
 )
@@ -307,27 +309,32 @@ func kernelFuncLoadError(spec *codegen.Spec, err error) error {
 	return err
 }
 
-// loadPlan loads the plan: its spec becomes the collection of programs and
-// maps, with the unwind tables and the symbolizer they read, the ring
-// readers opened and the capture's header written. Nothing is attached.
-func (t *tracer) loadPlan(pl *plan.Plan) error {
+// loadPlan is the run's load stage: the plan's spec becomes the
+// collection of programs and maps, with the unwind tables and the
+// symbolizer they read, the ring readers opened, the capture's header
+// written, the start time stored, the -c command put in its family and
+// the objects its probes were looked for in (objs) recorded, their
+// unwind tables built. Nothing is attached: it returns what the attach
+// mechanisms need of the run (attachTarget), the uprobes' mode chosen by
+// what the kernel takes (attach.Loadable).
+func (t *tracer) loadPlan(pl *plan.Plan, objs []string) (attach.Target, error) {
 	t.spec = pl.Spec
 	t.familyRecs, t.noFamily = pl.Family, pl.NoFamily
 	if t.opts.Compiled != nil {
 		t.opts.Compiled()
 	}
 	if err := t.checkMetrics(); err != nil {
-		return err
+		return attach.Target{}, err
 	}
 	if len(pl.Sites) == 0 && t.spec.LoaderProgram == "" {
-		return plan.ErrNoProbes
+		return attach.Target{}, plan.ErrNoProbes
 	}
 	t.syms = symbols.New(t.pid, siteSymbols(pl.Sites), t.files)
 	// The unwind tables follow the mappings symbols learns, from the
 	// start of tracking: the maps exist before the collection.
 	var err error
 	if t.unwind, err = newUnwindTables(t.spec.Collection, t.verbosef); err != nil {
-		return err
+		return attach.Target{}, err
 	}
 	if t.unwind != nil {
 		t.syms.OnMappings(t.unwind.setProcess)
@@ -343,15 +350,107 @@ func (t *tracer) loadPlan(pl *plan.Plan) error {
 			fmt.Fprintf(t.opts.Err, "symbols: %v; memory maps are read from /proc only\n", err)
 		}
 	}
-	uprobePID := pl.UprobePID()
-	mode, loadable := attach.Loadable(t.spec, t.opts.NoUprobeMulti, uprobePID, t.notes())
+	mode, loadable := attach.Loadable(t.spec, t.opts.NoUprobeMulti, pl.UprobePID(), t.notes())
 	if t.coll, err = load(loadable, t.unwind.replacements()); err != nil {
-		return kernelFuncLoadError(t.spec, err)
+		return attach.Target{}, kernelFuncLoadError(t.spec, err)
 	}
-	t.attached = t.newAttachedSet(mode, uprobePID)
+	if err := t.startCapture(); err != nil {
+		return attach.Target{}, err
+	}
+	if err := t.storeStart(); err != nil {
+		return attach.Target{}, err
+	}
+	target := t.attachTarget(mode, pl.UprobePID())
+	if err := t.keepFamily(); err != nil {
+		return attach.Target{}, err
+	}
+	t.searchedAtStart(objs)
+	t.unwind.preload(objs)
 	// No events ring: EventsMap is "", and the map nil.
 	if err := t.loop.openRings(t.coll.Maps[t.spec.EventsMap], t.coll.Maps[t.spec.ControlMap]); err != nil {
-		return err
+		return attach.Target{}, err
 	}
-	return t.startCapture()
+	return target, nil
+}
+
+// storeStart records the start time for the elapsed builtin, on the clock
+// of bpf_ktime_get_ns.
+func (t *tracer) storeStart() error {
+	var ts unix.Timespec
+	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
+		return fmt.Errorf("read the clock: %w", err)
+	}
+	t.bootWall = time.Now().Add(-time.Duration(ts.Nano()))
+	t.recordUint64(capture.Clock, uint64(t.bootWall.UnixNano()))
+	m := t.coll.Maps[t.spec.StartMap]
+	if m == nil {
+		return nil
+	}
+	if err := m.Put(uint32(0), uint64(ts.Nano())); err != nil {
+		return fmt.Errorf("store start time: %w", err)
+	}
+	return nil
+}
+
+// attachTarget returns what the attach mechanisms need of the run: the
+// programs of usdt, uprobe and uretprobe probes attached as mode says,
+// for process uprobePID (0: every process), those a kernel refuses as
+// uprobe_multi links loaded again from the plan's spec (perfReload).
+func (t *tracer) attachTarget(mode attach.Mode, uprobePID int) attach.Target {
+	return attach.Target{
+		Mode:      mode,
+		Execs:     attach.NewExecutables(t.files),
+		UprobePID: uprobePID,
+		PID:       t.pid,
+		Child:     t.child != nil,
+		Warn:      t.warnings(),
+		Verbose:   t.notes(),
+		Reload:    t.perfReload(t.spec.Collection),
+	}
+}
+
+// perfReload returns what loads a program of spec again, by its name, for
+// perf-event uprobes (attach.Target.Reload), sharing the maps of the
+// run's collection; what it loads is kept in t.later.
+func (t *tracer) perfReload(spec *ebpf.CollectionSpec) func(name string) (*ebpf.Program, error) {
+	return func(name string) (*ebpf.Program, error) {
+		one := spec.Copy()
+		for other := range one.Programs {
+			if other != name {
+				delete(one.Programs, other)
+			}
+		}
+		coll, err := loadSharing(one, t.coll.Maps)
+		if err != nil {
+			return nil, err
+		}
+		t.later.keep(coll)
+		return coll.Programs[name], nil
+	}
+}
+
+// laterCollections are the collections a run loads after the plan's: the
+// programs of a perf-event fallback, the probes of a library the -c
+// command loads (loadedObjects, on a reader goroutine: mu guards colls).
+// close closes them, once the links are gone.
+type laterCollections struct {
+	mu    sync.Mutex
+	colls []*ebpf.Collection
+}
+
+// keep adds c to those close closes.
+func (l *laterCollections) keep(c *ebpf.Collection) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.colls = append(l.colls, c)
+}
+
+// close closes the collections kept; detach comes first.
+func (l *laterCollections) close() {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	for _, c := range l.colls {
+		c.Close()
+	}
+	l.colls = nil
 }

@@ -80,7 +80,7 @@ func (t *tracer) loadedObjects() error {
 	// others are attached already, and their files need no new reading.
 	in := t.withFamily(planInput(t.opts, fresh, t.pid, t.files))
 	in.Codegen.Extends = t.spec
-	spec, sites, err := plan.Loaded(t.prog, t.info, fresh, in)
+	spec, passes, err := plan.Loaded(t.prog, t.info, fresh, in)
 	if err != nil || spec == nil {
 		return err
 	}
@@ -88,8 +88,10 @@ func (t *tracer) loadedObjects() error {
 	if err != nil {
 		return fmt.Errorf("load the probes of %v: %w", fresh, err)
 	}
-	t.attached.keepCollection(coll)
-	if err := t.attached.attachAll(sites, coll, spec.Collection); err != nil {
+	t.later.keep(coll)
+	target := t.attached.target
+	target.Reload = t.perfReload(spec.Collection)
+	if err := t.attached.attachBefore(passes, coll, target); err != nil {
 		return err
 	}
 	t.spec.Events, t.spec.Attachments = spec.Events, spec.Attachments

@@ -9,11 +9,8 @@ import (
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/ringbuf"
-	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/codegen"
-	"github.com/gotrace/gotrace/runtime/capture"
-	"github.com/gotrace/gotrace/runtime/plan"
 	"github.com/gotrace/gotrace/runtime/proc"
 )
 
@@ -80,22 +77,6 @@ type eventLoop struct {
 // newEventLoop returns a loop whose trace has not exited yet.
 func newEventLoop() *eventLoop {
 	return &eventLoop{exit: make(chan struct{})}
-}
-
-// openRings opens the readers of the events and control ring buffers;
-// events is nil when no program writes a printf-like record
-// (codegen.Spec.EventsMap).
-func (l *eventLoop) openRings(events, control *ebpf.Map) error {
-	var err error
-	if events != nil {
-		if l.events, err = openRing(events); err != nil {
-			return fmt.Errorf("open events ring buffer: %w", err)
-		}
-	}
-	if l.control, err = openRing(control); err != nil {
-		return fmt.Errorf("open control ring buffer: %w", err)
-	}
-	return nil
 }
 
 // startReaders starts one goroutine per ring buffer, each running read;
@@ -195,18 +176,6 @@ func (l *eventLoop) runIntervals(progs []*ebpf.Program, fail func(error)) bool {
 	return true
 }
 
-// runProgram runs a BEGIN, END or interval program once, in the kernel,
-// with BPF_PROG_TEST_RUN.
-func runProgram(prog *ebpf.Program) error {
-	opts := &ebpf.RunOptions{}
-	if prog.Type() != ebpf.RawTracepoint {
-		// Packet-based program types want at least an Ethernet header.
-		opts.Data = make([]byte, 14)
-	}
-	_, err := prog.Run(opts)
-	return err
-}
-
 // drain returns once the readers have handled every record the rings
 // held when it was called.
 //
@@ -259,79 +228,48 @@ func (l *eventLoop) closeReaders(keepWeight bool) {
 	}
 }
 
-// startTrace runs BEGIN, attaches the kernel probes unless BEGIN called
-// exit(), starts the readers, lets the -c command run, and starts the
-// goroutines that run while the trace does: the family's follower, the
-// symbols' refresh, the interval tickers, the metrics' source.
-func (t *tracer) startTrace(sites []plan.Site, endsAfterBegin bool) error {
-	if err := t.storeStart(); err != nil {
-		return err
+// startTrace starts what runs while the trace does, once every probe is
+// attached: the readers, the -c command (let out of its gate, its family
+// followed for the probes' files, files), the tickers (the family's
+// follower, the symbols' refresh, the interval programs), the metrics'
+// source. After an exit() (exited: BEGIN's or an early probe's), the
+// command never leaves its gate, as in bpftrace, and the readers only
+// drain what was sent.
+func (t *tracer) startTrace(files []string, exited, endsAfterBegin bool) {
+	t.loop.startReaders(!exited, t.read)
+	if !exited {
+		t.releaseChild(files)
 	}
-	for _, prog := range t.attached.begin {
-		if err := runProgram(prog); err != nil {
-			return fmt.Errorf("run BEGIN: %w", err)
-		}
-	}
-	if !t.exitedEarly() {
-		if err := t.attached.attachKernelProbes(sites); err != nil {
-			return err
-		}
-	}
-	// BEGIN's output waits in the ring buffer until every probe is
-	// attached, as bpftrace prints it: a tool's header says it is tracing.
-	t.notifyAttached()
-	t.loop.startReaders(!t.exitedEarly(), t.read)
-	t.releaseChild(sites)
 	// Current bpftrace ends a script of begin and end probes after begin;
 	// with -c or -p it traces until the process ends.
 	if endsAfterBegin && t.child == nil && t.process == nil {
 		t.loop.requestExit()
 	}
-	t.keepSymbols()
+	if t.namesUser && t.pid != 0 {
+		// The traced process (-c or -p) is captured now and then, so
+		// that its stacks are named after it exits. A script that names
+		// no user address (no ustack, usym or func) reads nothing: a
+		// capture reads the symbol tables of every file the process
+		// maps.
+		t.syms.Capture(t.pid)
+	}
+	if t.follow != nil {
+		t.loop.every(proc.FamilyPoll, t.follow.poll)
+	}
+	if t.namesUser {
+		t.loop.every(symbolsPoll, t.syms.Refresh)
+		if t.unwind != nil {
+			// The eh_frame walk stops at the first frame of a process
+			// whose mappings it does not have: the records are drained
+			// more often than /proc is read, so that it has a new
+			// one's sooner.
+			t.loop.every(unwindDrain, t.syms.Drain)
+		}
+	}
 	t.loop.startIntervals(t.attached.intervals, t.keepRunErr)
 	if t.opts.Metrics != nil {
 		t.opts.Metrics.SetSource(t.metricMaps)
 	}
-	return nil
-}
-
-// keepSymbols captures the traced process (-c or -p) now and then while
-// the trace runs, so that its stacks are named after it exits. A script
-// that names no user address (no ustack, usym or func) reads nothing: a
-// capture reads the symbol tables of every file the process maps.
-func (t *tracer) keepSymbols() {
-	if !t.namesUser {
-		return
-	}
-	if t.pid != 0 {
-		t.syms.Capture(t.pid)
-	}
-	t.loop.every(symbolsPoll, t.syms.Refresh)
-	if t.unwind != nil {
-		// The eh_frame walk stops at the first frame of a process whose
-		// mappings it does not have: the records are drained more often
-		// than /proc is read, so that it has a new one's sooner.
-		t.loop.every(unwindDrain, t.syms.Drain)
-	}
-}
-
-// storeStart records the start time for the elapsed builtin, on the clock
-// of bpf_ktime_get_ns.
-func (t *tracer) storeStart() error {
-	var ts unix.Timespec
-	if err := unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts); err != nil {
-		return fmt.Errorf("read the clock: %w", err)
-	}
-	t.bootWall = time.Now().Add(-time.Duration(ts.Nano()))
-	t.recordUint64(capture.Clock, uint64(t.bootWall.UnixNano()))
-	m := t.coll.Maps[t.spec.StartMap]
-	if m == nil {
-		return nil
-	}
-	if err := m.Put(uint32(0), uint64(ts.Nano())); err != nil {
-		return fmt.Errorf("store start time: %w", err)
-	}
-	return nil
 }
 
 // read handles the records of one ring buffer until the reader is closed:
@@ -415,12 +353,4 @@ func (t *tracer) read(rd *ring, flushed chan<- struct{}, poll time.Duration) {
 			return
 		}
 	}
-}
-
-// exitedEarly reports whether exit() has run already, by the flag it
-// sets: its record is read by another goroutine.
-func (t *tracer) exitedEarly() bool {
-	m := t.coll.Maps[t.spec.ExitedMap]
-	var flag uint64
-	return m != nil && m.Lookup(uint32(0), &flag) == nil && flag != 0
 }

@@ -62,6 +62,27 @@ type ring struct {
 // only ever asked whether a record is there, never waited in.
 var pastDeadline = time.Unix(0, 1)
 
+// openRings opens the readers of the events and control ring buffers;
+// events is nil when no program writes a printf-like record
+// (codegen.Spec.EventsMap): the loop then has no events reader.
+func (l *eventLoop) openRings(events, control *ebpf.Map) error {
+	for _, r := range []struct {
+		m    *ebpf.Map
+		name string
+		into **ring
+	}{{events, "events", &l.events}, {control, "control", &l.control}} {
+		if r.m == nil {
+			continue
+		}
+		rd, err := openRing(r.m)
+		if err != nil {
+			return fmt.Errorf("open %s ring buffer: %w", r.name, err)
+		}
+		*r.into = rd
+	}
+	return nil
+}
+
 // openRing opens a reader of the ring buffer m.
 func openRing(m *ebpf.Map) (*ring, error) {
 	rd, err := ringbuf.NewReader(m)

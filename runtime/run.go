@@ -92,21 +92,22 @@ func Run(ctx context.Context, p *lang.Program, info *lang.Info, opts Options) (e
 
 // runPlan runs the trace the plan pl describes, the compiled program and
 // every site it attaches to, on the processes started or opened for it
-// (objs are the -c command's objects pl's probes were looked for in): it
-// loads pl (loadPlan), attaches its sites (attachSites), runs BEGIN and
-// starts the readers (startTrace), waits for the end (wait) and finishes
-// (finish). Nothing here resolves an attach point again: the plan has.
+// (objs are the -c command's objects pl's probes were looked for in), a
+// stage a file: it loads pl (loadPlan, load.go), attaches its passes
+// around BEGIN (attachSites, attached.go), starts the readers, the
+// command and the tickers (startTrace, loop.go), waits for the end (wait)
+// and finishes (finish). Nothing here resolves an attach point or decides
+// when a site is attached again: the plan has (plan.Passes).
 func (t *tracer) runPlan(ctx context.Context, pl *plan.Plan, objs []string, endsAfterBegin bool, usr1 <-chan os.Signal) error {
-	if err := t.loadPlan(pl); err != nil {
+	target, err := t.loadPlan(pl, objs)
+	if err != nil {
 		return err
 	}
-	t.unwind.preload(objs)
-	if err := t.attachSites(pl, objs); err != nil {
+	exited, err := t.attachSites(pl, target)
+	if err != nil {
 		return err
 	}
-	if err := t.startTrace(pl.Sites, endsAfterBegin); err != nil {
-		return err
-	}
+	t.startTrace(plan.UserFiles(pl.Passes.Before), exited, endsAfterBegin)
 	if t.opts.Attached != nil {
 		t.opts.Attached()
 	}
@@ -166,7 +167,7 @@ func newTracer(p *lang.Program, info *lang.Info, opts Options, format output.For
 // the maps it reads), the traced processes, the attached set and the event
 // loop. Its methods are the run's stages and what joins them: reading a
 // record into the printer (read), the loads of a -c command (loader.go),
-// its family (follow.go), the end (finish, close).
+// its family (family.go, follow.go), the end (finish, close).
 type tracer struct {
 	printer
 	// info is what the checker recorded about the program, for the
@@ -182,14 +183,16 @@ type tracer struct {
 	process *proc.Process
 	// follow watches the processes the child starts; familyRecs, for a
 	// -c trace with probes in files, has the programs filter on the
-	// child's family (follow.go), as the plan chose (plan.Plan.Family).
+	// child's family (family.go), as the plan chose (plan.Plan.Family).
 	follow     *follower
 	familyRecs *codegen.FamilyRecords
 	// noFamily is why the plan gave a -c trace with probes in files no
 	// family filter (tracefs unreadable, a PID namespace); nil with one.
 	noFamily error
-	// attached is what the run attached, nil until it is loaded.
+	// attached is what the run attached, nil until it attaches;
+	// later are the collections loaded after the plan's (load.go).
 	attached *attachedSet
+	later    laterCollections
 	// unwind loads the tables of stack_unwind=eh_frame; nil without.
 	unwind *unwindTables
 	// files are the ELF files the run reads, each opened once.
@@ -291,7 +294,7 @@ func (t *tracer) close() error {
 		t.syms.Close()
 	}
 	t.files.Close()
-	t.attached.close()
+	t.later.close()
 	if t.coll != nil {
 		t.coll.Close()
 	}

@@ -3,7 +3,8 @@ package runtime
 // The processes a run traces: the -c command, started held at its gate
 // before the plan (its PID filters the probes and is cpid) and released
 // once every probe is attached, or the -p process. What the command's
-// family does after is follow.go's.
+// family does after is family.go's (the programs' filter) and
+// follow.go's (which member maps which file).
 
 import (
 	"github.com/gotrace/gotrace/runtime/plan"
@@ -42,12 +43,12 @@ func (t *tracer) childPID() int {
 	return t.child.PID
 }
 
-// releaseChild lets the -c command leave its gate, and follows the
-// processes it starts for the files of sites. A BEGIN that called exit()
-// ends the trace before the command runs any of its code, as in
-// bpftrace; close kills it.
-func (t *tracer) releaseChild(sites []plan.Site) {
-	if t.child == nil || t.exitedEarly() {
+// releaseChild lets the -c command leave its gate, and makes the follower
+// of the processes it starts for files, the probes' files (t.follow, nil
+// without). It is not called once exit() has run: the command never runs
+// any of its code then, as in bpftrace, and close kills it at its gate.
+func (t *tracer) releaseChild(files []string) {
+	if t.child == nil {
 		return
 	}
 	if err := t.child.Release(); err != nil {
@@ -55,7 +56,7 @@ func (t *tracer) releaseChild(sites []plan.Site) {
 		// ends the trace as the command's exit would (BEGIN's output
 		// and the maps are printed), and the error is the run's.
 		t.keepRunErr(err)
-	} else if t.follow = newFollower(t, t.child.PID, sites); t.follow != nil {
-		t.loop.every(proc.FamilyPoll, t.follow.poll)
+	} else {
+		t.follow = newFollower(t, t.child.PID, files)
 	}
 }

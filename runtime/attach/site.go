@@ -1,12 +1,11 @@
 package attach
 
-// The one entry: a group of sites and its program in, the mechanism of
+// The one entry: a group of the plan's sites (plan.Group) and its program in, the mechanism of
 // their kind chosen, links out.
 
 import (
 	"fmt"
 	"io"
-	"slices"
 
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/link"
@@ -46,40 +45,6 @@ func notef(w io.Writer, format string, args ...any) {
 	}
 }
 
-// Group is sites attached by one call of Site: a site of its own, or the
-// locations of one usdt, uprobe or uretprobe attachment in one file, which
-// one uprobe_multi link attaches.
-type Group struct {
-	Sites []plan.Site
-}
-
-// GroupSites splits sites into groups: first a group for each site not
-// in a user file and each site of gotrace's own, in order, then the
-// groups of locations of each attachment and file, last probe first: the
-// kernel runs the handlers of one location newest first, so attaching in
-// reverse runs two probes of one function in script order, as bpftrace
-// does.
-func GroupSites(sites []plan.Site) []Group {
-	var own, groups []Group
-	index := map[[2]any]int{}
-	for _, s := range sites {
-		if !plan.UserKind(s.Attachment.Kind) || s.Own != "" {
-			own = append(own, Group{Sites: []plan.Site{s}})
-			continue
-		}
-		key := [2]any{s.Attachment, s.Path}
-		i, ok := index[key]
-		if !ok {
-			i = len(groups)
-			index[key] = i
-			groups = append(groups, Group{})
-		}
-		groups[i].Sites = append(groups[i].Sites, s)
-	}
-	slices.Reverse(groups)
-	return append(own, groups...)
-}
-
 // Site attaches prog, the program of g's attachment, at the sites of g by
 // the mechanism of their kind: uprobe_multi links or perf-event uprobes
 // as t.Mode says (uprobe_multi.go, uprobe.go), tracepoints
@@ -88,7 +53,7 @@ func GroupSites(sites []plan.Site) []Group {
 // as Own says. It returns the links it made, with an error too those
 // made before it, for the caller to keep and close: nothing it attached
 // is left without an owner.
-func Site(g Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
+func Site(g plan.Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
 	s := g.Sites[0]
 	if s.Own != "" {
 		return Own(s, prog, t)

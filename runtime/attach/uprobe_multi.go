@@ -126,7 +126,7 @@ func (m Mode) Loadable(spec *codegen.Spec) *ebpf.CollectionSpec {
 // limit of its own, such as a file it cannot probe that way), with a
 // perf-event uprobe per location, the program loaded again for that kind
 // of attachment (Target.Reload).
-func uprobeGroup(g Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
+func uprobeGroup(g plan.Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
 	if t.Mode != MultiUprobes {
 		return Uprobe(g.Sites, prog, t)
 	}
@@ -144,7 +144,7 @@ func uprobeGroup(g Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
 
 // UprobeMulti attaches prog at every location of g with one uprobe_multi
 // link, filtered on t.UprobePID when it is not 0; -v notes it.
-func UprobeMulti(g Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
+func UprobeMulti(g plan.Group, prog *ebpf.Program, t *Target) ([]link.Link, error) {
 	first := g.Sites[0]
 	ex, err := t.Execs.Open(first)
 	if err != nil {

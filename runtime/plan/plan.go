@@ -98,6 +98,8 @@ type Plan struct {
 	// library loads. They are attached before BEGIN, after the script's
 	// sites that are, in this order.
 	Own []Site
+	// Passes are Sites and Own in the passes the run attaches them in.
+	Passes Passes
 	// Waiting are the usdt attach points without a path that matched no
 	// probe in the -c command's objects at start, whose library loads are
 	// watched: they wait for a library it loads later, and each counts
@@ -146,7 +148,7 @@ func Make(p *lang.Program, info *lang.Info, in Input) (*Plan, error) {
 	if in.ChildPID != 0 {
 		pid = in.ChildPID
 	}
-	return &Plan{Spec: spec, Sites: sites, Own: own, Waiting: r.waitingNow(), PID: pid, Family: r.family, NoFamily: r.noFamily}, nil
+	return &Plan{Spec: spec, Sites: sites, Own: own, Passes: passesOf(sites, own), Waiting: r.waitingNow(), PID: pid, Family: r.family, NoFamily: r.noFamily}, nil
 }
 
 // Compile resolves the attach points of p for a run on in and compiles
@@ -408,7 +410,7 @@ func siteError(a *codegen.Attachment, format string, args ...any) error {
 // (in.Codegen.Extends) and returns it with the sites of its new
 // attachments; a nil Spec when nothing matched. info is the checker's;
 // p is resolved, as for Make.
-func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen.Spec, []Site, error) {
+func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen.Spec, Passes, error) {
 	wild := waitingPoints(p)
 	only := matchedProgram(p, wild)
 	loaded := in
@@ -416,7 +418,7 @@ func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen
 	h := gatherHost(only, loaded)
 	probes, err := resolveUSDT(only, h)
 	if err != nil {
-		return nil, nil, err
+		return nil, Passes{}, err
 	}
 	found := false
 	for ap, ps := range probes {
@@ -426,7 +428,7 @@ func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen
 		found = found || len(ps) > 0
 	}
 	if !found {
-		return nil, nil, nil
+		return nil, Passes{}, nil
 	}
 	copts := in.Codegen
 	copts.USDT, copts.ChildPID = probes, uint32(in.ChildPID)
@@ -434,12 +436,12 @@ func Loaded(p *lang.Program, info *lang.Info, objs []string, in Input) (*codegen
 	copts.PIDNamespace = h.pidns
 	spec, err := codegen.Compile(matchedProgram(p, wild), info, copts)
 	if err != nil {
-		return nil, nil, fmt.Errorf("compile the probes of %v: %w", objs, err)
+		return nil, Passes{}, fmt.Errorf("compile the probes of %v: %w", objs, err)
 	}
 	// Only usdt attach points wait for libraries: no symbols to read.
 	sites, err := planSites(&codegen.Spec{Attachments: spec.Attachments[len(in.Codegen.Extends.Attachments):]}, nil, h, false)
 	if err != nil {
-		return nil, nil, err
+		return nil, Passes{}, err
 	}
-	return spec, sites, nil
+	return spec, passesOf(sites, nil), nil
 }

@@ -61,17 +61,6 @@ func whenOfSite(s Site) When {
 	return whenOf(s.Attachment.Kind)
 }
 
-// Only returns the sites of sites attached at w, in their order.
-func Only(sites []Site, w When) []Site {
-	var out []Site
-	for _, s := range sites {
-		if s.When == w {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // UprobePID is the process the usdt, uprobe and uretprobe sites are
 // attached for: 0, every process, when the programs filter on the -c
 // command's family themselves (Family), else PID.
