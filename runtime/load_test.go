@@ -14,6 +14,9 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/internal/testenv"
+	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/runtime/output"
+	"github.com/gotrace/gotrace/runtime/plan"
 )
 
 func TestSourceAt(t *testing.T) {
@@ -142,5 +145,35 @@ func TestCheckStackDepth(t *testing.T) {
 		if got != tc.want {
 			t.Errorf("%d frames, limit file %s: error %q, want %q", tc.frames, filepath.Base(tc.limitFile), got, tc.want)
 		}
+	}
+}
+
+// TestLoadPlanStoresStart checks that the load stage stores the start
+// time that elapsed reads before the attach stage attaches anything: a
+// uprobe of a -p process fires as soon as it is attached, before BEGIN,
+// and read a start of 0 (the time since boot as elapsed) when the start
+// was stored after the attach stage's first pass.
+func TestLoadPlanStoresStart(t *testing.T) {
+	testenv.RequireRoot(t)
+	p, info := checkScript(t, `tracepoint:sched:sched_switch { printf("%d\n", elapsed); }`, lang.Config{Host: NewHost(0, "")})
+	opts := Options{}.withDefaults()
+	tr := newTracer(info.ResolvedProgram(p), info, opts, output.Text)
+	defer tr.close()
+	pl, err := plan.Make(tr.prog, info, planInput(opts, nil, 0, tr.files))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := tr.loadPlan(pl, nil); err != nil {
+		t.Fatal(err)
+	}
+	if tr.attached != nil {
+		t.Fatal("the load stage made an attached set")
+	}
+	var start uint64
+	if err := tr.coll.Maps[tr.spec.StartMap].Lookup(uint32(0), &start); err != nil {
+		t.Fatal(err)
+	}
+	if start == 0 {
+		t.Error("the start time is 0 at the end of the load stage, before any probe is attached")
 	}
 }
