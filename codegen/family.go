@@ -10,7 +10,11 @@ package codegen
 // sched_process_fork program sets (a child of a member is a member) and a
 // sched_process_exit program clears. The runtime sets the command's own
 // PID before the command leaves its gate, so the family is known in the
-// kernel before any of it runs.
+// kernel before any of it runs. The bits are the kernel's PIDs: where
+// gotrace runs in a PID namespace of its own (a container), the PID it
+// knows its command by is not one, and a sched_process_exec program adds
+// the command by the kernel's PID when it leaves its gate (its exec),
+// before any of its code runs.
 //
 // The family is a bitmap, not a hash map of PIDs: on the AMD VMs a hash
 // lookup (two function calls, each paying the return-thunk mitigation)
@@ -41,6 +45,7 @@ const (
 	familyStatsMapName = "family_stats"
 	familyForkProgram  = "family_fork"
 	familyExitProgram  = "family_exit"
+	familySeedProgram  = "family_seed"
 )
 
 // FamilyRecords says where the fields the family programs read lie in
@@ -69,10 +74,17 @@ type FamilySpec struct {
 	// and sched_process_exit tracepoints; "" in a Spec that extends
 	// another, whose programs keep the family.
 	Fork, Exit string
+	// Seed, in gotrace's PID namespace of its own (Options.PIDNamespace),
+	// is the program to attach to sched_process_exec that adds the
+	// command (Options.ChildPID, as the namespace numbers it) by the
+	// kernel's PID when it execs; the runtime then sets no bit itself.
+	// "" outside one, and in a Spec that extends another.
+	Seed string
 }
 
 // addFamily declares the family's maps and, unless the Spec extends one
-// that has them, its two tracepoint programs.
+// that has them, its tracepoint programs: two, and the seed in a PID
+// namespace of gotrace's own.
 func (c *compiler) addFamily(rec FamilyRecords) {
 	ms := c.spec.Collection.Maps
 	ms[familyMapName] = &ebpf.MapSpec{Name: "gt_family", Type: ebpf.Array, KeySize: 4, ValueSize: FamilyBitmapBytes, MaxEntries: 1}
@@ -85,6 +97,10 @@ func (c *compiler) addFamily(rec FamilyRecords) {
 	progs[familyForkProgram] = familyProgram("gt_family_fork", familyForkInsns(rec))
 	progs[familyExitProgram] = familyProgram("gt_family_exit", familyExitInsns(rec))
 	c.spec.Family.Fork, c.spec.Family.Exit = familyForkProgram, familyExitProgram
+	if ns := c.opts.PIDNamespace; ns != nil {
+		progs[familySeedProgram] = familyProgram("gt_family_seed", familySeedInsns(*ns, c.opts.ChildPID))
+		c.spec.Family.Seed = familySeedProgram
+	}
 }
 
 // familyProgram is a tracepoint program of the family.
@@ -166,6 +182,32 @@ func familyForkInsns(rec FamilyRecords) asm.Instructions {
 		asm.JEq.Imm(asm.R1, 0, "out"),
 		asm.LoadMem(asm.R0, asm.R6, int16(rec.ChildPID), asm.Word),
 	)
+	insns = append(insns, familyChange(asm.R0, asm.OrAtomic)...)
+	return append(insns,
+		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),
+		asm.Return(),
+	)
+}
+
+// familySeedInsns adds the process that execs, by the kernel's PID, when
+// namespace ns numbers it child: the -c command leaving its gate. A
+// process outside ns, or another of its processes, changes nothing.
+func familySeedInsns(ns PIDNamespace, child uint32) asm.Instructions {
+	// struct bpf_pidns_info { u32 pid; u32 tgid; } on the stack.
+	const info = -8
+	insns := asm.Instructions{
+		movImm(asm.R1, int64(ns.Dev)),
+		movImm(asm.R2, int64(ns.Ino)),
+		asm.Mov.Reg(asm.R3, asm.RFP),
+		asm.Add.Imm(asm.R3, info),
+		asm.Mov.Imm(asm.R4, 8),
+		asm.FnGetNsCurrentPidTgid.Call(),
+		asm.JNE.Imm(asm.R0, 0, "out"),
+		asm.LoadMem(asm.R0, asm.RFP, info+4, asm.Word),
+		asm.JNE.Imm(asm.R0, int32(child), "out"),
+		asm.FnGetCurrentPidTgid.Call(),
+		asm.RSh.Imm(asm.R0, 32),
+	}
 	insns = append(insns, familyChange(asm.R0, asm.OrAtomic)...)
 	return append(insns,
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),

@@ -90,4 +90,46 @@ func TestFamilyLoads(t *testing.T) {
 		spec := compileFamily(t, Options{Family: &FamilyRecords{ChildPID: 20, GroupDead: groupDead}})
 		load(t, spec)
 	}
+	// In a PID namespace of gotrace's own, with the seed program.
+	spec := compileFamily(t, Options{Family: &FamilyRecords{ChildPID: 20, GroupDead: 32}, PIDNamespace: &PIDNamespace{Dev: 4, Ino: 4026531836}, ChildPID: 7})
+	load(t, spec)
+}
+
+// TestFamilySeed checks that a family in a PID namespace of gotrace's
+// own has the sched_process_exec program that adds the command by the
+// kernel's PID, comparing the id the namespace gives with the command's
+// (Options.ChildPID), and that none is made outside one or in a Spec
+// that extends another.
+func TestFamilySeed(t *testing.T) {
+	rec := &FamilyRecords{ChildPID: 20, GroupDead: 32}
+	if spec := compileFamily(t, Options{Family: rec, ChildPID: 7}); spec.Family.Seed != "" || spec.Collection.Programs[familySeedProgram] != nil {
+		t.Errorf("outside a PID namespace: seed %q", spec.Family.Seed)
+	}
+	ns := &PIDNamespace{Dev: 4, Ino: 4026531836}
+	spec := compileFamily(t, Options{Family: rec, PIDNamespace: ns, ChildPID: 7})
+	seed := spec.Collection.Programs[spec.Family.Seed]
+	if spec.Family.Seed == "" || seed == nil {
+		t.Fatalf("in a PID namespace: no seed program (%+v)", spec.Family)
+	}
+	if !refersTo(seed.Instructions, familyMapName) {
+		t.Error("the seed program does not change the family map")
+	}
+	var helpers []asm.BuiltinFunc
+	comparesChild := false
+	for _, ins := range seed.Instructions {
+		if ins.IsBuiltinCall() {
+			helpers = append(helpers, asm.BuiltinFunc(ins.Constant))
+		}
+		comparesChild = comparesChild || ins.OpCode.JumpOp() == asm.JNE && ins.OpCode.Source() == asm.ImmSource && ins.Constant == 7
+	}
+	if want := []asm.BuiltinFunc{asm.FnGetNsCurrentPidTgid, asm.FnGetCurrentPidTgid}; !slices.Equal(helpers, want) {
+		t.Errorf("the seed program calls %v, want %v", helpers, want)
+	}
+	if !comparesChild {
+		t.Error("the seed program does not compare the namespace's id with the command's, 7")
+	}
+	ext := compileFamily(t, Options{Family: rec, PIDNamespace: ns, ChildPID: 7, Extends: spec})
+	if ext.Family.Seed != "" {
+		t.Errorf("extending spec: seed %q, want none", ext.Family.Seed)
+	}
 }

@@ -69,10 +69,17 @@ func (t *tracer) withFamily(in plan.Input) plan.Input {
 
 // keepFamily puts the -c command's PID in the family map, before the
 // command leaves its gate; the programs that keep its descendants there
-// are gotrace's own sites of the plan (plan.Plan.Own), attached after.
+// are gotrace's own sites of the plan (plan.Plan.Own), attached after. In
+// a PID namespace of gotrace's own, the PID gotrace knows is not the
+// kernel's: the family's exec program (codegen.FamilySpec.Seed) puts the
+// command in when it leaves its gate.
 func (t *tracer) keepFamily() error {
 	fam := t.spec.Family
 	if fam == nil {
+		return nil
+	}
+	if fam.Seed != "" {
+		t.verbosef("usdt and uprobe probes: attached for every process, counting the hits of the -c command's family (process %d of gotrace's PID namespace, added by the kernel's PID when it runs, and those it starts)", t.child.PID)
 		return nil
 	}
 	bitmap := make([]byte, codegen.FamilyBitmapBytes)

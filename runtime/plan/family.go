@@ -27,13 +27,16 @@ type familyFact struct {
 }
 
 // readFamily reads what decides the family filter of a run on in, for a
-// -c command whose trace has probes in user files: the records'
-// layout (in.FamilyRecords) and whether gotrace runs in the initial PID
-// namespace.
-func readFamily(in Input) familyFact {
+// -c command whose trace has probes in user files: the records' layout
+// (in.FamilyRecords), and in a PID namespace of gotrace's own, whether
+// programs can read ids in it (pidnsNot, readPIDNamespace's reason why
+// not): the command's PID, which gotrace knows as the namespace numbers
+// it, then goes into the family by the kernel's when it execs (codegen's
+// FamilySpec.Seed).
+func readFamily(in Input, pidnsNot string) familyFact {
 	rec, err := in.FamilyRecords()
-	if err == nil {
-		err = initialPIDNamespace()
+	if err == nil && pidnsNot != "" {
+		err = fmt.Errorf("keep the -c command's processes: %w (%s)", errPIDNamespace, pidnsNot)
 	}
 	return familyFact{records: rec, err: err}
 }
@@ -42,7 +45,8 @@ func readFamily(in Input) familyFact {
 // family, from what gatherHost read. Where the tracepoints' formats
 // cannot be read (a user with CAP_BPF, CAP_PERFMON and CAP_SYS_ADMIN but
 // not the right to read tracefs, which attaching a tracepoint needs
-// too), or gotrace runs in a PID namespace of its own, the probes are
+// too), or gotrace runs in a PID namespace of its own whose ids programs
+// cannot read (readPIDNamespace), the probes are
 // attached for the command's process alone, which in.Verbose is told,
 // and the returned reason lets the end of the trace say which processes
 // the command started were not traced. Any other error ends the run.
@@ -63,23 +67,9 @@ func chooseFamily(h *hostFacts, in Input) (rec *codegen.FamilyRecords, none, err
 	return nil, nil, f.err
 }
 
-// errPIDNamespace is why a gotrace in a PID namespace of its own has no
-// family filter.
+// errPIDNamespace is why a gotrace in a PID namespace of its own whose
+// ids programs cannot read has no family filter.
 var errPIDNamespace = errors.New("gotrace runs in a PID namespace of its own, where the command's PID is not the one the kernel's programs see")
-
-// initialPIDNamespace returns errPIDNamespace unless gotrace runs in the
-// initial PID namespace: the family programs see the kernel's PIDs, and
-// the command's, which the runtime sets, is one of gotrace's namespace.
-func initialPIDNamespace() error {
-	_, _, initial, err := capability.OwnPIDNamespace()
-	if err != nil {
-		return fmt.Errorf("keep the -c command's processes: %w", err)
-	}
-	if !initial {
-		return fmt.Errorf("keep the -c command's processes: %w", errPIDNamespace)
-	}
-	return nil
-}
 
 // readPIDNamespace reads gotrace's PID namespace: nil in the initial one,
 // whose ids the kernel's programs read. In one of its own, the namespace

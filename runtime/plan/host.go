@@ -249,10 +249,10 @@ func gatherHost(p *lang.Program, in Input) *hostFacts {
 		h.mapped, h.pidName = processMappings(w.maps)
 	}
 	h.loader = readLoader(h, in, open)
-	if w.family {
-		h.family = readFamily(in)
-	}
 	h.pidns, h.pidnsNot = readPIDNamespace(has)
+	if w.family {
+		h.family = readFamily(in, h.pidnsNot)
+	}
 	return h
 }
 
