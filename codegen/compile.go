@@ -14,6 +14,7 @@ import (
 	"github.com/gotrace/gotrace/codegen/layout"
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -592,23 +593,15 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 	return c.errorAt(ap.Loc, "compile %s: this probe type is %w on this system", ap.Raw, ErrUnsupported)
 }
 
-// intervalPeriod converts interval:UNIT:N into a duration.
+// intervalPeriod converts interval:UNIT:N (or profile:UNIT:N, UNIT not
+// hz) into a duration; the parser refused an N whose period is none
+// (attachpoint.ParseFreq).
 func intervalPeriod(ap *lang.AttachPoint) (time.Duration, error) {
-	if ap.Freq == 0 {
-		return 0, fmt.Errorf("compile %s: interval must be positive", ap.Raw)
+	period, ok := attachpoint.Period(ap.Unit, ap.Freq)
+	if !ok {
+		return 0, fmt.Errorf("compile %s: %d %s is no period", ap.Raw, ap.Freq, ap.Unit)
 	}
-	n := time.Duration(ap.Freq)
-	switch ap.Unit {
-	case "s":
-		return n * time.Second, nil
-	case "ms":
-		return n * time.Millisecond, nil
-	case "us":
-		return n * time.Microsecond, nil
-	case "hz":
-		return time.Second / n, nil
-	}
-	return 0, fmt.Errorf("compile %s: unknown interval unit %q", ap.Raw, ap.Unit)
+	return period, nil
 }
 
 // target is what a program runs for: the probe kind, the text of the

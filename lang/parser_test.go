@@ -345,6 +345,7 @@ func TestParseAttachPointErrors(t *testing.T) {
 		{"interval:s:$x { }", `stdin:1:1-14: ERROR: interval probe needs a number, not "$x"`},
 		{"interval:x:1 { }", "stdin:1:1-13: ERROR: x is not an accepted unit of time"},
 		{"profile:hz:0 { }", "stdin:1:1-13: ERROR: profile frequency should be a positive integer"},
+		{"interval:hz:2000000000 { }", "stdin:1:1-23: ERROR: interval rate of 2000000000 hz is above 1000000000 hz, once a nanosecond"},
 		{"BEGIN END { }", "stdin:1:7-10: ERROR: syntax error, unexpected identifier, expecting {"},
 	}
 	checkFirstErrors(t, tests)

@@ -164,7 +164,7 @@ func substituteParams(ap *AttachPoint, params []string) error {
 	if err != nil {
 		return err
 	}
-	if ap.Freq, err = attachpoint.ParseFreq(ap.Kind, s); err != nil {
+	if ap.Freq, err = attachpoint.ParseFreq(ap.Kind, ap.Unit, s); err != nil {
 		return err
 	}
 	ap.FreqParam = ""

@@ -3,8 +3,10 @@ package attachpoint
 import (
 	"errors"
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Point is an attach point split into its fields.
@@ -142,7 +144,7 @@ func Parse(raw string) (Point, []error) {
 				p.FreqParam = args[1]
 				break
 			}
-			v, err := ParseFreq(kind, args[1])
+			v, err := ParseFreq(kind, "", args[1])
 			if err != nil {
 				errs = append(errs, err)
 			}
@@ -155,9 +157,12 @@ func Parse(raw string) (Point, []error) {
 	case Interval, Profile:
 		if ns, ok := parseDurationArg(args); kind == Interval && len(args) == 1 && ok {
 			// bpftrace 0.24: interval:10ms, a duration.
+			_, inRange := Period("us", ns/1000)
 			switch {
 			case ns%1000 != 0 || ns == 0:
 				errs = append(errs, fmt.Errorf("interval %s must be a positive whole number of microseconds", args[0]))
+			case !inRange:
+				errs = append(errs, fmt.Errorf("interval %s is longer than the longest period (%d years)", args[0], longestYears))
 			default:
 				p.Unit, p.Freq = "us", ns/1000
 			}
@@ -176,7 +181,7 @@ func Parse(raw string) (Point, []error) {
 			p.FreqParam = args[1]
 			return p, errs
 		}
-		v, err := ParseFreq(kind, args[1])
+		v, err := ParseFreq(kind, p.Unit, args[1])
 		if err != nil {
 			errs = append(errs, err)
 		}
@@ -271,9 +276,11 @@ func IsPositional(s string) bool {
 	return true
 }
 
-// ParseFreq parses the rate s of an interval or profile attach point of
-// the given kind.
-func ParseFreq(kind Kind, s string) (uint64, error) {
+// ParseFreq parses the rate or count s of an attach point of the given
+// kind: the N of interval:UNIT:N and profile:UNIT:N, whose period in
+// unit must be one gotrace can wait (Period), or a software or hardware
+// probe's count (unit "").
+func ParseFreq(kind Kind, unit, s string) (uint64, error) {
 	v, err := strconv.ParseUint(s, 10, 64)
 	if err != nil {
 		return 0, fmt.Errorf("%s probe needs a number, not %q", kind, s)
@@ -281,7 +288,51 @@ func ParseFreq(kind Kind, s string) (uint64, error) {
 	if kind == Profile && v == 0 {
 		return 0, errors.New("profile frequency should be a positive integer")
 	}
+	if kind != Interval && kind != Profile || unit == "" || kind == Profile && unit == "hz" {
+		// A count, or a profile's sampling frequency, which the kernel
+		// bounds (perf_event_max_sample_rate) and checks itself.
+		return v, nil
+	}
+	if v == 0 {
+		return 0, fmt.Errorf("%s period should be a positive integer", kind)
+	}
+	if _, ok := Period(unit, v); !ok {
+		if unit == "hz" {
+			return 0, fmt.Errorf("%s rate of %d hz is above %d hz, once a nanosecond", kind, v, time.Second)
+		}
+		return 0, fmt.Errorf("%s period of %d %s is longer than the longest period (%d years)", kind, v, unit, longestYears)
+	}
 	return v, nil
+}
+
+// longestYears is the longest period, time.Duration's, in whole years,
+// for messages.
+var longestYears = int(time.Duration(math.MaxInt64).Hours() / 24 / 365.25)
+
+// Period returns the period of N in unit (s, ms, us, or hz: N times a
+// second), and false for a unit not of time, N of 0, or a period that is
+// not a whole number of nanoseconds from 1 to the longest time.Duration.
+func Period(unit string, n uint64) (time.Duration, bool) {
+	var per uint64
+	switch unit {
+	case "s":
+		per = uint64(time.Second)
+	case "ms":
+		per = uint64(time.Millisecond)
+	case "us":
+		per = uint64(time.Microsecond)
+	case "hz":
+		if n == 0 || n > uint64(time.Second) {
+			return 0, false
+		}
+		return time.Second / time.Duration(n), true
+	default:
+		return 0, false
+	}
+	if n == 0 || n > math.MaxInt64/per {
+		return 0, false
+	}
+	return time.Duration(n * per), true
 }
 
 // ParseNumber parses a decimal or 0x-prefixed hexadecimal number, as
