@@ -653,7 +653,9 @@ func (c *checker) stackType(e *Call) Type {
 }
 
 // stackLimit checks ustack()'s or kstack()'s frame count: a constant
-// integer.
+// integer, from 1 to MaxStackFrames. bpftrace 0.17 refuses one above
+// with this message; 0 it took, and then failed to create the stack map
+// ("Invalid argument").
 func (c *checker) stackLimit(e *Call, a Expr) {
 	if b, ok := a.(*Builtin); ok && stackMode(b) != BuiltinInvalid {
 		c.info.SetType(b, Type{})
@@ -661,6 +663,15 @@ func (c *checker) stackLimit(e *Call, a Expr) {
 		return
 	}
 	c.constArg(e, a)
+	// Read as unsigned, as 0.17 does: -1 is past the limit.
+	n, ok := c.info.ConstInt(a)
+	switch {
+	case !ok:
+	case uint64(n) > MaxStackFrames:
+		c.errorf(e.Loc, "%s([int limit]): limit shouldn't exceed %d, %d given", e.Name, MaxStackFrames, uint64(n))
+	case n == 0:
+		c.errorf(e.Loc, "%s([int limit]): limit should be at least 1, 0 given", e.Name)
+	}
 }
 
 // uaddrType resolves uaddr("sym") through the Host in the target of each

@@ -136,6 +136,11 @@ func FieldOrder(to, from Type) []int {
 // DefaultStackFrames is how many frames ustack keeps without a limit.
 const DefaultStackFrames = 127
 
+// MaxStackFrames is the most frames a ustack or kstack limit may ask
+// for, as bpftrace 0.17 allows; the kernel's own limit
+// (kernel.perf_event_max_stack, 127 by default) is checked at load.
+const MaxStackFrames = 1024
+
 // Int returns the integer type of the given size and signedness.
 func Int(size int, signed bool) Type { return Type{Kind: KindInt, Size: size, Signed: signed} }
 

@@ -125,7 +125,7 @@ func checkStackDepth(spec *ebpf.CollectionSpec, limitFile string) error {
 	for _, name := range slices.Sorted(maps.Keys(spec.Maps)) {
 		m := spec.Maps[name]
 		if frames := int(m.ValueSize / 8); m.Type == ebpf.StackTrace && frames > limit {
-			return fmt.Errorf("%sustack with %d frames: the kernel walks at most %d (kernel.perf_event_max_stack); raise the limit with sysctl kernel.perf_event_max_stack=%d",
+			return fmt.Errorf("%sa stack (ustack, kstack) of %d frames: the kernel walks at most %d (kernel.perf_event_max_stack); raise the limit with sysctl kernel.perf_event_max_stack=%d",
 				referenceSource(spec, name), frames, limit, frames)
 		}
 	}

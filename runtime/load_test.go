@@ -134,7 +134,7 @@ func TestCheckStackDepth(t *testing.T) {
 		want      string
 	}{
 		{127, limitFile, ""},
-		{128, limitFile, "a.bt:4:3: ustack with 128 frames: the kernel walks at most 127 (kernel.perf_event_max_stack); raise the limit with sysctl kernel.perf_event_max_stack=128"},
+		{128, limitFile, "a.bt:4:3: a stack (ustack, kstack) of 128 frames: the kernel walks at most 127 (kernel.perf_event_max_stack); raise the limit with sysctl kernel.perf_event_max_stack=128"},
 		{128, filepath.Join(dir, "missing"), ""},
 	} {
 		err := checkStackDepth(specWith(tc.frames), tc.limitFile)
