@@ -202,6 +202,9 @@ func (c *checker) callArgs(e *Call, args []Expr) {
 		t := c.expr(args[0], useValue)
 		if len(args) == 2 {
 			c.intArg(e, args[1], "only supports integer arguments")
+			if n, ok := c.info.ConstInt(args[1]); ok && n < 0 {
+				c.errorf(e.Loc, "buf cannot use negative length (%d)", n)
+			}
 		} else if t.Kind != KindArray && t.Kind != KindNone {
 			c.laterf(e.Loc, "buf() expects a length argument for non-array type %s", formatTypeName(t))
 		}
@@ -568,6 +571,11 @@ func (c *checker) printCall(e *Call) {
 		if _, ok := c.info.ConstInt(a); !ok {
 			c.laterf(e.Loc, "print() expects a integer literal (%s provided)", formatTypeName(t))
 		}
+	}
+	if ms := c.maps[m.Name]; len(e.Args) > 1 && ms != nil && ms.info.Value.Kind == KindStats {
+		// A stats() map prints count, average and total whatever they
+		// say (warnf reports in the final pass, when the map is typed).
+		c.warnf(e.Loc, "print()'s top and div arguments are ignored when used on stats() maps.")
 	}
 }
 

@@ -402,6 +402,26 @@ func TestCheckStrLen(t *testing.T) {
 	}
 }
 
+// TestCheckPrintStats checks bpftrace 0.17's warning that print()'s top
+// and div arguments do nothing to a stats() map, whether the map is
+// typed before or after the print, and that other maps get none.
+func TestCheckPrintStats(t *testing.T) {
+	for _, tc := range []struct{ src, want string }{
+		{"BEGIN { @s = stats(1); print(@s, 1, 2); }", "1:24-39: print()'s top and div arguments are ignored when used on stats() maps."},
+		{"BEGIN { print(@s, 1); @s[1] = stats(1); }", "1:9-21: print()'s top and div arguments are ignored when used on stats() maps."},
+		{"BEGIN { @s = stats(1); print(@s); }", ""},
+		{"BEGIN { @h = hist(1); print(@h, 1, 2); }", ""},
+	} {
+		_, info, errs := checkSource(t, tc.src, Config{})
+		if errs != nil {
+			t.Fatalf("%s: %v", tc.src, errs)
+		}
+		if got := strings.Join(diagLines(info.Warnings), "\n"); got != tc.want {
+			t.Errorf("%s: warnings %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}
+
 // TestCheckWrite checks complete diagnostics, as the CLI prints them,
 // against bpftrace 0.17's (captured in bpftrace-compat.md).
 func TestCheckWrite(t *testing.T) {
