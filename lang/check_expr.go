@@ -103,6 +103,7 @@ func (c *checker) binary(e *Binary) Type {
 		b := spine[i]
 		r := c.expr(b.Y, useValue)
 		t := c.binaryType(b.Op, l, r, b.Loc, b.OpLoc)
+		c.warnSignedDivision(b.Op, b.X, l, b.Y, r, b.OpLoc)
 		if isComparison(b.Op) {
 			t = c.newerBool(t)
 		}
@@ -151,6 +152,34 @@ func (c *checker) binaryType(op string, l, r Type, whole, opSpan Span) Type {
 	}
 	c.laterf(whole, "Type mismatch for '%s': comparing '%s' with '%s'", op, typeName(l), typeName(r))
 	return Type{}
+}
+
+// warnSignedDivision warns, as bpftrace does, of a division or modulo
+// (op) of integers x and y, of types l and r, where either is signed: a
+// literal or positional parameter that is not negative counts as
+// unsigned. x is nil for the variable or map of a compound assignment.
+func (c *checker) warnSignedDivision(op string, x Expr, l Type, y Expr, r Type, opSpan Span) {
+	if op != "/" && op != "%" || l.Kind != KindInt || r.Kind != KindInt {
+		return
+	}
+	if l.Signed && !c.nonNegativeLiteral(x) || r.Signed && !c.nonNegativeLiteral(y) {
+		c.warnf(opSpan, "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)", op)
+	}
+}
+
+// nonNegativeLiteral reports whether e is an integer literal or a
+// positional parameter, negated or not, whose value is not negative.
+func (c *checker) nonNegativeLiteral(e Expr) bool {
+	x := e
+	if u, ok := x.(*Unary); ok && u.Op == "-" {
+		x = u.X
+	}
+	switch x.(type) {
+	case *IntLit, *PositionalParam:
+		n, ok := c.info.ConstInt(e)
+		return ok && n >= 0
+	}
+	return false
 }
 
 // newerBool is the type current bpftrace gives a comparison, a logical

@@ -113,7 +113,9 @@ func (c *checker) assign(s *AssignStmt) {
 				c.info.SetType(lhs, cur)
 				return
 			}
-			t = c.binaryType(strings.TrimSuffix(s.Op, "="), cur, r, s.Loc, opSpan)
+			op := strings.TrimSuffix(s.Op, "=")
+			t = c.binaryType(op, cur, r, s.Loc, opSpan)
+			c.warnSignedDivision(op, nil, cur, s.RHS, r, opSpan)
 		}
 		c.varAssign(lhs, t, opSpan)
 	case *MapExpr:
@@ -135,7 +137,9 @@ func (c *checker) assign(s *AssignStmt) {
 			if !isIntLike(cur) && cur.Kind != KindNone {
 				t = Uint64 // reported by mapStore, as bpftrace does
 			} else {
-				t = c.binaryType(strings.TrimSuffix(s.Op, "="), cur, r, s.Loc, opSpan)
+				op := strings.TrimSuffix(s.Op, "=")
+				t = c.binaryType(op, cur, r, s.Loc, opSpan)
+				c.warnSignedDivision(op, nil, cur, s.RHS, r, opSpan)
 			}
 		}
 		c.mapStore(lhs, m, t, opSpan)

@@ -422,6 +422,38 @@ func TestCheckPrintStats(t *testing.T) {
 	}
 }
 
+// TestCheckSignedDivision checks bpftrace's warning about a division or
+// modulo of signed integers, where a literal or positional parameter
+// that is not negative counts as unsigned (the table was checked against
+// bpftrace 0.17).
+func TestCheckSignedDivision(t *testing.T) {
+	const warning = "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)"
+	for _, tc := range []struct{ src, at, op string }{
+		{"BEGIN { $x = 5; $y = $x / 2; }", "1:25-26", "/"},
+		{"BEGIN { $y = (int64)5 % 2; }", "1:23-24", "%"},
+		{"BEGIN { $y = 5 / -1; }", "1:16-17", "/"},
+		{"BEGIN { @a = 5; $y = @a / 2; }", "1:25-26", "/"},
+		{"BEGIN { $y = 5; $y /= 2; }", "1:20-22", "/"},
+		{"BEGIN { $y = 1 / 3; }", "", ""},
+		{"BEGIN { $y = nsecs / 1000; }", "", ""},
+		{"BEGIN { $y = (uint64)-7 / 2; }", "", ""},
+		{"BEGIN { $y = 10 / $1; }", "", ""},
+		{"BEGIN { @z /= 2; }", "", ""},
+	} {
+		_, info, errs := checkSource(t, tc.src, Config{Params: []string{"2"}})
+		if errs != nil {
+			t.Fatalf("%s: %v", tc.src, errs)
+		}
+		want := ""
+		if tc.at != "" {
+			want = tc.at + ": " + fmt.Sprintf(warning, tc.op)
+		}
+		if got := strings.Join(diagLines(info.Warnings), "\n"); got != want {
+			t.Errorf("%s: warnings %q, want %q", tc.src, got, want)
+		}
+	}
+}
+
 // TestCheckWrite checks complete diagnostics, as the CLI prints them,
 // against bpftrace 0.17's (captured in bpftrace-compat.md).
 func TestCheckWrite(t *testing.T) {
