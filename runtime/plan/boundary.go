@@ -134,7 +134,7 @@ func checkAddress(ap *lang.AttachPoint, target targetFacts) (addr uint64, e *lan
 	syms, err := target.funcs, target.funcsErr
 	switch {
 	case err != nil:
-		return 0, attachProblem(ap, "%v", err), false
+		return 0, targetProblem(ap, err), false
 	case target.file == nil:
 		return 0, attachProblem(ap, "the plan did not read %s", ap.Target), false
 	}

@@ -156,7 +156,7 @@ func TestCheckAddressErrors(t *testing.T) {
 		{"stripped uretprobe", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUretprobe, Target: stripped, Address: main.Value}},
 			"gotrace cannot check that it is a function's entry", true},
 		{"no such file", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: "/no/such/file", Address: 0x1000}},
-			"uprobe target file '/no/such/file' does not exist or is not an ELF file", false},
+			"uprobe target file '/no/such/file' does not exist or is not executable", false},
 		{"a function", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUprobe, Target: "/no/such/file", Func: "main"}}, "", false},
 		{"a usdt probe", lang.AttachPoint{Point: attachpoint.Point{Kind: lang.ProbeUSDT, Target: bin, Func: "x+1"}}, "", false},
 	} {

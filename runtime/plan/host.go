@@ -214,13 +214,13 @@ func gatherHost(p *lang.Program, in Input) *hostFacts {
 		want := w.files[name]
 		switch {
 		case want.probes && t.err != nil && t.probesErr == nil:
-			t.probesErr = fmt.Errorf("read usdt notes of %s: %w", path, t.err)
+			t.probesErr = unreadableTarget{fmt.Errorf("read usdt notes of %s: %w", path, t.err)}
 		case want.probes && t.probes == nil && t.probesErr == nil:
 			t.probes, t.probesErr = t.file.Probes()
 		}
 		switch {
 		case want.funcs && t.err != nil && t.funcsErr == nil:
-			t.funcsErr = fmt.Errorf("uprobe target file '%s' does not exist or is not an ELF file: %w", path, t.err)
+			t.funcsErr = unreadableTarget{fmt.Errorf("read function symbols of %s: %w", path, t.err)}
 		case want.funcs && t.funcs == nil && t.funcsErr == nil:
 			t.funcs, t.funcsErr = t.file.PlainFunctions()
 			t.ifuncs = indirectFunctions(t.file)

@@ -1,7 +1,9 @@
 package plan
 
 import (
+	"cmp"
 	"debug/elf"
+	"errors"
 	"fmt"
 	"iter"
 	"slices"
@@ -89,12 +91,9 @@ func resolve(p *lang.Program, h *hostFacts, in Input) (*resolution, error) {
 	if err := checkWatchpoints(p, h); err != nil {
 		return nil, err
 	}
-	probes, err := resolveUSDT(p, h)
-	if err != nil {
-		return nil, err
-	}
-	matches, err := expandUprobes(p, h)
-	if err != nil {
+	probes, usdtErr := resolveUSDT(p, h)
+	matches, uprobeErr := expandUprobes(p, h)
+	if err := inScriptOrder(usdtErr, uprobeErr); err != nil {
 		return nil, err
 	}
 	if err := expandKprobes(p, h, matches); err != nil {
@@ -216,6 +215,7 @@ func checkWatchpoints(p *lang.Program, h *hostFacts) error {
 // only when no attach point of the script matches anything.
 func resolveUSDT(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*usdt.Probe, error) {
 	res := map[*lang.AttachPoint][]*usdt.Probe{}
+	var errs lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
 			if ap.Kind != lang.ProbeUSDT {
@@ -223,7 +223,8 @@ func resolveUSDT(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*usdt.P
 			}
 			files := h.usdtFiles[ap]
 			if files.err != nil {
-				return nil, attachError(ap, "%v", files.err)
+				errs = append(errs, attachProblem(ap, "%v", files.err))
+				continue
 			}
 			wild, glob := files.wild, files.glob
 			matched := []*usdt.Probe{}
@@ -235,7 +236,8 @@ func resolveUSDT(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*usdt.P
 						// readable ELF file has no probes to offer.
 						continue
 					}
-					return nil, attachErrorHint(ap, err.Error(), "usdt target file '%s' does not exist or is not executable", ap.Target)
+					errs = append(errs, targetProblem(ap, err))
+					break
 				}
 				for i := range ps {
 					if !matchUSDT(ap, &ps[i]) {
@@ -255,6 +257,11 @@ func resolveUSDT(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*usdt.P
 			res[ap] = matched
 		}
 	}
+	if len(errs) > 0 {
+		// Every attach point whose file cannot be read, as bpftrace
+		// reports them.
+		return nil, errs
+	}
 	return res, nil
 }
 
@@ -267,19 +274,27 @@ func resolveUSDT(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*usdt.P
 // function with an offset (main+2) is matched by its function; with offset
 // 0 it becomes the function alone, which the probe builtin prints as
 // bpftrace does. Attach points given by address are left as they are.
+// Every attach point whose file cannot be read is reported, with the
+// others (targetProblem).
 // A target of * stands for every object of h, those the -p process maps or
 // the -c command loads (expandObjects). Each attach point made here
 // carries its own function field, made from its parts (Function), as
 // Resolve's carry theirs. The symbols are those h read.
 func expandUprobes(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*lang.AttachPoint, error) {
 	res := map[*lang.AttachPoint][]*lang.AttachPoint{}
+	var errs lang.ErrorList
 	for _, pr := range p.Probes {
 		for _, ap := range pr.Attach {
-			if (ap.Kind != lang.ProbeUprobe && ap.Kind != lang.ProbeUretprobe) || ap.Func == "" {
+			if ap.Kind != lang.ProbeUprobe && ap.Kind != lang.ProbeUretprobe {
 				continue
 			}
 			field := ap.Function
-			if field.IsAddress {
+			if ap.Func == "" || field.IsAddress {
+				// An address, placed by placeUprobes; a file that
+				// cannot be read is reported with the others.
+				if err := h.targets[ap.Target].funcsErr; err != nil {
+					errs = append(errs, targetProblem(ap, err))
+				}
 				continue
 			}
 			if wildcardUprobe(ap) {
@@ -292,7 +307,8 @@ func expandUprobes(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*lang
 			}
 			fs, err := h.targets[ap.Target].funcs, h.targets[ap.Target].funcsErr
 			if err != nil {
-				return nil, attachError(ap, "%v", err)
+				errs = append(errs, targetProblem(ap, err))
+				continue
 			}
 			fn, suffix := field.Name, field.Suffix()
 			names := matchSymbols(fs, fn)
@@ -311,7 +327,58 @@ func expandUprobes(p *lang.Program, h *hostFacts) (map[*lang.AttachPoint][]*lang
 			}
 		}
 	}
+	if len(errs) > 0 {
+		return nil, errs
+	}
 	return res, nil
+}
+
+// inScriptOrder joins the diagnostics of errs, each a lang.ErrorList or
+// nil, in the order of their places in the script, as bpftrace reports
+// the attach points whose files it cannot read; another error is
+// returned as it is.
+func inScriptOrder(errs ...error) error {
+	var all lang.ErrorList
+	for _, err := range errs {
+		var l lang.ErrorList
+		switch {
+		case err == nil:
+		case errors.As(err, &l):
+			all = append(all, l...)
+		default:
+			return err
+		}
+	}
+	if len(all) == 0 {
+		return nil
+	}
+	slices.SortStableFunc(all, func(a, b *lang.Error) int {
+		return cmp.Or(cmp.Compare(a.Span.Start.Line, b.Span.Start.Line), cmp.Compare(a.Span.Start.Col, b.Span.Start.Col))
+	})
+	return all
+}
+
+// unreadableTarget is why a target file the script names could not be
+// opened: bpftrace says of it that it "does not exist or is not
+// executable" (targetProblem).
+type unreadableTarget struct{ err error }
+
+func (u unreadableTarget) Error() string { return u.err.Error() }
+func (u unreadableTarget) Unwrap() error { return u.err }
+
+// targetProblem is the diagnostic of attach point ap, whose target file
+// could not be read for err: bpftrace 0.17's words, with err as the hint,
+// for a usdt probe's file or one that could not be opened, else err.
+func targetProblem(ap *lang.AttachPoint, err error) *lang.Error {
+	var unreadable unreadableTarget
+	switch {
+	case ap.Kind == lang.ProbeUSDT:
+		return &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("usdt target file '%s' does not exist or is not executable", ap.Target), Hint: err.Error()}
+	case errors.As(err, &unreadable):
+		// uretprobe's too: bpftrace names the file's kind, not the probe's.
+		return &lang.Error{Span: ap.Loc, Msg: fmt.Sprintf("uprobe target file '%s' does not exist or is not executable", ap.Target), Hint: err.Error()}
+	}
+	return attachProblem(ap, "%v", err)
 }
 
 // expandKprobes adds to res, for each kprobe or kretprobe attach point of
