@@ -103,7 +103,7 @@ func (c *checker) binary(e *Binary) Type {
 		b := spine[i]
 		r := c.expr(b.Y, useValue)
 		t := c.binaryType(b.Op, l, r, b.Loc, b.OpLoc)
-		c.warnSignedDivision(b.Op, b.X, l, b.Y, r, b.OpLoc)
+		c.warnSigns(b.Op, b.X, l, b.Y, r, b.OpLoc)
 		if isComparison(b.Op) {
 			t = c.newerBool(t)
 		}
@@ -154,16 +154,30 @@ func (c *checker) binaryType(op string, l, r Type, whole, opSpan Span) Type {
 	return Type{}
 }
 
-// warnSignedDivision warns, as bpftrace does, of a division or modulo
-// (op) of integers x and y, of types l and r, where either is signed: a
-// literal or positional parameter that is not negative counts as
-// unsigned. x is nil for the variable or map of a compound assignment.
-func (c *checker) warnSignedDivision(op string, x Expr, l Type, y Expr, r Type, opSpan Span) {
-	if op != "/" && op != "%" || l.Kind != KindInt || r.Kind != KindInt {
+// warnSigns warns, as bpftrace does, of integers x and y, of types l and
+// r, that op mixes in a way whose result depends on their signs:
+// arithmetic or a comparison of a signed with an unsigned one, a division
+// or modulo where either is signed (the program divides as unsigned). A literal or
+// positional parameter that is not negative counts as either. x is nil
+// for the variable or map of a compound assignment.
+func (c *checker) warnSigns(op string, x Expr, l Type, y Expr, r Type, opSpan Span) {
+	if l.Kind != KindInt || r.Kind != KindInt {
 		return
 	}
-	if l.Signed && !c.nonNegativeLiteral(x) || r.Signed && !c.nonNegativeLiteral(y) {
-		c.warnf(opSpan, "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)", op)
+	lliteral, rliteral := c.nonNegativeLiteral(x), c.nonNegativeLiteral(y)
+	mixed := l.Signed != r.Signed && !lliteral && !rliteral
+	switch op {
+	case "+", "-", "*", "/", "%":
+		if mixed {
+			c.warnf(opSpan, "arithmetic on integers of different signs: '%s' and '%s' can lead to undefined behavior", typeName(l), typeName(r))
+		}
+		if (op == "/" || op == "%") && (l.Signed && !lliteral || r.Signed && !rliteral) {
+			c.warnf(opSpan, "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)", op)
+		}
+	case "==", "!=", "<", "<=", ">", ">=":
+		if mixed {
+			c.warnf(opSpan, "comparison of integers of different signs: '%s' and '%s' can lead to undefined behavior", typeName(l), typeName(r))
+		}
 	}
 }
 

@@ -115,7 +115,7 @@ func (c *checker) assign(s *AssignStmt) {
 			}
 			op := strings.TrimSuffix(s.Op, "=")
 			t = c.binaryType(op, cur, r, s.Loc, opSpan)
-			c.warnSignedDivision(op, nil, cur, s.RHS, r, opSpan)
+			c.warnSigns(op, nil, cur, s.RHS, r, opSpan)
 		}
 		c.varAssign(lhs, t, opSpan)
 	case *MapExpr:
@@ -139,7 +139,7 @@ func (c *checker) assign(s *AssignStmt) {
 			} else {
 				op := strings.TrimSuffix(s.Op, "=")
 				t = c.binaryType(op, cur, r, s.Loc, opSpan)
-				c.warnSignedDivision(op, nil, cur, s.RHS, r, opSpan)
+				c.warnSigns(op, nil, cur, s.RHS, r, opSpan)
 			}
 		}
 		c.mapStore(lhs, m, t, opSpan)

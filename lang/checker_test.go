@@ -422,34 +422,43 @@ func TestCheckPrintStats(t *testing.T) {
 	}
 }
 
-// TestCheckSignedDivision checks bpftrace's warning about a division or
-// modulo of signed integers, where a literal or positional parameter
-// that is not negative counts as unsigned (the table was checked against
-// bpftrace 0.17).
-func TestCheckSignedDivision(t *testing.T) {
-	const warning = "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)"
-	for _, tc := range []struct{ src, at, op string }{
-		{"BEGIN { $x = 5; $y = $x / 2; }", "1:25-26", "/"},
-		{"BEGIN { $y = (int64)5 % 2; }", "1:23-24", "%"},
-		{"BEGIN { $y = 5 / -1; }", "1:16-17", "/"},
-		{"BEGIN { @a = 5; $y = @a / 2; }", "1:25-26", "/"},
-		{"BEGIN { $y = 5; $y /= 2; }", "1:20-22", "/"},
-		{"BEGIN { $y = 1 / 3; }", "", ""},
-		{"BEGIN { $y = nsecs / 1000; }", "", ""},
-		{"BEGIN { $y = (uint64)-7 / 2; }", "", ""},
-		{"BEGIN { $y = 10 / $1; }", "", ""},
-		{"BEGIN { @z /= 2; }", "", ""},
+// TestCheckSigns checks bpftrace's warnings about integers of different
+// signs: arithmetic or a comparison of a signed with an unsigned one, a
+// division or modulo where either is signed; a literal or positional parameter that is
+// not negative counts as either (the table was checked against bpftrace
+// 0.17).
+func TestCheckSigns(t *testing.T) {
+	const division = "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)"
+	const comparison = "comparison of integers of different signs: '%s' and '%s' can lead to undefined behavior"
+	const arithmetic = "arithmetic on integers of different signs: '%s' and '%s' can lead to undefined behavior"
+	for _, tc := range []struct{ src, want string }{
+		{"BEGIN { $x = 5; $y = $x / 2; }", "1:25-26: " + fmt.Sprintf(division, "/")},
+		{"BEGIN { $y = (int64)5 % 2; }", "1:23-24: " + fmt.Sprintf(division, "%")},
+		{"BEGIN { $y = 5 / -1; }", "1:16-17: " + fmt.Sprintf(division, "/")},
+		{"BEGIN { @a = 5; $y = @a / 2; }", "1:25-26: " + fmt.Sprintf(division, "/")},
+		{"BEGIN { $y = 5; $y /= 2; }", "1:20-22: " + fmt.Sprintf(division, "/")},
+		{"BEGIN { $y = 1 / 3; }", ""},
+		{"BEGIN { $y = nsecs / 1000; }", ""},
+		{"BEGIN { $y = (uint64)-7 / 2; }", ""},
+		{"BEGIN { $y = 10 / $1; }", ""},
+		{"BEGIN { @z /= 2; }", ""},
+		{"BEGIN { $x = -1; $b = $x < nsecs; }", "1:26-27: " + fmt.Sprintf(comparison, "int64", "unsigned int64")},
+		{"BEGIN { $b = nsecs > -1; }", "1:20-21: " + fmt.Sprintf(comparison, "unsigned int64", "int64")},
+		{"BEGIN { $x = (uint32)5; $b = $x == (int32)5; }", "1:33-35: " + fmt.Sprintf(comparison, "unsigned int32", "int32")},
+		{"BEGIN { $b = nsecs > 0; }", ""},
+		{"BEGIN { $b = pid == 1; }", ""},
+		{"BEGIN { $x = 5; $b = $x < -$1; }", ""},
+		{"BEGIN { $x = 5; $b = $x && nsecs; }", ""},
+		{"BEGIN { $x = 5; $b = nsecs + $x; }", "1:28-29: " + fmt.Sprintf(arithmetic, "unsigned int64", "int64")},
+		{"BEGIN { $x = 5; $x += nsecs; }", "1:20-22: " + fmt.Sprintf(arithmetic, "int64", "unsigned int64")},
+		{"BEGIN { $b = nsecs - 5; $c = nsecs & -1; }", ""},
 	} {
 		_, info, errs := checkSource(t, tc.src, Config{Params: []string{"2"}})
 		if errs != nil {
 			t.Fatalf("%s: %v", tc.src, errs)
 		}
-		want := ""
-		if tc.at != "" {
-			want = tc.at + ": " + fmt.Sprintf(warning, tc.op)
-		}
-		if got := strings.Join(diagLines(info.Warnings), "\n"); got != want {
-			t.Errorf("%s: warnings %q, want %q", tc.src, got, want)
+		if got := strings.Join(diagLines(info.Warnings), "\n"); got != tc.want {
+			t.Errorf("%s: warnings %q, want %q", tc.src, got, tc.want)
 		}
 	}
 }
