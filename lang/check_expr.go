@@ -104,6 +104,7 @@ func (c *checker) binary(e *Binary) Type {
 		r := c.expr(b.Y, useValue)
 		t := c.binaryType(b.Op, l, r, b.Loc, b.OpLoc)
 		c.warnSigns(b.Op, b.X, l, b.Y, r, b.OpLoc)
+		c.warnLongLiteral(b, l, r)
 		if isComparison(b.Op) {
 			t = c.newerBool(t)
 		}
@@ -179,6 +180,33 @@ func (c *checker) warnSigns(op string, x Expr, l Type, y Expr, r Type, opSpan Sp
 			c.warnf(opSpan, "comparison of integers of different signs: '%s' and '%s' can lead to undefined behavior", typeName(l), typeName(r))
 		}
 	}
+}
+
+// warnLongLiteral warns, as bpftrace does, of b, an == of a string of
+// type l or r with a string literal longer than it holds: the condition
+// is always false.
+func (c *checker) warnLongLiteral(b *Binary, l, r Type) {
+	if b.Op != "==" {
+		return
+	}
+	lit, ok := b.Y.(*StrLit)
+	other := l
+	if !ok {
+		lit, ok = b.X.(*StrLit)
+		other = r
+	}
+	if !ok || other.Kind != KindString || isStrLit(b.X) && isStrLit(b.Y) {
+		return
+	}
+	if len(lit.Value) > other.Size {
+		c.warnf(b.Loc, "The literal is longer than the variable string (size=%d), condition will always be false", other.Size)
+	}
+}
+
+// isStrLit reports whether e is a string literal.
+func isStrLit(e Expr) bool {
+	_, ok := e.(*StrLit)
+	return ok
 }
 
 // nonNegativeLiteral reports whether e is an integer literal or a

@@ -402,35 +402,19 @@ func TestCheckStrLen(t *testing.T) {
 	}
 }
 
-// TestCheckPrintStats checks bpftrace 0.17's warning that print()'s top
-// and div arguments do nothing to a stats() map, whether the map is
-// typed before or after the print, and that other maps get none.
-func TestCheckPrintStats(t *testing.T) {
-	for _, tc := range []struct{ src, want string }{
-		{"BEGIN { @s = stats(1); print(@s, 1, 2); }", "1:24-39: print()'s top and div arguments are ignored when used on stats() maps."},
-		{"BEGIN { print(@s, 1); @s[1] = stats(1); }", "1:9-21: print()'s top and div arguments are ignored when used on stats() maps."},
-		{"BEGIN { @s = stats(1); print(@s); }", ""},
-		{"BEGIN { @h = hist(1); print(@h, 1, 2); }", ""},
-	} {
-		_, info, errs := checkSource(t, tc.src, Config{})
-		if errs != nil {
-			t.Fatalf("%s: %v", tc.src, errs)
-		}
-		if got := strings.Join(diagLines(info.Warnings), "\n"); got != tc.want {
-			t.Errorf("%s: warnings %q, want %q", tc.src, got, tc.want)
-		}
-	}
-}
-
-// TestCheckSigns checks bpftrace's warnings about integers of different
-// signs: arithmetic or a comparison of a signed with an unsigned one, a
-// division or modulo where either is signed; a literal or positional parameter that is
-// not negative counts as either (the table was checked against bpftrace
-// 0.17).
-func TestCheckSigns(t *testing.T) {
+// TestCheckWarnings checks bpftrace 0.17's warnings, where they are and
+// what they say (each table row was checked against bpftrace 0.17):
+// integers of different signs (arithmetic or a comparison of a signed
+// with an unsigned one, a division or modulo where either is signed; a
+// literal or positional parameter that is not negative counts as
+// either), a string literal longer than the string it is compared with,
+// print()'s top and div on a stats() map, typed before or after.
+func TestCheckWarnings(t *testing.T) {
 	const division = "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)"
 	const comparison = "comparison of integers of different signs: '%s' and '%s' can lead to undefined behavior"
 	const arithmetic = "arithmetic on integers of different signs: '%s' and '%s' can lead to undefined behavior"
+	const longLiteral = "The literal is longer than the variable string (size=%d), condition will always be false"
+	const printStats = "print()'s top and div arguments are ignored when used on stats() maps."
 	for _, tc := range []struct{ src, want string }{
 		{"BEGIN { $x = 5; $y = $x / 2; }", "1:25-26: " + fmt.Sprintf(division, "/")},
 		{"BEGIN { $y = (int64)5 % 2; }", "1:23-24: " + fmt.Sprintf(division, "%")},
@@ -452,6 +436,12 @@ func TestCheckSigns(t *testing.T) {
 		{"BEGIN { $x = 5; $b = nsecs + $x; }", "1:28-29: " + fmt.Sprintf(arithmetic, "unsigned int64", "int64")},
 		{"BEGIN { $x = 5; $x += nsecs; }", "1:20-22: " + fmt.Sprintf(arithmetic, "int64", "unsigned int64")},
 		{"BEGIN { $b = nsecs - 5; $c = nsecs & -1; }", ""},
+		{"BEGIN { $s = \"a\"; $b = $s == \"abcdefgh\"; }", "1:24-40: " + fmt.Sprintf(longLiteral, 2)},
+		{"BEGIN { $b = \"abcdefghijklmnopq\" == comm; }", "1:14-41: " + fmt.Sprintf(longLiteral, 16)},
+		{"BEGIN { $s = \"ab\"; $b = $s == \"abc\"; $c = $s != \"abcdefgh\"; $d = \"abc\" == \"abcdef\"; }", ""},
+		{"BEGIN { @s = stats(1); print(@s, 1, 2); }", "1:24-39: " + printStats},
+		{"BEGIN { print(@s, 1); @s[1] = stats(1); }", "1:9-21: " + printStats},
+		{"BEGIN { @s = stats(1); print(@s); @h = hist(1); print(@h, 1, 2); }", ""},
 	} {
 		_, info, errs := checkSource(t, tc.src, Config{Params: []string{"2"}})
 		if errs != nil {
