@@ -409,13 +409,49 @@ func TestCheckStrLen(t *testing.T) {
 // literal or positional parameter that is not negative counts as
 // either), a string literal longer than the string it is compared with,
 // print()'s top and div on a stats() map, typed before or after.
+// TestWarningsAgainstBpftrace runs bpftrace 0.17 on the same table.
 func TestCheckWarnings(t *testing.T) {
+	for _, tc := range warningCases {
+		_, info, errs := checkSource(t, tc.src, Config{Params: []string{"2"}})
+		if errs != nil {
+			t.Fatalf("%s: %v", tc.src, errs)
+		}
+		if got := strings.Join(diagLines(info.Warnings), "\n"); got != tc.want {
+			t.Errorf("%s: warnings %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}
+
+// TestWarningsAgainstBpftrace checks TestCheckWarnings' table against
+// bpftrace 0.17: the warnings it prints of each script (-d: checked, not
+// run), with 2 as $1.
+func TestWarningsAgainstBpftrace(t *testing.T) {
+	if testing.Short() {
+		t.Skip("runs bpftrace once per script")
+	}
+	bpftrace := testenv.RequireBpftrace(t)
+	warnLine := regexp.MustCompile(`(?m)^stdin:(\d+:\d+-\d+: )WARNING: (.*)$`)
+	for _, tc := range warningCases {
+		out, _ := exec.Command(bpftrace, "-d", "-e", tc.src, "2").CombinedOutput()
+		var got []string
+		for _, m := range warnLine.FindAllStringSubmatch(string(out), -1) {
+			got = append(got, m[1]+m[2])
+		}
+		if strings.Join(got, "\n") != tc.want {
+			t.Errorf("%s: bpftrace warns %q, the table %q", tc.src, got, tc.want)
+		}
+	}
+}
+
+// warningCases are scripts and the warnings bpftrace 0.17 gives of them,
+// one per line.
+var warningCases = func() []struct{ src, want string } {
 	const division = "signed operands for '%s' can lead to undefined behavior (cast to unsigned to silence warning)"
 	const comparison = "comparison of integers of different signs: '%s' and '%s' can lead to undefined behavior"
 	const arithmetic = "arithmetic on integers of different signs: '%s' and '%s' can lead to undefined behavior"
 	const longLiteral = "The literal is longer than the variable string (size=%d), condition will always be false"
 	const printStats = "print()'s top and div arguments are ignored when used on stats() maps."
-	for _, tc := range []struct{ src, want string }{
+	return []struct{ src, want string }{
 		{"BEGIN { $x = 5; $y = $x / 2; }", "1:25-26: " + fmt.Sprintf(division, "/")},
 		{"BEGIN { $y = (int64)5 % 2; }", "1:23-24: " + fmt.Sprintf(division, "%")},
 		{"BEGIN { $y = 5 / -1; }", "1:16-17: " + fmt.Sprintf(division, "/")},
@@ -442,16 +478,8 @@ func TestCheckWarnings(t *testing.T) {
 		{"BEGIN { @s = stats(1); print(@s, 1, 2); }", "1:24-39: " + printStats},
 		{"BEGIN { print(@s, 1); @s[1] = stats(1); }", "1:9-21: " + printStats},
 		{"BEGIN { @s = stats(1); print(@s); @h = hist(1); print(@h, 1, 2); }", ""},
-	} {
-		_, info, errs := checkSource(t, tc.src, Config{Params: []string{"2"}})
-		if errs != nil {
-			t.Fatalf("%s: %v", tc.src, errs)
-		}
-		if got := strings.Join(diagLines(info.Warnings), "\n"); got != tc.want {
-			t.Errorf("%s: warnings %q, want %q", tc.src, got, tc.want)
-		}
 	}
-}
+}()
 
 // TestCheckWrite checks complete diagnostics, as the CLI prints them,
 // against bpftrace 0.17's (captured in bpftrace-compat.md).
