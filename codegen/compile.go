@@ -314,7 +314,11 @@ func anyNode(p *lang.Program, match func(lang.Node) bool) bool {
 // layoutMaps fills Spec.Maps and the user map specs from Info.Maps.
 func (c *compiler) layoutMaps() error {
 	for _, name := range slices.Sorted(maps.Keys(c.info.Maps)) {
-		info := c.info.Maps[name]
+		checked := c.info.Maps[name]
+		info, err := c.storedInfo(checked)
+		if err != nil {
+			return err
+		}
 		m := Map{Name: name, Kind: mapKinds[info.Value.Kind]}
 		if m.Kind == layout.MapValue {
 			m.Value = field(info.Value)
@@ -327,7 +331,15 @@ func (c *compiler) layoutMaps() error {
 		case layout.MapTseries:
 			m.Tseries = layout.Tseries(info.Tseries)
 		}
-		shape := mapShape{index: len(c.spec.Maps), keyTypes: keyTypes(info), buckets: bucketCount(info)}
+		// The key's elements as the checker split them, each stored as
+		// storedType says: a struct key is one element, its record.
+		keys := keyTypes(checked)
+		for i, k := range keys {
+			if keys[i], err = c.storedType(k); err != nil {
+				return fmt.Errorf("compile map %s: %w", name, err)
+			}
+		}
+		shape := mapShape{index: len(c.spec.Maps), info: info, keyTypes: keys, buckets: bucketCount(info)}
 		keyless := len(shape.keyTypes) == 0
 		m.KeyFields, m.KeySize = Layout(shape.keyTypes...)
 		bucketed := m.Kind.Bucketed()
@@ -392,12 +404,76 @@ func (c *compiler) layoutMaps() error {
 
 // mapShape is what layoutMaps works out of a user map besides its Map,
 // once, for the code that reads and writes the map: the index of its
-// Map in Spec.Maps (and of its counter in the CountersMap), the types of
-// its key's elements (keyTypes) and its bucket count (bucketCount).
+// Map in Spec.Maps (and of its counter in the CountersMap), what the
+// checker found of it with its key and value as the map stores them
+// (storedInfo), the types of its key's elements (keyTypes) and its bucket
+// count (bucketCount).
 type mapShape struct {
 	index    int
+	info     *lang.MapInfo
 	keyTypes []lang.Type
 	buckets  int64
+}
+
+// storedInfo returns info with its key and value types as the map stores
+// them (storedType): a copy when they differ, info itself otherwise.
+func (c *compiler) storedInfo(info *lang.MapInfo) (*lang.MapInfo, error) {
+	key, err := c.storedType(info.Key)
+	if err != nil {
+		return nil, fmt.Errorf("compile map %s: %w", info.Name, err)
+	}
+	value, err := c.storedType(info.Value)
+	if err != nil {
+		return nil, fmt.Errorf("compile map %s: %w", info.Name, err)
+	}
+	if key.Equal(info.Key) && value.Equal(info.Value) {
+		return info, nil
+	}
+	stored := *info
+	stored.Key, stored.Value = key, value
+	return &stored, nil
+}
+
+// storedType is the type a value of type t is stored as in a map's key or
+// value, or in the record print() writes: a struct as the record of its
+// members, each read as the script's s.member reads it (a nested struct a
+// record too), which prints as bpftrace prints a struct,
+// { .m = 2, .n = 3 }; a tuple with its elements so; t itself otherwise.
+// Where the script's *p has a struct type, the code holds the struct's
+// address in the traced program, which is no value to store.
+func (c *compiler) storedType(t lang.Type) (lang.Type, error) {
+	switch t.Kind {
+	case lang.KindStruct:
+		sd := c.info.StructDef(c.prog, t.Struct)
+		if sd == nil {
+			return lang.Type{}, fmt.Errorf("struct %s: its definition is unknown: %w", t.Struct, ErrUnsupported)
+		}
+		rec := lang.Type{Kind: lang.KindTuple}
+		for _, m := range sd.Fields {
+			if m.Type.Kind == lang.KindArray {
+				return lang.Type{}, fmt.Errorf("struct %s: member %s is an array: %w", t.Struct, m.Name, ErrUnsupported)
+			}
+			mt, err := c.storedType(m.Type)
+			if err != nil {
+				return lang.Type{}, err
+			}
+			rec.Elems = append(rec.Elems, mt)
+			rec.Names = append(rec.Names, m.Name)
+		}
+		return rec, nil
+	case lang.KindTuple:
+		out := t
+		out.Elems = nil
+		for _, e := range t.Elems {
+			st, err := c.storedType(e)
+			if err != nil {
+				return lang.Type{}, err
+			}
+			out.Elems = append(out.Elems, st)
+		}
+		return out, nil
+	}
+	return t, nil
 }
 
 // keyTypes returns the types of the elements of a map's key: one per

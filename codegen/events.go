@@ -117,40 +117,17 @@ func (f *fn) print(call *lang.Call) error {
 // its members, printed as bpftrace prints a struct, { .a = 1, .b = x }
 // (nested structs nested).
 func (f *fn) printStruct(call *lang.Call, e lang.Expr, t lang.Type) error {
-	rec, err := f.structRecord(e, t)
+	rec, err := f.c.storedType(t)
 	if err != nil {
-		return err
+		return f.c.errorf(e, "print() of %w", err)
 	}
 	return f.eventOf(call, Event{Kind: EventPrint}, []lang.Type{rec}, eventsMapName, func(off int, _ []layout.Field) error {
 		return f.structInto(e, t, rec, off)
 	})
 }
 
-// structRecord returns the record type print() writes for a struct of
-// type t: the members' names and types, a nested struct's a record too.
-func (f *fn) structRecord(n lang.Node, t lang.Type) (lang.Type, error) {
-	sd := f.structDef(t.Struct)
-	assert(sd != nil, n, "a struct value of an unknown struct")
-	rec := lang.Type{Kind: lang.KindTuple}
-	for _, m := range sd.Fields {
-		mt := m.Type
-		switch mt.Kind {
-		case lang.KindStruct:
-			var err error
-			if mt, err = f.structRecord(n, mt); err != nil {
-				return lang.Type{}, err
-			}
-		case lang.KindArray:
-			return lang.Type{}, f.c.errorf(n, "print() of struct %s: member %s is an array: %w", t.Struct, m.Name, ErrUnsupported)
-		}
-		rec.Elems = append(rec.Elems, mt)
-		rec.Names = append(rec.Names, m.Name)
-	}
-	return rec, nil
-}
-
 // structInto writes the members of struct value e, of type t, into the
-// record of type rec (structRecord) at scratch offset off, each read as
+// record of type rec (compiler.storedType) at scratch offset off, each read as
 // the script's e.member would read it.
 func (f *fn) structInto(e lang.Expr, t, rec lang.Type, off int) error {
 	fields, _ := Layout(rec.Elems...)

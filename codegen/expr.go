@@ -140,7 +140,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 		}
 		return f.convert(regScratch, off, t, regScratch, v.off, v.typ)
 	case *lang.MapExpr:
-		return f.mapReadValue(e, off)
+		return f.mapReadValue(e, off, t)
 	case *lang.Builtin:
 		switch e.ID {
 		case lang.VarComm:
@@ -235,6 +235,13 @@ func (f *fn) valueAs(e lang.Expr, off int, want lang.Type) error {
 	switch {
 	case t.Equal(want):
 		return f.valueInto(e, off)
+	case t.Kind == lang.KindStruct && want.Kind == lang.KindTuple && want.Names != nil:
+		// A struct stored in a map (compiler.storedType): its members,
+		// or another map's record of them.
+		if m, ok := e.(*lang.MapExpr); ok {
+			return f.mapReadValue(m, off, want)
+		}
+		return f.structInto(e, t, want, off)
 	case t.Kind == lang.KindString && want.Kind == lang.KindString && t.Size < want.Size:
 		if err := f.valueInto(e, off); err != nil {
 			return err

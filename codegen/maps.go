@@ -25,7 +25,7 @@ func (f *fn) mapOf(n lang.Node, name string) (userMap, int, error) {
 	if !ok {
 		return userMap{}, 0, f.c.errorf(n, "map %s unknown to the checker", name)
 	}
-	return userMap{&f.c.spec.Maps[shape.index], f.c.info.Maps[name], shape}, shape.index, nil
+	return userMap{&f.c.spec.Maps[shape.index], shape.info, shape}, shape.index, nil
 }
 
 // keyAt is where a map key was built: at base+off, base the scratch
@@ -145,8 +145,9 @@ func (f *fn) mapReadInt(e *lang.MapExpr) error {
 }
 
 // mapReadValue lowers a read of a string or tuple map element into the
-// scratch area at off; a missing element reads as zeroes.
-func (f *fn) mapReadValue(e *lang.MapExpr, off int) error {
+// scratch area at off, as a value of type t (e's own, or the record a
+// struct is stored as); a missing element reads as zeroes.
+func (f *fn) mapReadValue(e *lang.MapExpr, off int, t lang.Type) error {
 	m, _, err := f.mapOf(e, e.Name)
 	if err != nil {
 		return err
@@ -155,7 +156,6 @@ func (f *fn) mapReadValue(e *lang.MapExpr, off int) error {
 	if err != nil {
 		return err
 	}
-	t := f.typeOf(e)
 	found, end := f.label("found"), f.label("lookupend")
 	f.lookup(e.Name, koff)
 	f.emit(asm.JNE.Imm(asm.R0, 0, found))

@@ -67,7 +67,7 @@ func ScalarValues(m *Map) []Scalar {
 		e := es.at(i)
 		sc := Scalar{Value: int64(e.Value.Bits)}
 		if len(e.Key) > 0 {
-			sc.Key = string(appendKeyText(nil, "", e.Key))
+			sc.Key = string(appendKeyText(nil, "", e.Key, false))
 		}
 		if m.Kind == layout.MapAvg {
 			sc.Value = e.average()
@@ -94,7 +94,7 @@ func ChartSeries(m *Map) []Series {
 		e := es.at(i)
 		s := Series{Map: m.Name, Time: m.Kind == layout.MapTseries}
 		if len(e.Key) > 0 {
-			s.Key = string(appendKeyText(nil, "", e.Key))
+			s.Key = string(appendKeyText(nil, "", e.Key, false))
 		}
 		if s.Time {
 			ps := tseriesPoints(m, e, first, last)

@@ -102,7 +102,7 @@ func foldedWeight(m *Map, e *Entry) (uint64, error) {
 		return 0, fmt.Errorf("fold %s: its values are not counts: a flame graph needs integers", m.Name)
 	}
 	if v.Signed && int64(v.Bits) < 0 {
-		return 0, fmt.Errorf("fold %s: %s has the negative value %d: a flame graph needs counts", m.Name, appendKeyText(nil, m.Name, e.Key), int64(v.Bits))
+		return 0, fmt.Errorf("fold %s: %s has the negative value %d: a flame graph needs counts", m.Name, appendKeyText(nil, m.Name, e.Key, false), int64(v.Bits))
 	}
 	return v.Bits, nil
 }

@@ -275,8 +275,11 @@ func (w *Writer) Maps(maps []*Map) error {
 	return errors.Join(append(errs, w.flush())...)
 }
 
-// appendKeyText appends "@name[k1, k2]" (or "@name" without keys).
-func appendKeyText(b []byte, name string, key []Value) []byte {
+// appendKeyText appends "@name[k1, k2]" (or "@name" without keys). A
+// struct in a key prints as bpftrace 0.17 prints it there, {.m=2,.n=3}
+// (appendKeyElem; in JSON keys too), unless newer, as current bpftrace
+// does, { .m = 2, .n = 3 }.
+func appendKeyText(b []byte, name string, key []Value, newer bool) []byte {
 	b = append(b, name...)
 	if len(key) == 0 {
 		return b
@@ -286,9 +289,24 @@ func appendKeyText(b []byte, name string, key []Value) []byte {
 		if i > 0 {
 			b = append(b, ", "...)
 		}
-		b = appendText(b, k)
+		if newer {
+			b = appendText(b, k)
+		} else {
+			b = appendKeyElem(b, k)
+		}
 	}
 	return append(b, ']')
+}
+
+// appendKeyElem appends v, an element of a map key, as bpftrace 0.17
+// prints it: a record (a struct) without blanks, {.m=2,.n={.a=1}}.
+func appendKeyElem(b []byte, v Value) []byte {
+	if v.Kind != ValueTuple || v.Names == nil || v.Array {
+		return appendText(b, v)
+	}
+	return appendElems(b, v, "{", ",", "}", func(b []byte, name string) []byte {
+		return append(append(append(b, '.'), name...), '=')
+	}, appendKeyElem)
 }
 
 // appendMapText prints entries es of m as text. Like bpftrace 0.17, an
@@ -302,7 +320,7 @@ func (w *Writer) appendMapText(m *Map, es *sortedList, div uint64) {
 	first, last := tseriesEpochs(m)
 	for i := range es.len() {
 		e := es.at(i)
-		b = appendKeyText(b, m.Name, e.Key)
+		b = appendKeyText(b, m.Name, e.Key, m.Newer)
 		if m.Kind == layout.MapTseries {
 			// A chart of the intervals all entries share, then an empty
 			// line, as bpftrace prints it.
@@ -376,13 +394,17 @@ func mulDiv(a, m, d uint64) uint64 {
 
 // appendKeyJSON appends a JSON object key for a map key: its elements as
 // text joined by commas ("1,abc").
-func appendKeyJSON(b []byte, key []Value) []byte {
+func appendKeyJSON(b []byte, key []Value, newer bool) []byte {
 	var s []byte
 	for i, k := range key {
 		if i > 0 {
 			s = append(s, ',')
 		}
-		s = appendText(s, k)
+		if newer {
+			s = appendText(s, k)
+		} else {
+			s = appendKeyElem(s, k)
+		}
 	}
 	return appendJSONString(b, s)
 }
@@ -421,7 +443,7 @@ func (w *Writer) appendMapJSON(m *Map, es *sortedList, div uint64) {
 			if i > 0 {
 				b = append(b, ", "...)
 			}
-			b = appendKeyJSON(b, e.Key)
+			b = appendKeyJSON(b, e.Key, m.Newer)
 			b = append(b, ": "...)
 		}
 		switch m.Kind {

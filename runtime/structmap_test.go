@@ -1,0 +1,68 @@
+package runtime
+
+import (
+	"context"
+	"os/exec"
+	"testing"
+
+	"github.com/gotrace/gotrace/internal/testenv"
+)
+
+// pairSource passes a struct of two ints, nested in another, to take().
+const pairSource = `struct pair { int m; int n; };
+struct outer { struct pair p; long k; };
+__attribute__((noinline)) int take(struct outer *o)
+{
+	__asm__ volatile("" : : "r"(o) : "memory");
+	return o->k;
+}
+int main(void)
+{
+	struct outer o = {{2, 3}, 7};
+	return take(&o) - 7;
+}
+`
+
+// TestRunStructInMaps stores structs read from the traced program in
+// maps, as a value, a key, part of a multi-key and a tuple, and from one
+// map into another: each holds the members, printed as bpftrace 0.17
+// prints them ({ .m = 2, .n = 3 } as a value, {.m=2,.n=3} in a key), not
+// the struct's address, which gotrace stored before.
+func TestRunStructInMaps(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := buildC(t, t.TempDir(), "pair", pairSource)
+	src := `struct pair { int m; int n; }
+struct outer { struct pair p; long k; }
+uprobe:` + bin + `:take {
+	$o = (struct outer *)arg0;
+	@v = $o->p;
+	@o = *$o;
+	@k[$o->p] = 1;
+	@mk[$o->k, $o->p] = 2;
+	@t = (1, $o->p);
+	@copy[@v] = 3;
+	exit();
+}`
+	want := "\n\n" +
+		"@copy[{.m=2,.n=3}]: 3\n" +
+		"@k[{.m=2,.n=3}]: 1\n" +
+		"@mk[7, {.m=2,.n=3}]: 2\n" +
+		"@o: { .p = { .m = 2, .n = 3 }, .k = 7 }\n" +
+		"@t: (1, { .m = 2, .n = 3 })\n" +
+		"@v: { .m = 2, .n = 3 }\n"
+	out, stderr, err := runScript(t, context.Background(), src, Options{Command: bin, Quiet: true})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	if out != want {
+		t.Errorf("output:\n%q\nwant\n%q", out, want)
+	}
+	bpftrace := testenv.RequireBpftrace(t)
+	theirs, err := exec.Command(bpftrace, "-q", "-c", bin, "-e", src).Output()
+	if err != nil {
+		t.Fatalf("bpftrace: %v", err)
+	}
+	if string(theirs) != want {
+		t.Errorf("bpftrace printed:\n%q\nwant\n%q", theirs, want)
+	}
+}
