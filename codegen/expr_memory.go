@@ -327,7 +327,7 @@ func (f *fn) sizeofType(n lang.Node, t lang.Type) (int, error) {
 			return sd.Size, nil
 		}
 	case lang.KindTuple:
-		if size, _, ok := cLayout(t); ok {
+		if size, _, ok := f.cLayout(t); ok {
 			return size, nil
 		}
 		return sizeOf(t), nil
@@ -337,9 +337,10 @@ func (f *fn) sizeofType(n lang.Node, t lang.Type) (int, error) {
 
 // cLayout returns the size and alignment of a value of type t laid out as
 // C lays it out, which is what bpftrace 0.17's sizeof() gives for a tuple
-// (a struct of its elements: sizeof(((int8)1, (int16)1, (int32)1)) is 8);
+// (a struct of its elements: sizeof(((int8)1, (int16)1, (int32)1)) is 8,
+// and with a struct of two ints, ((int32)1, s), 12, a struct unaligned);
 // ok is false for a type it does not cover, whose scratch size serves.
-func cLayout(t lang.Type) (size, align int, ok bool) {
+func (f *fn) cLayout(t lang.Type) (size, align int, ok bool) {
 	switch t.Kind {
 	case lang.KindInt:
 		return t.Size, t.Size, true
@@ -347,10 +348,19 @@ func cLayout(t lang.Type) (size, align int, ok bool) {
 		return 8, 8, true
 	case lang.KindString:
 		return t.Size, 1, true
+	case lang.KindStruct:
+		// Its definition's size, unaligned: bpftrace places a struct
+		// in a tuple right after the element before it,
+		// ((int8)1, s, (int8)1) of a struct of two ints is 10 bytes.
+		sd := f.structDef(t.Struct)
+		if sd == nil || sd.Size == 0 {
+			return 0, 0, false
+		}
+		return sd.Size, 1, true
 	case lang.KindTuple:
 		align = 1
 		for _, e := range t.Elems {
-			s, a, ok := cLayout(e)
+			s, a, ok := f.cLayout(e)
 			if !ok {
 				return 0, 0, false
 			}

@@ -27,7 +27,8 @@ int main(void)
 // maps, as a value, a key, part of a multi-key and a tuple, and from one
 // map into another: each holds the members, printed as bpftrace 0.17
 // prints them ({ .m = 2, .n = 3 } as a value, {.m=2,.n=3} in a key), not
-// the struct's address, which gotrace stored before.
+// the struct's address, which gotrace stored before. A struct in a tuple
+// is sized unaligned, as bpftrace sizes it: 1 + 8 + 1 bytes.
 func TestRunStructInMaps(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := buildC(t, t.TempDir(), "pair", pairSource)
@@ -41,6 +42,7 @@ uprobe:` + bin + `:take {
 	@mk[$o->k, $o->p] = 2;
 	@t = (1, $o->p);
 	@copy[@v] = 3;
+	@size = sizeof(((int8)1, $o->p, (int8)1));
 	exit();
 }`
 	want := "\n\n" +
@@ -48,6 +50,7 @@ uprobe:` + bin + `:take {
 		"@k[{.m=2,.n=3}]: 1\n" +
 		"@mk[7, {.m=2,.n=3}]: 2\n" +
 		"@o: { .p = { .m = 2, .n = 3 }, .k = 7 }\n" +
+		"@size: 10\n" +
 		"@t: (1, { .m = 2, .n = 3 })\n" +
 		"@v: { .m = 2, .n = 3 }\n"
 	out, stderr, err := runScript(t, context.Background(), src, Options{Command: bin, Quiet: true})
