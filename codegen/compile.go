@@ -450,8 +450,15 @@ func (c *compiler) storedType(t lang.Type) (lang.Type, error) {
 		}
 		rec := lang.Type{Kind: lang.KindTuple}
 		for _, m := range sd.Fields {
-			if m.Type.Kind == lang.KindArray {
-				return lang.Type{}, fmt.Errorf("struct %s: member %s is an array: %w", t.Struct, m.Name, ErrUnsupported)
+			if a := m.Type; a.Kind == lang.KindArray {
+				// An array of integers is stored as its bytes, printed
+				// [2, 3]; of anything else, not at all.
+				if a.Elem == nil || a.Elem.Kind != lang.KindInt {
+					return lang.Type{}, fmt.Errorf("struct %s: member %s is an array of %v: %w", t.Struct, m.Name, a.Elem, ErrUnsupported)
+				}
+				rec.Elems = append(rec.Elems, lang.Type{Kind: lang.KindIntArray, Elem: a.Elem, Len: a.Len, Size: a.Size})
+				rec.Names = append(rec.Names, m.Name)
+				continue
 			}
 			mt, err := c.storedType(m.Type)
 			if err != nil {

@@ -134,15 +134,32 @@ func (f *fn) structInto(e lang.Expr, t, rec lang.Type, off int) error {
 	for i, m := range f.structDef(t.Struct).Fields {
 		member := f.c.info.MemberOf(e, m.Name, m.Type)
 		var err error
-		if m.Type.Kind == lang.KindStruct {
+		switch m.Type.Kind {
+		case lang.KindStruct:
 			err = f.structInto(member, m.Type, rec.Elems[i], off+fields[i].Offset)
-		} else {
+		case lang.KindArray:
+			err = f.arrayInto(member, rec.Elems[i], off+fields[i].Offset)
+		default:
 			err = f.valueAs(member, off+fields[i].Offset, rec.Elems[i])
 		}
 		if err != nil {
 			return err
 		}
 	}
+	return nil
+}
+
+// arrayInto writes the bytes of e, an array member of a struct, into
+// the scratch area at off as the integer array t (compiler.storedType),
+// read from where e lies, the padding after it zeroed.
+func (f *fn) arrayInto(e lang.Expr, t lang.Type, off int) error {
+	f.zero(regScratch, off, sizeOf(t))
+	if err := f.intExpr(e); err != nil {
+		return err
+	}
+	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
+	f.scratchPtr(asm.R1, off)
+	f.emit(asm.Mov.Imm(asm.R2, int32(t.Size)), readHelper(f.inKernel(e)).Call())
 	return nil
 }
 

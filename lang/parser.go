@@ -123,7 +123,7 @@ func (p *parser) parse(prog *Program) (err *Error) {
 	}()
 	for p.tok().Type != tokEOF {
 		if p.is("struct") {
-			prog.Structs = append(prog.Structs, p.structDef())
+			prog.Structs = append(prog.Structs, p.structDef()...)
 			continue
 		}
 		if p.is("macro") && p.peek(1).Type == tokIdent {
@@ -308,7 +308,10 @@ type fieldDecl struct {
 	dims  []string
 }
 
-func (p *parser) structDef() *StructDef {
+// structDef parses a struct definition, struct NAME { members }, and
+// returns it after the structs defined in place in its members, in the
+// order they are needed.
+func (p *parser) structDef() []*StructDef {
 	start := p.tok()
 	p.next()
 	if p.tok().Type != tokIdent {
@@ -316,8 +319,23 @@ func (p *parser) structDef() *StructDef {
 	}
 	name := p.tok().Value
 	p.next()
+	defs := p.structBody(start, name)
+	if p.is(";") {
+		p.next()
+	}
+	return defs
+}
+
+// structBody parses the members of struct name, { members }, whose
+// definition begins at start, and lays it out. A member whose struct is
+// defined in place, as C allows (struct { int m; } y; struct inner { int
+// n; } a;), has that struct defined first, an anonymous one named after
+// the struct it is in and where it begins, a name no script can write.
+// It returns the structs defined, the named one last.
+func (p *parser) structBody(start lexToken, name string) []*StructDef {
 	p.expect("{", "{")
 	var fields []fieldDecl
+	var defs []*StructDef
 	for !p.is("}") {
 		if p.is(";") { // C allows empty declarations
 			p.next()
@@ -327,9 +345,17 @@ func (p *parser) structDef() *StructDef {
 			p.fail(expectNothing)
 		}
 		f := fieldDecl{loc: tokSpan(p.tok())}
-		for p.tok().Type == tokIdent {
+		for p.tok().Type == tokIdent && !p.is("{") {
 			f.words = append(f.words, p.tok().Value)
 			p.next()
+		}
+		if p.is("{") && len(f.words) > 0 && len(f.words) <= 2 && f.words[0] == "struct" {
+			inner := fmt.Sprintf("%s::(anonymous at %d:%d)", name, p.tok().Pos.Line, p.tok().Pos.Column)
+			if len(f.words) == 2 {
+				inner = f.words[1]
+			}
+			defs = append(defs, p.structBody(p.tok(), inner)...)
+			f.words = []string{"struct", inner}
 		}
 		for p.is("*") {
 			f.stars++
@@ -354,10 +380,7 @@ func (p *parser) structDef() *StructDef {
 		fields = append(fields, f)
 	}
 	p.next()
-	if p.is(";") {
-		p.next()
-	}
-	return p.layout(name, p.span(start), fields)
+	return append(defs, p.layout(name, p.span(start), fields))
 }
 
 func (p *parser) probe() *Probe {

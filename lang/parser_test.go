@@ -375,6 +375,25 @@ struct Mixed { char c; short s; char d; long l; unsigned int u; bool b; };
 struct Outer { char c; struct Mixed m; struct Outer *next; void *p; uint8_t h[3][2] }
 BEGIN { }`
 	p := mustParse(t, src)
+	// Offsets and sizes as gcc lays these structs out on x86-64.
+	want := `CBlockIndex 40: uint8 * phashBlock @0; int32 nHeight @8; string[5] name @12; uint64[2] w @24;
+Mixed 24: int8 c @0; int16 s @2; int8 d @4; int64 l @8; uint32 u @16; uint8 b @20;
+Outer 56: int8 c @0; struct Mixed m @8; struct Outer * next @32; void * p @40; uint8[2][3] h @48;
+`
+	if got := structLayouts(p); got != want {
+		t.Errorf("structs\n got:\n%s want:\n%s", got, want)
+	}
+	if m := p.Structs[2].Fields[1].Type; m.Size != 24 {
+		t.Errorf("struct Mixed field has size %d, want 24", m.Size)
+	}
+	if h := p.Structs[2].Fields[4].Type; h.Kind != KindArray || h.Len != 3 || h.Size != 6 || h.Elem.Len != 2 {
+		t.Errorf("h has type %+v, want 3 arrays of 2 bytes", h)
+	}
+}
+
+// structLayouts is the structs of p, a line each: name, size, and each
+// field's type, name and offset.
+func structLayouts(p *Program) string {
 	var b strings.Builder
 	for _, s := range p.Structs {
 		fmt.Fprintf(&b, "%s %d:", s.Name, s.Size)
@@ -383,19 +402,23 @@ BEGIN { }`
 		}
 		b.WriteString("\n")
 	}
-	// Offsets and sizes as gcc lays these structs out on x86-64.
-	want := `CBlockIndex 40: uint8 * phashBlock @0; int32 nHeight @8; string[5] name @12; uint64[2] w @24;
-Mixed 24: int8 c @0; int16 s @2; int8 d @4; int64 l @8; uint32 u @16; uint8 b @20;
-Outer 56: int8 c @0; struct Mixed m @8; struct Outer * next @32; void * p @40; uint8[2][3] h @48;
+	return b.String()
+}
+
+// TestParseNestedStructs parses structs defined in place in a member, as
+// C allows, named or anonymous, the last member of each without ";": each
+// is defined before the struct it is in, an anonymous one named after its
+// place, and a named one is a type of the script after it.
+func TestParseNestedStructs(t *testing.T) {
+	src := `struct Foo { struct { int m[1] } y; struct Bar { char c; long l } a; struct Bar b }
+BEGIN { $x = (struct Bar *)0; }`
+	p := mustParse(t, src)
+	want := `Foo::(anonymous at 1:21) 4: int32[1] m @0;
+Bar 16: int8 c @0; int64 l @8;
+Foo 40: struct Foo::(anonymous at 1:21) y @0; struct Bar a @8; struct Bar b @24;
 `
-	if got := b.String(); got != want {
+	if got := structLayouts(p); got != want {
 		t.Errorf("structs\n got:\n%s want:\n%s", got, want)
-	}
-	if m := p.Structs[2].Fields[1].Type; m.Size != 24 {
-		t.Errorf("struct Mixed field has size %d, want 24", m.Size)
-	}
-	if h := p.Structs[2].Fields[4].Type; h.Kind != KindArray || h.Len != 3 || h.Size != 6 || h.Elem.Len != 2 {
-		t.Errorf("h has type %+v, want 3 arrays of 2 bytes", h)
 	}
 }
 

@@ -8,9 +8,10 @@ import (
 	"github.com/gotrace/gotrace/internal/testenv"
 )
 
-// pairSource passes a struct of two ints, nested in another, to take().
+// pairSource passes a struct of two ints, nested in another with an
+// array, to take().
 const pairSource = `struct pair { int m; int n; };
-struct outer { struct pair p; long k; };
+struct outer { struct pair p; long k; int a[2]; };
 __attribute__((noinline)) int take(struct outer *o)
 {
 	__asm__ volatile("" : : "r"(o) : "memory");
@@ -18,22 +19,22 @@ __attribute__((noinline)) int take(struct outer *o)
 }
 int main(void)
 {
-	struct outer o = {{2, 3}, 7};
+	struct outer o = {{2, 3}, 7, {4, 5}};
 	return take(&o) - 7;
 }
 `
 
 // TestRunStructInMaps stores structs read from the traced program in
 // maps, as a value, a key, part of a multi-key and a tuple, and from one
-// map into another: each holds the members, printed as bpftrace 0.17
+// map into another, one of them defined in place, anonymous, in the
+// other, which has an array of ints: each holds the members, printed as bpftrace 0.17
 // prints them ({ .m = 2, .n = 3 } as a value, {.m=2,.n=3} in a key), not
 // the struct's address, which gotrace stored before. A struct in a tuple
 // is sized unaligned, as bpftrace sizes it: 1 + 8 + 1 bytes.
 func TestRunStructInMaps(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := buildC(t, t.TempDir(), "pair", pairSource)
-	src := `struct pair { int m; int n; }
-struct outer { struct pair p; long k; }
+	src := `struct outer { struct { int m; int n } p; long k; int a[2] }
 uprobe:` + bin + `:take {
 	$o = (struct outer *)arg0;
 	@v = $o->p;
@@ -49,7 +50,7 @@ uprobe:` + bin + `:take {
 		"@copy[{.m=2,.n=3}]: 3\n" +
 		"@k[{.m=2,.n=3}]: 1\n" +
 		"@mk[7, {.m=2,.n=3}]: 2\n" +
-		"@o: { .p = { .m = 2, .n = 3 }, .k = 7 }\n" +
+		"@o: { .p = { .m = 2, .n = 3 }, .k = 7, .a = [4,5] }\n" +
 		"@size: 10\n" +
 		"@t: (1, { .m = 2, .n = 3 })\n" +
 		"@v: { .m = 2, .n = 3 }\n"

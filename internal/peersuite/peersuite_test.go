@@ -16,12 +16,13 @@ import (
 // The floors: TestPeerSuite fails when fewer tests pass under gotrace, in
 // the measured population and in all, than when they were last raised.
 // Raise them as the language grows. Each sits a little under the count it
-// was raised at (measured 337, all 581 with the helper programs' usdt and
-// uprobe tests, issue 28), the margin the timing tests need that can fail
-// on a machine loaded by the other tests running beside them.
+// was raised at (measured 337, all 591 with the helper programs' usdt and
+// uprobe tests and the structs stored in maps, 7 December 2026), the
+// margin the timing tests need that can fail on a machine loaded by the
+// other tests running beside them.
 const (
 	floorCore = 335
-	floorAll  = 570
+	floorAll  = 580
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).
