@@ -149,11 +149,7 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 			f.emit(asm.Mov.Imm(asm.R2, int32(min(t.Size, 16))), asm.FnGetCurrentComm.Call())
 			return nil
 		case lang.VarProbetype:
-			name := f.t.kind.String()
-			if f.t.kind == lang.ProbeBegin || f.t.kind == lang.ProbeEnd {
-				name = "special"
-			}
-			f.writeString(off, name, t.Size)
+			f.writeString(off, f.t.kind.TypeName(), t.Size)
 			return nil
 		}
 	case *lang.Call:

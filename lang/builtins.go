@@ -157,7 +157,8 @@ type builtin struct {
 
 	// probes are the probe kinds the builtin may be used in, all when
 	// zero; probeMsg is bpftrace's message for the others, with the
-	// builtin's name as %[1]s and the probe kind's as %[2]s.
+	// builtin's name as %[1]s, the probe kind's as %[2]s and its probe type's
+	// (ProbeKind.TypeName: "special" for BEGIN and END) as %[3]s.
 	probes   probeKindSet
 	probeMsg string
 
@@ -268,7 +269,7 @@ var builtins = [numBuiltins]builtin{
 	// void * stands for a record Resolve did not find.
 	VarArgs: {name: "args", class: classVar, typ: Type{Kind: KindPointer, Size: 8},
 		probes:   1<<ProbeTracepoint | 1<<ProbeKfunc | 1<<ProbeKretfunc,
-		probeMsg: "The %[1]s builtin can only be used with tracepoint/kfunc/uprobeprobes (%[2]s used here)"},
+		probeMsg: "The %[1]s builtin can only be used with tracepoint/kfunc/uprobeprobes (%[3]s used here)"},
 	// sargN is the Nth 8-byte argument on the stack of the probed
 	// function (above its return address on x86-64).
 	VarSarg: {name: "sarg", numbered: true, oneDigit: true, class: classVar, typ: Uint64,

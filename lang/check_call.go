@@ -132,7 +132,7 @@ func (c *checker) callArgs(e *Call, args []Expr) {
 	name := e.Name
 	for _, k := range c.probeKinds() {
 		if b := &builtins[e.ID]; !b.probes.allows(k) {
-			c.errorf(e.Loc, b.probeMsg, name, k.String())
+			c.errorf(e.Loc, b.probeMsg, name, k.String(), k.TypeName())
 		}
 	}
 	switch e.ID {

@@ -64,7 +64,7 @@ func (c *checker) builtin(e *Builtin) Type {
 	for _, k := range c.probeKinds() {
 		switch {
 		case !b.probes.allows(k):
-			c.errorf(e.Loc, b.probeMsg, e.Name, k.String())
+			c.errorf(e.Loc, b.probeMsg, e.Name, k.String(), k.TypeName())
 		case e.ID == VarArg && (k == ProbeUprobe || k == ProbeKprobe):
 			// bpftrace 0.17 reads only the arguments passed in registers.
 			// USDT allows any argN its note describes; codegen checks N

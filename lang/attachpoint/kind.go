@@ -60,6 +60,16 @@ func (k Kind) String() string {
 	return kindNames[k].name
 }
 
+// TypeName is the name bpftrace gives the probe type of kind k in its
+// messages and its probetype builtin: "special" for BEGIN and END, k's
+// name for the others.
+func (k Kind) TypeName() string {
+	if k == Begin || k == End {
+		return "special"
+	}
+	return k.String()
+}
+
 // LookupKind returns the kind a probe type of an attach point names, by
 // its name or its alias (usdt or U).
 func LookupKind(name string) (Kind, bool) {
