@@ -347,7 +347,7 @@ var builtins = [numBuiltins]builtin{
 	FuncBswap:       {name: "bswap", class: classFunc, min: 1, max: 1, args: intArgs},
 	FuncStrcontains: {name: "strcontains", class: classFunc, min: 2, max: 2, result: Uint64, args: []argKind{argString, argString}},
 	FuncStrerror:    {name: "strerror", class: classFunc, min: 1, max: 1, result: Type{Kind: KindErrno}, args: intArgs},
-	FuncKsym:        {name: "ksym", class: classFunc, min: 1, max: 1, result: Type{Kind: KindKsym}, args: intArgs},
+	FuncKsym:        {name: "ksym", class: classFunc, min: 1, max: 1, result: Type{Kind: KindKsym}},
 	FuncKstack:      {name: "kstack", class: classFunc, min: 0, max: 2},
 	FuncPath:        {name: "path", class: classFunc, support: notSupported},
 	FuncMacaddr:     {name: "macaddr", class: classFunc, support: notSupported},

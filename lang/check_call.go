@@ -35,14 +35,16 @@ func (c *checker) call(e *Call, u use) Type {
 		return Type{}
 	}
 	args := c.elementArgs(e)
+	// In bpftrace 0.17's order: an unsafe function is reported before
+	// its use.
+	if sig.unsafe && !c.cfg.Unsafe {
+		c.errorf(e.Loc, "%s() is an unsafe function being used in safe mode", e.Name)
+	}
 	if sig.void && u != useStmt {
 		c.errorf(e.Loc, "%s() should not be used in an assignment or as a map key", e.Name)
 	}
 	if sig.agg != KindNone && u != useMapAssign {
 		c.errorf(e.Loc, "%s() should be directly assigned to a map", e.Name)
-	}
-	if sig.unsafe && !c.cfg.Unsafe {
-		c.errorf(e.Loc, "%s() is an unsafe function being used in safe mode", e.Name)
 	}
 	if msg := arityError(e.Name, sig, len(args)); msg != "" {
 		c.errorf(e.Loc, "%s", msg)
@@ -210,9 +212,9 @@ func (c *checker) callArgs(e *Call, args []Expr) {
 		}
 	case FuncUstack, FuncKstack:
 		c.ustackArgs(e)
-	case FuncUsym:
+	case FuncUsym, FuncKsym:
 		if t := c.expr(args[0], useValue); !isIntLike(t) && t.Kind != KindNone {
-			c.errorf(e.Loc, "usym() expects an integer or pointer argument")
+			c.errorf(e.Loc, "%s() expects an integer or pointer argument", name)
 		}
 	case FuncReg:
 		c.tableArgs(e)
@@ -406,6 +408,9 @@ func (c *checker) ptonCall(e *Call) {
 	case !ok:
 		// bpftrace 0.17's message, which leaves the type out.
 		c.errorf(e.Loc, "pton() expects an string argument of an IPv4/IPv6 address, got ")
+	case !strings.ContainsAny(lit.Value, ".:"):
+		// Neither family's separator: 0.17 takes it for no address.
+		c.errorf(e.Loc, "pton() expects an string argument of an IPv4/IPv6 address, got %s", lit.Value)
 	case !valid:
 		c.errorf(e.Loc, "pton() expects a valid IPv4/IPv6 address, got %s", lit.Value)
 	case e != c.ntopArg:
