@@ -73,7 +73,6 @@ package lang
 //     KindVoid.
 
 import (
-	"cmp"
 	"fmt"
 	"slices"
 
@@ -169,12 +168,7 @@ func Check(p *Program, cfg Config, info *Info) error {
 	if len(c.late) < len(c.errs) {
 		c.errs = slices.DeleteFunc(c.errs, func(e *Error) bool { return c.late[e] })
 	}
-	slices.SortStableFunc(c.errs, func(a, b *Error) int {
-		if d := cmp.Compare(a.Span.Start.Line, b.Span.Start.Line); d != 0 {
-			return d
-		}
-		return cmp.Compare(a.Span.Start.Col, b.Span.Start.Col)
-	})
+	c.errs.Sort()
 	return c.errs
 }
 

@@ -1,8 +1,10 @@
 package lang
 
 import (
+	"cmp"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 )
 
@@ -41,6 +43,14 @@ func (l ErrorList) Error() string {
 		return l[0].Error()
 	}
 	return fmt.Sprintf("%s (and %d more errors)", l[0].Error(), len(l)-1)
+}
+
+// Sort puts the diagnostics of l in the order of their places in the
+// script, as bpftrace reports them; those of one place keep their order.
+func (l ErrorList) Sort() {
+	slices.SortStableFunc(l, func(a, b *Error) int {
+		return cmp.Or(cmp.Compare(a.Span.Start.Line, b.Span.Start.Line), cmp.Compare(a.Span.Start.Col, b.Span.Start.Col))
+	})
 }
 
 // Write prints every diagnostic the way bpftrace does:

@@ -1,7 +1,6 @@
 package plan
 
 import (
-	"cmp"
 	"debug/elf"
 	"errors"
 	"fmt"
@@ -352,9 +351,7 @@ func inScriptOrder(errs ...error) error {
 	if len(all) == 0 {
 		return nil
 	}
-	slices.SortStableFunc(all, func(a, b *lang.Error) int {
-		return cmp.Or(cmp.Compare(a.Span.Start.Line, b.Span.Start.Line), cmp.Compare(a.Span.Start.Col, b.Span.Start.Col))
-	})
+	all.Sort()
 	return all
 }
 
