@@ -193,21 +193,16 @@ func familyForkInsns(rec FamilyRecords) asm.Instructions {
 // namespace ns numbers it child: the -c command leaving its gate. A
 // process outside ns, or another of its processes, changes nothing.
 func familySeedInsns(ns PIDNamespace, child uint32) asm.Instructions {
-	// struct bpf_pidns_info { u32 pid; u32 tgid; } on the stack.
+	// struct bpf_pidns_info on the stack: its tgid at info+4.
 	const info = -8
-	insns := asm.Instructions{
-		movImm(asm.R1, int64(ns.Dev)),
-		movImm(asm.R2, int64(ns.Ino)),
-		asm.Mov.Reg(asm.R3, asm.RFP),
-		asm.Add.Imm(asm.R3, info),
-		asm.Mov.Imm(asm.R4, 8),
-		asm.FnGetNsCurrentPidTgid.Call(),
+	insns := nsPidTgid(ns, asm.RFP, info)
+	insns = append(insns,
 		asm.JNE.Imm(asm.R0, 0, "out"),
 		asm.LoadMem(asm.R0, asm.RFP, info+4, asm.Word),
 		asm.JNE.Imm(asm.R0, int32(child), "out"),
 		asm.FnGetCurrentPidTgid.Call(),
 		asm.RSh.Imm(asm.R0, 32),
-	}
+	)
 	insns = append(insns, familyChange(asm.R0, asm.OrAtomic)...)
 	return append(insns,
 		asm.Mov.Imm(asm.R0, 0).WithSymbol("out"),

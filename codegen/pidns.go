@@ -38,13 +38,8 @@ func (f *fn) currentPidTgid(n lang.Node) error {
 	}
 	defer f.popSlot()
 	found, done := f.label("nspid"), f.label("nspiddone")
+	f.emit(nsPidTgid(*ns, f.fp, info)...)
 	f.emit(
-		movImm(asm.R1, int64(ns.Dev)),
-		movImm(asm.R2, int64(ns.Ino)),
-		asm.Mov.Reg(asm.R3, f.fp),
-		asm.Add.Imm(asm.R3, int32(info)),
-		asm.Mov.Imm(asm.R4, 8),
-		asm.FnGetNsCurrentPidTgid.Call(),
 		asm.JEq.Imm(asm.R0, 0, found),
 		// Not in the namespace (or not a task): no id there.
 		asm.Mov.Imm(asm.R0, 0),
@@ -54,4 +49,18 @@ func (f *fn) currentPidTgid(n lang.Node) error {
 	f.emit(asm.LoadMem(asm.R0, f.fp, info, asm.DWord))
 	f.place(done)
 	return nil
+}
+
+// nsPidTgid calls bpf_get_ns_current_pid_tgid for namespace ns, its
+// struct bpf_pidns_info { u32 pid; u32 tgid; } written at fp+off: R0 is 0
+// when the current thread is in ns. It clobbers R1-R5.
+func nsPidTgid(ns PIDNamespace, fp asm.Register, off int16) asm.Instructions {
+	return asm.Instructions{
+		movImm(asm.R1, int64(ns.Dev)),
+		movImm(asm.R2, int64(ns.Ino)),
+		asm.Mov.Reg(asm.R3, fp),
+		asm.Add.Imm(asm.R3, int32(off)),
+		asm.Mov.Imm(asm.R4, 8),
+		asm.FnGetNsCurrentPidTgid.Call(),
+	}
 }
