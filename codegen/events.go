@@ -158,8 +158,7 @@ func (f *fn) arrayInto(e lang.Expr, t lang.Type, off int) error {
 		return err
 	}
 	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
-	f.scratchPtr(asm.R1, off)
-	f.emit(asm.Mov.Imm(asm.R2, int32(t.Size)), readHelper(f.inKernel(e)).Call())
+	f.readToScratch(off, t.Size, f.inKernel(e))
 	return nil
 }
 

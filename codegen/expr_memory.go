@@ -36,9 +36,15 @@ func (f *fn) derefInto(e *lang.Unary, off int) error {
 		return err
 	}
 	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
-	f.scratchPtr(asm.R1, off)
-	f.emit(asm.Mov.Imm(asm.R2, int32(sizeOf(f.typeOf(e)))), readHelper(f.inKernel(e.X)).Call())
+	f.readToScratch(off, sizeOf(f.typeOf(e)), f.inKernel(e.X))
 	return nil
+}
+
+// readToScratch reads size bytes at the address in R3, of kernel memory
+// or user memory as readHelper says, into the scratch area at off.
+func (f *fn) readToScratch(off, size int, kernel bool) {
+	f.scratchPtr(asm.R1, off)
+	f.emit(asm.Mov.Imm(asm.R2, int32(size)), readHelper(kernel).Call())
 }
 
 // pointee returns the type a pointer points to (an unsigned integer of

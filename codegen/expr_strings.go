@@ -424,8 +424,7 @@ func (f *fn) structString(e *lang.FieldAccess, off int) error {
 	}
 	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
 	f.emit(addConst(asm.R3, int64(field.Offset))...)
-	f.scratchPtr(asm.R1, off)
-	f.emit(asm.Mov.Imm(asm.R2, int32(t.Size)), readHelper(f.inKernel(e.X)).Call())
+	f.readToScratch(off, t.Size, f.inKernel(e.X))
 	return nil
 }
 
