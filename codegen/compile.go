@@ -438,9 +438,10 @@ func (c *compiler) storedInfo(info *lang.MapInfo) (*lang.MapInfo, error) {
 // value, or in the record print() writes: a struct as the record of its
 // members, each read as the script's s.member reads it (a nested struct a
 // record too), which prints as bpftrace prints a struct,
-// { .m = 2, .n = 3 }; a tuple with its elements so; t itself otherwise.
-// Where the script's *p has a struct type, the code holds the struct's
-// address in the traced program, which is no value to store.
+// { .m = 2, .n = 3 }; an array of integers as its bytes, which print as
+// [2,3]; a tuple with its elements so; t itself otherwise. Where the
+// script has a struct or an array, the code holds its address in the
+// traced program or the kernel, which is no value to store.
 func (c *compiler) storedType(t lang.Type) (lang.Type, error) {
 	switch t.Kind {
 	case lang.KindStruct:
@@ -450,24 +451,21 @@ func (c *compiler) storedType(t lang.Type) (lang.Type, error) {
 		}
 		rec := lang.Type{Kind: lang.KindTuple}
 		for _, m := range sd.Fields {
-			if a := m.Type; a.Kind == lang.KindArray {
-				// An array of integers is stored as its bytes, printed
-				// [2, 3]; of anything else, not at all.
-				if a.Elem == nil || a.Elem.Kind != lang.KindInt {
-					return lang.Type{}, fmt.Errorf("struct %s: member %s is an array of %v: %w", t.Struct, m.Name, a.Elem, ErrUnsupported)
-				}
-				rec.Elems = append(rec.Elems, lang.Type{Kind: lang.KindIntArray, Elem: a.Elem, Len: a.Len, Size: a.Size})
-				rec.Names = append(rec.Names, m.Name)
-				continue
-			}
 			mt, err := c.storedType(m.Type)
 			if err != nil {
-				return lang.Type{}, err
+				return lang.Type{}, fmt.Errorf("struct %s: member %s: %w", t.Struct, m.Name, err)
 			}
 			rec.Elems = append(rec.Elems, mt)
 			rec.Names = append(rec.Names, m.Name)
 		}
 		return rec, nil
+	case lang.KindArray:
+		// An array of integers is stored as its bytes, printed [2,3];
+		// of anything else, not at all.
+		if t.Elem == nil || t.Elem.Kind != lang.KindInt {
+			return lang.Type{}, fmt.Errorf("an array of %v: %w", t.Elem, ErrUnsupported)
+		}
+		return lang.Type{Kind: lang.KindIntArray, Elem: t.Elem, Len: t.Len, Size: t.Size}, nil
 	case lang.KindTuple:
 		out := t
 		out.Elems = nil

@@ -17,7 +17,7 @@ func TestCompileErrors(t *testing.T) {
 		unsupported bool
 	}{
 		{`kfunc:foo { printf("x\n"); }`, "t.bt:1:1: compile kfunc:foo: no kernel function matched", false},
-		{`struct S { int *a[2]; } BEGIN { print(*(struct S *)0); }`, "t.bt:1:39: print() of struct S: member a is an array of int32 *: not supported", true},
+		{`struct S { int *a[2]; } BEGIN { print(*(struct S *)0); }`, "t.bt:1:39: print() of struct S: member a: an array of int32 *: not supported", true},
 		{`tracepoint:a:b { printf("x\n"); }`, "t.bt:1:1: compile tracepoint:a:b: no tracepoint matched", false},
 		{`BEGIN { $x = ` + deep + `; }`, "expression too complex: out of BPF stack (512 bytes)", false},
 		{`usdt:/bin/x:p:n { printf("x\n"); }`, "t.bt:1:1: compile usdt:/bin/x:p:n: no USDT probe matched", false},

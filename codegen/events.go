@@ -104,8 +104,8 @@ func (f *fn) print(call *lang.Call) error {
 	assert(len(call.Args) == 1, call, "print() of a value with more arguments")
 	t := f.typeOf(call.Args[0])
 	switch {
-	case t.Kind == lang.KindStruct:
-		return f.printStruct(call, call.Args[0], t)
+	case t.Kind == lang.KindStruct || t.Kind == lang.KindArray:
+		return f.printStored(call, call.Args[0], t)
 	case t.Kind == lang.KindBuf && packs(t):
 		// A whole message takes its length in the ring, not 4 MB.
 		return f.packedEvent(call, Event{Kind: EventPrint}, call.Args)
@@ -113,16 +113,17 @@ func (f *fn) print(call *lang.Call) error {
 	return f.event(call, Event{Kind: EventPrint}, call.Args, eventsMapName)
 }
 
-// printStruct lowers print() of a struct value, e of type t: a record of
-// its members, printed as bpftrace prints a struct, { .a = 1, .b = x }
-// (nested structs nested).
-func (f *fn) printStruct(call *lang.Call, e lang.Expr, t lang.Type) error {
+// printStored lowers print() of a struct or an array, e of type t, which
+// the code holds as an address: the value a map would store of it
+// (compiler.storedType), a struct printed as bpftrace prints one,
+// { .a = 1, .b = x }, an array as [1,2].
+func (f *fn) printStored(call *lang.Call, e lang.Expr, t lang.Type) error {
 	rec, err := f.c.storedType(t)
 	if err != nil {
 		return f.c.errorf(e, "print() of %w", err)
 	}
 	return f.eventOf(call, Event{Kind: EventPrint}, []lang.Type{rec}, eventsMapName, func(off int, _ []layout.Field) error {
-		return f.structInto(e, t, rec, off)
+		return f.valueAs(e, off, rec)
 	})
 }
 
@@ -133,25 +134,17 @@ func (f *fn) structInto(e lang.Expr, t, rec lang.Type, off int) error {
 	fields, _ := Layout(rec.Elems...)
 	for i, m := range f.structDef(t.Struct).Fields {
 		member := f.c.info.MemberOf(e, m.Name, m.Type)
-		var err error
-		switch m.Type.Kind {
-		case lang.KindStruct:
-			err = f.structInto(member, m.Type, rec.Elems[i], off+fields[i].Offset)
-		case lang.KindArray:
-			err = f.arrayInto(member, rec.Elems[i], off+fields[i].Offset)
-		default:
-			err = f.valueAs(member, off+fields[i].Offset, rec.Elems[i])
-		}
-		if err != nil {
+		if err := f.valueAs(member, off+fields[i].Offset, rec.Elems[i]); err != nil {
 			return err
 		}
 	}
 	return nil
 }
 
-// arrayInto writes the bytes of e, an array member of a struct, into
-// the scratch area at off as the integer array t (compiler.storedType),
-// read from where e lies, the padding after it zeroed.
+// arrayInto writes the bytes of e, an array (a struct's member, a
+// tracepoint's field), into the scratch area at off as the integer array
+// t (compiler.storedType), read from where e lies, the padding after it
+// zeroed.
 func (f *fn) arrayInto(e lang.Expr, t lang.Type, off int) error {
 	f.zero(regScratch, off, sizeOf(t))
 	if err := f.intExpr(e); err != nil {

@@ -238,6 +238,13 @@ func (f *fn) valueAs(e lang.Expr, off int, want lang.Type) error {
 			return f.mapReadValue(m, off, want)
 		}
 		return f.structInto(e, t, want, off)
+	case t.Kind == lang.KindArray && want.Kind == lang.KindIntArray:
+		// An array stored in a map or printed (compiler.storedType): its
+		// bytes, or another map's copy of them.
+		if m, ok := e.(*lang.MapExpr); ok {
+			return f.mapReadValue(m, off, want)
+		}
+		return f.arrayInto(e, want, off)
 	case t.Kind == lang.KindString && want.Kind == lang.KindString && t.Size < want.Size:
 		if err := f.valueInto(e, off); err != nil {
 			return err

@@ -126,6 +126,8 @@ func (f *fn) intCall(e *lang.Call) error {
 	switch e.ID {
 	case lang.FuncUptr, lang.FuncKptr, lang.FuncUsym, lang.FuncKsym, lang.FuncStrerror, lang.FuncSignalName, lang.FuncSyscallName:
 		return f.intExpr(e.Args[0])
+	case lang.FuncMacaddr:
+		return f.macaddr(e.Args[0])
 	case lang.FuncKaddr, lang.FuncCgroupid:
 		v, ok := f.c.info.ConstInt(e)
 		assert(ok, e, e.Name+"() without the value the checker resolved")
@@ -232,3 +234,33 @@ func (f *fn) uaddr(e *lang.Call) error {
 	f.emit(movImm(asm.R0, int64(sym.Addr)))
 	return nil
 }
+
+// macaddr lowers macaddr(x) into R0: the six bytes of a MAC address in
+// the low bytes of a u64, as they lie in memory (layout.Macaddr). x is
+// the address to read them at (an integer, a pointer, an array the code
+// holds by its address) or a value that holds them (a string, a buf, an
+// array value), whose first six bytes are taken.
+func (f *fn) macaddr(x lang.Expr) error {
+	const mask = 1<<48 - 1
+	switch f.typeOf(x).Kind {
+	case lang.KindString, lang.KindBuf, lang.KindIntArray:
+		data, err := f.dataOf(x)
+		if err != nil {
+			return err
+		}
+		f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), data))
+	default:
+		if err := f.intExpr(x); err != nil {
+			return err
+		}
+		tmp := f.alloc(8)
+		f.emit(asm.Mov.Reg(asm.R3, asm.R0), storeImm64(regScratch, tmp, 0))
+		f.readToScratch(tmp, macaddrLen, f.inKernel(x))
+		f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), tmp))
+	}
+	f.emit(movImm(asm.R1, mask), asm.And.Reg(asm.R0, asm.R1))
+	return nil
+}
+
+// macaddrLen is the length of a MAC address in bytes.
+const macaddrLen = 6

@@ -165,9 +165,10 @@ func (f *fn) inKernel(x lang.Expr) bool {
 		return true
 	}
 	if fa, ok := x.(*lang.FieldAccess); ok && f.tracepointField(fa) != nil {
-		// A syscall's pointer arguments point to user memory; other
+		// An array field is in the record, the kernel's memory. A
+		// syscall's pointer arguments point to user memory; other
 		// tracepoints hand over kernel pointers.
-		return f.t.tracepoint.Category != "syscalls"
+		return f.typeOf(fa).Kind == lang.KindArray || f.t.tracepoint.Category != "syscalls"
 	}
 	t := f.typeOf(x)
 	if t.Local {

@@ -220,17 +220,12 @@ func (f *fn) ntop(e *lang.Call, off int) error {
 			return err
 		}
 		f.emit(asm.Mov.Reg(asm.R3, asm.R0))
-		f.scratchPtr(asm.R1, off+8)
-		f.emit(asm.Mov.Imm(asm.R2, int32(min(at.Size, 16))), asm.FnProbeReadUser.Call())
+		f.readToScratch(off+8, min(at.Size, 16), f.inKernel(addr))
 		return nil
 	case lang.KindString, lang.KindBuf:
-		tmp := f.alloc(sizeOf(at))
-		if err := f.valueInto(addr, tmp); err != nil {
+		data, err := f.dataOf(addr)
+		if err != nil {
 			return err
-		}
-		data := tmp
-		if at.Kind == lang.KindBuf {
-			data += 8 // after the length
 		}
 		f.copyMem(regScratch, off+8, regScratch, data, min(at.Size, 16))
 		return nil
@@ -240,6 +235,21 @@ func (f *fn) ntop(e *lang.Call, off int) error {
 	}
 	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off+8))
 	return nil
+}
+
+// dataOf lowers x, a string, a buf or an array value, into the scratch
+// area and returns the offset of its bytes there (a buf's after its
+// length).
+func (f *fn) dataOf(x lang.Expr) (int, error) {
+	t := f.typeOf(x)
+	tmp := f.alloc(sizeOf(t))
+	if err := f.valueInto(x, tmp); err != nil {
+		return 0, err
+	}
+	if t.Kind == lang.KindBuf {
+		return tmp + 8, nil
+	}
+	return tmp, nil
 }
 
 // writeString stores s as a NUL-terminated string in a buffer of size

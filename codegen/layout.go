@@ -69,6 +69,7 @@ var fieldKinds = map[lang.Kind]layout.Kind{
 	lang.KindTuple: layout.Tuple, lang.KindInet: layout.Inet, lang.KindTimestamp: layout.Timestamp,
 	lang.KindUsym: layout.Usym, lang.KindKsym: layout.Ksym, lang.KindErrno: layout.Errno, lang.KindSignal: layout.Signal, lang.KindSyscall: layout.Syscall, lang.KindUsername: layout.Username,
 	lang.KindStack: layout.Stack, lang.KindProbe: layout.Probe, lang.KindIntArray: layout.Array,
+	lang.KindMacaddr: layout.Macaddr,
 }
 
 // mapKinds are the layout kinds of maps whose values are aggregations;

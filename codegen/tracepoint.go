@@ -23,7 +23,7 @@ func (f *fn) tracepointField(e *lang.FieldAccess) *lang.TracepointField {
 
 // tracepointInt loads an integer or pointer field of the record into R0.
 // The verifier lets a tracepoint program read its record directly; a
-// __data_loc field becomes the address of its data.
+// __data_loc field and an array field become the address of their data.
 func (f *fn) tracepointInt(e *lang.FieldAccess, fld *lang.TracepointField) error {
 	t := f.typeOf(e)
 	if fld.DataLoc {
@@ -38,11 +38,19 @@ func (f *fn) tracepointInt(e *lang.FieldAccess, fld *lang.TracepointField) error
 	if t.Kind == lang.KindInt {
 		size, signed = t.Size, t.Signed
 	}
-	if t.Kind != lang.KindInt && t.Kind != lang.KindPointer {
-		return f.c.errorf(e, "tracepoint field %s of type %s as an integer: %w", fld.Name, t, ErrUnsupported)
-	}
 	if f.t.tracepoint.IsKernelFunc() {
 		return f.kfuncSlot(e, fld)
+	}
+	if t.Kind == lang.KindArray {
+		// An array stays in the record, as a struct's array member
+		// stays in the struct: its value is its address, which
+		// indexing, ntop() and macaddr() read through
+		// (bpf_probe_read_kernel takes the context's address).
+		f.emit(asm.Mov.Reg(asm.R0, regCtx), asm.Add.Imm(asm.R0, int32(fld.Offset)))
+		return nil
+	}
+	if t.Kind != lang.KindInt && t.Kind != lang.KindPointer {
+		return f.c.errorf(e, "tracepoint field %s of type %s as an integer: %w", fld.Name, t, ErrUnsupported)
 	}
 	f.emit(asm.LoadMem(asm.R0, regCtx, int16(fld.Offset), sizeMode(size)))
 	f.emit(extend(asm.R0, size, signed)...)

@@ -350,7 +350,7 @@ var builtins = [numBuiltins]builtin{
 	FuncKsym:        {name: "ksym", class: classFunc, min: 1, max: 1, result: Type{Kind: KindKsym}},
 	FuncKstack:      {name: "kstack", class: classFunc, min: 0, max: 2},
 	FuncPath:        {name: "path", class: classFunc, support: notSupported},
-	FuncMacaddr:     {name: "macaddr", class: classFunc, support: notSupported},
+	FuncMacaddr:     {name: "macaddr", class: classFunc, min: 1, max: 1, result: Type{Kind: KindMacaddr}},
 	FuncCgroupPath:  {name: "cgroup_path", class: classFunc, support: notSupported},
 	FuncSkboutput:   {name: "skboutput", class: classFunc, support: notSupported},
 	FuncCgroupid:    {name: "cgroupid", class: classFunc, min: 1, max: 1, result: Uint64, args: literalArgs},

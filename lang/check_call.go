@@ -240,6 +240,8 @@ func (c *checker) callArgs(e *Call, args []Expr) {
 		default:
 			c.errorf(e.Loc, "ntop() expects an integer or array argument, got %s", formatTypeName(t))
 		}
+	case FuncMacaddr:
+		c.macaddrArg(e, args[0])
 	case FuncPton:
 		c.ptonCall(e)
 	case FuncHist:
@@ -417,6 +419,31 @@ func (c *checker) ptonCall(e *Call) {
 		c.errorf(e.Loc, "pton() is only supported by gotrace as the argument of ntop()")
 	}
 }
+
+// macaddrArg checks macaddr(x): x is an address to read six bytes at (an
+// integer or a pointer) or six bytes itself (an array, or a string or buf
+// of six bytes), as in bpftrace 0.17, which reports a literal string
+// twice when it has another size.
+func (c *checker) macaddrArg(e *Call, x Expr) {
+	t := c.expr(x, useValue)
+	switch t.Kind {
+	case KindInt, KindPointer, KindNone:
+	case KindArray, KindIntArray, KindString, KindBuf:
+		if t.Size != macaddrLen {
+			c.errorf(e.Loc, "macaddr() argument must be %d bytes in size", macaddrLen)
+		}
+		if _, lit := x.(*StrLit); lit {
+			c.errorf(e.Loc, "macaddr() does not support literal string arguments")
+		}
+	case KindTuple:
+		c.errorf(e.Loc, "macaddr() only supports array or pointer arguments (tuple provided)")
+	default:
+		c.errorf(e.Loc, "macaddr() only supports array or pointer arguments (%s provided)", t)
+	}
+}
+
+// macaddrLen is the length of a MAC address in bytes.
+const macaddrLen = 6
 
 // ptonAddress returns the bytes, in network order, of the address that
 // pton(s)'s literal names: 16 for an IPv6 address (one with a colon), 4

@@ -479,11 +479,11 @@ func (c *checker) field(e *FieldAccess) Type {
 	}
 	st := x
 	switch {
-	case e.Arrow && x.Kind == KindPointer && x.Elem != nil && x.Elem.Kind == KindStruct:
+	case x.Kind == KindPointer && x.Elem != nil && x.Elem.Kind == KindStruct:
+		// p.f as p->f: bpftrace 0.25 dereferences a pointer to a struct
+		// for `.` (0.17: "Can not access field 'f' on type 'struct S *'.
+		// Try dereferencing it first, or using '->'").
 		st = *x.Elem
-	case !e.Arrow && x.Kind == KindPointer && x.Elem != nil && x.Elem.Kind == KindStruct:
-		c.errorf(e.Loc, "Can not access field '%s' on type '%s'. Try dereferencing it first, or using '->'", e.Field, typeName(x))
-		return Type{}
 	case !e.Arrow && x.Kind == KindStruct:
 	default:
 		c.errorf(e.Loc, "Can not access field '%s' on expression of type '%s'", e.Field, typeName(x))

@@ -104,7 +104,8 @@ func widened(name string) bool {
 
 // tracepointFieldType types a field as bpftrace 0.17 does: char arrays
 // are strings, __data_loc fields the 8-byte address of their data,
-// pointers pointers, and integers take the size of their C type (a
+// pointers pointers, other arrays arrays in the record (Local: the
+// kernel's memory), and integers take the size of their C type (a
 // kernel typedef's from BTF) except the widened ones; what none of these
 // describes is an integer of the format's size and sign.
 func tracepointFieldType(f *TracepointField, host TracepointHost) Type {
@@ -131,7 +132,7 @@ func tracepointFieldType(f *TracepointField, host TracepointHost) Type {
 		return String(f.ArrayLen)
 	case f.ArrayLen > 0:
 		elem := Int(f.Size/f.ArrayLen, f.Signed)
-		return Type{Kind: KindArray, Elem: &elem, Len: f.ArrayLen, Size: f.Size}
+		return Type{Kind: KindArray, Elem: &elem, Len: f.ArrayLen, Size: f.Size, Local: true}
 	case f.Size == 8 && widened(base):
 		return Int(8, base == "int")
 	}
@@ -144,7 +145,7 @@ func tracepointFieldType(f *TracepointField, host TracepointHost) Type {
 	if f.Size == 1 || f.Size == 2 || f.Size == 4 || f.Size == 8 {
 		return Int(f.Size, f.Signed)
 	}
-	return Type{Kind: KindArray, Elem: &Type{Kind: KindInt, Size: 1}, Len: f.Size, Size: f.Size}
+	return Type{Kind: KindArray, Elem: &Type{Kind: KindInt, Size: 1}, Len: f.Size, Size: f.Size, Local: true}
 }
 
 // argsType is the type of args in a tracepoint probe: a pointer to the

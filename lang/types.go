@@ -76,6 +76,9 @@ const (
 	// or bool type Elem, packed as in C, Size bytes, held as strings are
 	// rather than addressed as KindArray is.
 	KindIntArray
+	// KindMacaddr is macaddr()'s result: a u64 whose first six bytes in
+	// memory are a MAC address, which prints as 00:1C:42:B5:20:09.
+	KindMacaddr
 )
 
 // Type is the type of an expression, a map key or a map value.
@@ -91,9 +94,10 @@ type Type struct {
 	// Names are a record's field names, one per element of Elems; nil
 	// for a tuple.
 	Names []string
-	// Local marks a pointer that `&` made (bpftrace 0.22): it points to
-	// the tracer's own variable or map value, kernel memory, whatever the
-	// probe. Equal ignores it.
+	// Local marks a pointer that `&` made (bpftrace 0.22), which points
+	// to the tracer's own variable or map value, and an array field of a
+	// tracepoint's record: kernel memory, whatever the probe, also when
+	// a variable holds it. Equal ignores it.
 	Local bool
 	// StackFrames is a KindStack's frame limit (ustack(N), else
 	// DefaultStackFrames) and StackPerf says it prints in perf's format
@@ -260,6 +264,8 @@ func (t Type) String() string {
 		return "none"
 	case KindProbe:
 		return "probe"
+	case KindMacaddr:
+		return "macaddr"
 	case KindArray, KindIntArray:
 		return fmt.Sprintf("%s[%d]", t.Elem.String(), t.Len)
 	}

@@ -176,6 +176,8 @@ func (pr *printer) value(f layout.Field, b []byte) output.Value {
 		return output.Str(output.SignalText(int64(u64(b, 0))))
 	case layout.Syscall:
 		return output.Str(output.SyscallText(int64(u64(b, 0))))
+	case layout.Macaddr:
+		return output.Str(output.MacaddrText(b[:6]))
 	case layout.Bool:
 		return output.Boolean(u64(b, 0) != 0)
 	case layout.Pointer:

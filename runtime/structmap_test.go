@@ -1,7 +1,6 @@
 package runtime
 
 import (
-	"context"
 	"os/exec"
 	"testing"
 
@@ -54,11 +53,14 @@ uprobe:` + bin + `:take {
 		"@size: 10\n" +
 		"@t: (1, { .m = 2, .n = 3 })\n" +
 		"@v: { .m = 2, .n = 3 }\n"
-	out, stderr, err := runScript(t, context.Background(), src, Options{Command: bin, Quiet: true})
-	if err != nil {
-		t.Fatalf("%v\n%s", err, stderr)
-	}
-	if out != want {
+	checkBothPrint(t, bin, src, want)
+}
+
+// checkBothPrint runs script src with the program at bin under -c, quiet,
+// in gotrace and in bpftrace 0.17, and checks that each prints want.
+func checkBothPrint(t *testing.T, bin, src, want string) {
+	t.Helper()
+	if out := traceCommand(t, bin, src, Options{}); out != want {
 		t.Errorf("output:\n%q\nwant\n%q", out, want)
 	}
 	bpftrace := testenv.RequireBpftrace(t)

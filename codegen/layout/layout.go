@@ -69,7 +69,14 @@ const (
 	// integers packed as in C, each as Elems[0] describes it (Size is
 	// then the element's size in bytes), printed as [1,2,3].
 	Array
+	// Macaddr is macaddr()'s value: a u64 whose first six bytes, as they
+	// lie in memory, are a MAC address, printed as 00:1C:42:B5:20:09.
+	Macaddr
 )
+
+// Known reports whether k is one of the kinds above: a capture file
+// written by a later gotrace may hold kinds this one cannot print.
+func (k Kind) Known() bool { return k >= Int && k <= Macaddr }
 
 // Field is one value inside a record, a map key, a map value or a tuple.
 type Field struct {

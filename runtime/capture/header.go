@@ -2,6 +2,7 @@ package capture
 
 import (
 	"fmt"
+	"slices"
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/codegen/layout"
@@ -54,6 +55,7 @@ const maxBuckets = 1 << 20
 var minSize = map[layout.Kind]int{
 	layout.String:    0,
 	layout.Tuple:     0,
+	layout.Array:     0,
 	layout.Buf:       8,
 	layout.Hash:      8,
 	layout.Timestamp: 16,
@@ -67,7 +69,7 @@ func checkField(f layout.Field, size int) error {
 	if !ok {
 		least = 8
 	}
-	if f.Kind < layout.Int || f.Kind > layout.Hash {
+	if !f.Kind.Known() {
 		return fmt.Errorf("field of unknown kind %d", f.Kind)
 	}
 	if f.Offset < 0 || f.Size < least || f.Size > size || f.Offset > size-f.Size {
@@ -75,6 +77,14 @@ func checkField(f layout.Field, size int) error {
 	}
 	if f.Names != nil && len(f.Names) != len(f.Elems) {
 		return fmt.Errorf("record of %d fields with %d names", len(f.Elems), len(f.Names))
+	}
+	if f.Kind == layout.Array {
+		// One element field, an integer the printer reads byte by byte
+		// over the array's Size.
+		if len(f.Elems) != 1 || !slices.Contains([]int{1, 2, 4, 8}, f.Elems[0].Size) || f.Elems[0].Size > f.Size {
+			return fmt.Errorf("array of %d bytes without an element of 1, 2, 4 or 8 bytes", f.Size)
+		}
+		return nil
 	}
 	for _, e := range f.Elems {
 		if err := checkField(e, f.Size); err != nil {

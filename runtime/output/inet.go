@@ -19,3 +19,17 @@ func InetText(b []byte) string {
 	}
 	return ""
 }
+
+// MacaddrText formats a MAC address, macaddr()'s six bytes, as bpftrace
+// prints one: upper-case hex bytes joined by colons, 00:1C:42:B5:20:09.
+func MacaddrText(b []byte) string {
+	const digits = "0123456789ABCDEF"
+	out := make([]byte, 0, 3*len(b))
+	for i, c := range b {
+		if i > 0 {
+			out = append(out, ':')
+		}
+		out = append(out, digits[c>>4], digits[c&0xf])
+	}
+	return string(out)
+}
