@@ -59,7 +59,11 @@ func (f *fn) forMap(s *lang.ForStmt) error {
 			return f.c.errorf(s.Var, "%w", err)
 		}
 		if m.PerCPU {
-			if err := f.mergeCPUs(s, s.Map.Name, m, v.off+sizeOf(key)); err != nil {
+			// The key the helper handed over, where the merge's
+			// callback finds it.
+			kcopy := f.alloc(m.KeySize)
+			f.copyMem(regScratch, kcopy, regCtx, 0, m.KeySize)
+			if err := f.mergeCPUs(s, s.Map.Name, m, shared, kcopy, v.off+sizeOf(key)); err != nil {
 				return err
 			}
 		} else if err := f.convert(regScratch, v.off+sizeOf(key), value, asm.R7, 0, m.Info.Value); err != nil {
@@ -128,33 +132,32 @@ func (f *fn) returnIfCallbackReturned(shared *mapLoop, doneLabel string) {
 	f.place(done)
 }
 
-// mergeCPUs stores at scratch offset off the value of the per-CPU map
-// m's element whose key regCtx points to, merged over the CPUs as user
-// space merges it for printing (see the values in aggregate): counts and
-// sums added, the least or greatest of the CPUs that set a min or max, an
-// avg's totals over its counts. bpf_loop calls a callback for each CPU:
-// the verifier checks its body once, where a loop would be checked once
-// per CPU of the machine.
-func (f *fn) mergeCPUs(n lang.Node, name string, m userMap, off int) error {
+// mergeCPUs stores at scratch offset off, and in R0, the value of the
+// per-CPU map m's element whose key is at scratch offset key, merged over
+// the CPUs as user space merges it for printing (see the values in
+// aggregate): counts and sums added, the least or greatest of the CPUs
+// that set a min or max, an avg's totals over its counts; 0 where no CPU
+// has the element. bpf_loop calls a callback for each CPU, with shared
+// (callbackFrame) as its frame: the verifier checks its body once, where
+// a loop would be checked once per CPU of the machine.
+func (f *fn) mergeCPUs(n lang.Node, name string, m userMap, shared *mapLoop, key, off int) error {
 	slots, err := f.pushSlots(n, 2)
 	if err != nil {
 		return err
 	}
 	defer f.popSlots(len(slots))
 	acc, aux := slots[0], slots[1]
-	key := f.alloc(m.KeySize)
-	f.copyMem(regScratch, key, regCtx, 0, m.KeySize)
 	f.emit(
 		storeImm64(f.fp, int(acc), 0),
 		storeImm64(f.fp, int(aux), 0),
 	)
 	kind := m.Info.Value.Kind
 	cb := f.label("cpus")
-	err = f.callback(n, cb, f.loop, func() error {
+	err = f.callback(n, cb, shared, func() error {
 		next, take := f.label("cpunext"), f.label("cputake")
 		f.emit(
 			asm.Mov.Reg(regFrame, asm.R2),
-			asm.LoadMem(regScratch, regFrame, f.loop.scratchSlot, asm.DWord),
+			asm.LoadMem(regScratch, regFrame, shared.scratchSlot, asm.DWord),
 			asm.Mov.Reg(asm.R3, asm.R1),
 			asm.LoadMapPtr(asm.R1, 0).WithReference(name),
 			asm.Mov.Reg(asm.R2, regScratch),

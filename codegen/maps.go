@@ -123,14 +123,15 @@ func (f *fn) update(name string, index int, key keyAt, voff int) {
 }
 
 // mapReadInt lowers a read of an integer map element into R0; a missing
-// element reads as 0. Aggregations read this CPU's count, sum, min or max.
+// element reads as 0. A count, sum, min, max or avg reads as it prints,
+// merged over the CPUs (bpftrace 0.22).
 func (f *fn) mapReadInt(e *lang.MapExpr) error {
 	m, _, err := f.mapOf(e, e.Name)
 	if err != nil {
 		return err
 	}
 	switch m.Info.Value.Kind {
-	case lang.KindAvg, lang.KindStats, lang.KindHist, lang.KindLhist, lang.KindTseries:
+	case lang.KindStats, lang.KindHist, lang.KindLhist, lang.KindTseries:
 		return f.c.errorf(e, "reading %s map %s: %w", m.Info.Value, e.Name, ErrUnsupported)
 	}
 	if !isScalar(m.Info.Value) {
@@ -140,8 +141,23 @@ func (f *fn) mapReadInt(e *lang.MapExpr) error {
 	if err != nil {
 		return err
 	}
-	f.lookupInt(e.Name, koff)
-	return nil
+	if !m.PerCPU {
+		f.lookupInt(e.Name, koff)
+		return nil
+	}
+	// The callback that reads each CPU's value finds the key through
+	// the scratch register.
+	key := koff.off
+	if koff.base != regScratch {
+		key = f.alloc(m.KeySize)
+		f.zero(regScratch, key, m.KeySize)
+	}
+	shared, pop, err := f.callbackFrame(e)
+	if err != nil {
+		return err
+	}
+	defer pop()
+	return f.mergeCPUs(e, e.Name, m, shared, key, f.alloc(8))
 }
 
 // mapReadValue lowers a read of a string or tuple map element into the

@@ -16,13 +16,14 @@ import (
 // The floors: TestPeerSuite fails when fewer tests pass under gotrace, in
 // the measured population and in all, than when they were last raised.
 // Raise them as the language grows. Each sits a little under the count it
-// was raised at (measured 337, all 591 with the helper programs' usdt and
-// uprobe tests and the structs stored in maps, 7 December 2026), the
+// was raised at (measured 347, all 636 with the helper programs' usdt and
+// uprobe tests, structs and arrays stored in maps, macaddr() and the
+// aggregations read as numbers, 7 December 2026), the
 // margin the timing tests need that can fail on a machine loaded by the
 // other tests running beside them.
 const (
-	floorCore = 335
-	floorAll  = 580
+	floorCore = 345
+	floorAll  = 625
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).
