@@ -47,7 +47,9 @@ func (c *checker) exprType(e Expr, u use) Type {
 		m := c.mapAccess(e, e.Loc)
 		t := c.mapValue(e, m, true)
 		if u == useValue || u == useAssign {
-			return aggregateRead(t)
+			// An aggregation reads as the number it prints (bpftrace
+			// 0.21, avg 0.22), as a loop over the map gives it.
+			return LoopValue(t)
 		}
 		return t
 	case *Builtin:
@@ -94,20 +96,6 @@ func (c *checker) exprType(e Expr, u use) Type {
 		return c.expr(e.Value, u)
 	}
 	return Type{}
-}
-
-// aggregateRead is the type of an element of a map of type t read as an
-// operand, an argument, a condition, a variable's value or a key: a count, sum, min, max or avg is
-// the integer it prints as, merged over the CPUs (bpftrace 0.21, avg
-// 0.22); other types are themselves.
-func aggregateRead(t Type) Type {
-	switch t.Kind {
-	case KindCount:
-		return Uint64
-	case KindSum, KindMin, KindMax, KindAvg:
-		return Int64
-	}
-	return t
 }
 
 // binary types a binary operator. A long chain such as `1+1+...+1` nests

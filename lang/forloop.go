@@ -48,8 +48,10 @@ func scopeLoopVars(prog *Program) {
 }
 
 // LoopValue is the type a map loop's tuple gives a value of map value
-// type t: the value itself, and an aggregation's value merged over the
-// CPUs, count() unsigned, sum(), min(), max() and avg() signed.
+// type t, and the type of an element of such a map read as an operand,
+// an argument, a condition, a variable's value or a key: the value
+// itself, and an aggregation's value merged over the CPUs, count()
+// unsigned, sum(), min(), max() and avg() signed.
 func LoopValue(t Type) Type {
 	switch t.Kind {
 	case KindCount:
