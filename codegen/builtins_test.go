@@ -97,6 +97,7 @@ func TestEveryBuiltinLowers(t *testing.T) {
 		lang.VarUsermode:     `BEGIN { @ = usermode; } profile:hz:99 { @u = usermode; }`,
 		lang.FuncHasKey:      `BEGIN { @[1] = 1; @b = has_key(@, 1); @d = delete(@, 1); }`,
 		lang.FuncStrerror:    `BEGIN { @ = strerror(2); }`,
+		lang.FuncCgroupPath:  `BEGIN { @[cgroup_path(cgroup)] = 1; @v = cgroup_path(1, "unified"); printf("%s\n", cgroup_path(cgroup, "cpu*")); }`,
 		lang.FuncMacaddr:     `struct S { uint8_t m[6]; } uprobe:/bin/sh:main { @[macaddr(arg0)] = macaddr(((struct S *)arg0)->m); @b = macaddr(buf(arg0, 6)); }`,
 		lang.FuncLen:         `BEGIN { @m[1] = 1; @ = len(@m); } uprobe:/bin/sh:main { @u = len(ustack(3)); @k = len(kstack); }`,
 	}

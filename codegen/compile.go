@@ -156,6 +156,7 @@ func Compile(p *lang.Program, info *lang.Info, opts Options) (*Spec, error) {
 		c.events = slices.Clone(e.Events)
 		c.spec.Attachments = slices.Clone(e.Attachments)
 		c.spec.TimeFormats = slices.Clone(e.TimeFormats)
+		c.spec.CgroupFilters = slices.Clone(e.CgroupFilters)
 	}
 	if !c.callsExit {
 		c.spec.ExitedMap = ""

@@ -169,6 +169,8 @@ func (f *fn) valueInto(e lang.Expr, off int) error {
 			return nil
 		case lang.FuncStrftime:
 			return f.strftime(e, off)
+		case lang.FuncCgroupPath:
+			return f.cgroupPath(e, off)
 		}
 	case *lang.Ternary:
 		return f.ternary(e, func(x lang.Expr) error { return f.valueAs(x, off, t) })

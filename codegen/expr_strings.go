@@ -180,17 +180,44 @@ func (f *fn) stringByte(e *lang.IndexExpr) error {
 func (f *fn) strftime(e *lang.Call, off int) error {
 	lit, ok := e.Args[0].(*lang.StrLit)
 	assert(ok, e, "strftime()'s format is not a string literal")
-	index := slices.Index(f.c.spec.TimeFormats, lit.Value)
-	if index < 0 {
-		index = len(f.c.spec.TimeFormats)
-		f.c.spec.TimeFormats = append(f.c.spec.TimeFormats, lit.Value)
-	}
-	f.emit(storeImm64(regScratch, off, int32(index)))
+	f.emit(storeImm64(regScratch, off, indexOf(&f.c.spec.TimeFormats, lit.Value)))
 	if err := f.intExpr(e.Args[1]); err != nil {
 		return err
 	}
 	f.emit(memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off+8))
 	return nil
+}
+
+// cgroupPath lowers cgroup_path(id[, filter]) into its value at off (see
+// cgroupPathSize): the id, then the index of the filter in
+// Spec.CgroupFilters, which user space reads when it prints the value.
+func (f *fn) cgroupPath(e *lang.Call, off int) error {
+	filter := ""
+	if len(e.Args) == 2 {
+		lit, ok := e.Args[1].(*lang.StrLit)
+		assert(ok, e, "cgroup_path()'s filter is not a string literal")
+		filter = lit.Value
+	}
+	if err := f.intExpr(e.Args[0]); err != nil {
+		return err
+	}
+	f.emit(
+		memAt(asm.StoreMem(regScratch, 0, asm.R0, asm.DWord), off),
+		storeImm64(regScratch, off+8, indexOf(&f.c.spec.CgroupFilters, filter)),
+	)
+	return nil
+}
+
+// indexOf returns the index of s in the Spec's table *list, appending it
+// when it is not there yet: values carry the index, user space reads the
+// text.
+func indexOf(list *[]string, s string) int32 {
+	i := slices.Index(*list, s)
+	if i < 0 {
+		i = len(*list)
+		*list = append(*list, s)
+	}
+	return int32(i)
 }
 
 // ntop lowers ntop([af,] addr) into an inet value at off (see inetSize).

@@ -69,7 +69,7 @@ var fieldKinds = map[lang.Kind]layout.Kind{
 	lang.KindTuple: layout.Tuple, lang.KindInet: layout.Inet, lang.KindTimestamp: layout.Timestamp,
 	lang.KindUsym: layout.Usym, lang.KindKsym: layout.Ksym, lang.KindErrno: layout.Errno, lang.KindSignal: layout.Signal, lang.KindSyscall: layout.Syscall, lang.KindUsername: layout.Username,
 	lang.KindStack: layout.Stack, lang.KindProbe: layout.Probe, lang.KindIntArray: layout.Array,
-	lang.KindMacaddr: layout.Macaddr,
+	lang.KindMacaddr: layout.Macaddr, lang.KindCgroupPath: layout.CgroupPath,
 }
 
 // mapKinds are the layout kinds of maps whose values are aggregations;
@@ -98,6 +98,8 @@ func sizeOf(t lang.Type) int {
 		return inetSize
 	case lang.KindTimestamp:
 		return timestampSize
+	case lang.KindCgroupPath:
+		return cgroupPathSize
 	case lang.KindNone, lang.KindVoid:
 		return 0
 	}
@@ -114,11 +116,15 @@ const inetSize = 24
 // several formats, as in bpftrace.
 const timestampSize = 16
 
+// cgroupPathSize is the size of cgroup_path()'s value: the u64 cgroup id
+// followed by a u64 index into Spec.CgroupFilters.
+const cgroupPathSize = 16
+
 // isScalar reports whether values of type t are lowered into a register
 // (integers, pointers, struct addresses) rather than into memory.
 func isScalar(t lang.Type) bool {
 	switch t.Kind {
-	case lang.KindString, lang.KindBuf, lang.KindTuple, lang.KindInet, lang.KindTimestamp, lang.KindIntArray:
+	case lang.KindString, lang.KindBuf, lang.KindTuple, lang.KindInet, lang.KindTimestamp, lang.KindIntArray, lang.KindCgroupPath:
 		return false
 	}
 	return true

@@ -36,6 +36,10 @@ type Spec struct {
 	// the order they were compiled; a KindTimestamp value starts with an
 	// index into it.
 	TimeFormats []string
+	// CgroupFilters are the filters of the script's cgroup_path() calls
+	// ("" for a call without one), in the order they were compiled; a
+	// KindCgroupPath value's second u64 is an index into it.
+	CgroupFilters []string
 	// EventsMap is the ring buffer for printf-like records, "" when no
 	// program writes one; ControlMap the small one for exit and errors.
 	// Both are keys of Collection.Maps.

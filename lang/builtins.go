@@ -351,7 +351,7 @@ var builtins = [numBuiltins]builtin{
 	FuncKstack:      {name: "kstack", class: classFunc, min: 0, max: 2},
 	FuncPath:        {name: "path", class: classFunc, support: notSupported},
 	FuncMacaddr:     {name: "macaddr", class: classFunc, min: 1, max: 1, result: Type{Kind: KindMacaddr}},
-	FuncCgroupPath:  {name: "cgroup_path", class: classFunc, support: notSupported},
+	FuncCgroupPath:  {name: "cgroup_path", class: classFunc, min: 1, max: 2, result: Type{Kind: KindCgroupPath}, args: []argKind{argInt, argString}},
 	FuncSkboutput:   {name: "skboutput", class: classFunc, support: notSupported},
 	FuncCgroupid:    {name: "cgroupid", class: classFunc, min: 1, max: 1, result: Uint64, args: literalArgs},
 	FuncDebugf:      {name: "debugf", class: classFunc, support: notSupported},

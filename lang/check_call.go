@@ -284,6 +284,15 @@ func (c *checker) callArgs(e *Call, args []Expr) {
 		if n, ok := c.info.ConstInt(args[2]); ok && n < 0 {
 			c.laterf(e.Loc, "Builtin strncmp requires a non-negative size")
 		}
+	case FuncCgroupPath:
+		c.tableArgs(e)
+		if len(args) == 2 {
+			if _, lit := args[1].(*StrLit); !lit && c.info.TypeOf(args[1]).Kind == KindString {
+				// The filter picks hierarchies when the value prints,
+				// in user space: it is the call's, not the value's.
+				c.errorf(e.Loc, "cgroup_path() expects a string literal as its filter")
+			}
+		}
 	case FuncUptr, FuncKptr:
 		if t := c.expr(args[0], useValue); !isIntLike(t) && t.Kind != KindNone {
 			c.errorf(e.Loc, "%s() only supports integer or pointer arguments (%s provided)", name, formatTypeName(t))

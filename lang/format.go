@@ -27,7 +27,7 @@ func formatAccepts(v *printf.Verb, t Type) bool {
 // printsAsString reports whether values of type t print as text.
 func printsAsString(t Type) bool {
 	switch t.Kind {
-	case KindString, KindUsym, KindKsym, KindUsername, KindErrno, KindSignal, KindSyscall, KindInet, KindStack, KindTimestamp, KindProbe, KindMacaddr:
+	case KindString, KindUsym, KindKsym, KindUsername, KindErrno, KindSignal, KindSyscall, KindInet, KindStack, KindTimestamp, KindProbe, KindMacaddr, KindCgroupPath:
 		return true
 	}
 	return false

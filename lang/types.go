@@ -79,6 +79,10 @@ const (
 	// KindMacaddr is macaddr()'s result: a u64 whose first six bytes in
 	// memory are a MAC address, which prints as 00:1C:42:B5:20:09.
 	KindMacaddr
+	// KindCgroupPath is cgroup_path()'s result: a cgroup id that prints
+	// as the paths of the cgroup in the hierarchies its call's filter
+	// names.
+	KindCgroupPath
 )
 
 // Type is the type of an expression, a map key or a map value.
@@ -266,6 +270,8 @@ func (t Type) String() string {
 		return "probe"
 	case KindMacaddr:
 		return "macaddr"
+	case KindCgroupPath:
+		return "cgroup_path"
 	case KindArray, KindIntArray:
 		return fmt.Sprintf("%s[%d]", t.Elem.String(), t.Len)
 	}

@@ -160,9 +160,10 @@ func TestRunTracepointArrays(t *testing.T) {
 	}
 }
 
-// TestCaptureReplayArrays replays a capture of array values and MAC
-// addresses as the live run printed them: the capture's reader refused
-// array fields before ("field of unknown kind").
+// TestCaptureReplayArrays replays a capture of array values, MAC
+// addresses and cgroup paths (read from the system as they print, so
+// kept in the capture) as the live run printed them: the capture's reader
+// refused array fields before ("field of unknown kind").
 func TestCaptureReplayArrays(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := buildC(t, t.TempDir(), "nic", nicSource)
@@ -172,6 +173,7 @@ func TestCaptureReplayArrays(t *testing.T) {
 	print($n->mac);
 	@k[$n->mac, macaddr(arg1)] = 1;
 	@v = (macaddr($n->name), $n->mac);
+	@cg[cgroup_path(1, "unified")] = cgroup_path(1);
 }`
 	live := traceCommand(t, bin, src, Options{})
 	var file bytes.Buffer
@@ -180,7 +182,7 @@ func TestCaptureReplayArrays(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got != live || !strings.Contains(live, "@v: (02:00:5E:10:00:01, [0,28,66,53,32,9])\n") {
+	if got != live || !strings.Contains(live, "@v: (02:00:5E:10:00:01, [0,28,66,53,32,9])\n") || !strings.Contains(live, "@cg[unified:/]: unified:/") {
 		t.Errorf("replay:\n%s\nlive:\n%s", got, live)
 	}
 }

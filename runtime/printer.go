@@ -57,8 +57,10 @@ type printer struct {
 	// args holds the decoded fields of the record being printed (see
 	// recordArgs).
 	args []output.Value
-	// users caches the names username prints, by uid.
-	users map[uint64]string
+	// users caches the names username prints, by uid; cgroups the paths
+	// cgroup_path() prints.
+	users   map[uint64]string
+	cgroups cgroupPaths
 	// bootWall is the wall-clock time of CLOCK_MONOTONIC's zero, to print
 	// bpf_ktime_get_ns times.
 	bootWall time.Time

@@ -98,7 +98,7 @@ func (pr *printer) input(resolve func() string) string {
 // resolvedKind reports whether a field of kind k prints as something read
 // from the running system (resolve), which a capture records.
 func resolvedKind(k layout.Kind) bool {
-	return k == layout.Usym || k == layout.Ksym || k == layout.Stack || k == layout.Username
+	return k == layout.Usym || k == layout.Ksym || k == layout.Stack || k == layout.Username || k == layout.CgroupPath
 }
 
 // resolvesFields reports whether decoding fields resolves one of them.
@@ -112,7 +112,7 @@ func resolvesFields(fields []layout.Field) bool {
 }
 
 // resolve names what a field of a resolved kind holds: a symbol, a stack
-// (indented by indent), a user name.
+// (indented by indent), a user name, a cgroup's paths.
 func (pr *printer) resolve(f layout.Field, b []byte, indent string) string {
 	switch f.Kind {
 	case layout.Usym:
@@ -121,6 +121,12 @@ func (pr *printer) resolve(f layout.Field, b []byte, indent string) string {
 		return symbols.KsymText(u64(b, 0))
 	case layout.Stack:
 		return pr.stackText(u64(b, 0), f, indent)
+	case layout.CgroupPath:
+		filter := ""
+		if i := u64(b, 8); i < uint64(len(pr.spec.CgroupFilters)) {
+			filter = pr.spec.CgroupFilters[i]
+		}
+		return pr.cgroups.text(u64(b, 0), filter)
 	}
 	return pr.userName(u64(b, 0))
 }

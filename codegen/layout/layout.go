@@ -72,11 +72,15 @@ const (
 	// Macaddr is macaddr()'s value: a u64 whose first six bytes, as they
 	// lie in memory, are a MAC address, printed as 00:1C:42:B5:20:09.
 	Macaddr
+	// CgroupPath is cgroup_path()'s value: a u64 cgroup id, then a u64
+	// index into the Spec's CgroupFilters, printed as the cgroup's paths
+	// in the hierarchies the filter names.
+	CgroupPath
 )
 
 // Known reports whether k is one of the kinds above: a capture file
 // written by a later gotrace may hold kinds this one cannot print.
-func (k Kind) Known() bool { return k >= Int && k <= Macaddr }
+func (k Kind) Known() bool { return k >= Int && k <= CgroupPath }
 
 // Field is one value inside a record, a map key, a map value or a tuple.
 type Field struct {

@@ -53,13 +53,14 @@ const maxBuckets = 1 << 20
 // minSize is the fewest bytes a field of each kind reads; u64-sized
 // kinds not listed read 8.
 var minSize = map[layout.Kind]int{
-	layout.String:    0,
-	layout.Tuple:     0,
-	layout.Array:     0,
-	layout.Buf:       8,
-	layout.Hash:      8,
-	layout.Timestamp: 16,
-	layout.Inet:      24,
+	layout.String:     0,
+	layout.Tuple:      0,
+	layout.Array:      0,
+	layout.Buf:        8,
+	layout.Hash:       8,
+	layout.Timestamp:  16,
+	layout.Inet:       24,
+	layout.CgroupPath: 16,
 }
 
 // checkField checks that f lies within size bytes and reads no more than
