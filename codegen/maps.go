@@ -134,12 +134,27 @@ func (f *fn) mapReadInt(e *lang.MapExpr) error {
 	case lang.KindStats, lang.KindHist, lang.KindLhist, lang.KindTseries:
 		return f.c.errorf(e, "reading %s map %s: %w", m.Info.Value, e.Name, ErrUnsupported)
 	}
-	if !isScalar(m.Info.Value) {
+	// An array the script reads from the map, stored as its bytes
+	// (storedType).
+	array := f.typeOf(e).Kind == lang.KindArray && m.Info.Value.Kind == lang.KindIntArray
+	if !isScalar(m.Info.Value) && !array {
 		return f.c.errorf(e, "map %s holds %s, not an integer", e.Name, m.Info.Value)
 	}
 	koff, err := f.mapKey(e, m)
 	if err != nil {
 		return err
+	}
+	if array {
+		// An array is held by its address, as a struct's array member
+		// is: the element's bytes in the map, or 0 where the map has
+		// none, which reads as zeroes (inKernel).
+		found := f.label("arrayfound")
+		f.lookup(e.Name, koff)
+		// The verifier takes no arithmetic on a pointer that may be
+		// NULL: checked, it is a pointer on one path and 0 on the other.
+		f.emit(asm.JNE.Imm(asm.R0, 0, found), asm.Mov.Imm(asm.R0, 0))
+		f.place(found)
+		return nil
 	}
 	if !m.PerCPU {
 		f.lookupInt(e.Name, koff)

@@ -46,6 +46,11 @@ func (c *checker) exprType(e Expr, u use) Type {
 	case *MapExpr:
 		m := c.mapAccess(e, e.Loc)
 		t := c.mapValue(e, m, true)
+		if t.Kind == KindArray {
+			// Read where the map holds it: kernel memory, also through a
+			// variable.
+			t.Local = true
+		}
 		if u == useValue || u == useAssign {
 			// An aggregation reads as the number it prints (bpftrace
 			// 0.21, avg 0.22), as a loop over the map gives it.

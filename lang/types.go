@@ -99,9 +99,9 @@ type Type struct {
 	// for a tuple.
 	Names []string
 	// Local marks a pointer that `&` made (bpftrace 0.22), which points
-	// to the tracer's own variable or map value, and an array field of a
-	// tracepoint's record: kernel memory, whatever the probe, also when
-	// a variable holds it. Equal ignores it.
+	// to the tracer's own variable or map value, an array field of a
+	// tracepoint's record and an array read from a map: kernel memory,
+	// whatever the probe, also when a variable holds it. Equal ignores it.
 	Local bool
 	// StackFrames is a KindStack's frame limit (ustack(N), else
 	// DefaultStackFrames) and StackPerf says it prints in perf's format

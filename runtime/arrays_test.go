@@ -94,6 +94,27 @@ func TestRunArrayValues(t *testing.T) {
 	checkBothPrint(t, bin, src, want)
 }
 
+// TestRunArrayInMap indexes an array a map holds, directly and through a
+// variable, and copies it to another map, as bpftrace 0.17 does: gotrace
+// refused the reads ("map @a holds uint8[6], not an integer"). A missing
+// element's array reads as zeroes.
+func TestRunArrayInMap(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := buildC(t, t.TempDir(), "nic", nicSource)
+	src := nicScript + `uprobe:` + bin + `:seen {
+	$n = (struct nic *)arg0;
+	@a[0] = $n->mac;
+	$v = @a[0];
+	printf("%d %d %d %d %s\n", @a[0][1], @a[0][5], $v[2], @a[7][1], macaddr(@a[0]));
+	@b = @a[0];
+}`
+	want := "28 9 66 0 00:1C:42:35:20:09\n" +
+		"\n\n" +
+		"@a[0]: [0,28,66,53,32,9]\n" +
+		"@b: [0,28,66,53,32,9]\n"
+	checkBothPrint(t, bin, src, want)
+}
+
 // TestRunArrayKeyUnsigned prints the bytes of an unsigned char array in
 // a map key as unsigned, as they print in a value (bpftrace 0.17: -75 in
 // a key, 181 in a value).
