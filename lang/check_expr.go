@@ -4,6 +4,7 @@ package lang
 // indexing.
 
 import (
+	"math"
 	"slices"
 	"strings"
 )
@@ -37,6 +38,11 @@ func (c *checker) exprType(e Expr, u use) Type {
 		}
 		if e.Enum != nil && c.prog.Newer {
 			return enumType(e.Enum)
+		}
+		if e.Value > math.MaxInt64 && c.prog.Newer {
+			// Current bpftrace types a literal that only fits unsigned
+			// as uint64; 0.17 takes its bits as an int64.
+			return Uint64
 		}
 		return Int64
 	case *StrLit:
