@@ -156,6 +156,13 @@ func Check(p *Program, cfg Config, info *Info) error {
 	}
 	c.final = true
 	c.run()
+	for _, d := range p.MapDecls {
+		if _, used := c.maps[d.Name]; !used {
+			// Current bpftrace's warning; a declared map no probe uses
+			// is most likely misspelled where it is used.
+			c.warnf(d.Loc, "Unused map: %s", d.Name)
+		}
+	}
 
 	clear(info.Maps)
 	for name, m := range c.maps {

@@ -133,10 +133,12 @@ func (pr *printer) reportFull() {
 		name := pr.spec.Maps[i].Name
 		switch {
 		case total == 0:
+		// Current bpftrace's words first ("Map full; can't update
+		// element", at each update), then the count and the limit.
 		case lang.MapDeclOf(pr.prog, name) != nil:
-			fmt.Fprintf(pr.opts.Err, "WARNING: map %s was full: %d updates were dropped (it is declared with %d keys)\n", name, total, lang.MapDeclOf(pr.prog, name).Entries)
+			fmt.Fprintf(pr.opts.Err, "WARNING: Map full; can't update element: map %s dropped %d updates (it is declared with %d keys)\n", name, total, lang.MapDeclOf(pr.prog, name).Entries)
 		default:
-			fmt.Fprintf(pr.opts.Err, "WARNING: map %s was full: %d updates were dropped (BPFTRACE_MAP_KEYS_MAX is %d)\n", name, total, pr.mapKeysMax())
+			fmt.Fprintf(pr.opts.Err, "WARNING: Map full; can't update element: map %s dropped %d updates (BPFTRACE_MAP_KEYS_MAX is %d)\n", name, total, pr.mapKeysMax())
 		}
 	}
 	if c.LoopCapped > 0 {
