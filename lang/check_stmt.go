@@ -8,6 +8,7 @@ func (c *checker) block(b *Block) {
 	for _, s := range b.Stmts {
 		c.stmt(s)
 	}
+	c.warnUnreachable(b)
 }
 
 func (c *checker) stmt(s Stmt) {

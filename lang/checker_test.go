@@ -575,3 +575,25 @@ func TestCheckLongChains(t *testing.T) {
 		}
 	}
 }
+
+// TestCheckUnreachable warns, as current bpftrace does (0.17 does not),
+// of the first statement after one that always leaves its block.
+func TestCheckUnreachable(t *testing.T) {
+	tests := []struct{ src, want string }{
+		{`i:ms:100 { @++; exit(); @++; @x = 1; }`, "1:25-28: Unreachable statement."},
+		{`BEGIN { if (1) { exit(); } else { return; } printf("x"); }`, "1:45-56: Unreachable statement."},
+		{`BEGIN { while (1) { break; @a = 1; } }`, "1:28-34: Unreachable statement."},
+		{`BEGIN { if (1) { exit(); } printf("x"); }`, ""},
+		{`BEGIN { if (1) { exit(); } else if (2) { return; } printf("x"); }`, ""},
+		{`BEGIN { exit(); }`, ""},
+	}
+	for _, tc := range tests {
+		_, info, errs := checkSource(t, tc.src, Config{})
+		if errs != nil {
+			t.Fatalf("%s: %v", tc.src, errs)
+		}
+		if got := strings.Join(diagLines(info.Warnings), "\n"); got != tc.want {
+			t.Errorf("%s: warnings %q, want %q", tc.src, got, tc.want)
+		}
+	}
+}
