@@ -16,14 +16,15 @@ import (
 // The floors: TestPeerSuite fails when fewer tests pass under gotrace, in
 // the measured population and in all, than when they were last raised.
 // Raise them as the language grows. Each sits a little under the count it
-// was raised at (measured 347, all 636 with the helper programs' usdt and
-// uprobe tests, structs and arrays stored in maps, macaddr() and the
-// aggregations read as numbers, 7 December 2026), the
+// was raised at (measured 355, all 647 with the helper programs' usdt and
+// uprobe tests, structs and arrays stored in maps, macaddr(),
+// cgroup_path(), the aggregations read as numbers and current bpftrace's
+// warnings, 7 December 2026), the
 // margin the timing tests need that can fail on a machine loaded by the
 // other tests running beside them.
 const (
-	floorCore = 345
-	floorAll  = 625
+	floorCore = 353
+	floorAll  = 637
 )
 
 // Files of names (suite.NAME, one a line, '#' starts a comment).
