@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -14,16 +15,13 @@ import (
 
 	"github.com/gotrace/gotrace/codegen"
 	"github.com/gotrace/gotrace/codegen/layout"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime/capture"
 	"github.com/gotrace/gotrace/runtime/output"
 	"github.com/gotrace/gotrace/runtime/proc"
 	"github.com/gotrace/gotrace/runtime/symbols"
 )
-
-// catBytesMax is how much of a file cat() prints, bpftrace's
-// BPFTRACE_CAT_BYTES_MAX default.
-const catBytesMax = 10 * 1024
 
 // attaching prints "Attaching N probes...", or with the newer behaviour
 // bpftrace 0.24's "Attached N probes" on standard error (text) or JSON
@@ -463,7 +461,7 @@ func (pr *printer) cat(ev *codegen.Event, data []byte) error {
 	// its text.
 	reason := pr.input(func() string {
 		var err error
-		text, err = readStart(string(name), catBytesMax)
+		text, err = readStart(string(name), cmp.Or(pr.opts.CatBytesMax, settings.DefaultCatBytesMax))
 		if err == nil {
 			return ""
 		}

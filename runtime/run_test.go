@@ -552,6 +552,22 @@ func TestRunUnsafeBuiltinsMatchBpftrace(t *testing.T) {
 	if !strings.Contains(stderr, catErr) || !strings.Contains(refErr.String(), catErr) {
 		t.Errorf("standard error of gotrace %q and of bpftrace %q, want both to hold %q", stderr, refErr.String(), catErr)
 	}
+
+	// cat() prints the first BPFTRACE_CAT_BYTES_MAX bytes (0.17's name;
+	// max_cat_bytes in a config block).
+	src = fmt.Sprintf(`BEGIN { cat("%s"); exit(); }`, file)
+	out, stderr, err = runScript(t, context.Background(), src, Options{Unsafe: true, Values: settings.Values{CatBytesMax: 5}})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, stderr)
+	}
+	cmd = exec.Command(bpftrace, "-e", src)
+	cmd.Env = append(os.Environ(), "BPFTRACE_CAT_BYTES_MAX=5")
+	if ref, err = cmd.Output(); err != nil {
+		t.Fatalf("bpftrace: %v", err)
+	}
+	if want := "Attaching 1 probe...\nno ne\n\n"; out != want || string(ref) != want {
+		t.Errorf("with 5 bytes of cat(), gotrace printed %q, bpftrace %q, want %q", out, ref, want)
+	}
 }
 
 // TestRunWeight checks the readers' raised weight: a command system()

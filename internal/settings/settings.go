@@ -19,8 +19,9 @@ import (
 
 // The defaults, bpftrace 0.17's.
 const (
-	DefaultStrLen     = 64
-	DefaultMapKeysMax = 4096
+	DefaultStrLen      = 64
+	DefaultMapKeysMax  = 4096
+	DefaultCatBytesMax = 10 * 1024
 )
 
 // MaxStrLen bounds StrLen and BufLen: 4,000,000 bytes, Bitcoin Core's
@@ -43,6 +44,10 @@ type Values struct {
 	// MapKeysMax is the number of keys a map holds (max_map_keys,
 	// BPFTRACE_MAP_KEYS_MAX); 0 means DefaultMapKeysMax.
 	MapKeysMax int
+	// CatBytesMax is how much of a file cat() prints (max_cat_bytes,
+	// BPFTRACE_MAX_CAT_BYTES, 0.17's BPFTRACE_CAT_BYTES_MAX); 0 means
+	// DefaultCatBytesMax.
+	CatBytesMax int
 	// PerfRBPages is the size of the ring buffer for printf-like records
 	// in 4 KiB pages, rounded up to a power of two (perf_rb_pages,
 	// BPFTRACE_PERF_RB_PAGES); 0 means 4096 pages (16 MiB).
@@ -78,6 +83,7 @@ var All = []Setting{
 	{Key: "max_strlen", Env: []string{"BPFTRACE_MAX_STRLEN", "BPFTRACE_STRLEN"}, set: size(func(v *Values) *int { return &v.StrLen }, "string size")},
 	{Key: "max_buflen", set: size(func(v *Values) *int { return &v.BufLen }, "buf size")},
 	{Key: "max_map_keys", Env: []string{"BPFTRACE_MAP_KEYS_MAX"}, set: positive(func(v *Values) *int { return &v.MapKeysMax })},
+	{Key: "max_cat_bytes", Env: []string{"BPFTRACE_MAX_CAT_BYTES", "BPFTRACE_CAT_BYTES_MAX"}, set: positive(func(v *Values) *int { return &v.CatBytesMax })},
 	{Key: "perf_rb_pages", Env: []string{"BPFTRACE_PERF_RB_PAGES"}, set: positive(func(v *Values) *int { return &v.PerfRBPages })},
 	{Key: "missing_probes", Env: []string{"BPFTRACE_MISSING_PROBES"}, Flag: "--missing-probes", set: func(v *Values, s string) error {
 		m, err := ParseMissingProbes(s)
