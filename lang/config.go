@@ -20,7 +20,7 @@ type ConfigSetting struct {
 }
 
 // configKeys are bpftrace's configuration options. gotrace acts on
-// max_strlen, max_map_keys, max_cat_bytes, perf_rb_pages,
+// max_strlen, max_map_keys, max_cat_bytes, cpp_demangle, perf_rb_pages,
 // print_maps_on_exit and missing_probes (internal/settings), and has two of its own, max_buflen (lang.Config.BufLen) and stack_unwind
 // (codegen and runtime);
 // the others are

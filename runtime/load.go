@@ -330,6 +330,9 @@ func (t *tracer) loadPlan(pl *plan.Plan, objs []string) (attach.Target, error) {
 		return attach.Target{}, plan.ErrNoProbes
 	}
 	t.syms = symbols.New(t.pid, siteSymbols(pl.Sites), t.files)
+	if t.opts.NoCppDemangle {
+		t.syms.KeepMangled()
+	}
 	// The unwind tables follow the mappings symbols learns, from the
 	// start of tracking: the maps exist before the collection.
 	var err error

@@ -14,6 +14,7 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/gotrace/gotrace/internal/fixture"
+	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/internal/testenv"
 	"github.com/gotrace/gotrace/lang"
 )
@@ -398,5 +399,37 @@ func TestRunCxxStackMatchesBpftrace(t *testing.T) {
 	}
 	if !strings.Contains(wantMaps, "@[\n    0x") || strings.Contains(gotMaps, "0x") {
 		t.Errorf("exit maps: gotrace printed\n%s\nwant names where bpftrace printed addresses\n%s", gotMaps, wantMaps)
+	}
+}
+
+// TestRunKeepMangled prints C++ names as the file holds them under
+// BPFTRACE_NO_CPP_DEMANGLE=1 (settings.Values.NoCppDemangle), in usym(),
+// func and ustack, and demangled otherwise.
+func TestRunKeepMangled(t *testing.T) {
+	testenv.RequireRoot(t)
+	gxx := testenv.RequireTool(t, "g++")
+	dir := t.TempDir()
+	src := filepath.Join(dir, "hit.cc")
+	if err := os.WriteFile(src, []byte(`namespace ns { __attribute__((noinline)) int hit(int x) { __asm__ volatile("" : : "r"(x)); return x; } }
+int main() { return ns::hit(3) - 3; }
+`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	bin := filepath.Join(dir, "hit")
+	if out, err := exec.Command(gxx, "-O1", "-fno-omit-frame-pointer", "-o", bin, src).CombinedOutput(); err != nil {
+		t.Fatalf("g++: %v\n%s", err, out)
+	}
+	script := `uprobe:` + bin + `:_ZN2ns3hitEi { printf("%s|%s|%s", usym(reg("ip")), func, ustack(1)); }`
+	for _, tt := range []struct {
+		keep bool
+		want string
+	}{
+		{false, "ns::hit(int)|ns::hit(int)|\n        ns::hit(int)+0\n"},
+		{true, "_ZN2ns3hitEi|_ZN2ns3hitEi|\n        _ZN2ns3hitEi+0\n"},
+	} {
+		out := traceCommand(t, bin, script, Options{Values: settings.Values{NoCppDemangle: tt.keep}})
+		if !strings.HasPrefix(out, tt.want) {
+			t.Errorf("NoCppDemangle %v: output\n%q\nwant it to start with\n%q", tt.keep, out, tt.want)
+		}
 	}
 }

@@ -15,6 +15,7 @@ package settings
 import (
 	"fmt"
 	"strconv"
+	"strings"
 )
 
 // The defaults, bpftrace 0.17's.
@@ -48,6 +49,9 @@ type Values struct {
 	// BPFTRACE_MAX_CAT_BYTES, 0.17's BPFTRACE_CAT_BYTES_MAX); 0 means
 	// DefaultCatBytesMax.
 	CatBytesMax int
+	// NoCppDemangle prints C++ symbols as the files hold them, mangled
+	// (cpp_demangle = 0, BPFTRACE_NO_CPP_DEMANGLE=1).
+	NoCppDemangle bool
 	// PerfRBPages is the size of the ring buffer for printf-like records
 	// in 4 KiB pages, rounded up to a power of two (perf_rb_pages,
 	// BPFTRACE_PERF_RB_PAGES); 0 means 4096 pages (16 MiB).
@@ -95,6 +99,10 @@ var All = []Setting{
 		v.StackUnwind = u
 		return err
 	}},
+	// Two settings of one value, the variable saying the opposite of the
+	// key: the variable's, read after the key's, wins where it is set.
+	{Key: "cpp_demangle", set: boolean(func(v *Values, b bool) { v.NoCppDemangle = !b })},
+	{Env: []string{"BPFTRACE_NO_CPP_DEMANGLE"}, set: boolean(func(v *Values, b bool) { v.NoCppDemangle = b })},
 	{Env: []string{"BPFTRACE_DUMMY_TS_MAP"}, set: func(v *Values, s string) error {
 		v.TimeMap = s
 		return nil
@@ -115,6 +123,22 @@ func positive(field func(*Values) *int) func(*Values, string) error {
 			return errIgnored
 		}
 		*field(v) = n
+		return nil
+	}
+}
+
+// boolean reads 1 or 0 (true or false) and hands it to set; anything
+// else is an error, as bpftrace refuses it.
+func boolean(set func(*Values, bool)) func(*Values, string) error {
+	return func(v *Values, s string) error {
+		switch s {
+		case "1", "true":
+			set(v, true)
+		case "0", "false":
+			set(v, false)
+		default:
+			return fmt.Errorf("%q is not a valid value (0 or 1)", s)
+		}
 		return nil
 	}
 }
@@ -177,7 +201,10 @@ func (e *Error) Error() string {
 	case ok && e.Source == "config":
 		// Placed at the entry, which names the size.
 		return fmt.Sprintf("%s %d exceeds the maximum of %d bytes", e.Key, big.n, MaxStrLen)
-	case ok:
+	case ok || strings.HasPrefix(e.Source, "BPFTRACE_"):
+		// A size from anywhere but the config block, and any value from
+		// an environment variable, which the message must name: nothing
+		// else points the user at it.
 		return fmt.Sprintf("read %s: %v", e.Source, e.Err)
 	}
 	return e.Err.Error()

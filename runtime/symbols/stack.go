@@ -62,5 +62,5 @@ func (s *Symbolizer) frame(ms Mappings, addr uint64) (string, string, bool) {
 	if !ok {
 		return "", "", false
 	}
-	return fmt.Sprintf("%s+%d", Demangle(sym.Name), vaddr-sym.Value), path, true
+	return fmt.Sprintf("%s+%d", s.demangle(sym.Name), vaddr-sym.Value), path, true
 }

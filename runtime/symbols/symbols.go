@@ -54,6 +54,20 @@ type Symbolizer struct {
 	// onMappings, when set, is told each process's mappings when they
 	// change (OnMappings).
 	onMappings func(pid int, ms Mappings)
+	// mangled says C++ names print as the files hold them (KeepMangled).
+	mangled bool
+}
+
+// KeepMangled has C++ names print as the files hold them, not demangled
+// (bpftrace's BPFTRACE_NO_CPP_DEMANGLE). Set it before naming anything.
+func (s *Symbolizer) KeepMangled() { s.mangled = true }
+
+// demangle is Demangle unless KeepMangled was set.
+func (s *Symbolizer) demangle(name string) string {
+	if s.mangled {
+		return name
+	}
+	return Demangle(name)
 }
 
 // OnMappings has fn called with a process's file mappings whenever the
@@ -148,7 +162,7 @@ func (s *Symbolizer) Name(addr uint64) string {
 		if path, off, ok := ms.Find(addr); ok {
 			if es := s.file(path); es != nil {
 				if name, ok := es.at(off); ok {
-					return Demangle(name)
+					return s.demangle(name)
 				}
 			}
 		}
@@ -164,7 +178,7 @@ func (s *Symbolizer) Name(addr uint64) string {
 		}
 	}
 	if match != "" {
-		return Demangle(match)
+		return s.demangle(match)
 	}
 	return hexAddr(addr)
 }
