@@ -168,9 +168,11 @@ const outHold = 64 << 10
 // newOutput returns the writer that formats a run's or a replay's output
 // in format to w, as opts ask: held (outHold) unless each line is written
 // at once (-B line, -B none), and the maps offered to opts.TakeMap first,
-// unless the trace is captured (-w), where nothing is printed.
-func newOutput(w io.Writer, format output.Format, opts Options) *output.Writer {
+// unless the trace is captured (-w), where nothing is printed; newer says
+// the script asks for current bpftrace's formats (lang.Program.Newer).
+func newOutput(w io.Writer, format output.Format, opts Options, newer bool) *output.Writer {
 	out := output.NewWriter(w, format)
+	out.SetNewer(newer)
 	if !opts.LineBuffered {
 		out.Hold(outHold)
 	}

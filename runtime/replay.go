@@ -311,7 +311,7 @@ func Replay(r io.Reader, opts Options) error {
 		prog:   &lang.Program{File: h.File, Source: h.Source, Newer: h.Newer},
 		spec:   spec,
 		loop:   newEventLoop(),
-		out:    newOutput(opts.Out, format, opts),
+		out:    newOutput(opts.Out, format, opts, h.Newer),
 		replay: rd,
 	}
 	err = pr.replayRecords()

@@ -159,7 +159,7 @@ func newTracer(p *lang.Program, info *lang.Info, opts Options, format output.For
 		t.queue = newOutQueue(opts.Out, t.loop.requestExit)
 		w = t.queue
 	}
-	t.out = newOutput(w, format, opts)
+	t.out = newOutput(w, format, opts, p.Newer)
 	return t
 }
 

@@ -2,6 +2,7 @@ package runtime
 
 import (
 	"os/exec"
+	"strings"
 	"testing"
 
 	"github.com/gotrace/gotrace/internal/testenv"
@@ -54,6 +55,28 @@ uprobe:` + bin + `:take {
 		"@t: (1, { .m = 2, .n = 3 })\n" +
 		"@v: { .m = 2, .n = 3 }\n"
 	checkBothPrint(t, bin, src, want)
+
+	// In JSON, a struct is an object, { "m": 2, "n": 3 } as 0.17 writes
+	// it (current bpftrace: {"m": 2, "n": 3}).
+	src = strings.Replace(src, "exit();", "print($o->p); exit();", 1)
+	json := traceCommand(t, bin, src, Options{Format: "json"})
+	for _, want := range []string{
+		`{"type": "value", "data": { "m": 2, "n": 3 }}`,
+		`{"type": "map", "data": {"@o": { "p": { "m": 2, "n": 3 }, "k": 7, "a": [4,5] }}}`,
+		`{"type": "map", "data": {"@t": [1,{ "m": 2, "n": 3 }]}}`,
+	} {
+		if !strings.Contains(json, want+"\n") {
+			t.Errorf("JSON output:\n%s\nwant a line %s", json, want)
+		}
+	}
+	bpftrace := testenv.RequireBpftrace(t)
+	theirs, err := exec.Command(bpftrace, "-q", "-f", "json", "-c", bin, "-e", src).Output()
+	if err != nil {
+		t.Fatalf("bpftrace: %v", err)
+	}
+	if string(theirs) != json {
+		t.Errorf("bpftrace's JSON:\n%s\ngotrace's:\n%s", theirs, json)
+	}
 }
 
 // checkBothPrint runs script src with the program at bin under -c, quiet,

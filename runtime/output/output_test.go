@@ -196,6 +196,8 @@ func TestMessages(t *testing.T) {
 		{JSON, func(w *Writer) error { return w.Value(Tuple(Boolean(true), Boolean(false))) }, `{"type": "value", "data": [true,false]}` + "\n"},
 		{Text, func(w *Writer) error { return w.Value(Value{Kind: ValueInt, Bits: 46, Hex: true}) }, "0x2e\n"},
 		{JSON, func(w *Writer) error { return w.Value(Value{Kind: ValueInt, Bits: 46, Hex: true}) }, `{"type": "value", "data": 46}` + "\n"},
+		{JSON, func(w *Writer) error { return w.Value(record()) }, `{"type": "value", "data": { "m": 2, "in": { "s": "x" } }}` + "\n"},
+		{JSON, func(w *Writer) error { w.SetNewer(true); return w.Value(record()) }, `{"type": "value", "data": {"m": 2, "in": {"s": "x"}}}` + "\n"},
 	} {
 		if got := render(t, tt.f, tt.do); got != tt.want {
 			t.Errorf("got %q, want %q", got, tt.want)
@@ -323,4 +325,13 @@ func TestStatsNewer(t *testing.T) {
 	if b.String() != want {
 		t.Errorf("got %q, want %q", b.String(), want)
 	}
+}
+
+// record is a struct's record, { .m = 2, .in = { .s = x } }.
+func record() Value {
+	in := Tuple(Str("x"))
+	in.Names = []string{"s"}
+	v := Tuple(Int(2), in)
+	v.Names = []string{"m", "in"}
+	return v
 }

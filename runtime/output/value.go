@@ -212,8 +212,10 @@ func jsonName(b []byte, name string) []byte {
 
 // appendJSON appends v as a JSON value the way bpftrace writes it:
 // integers as numbers, strings and bufs as strings, tuples as arrays
-// without spaces.
-func appendJSON(b []byte, v Value) []byte {
+// without spaces, records as objects: { "a": 1, "b": 2 } as 0.17 writes a
+// struct, {"a": 1, "b": 2} with newer, as current bpftrace does.
+func appendJSON(b []byte, v Value, newer bool) []byte {
+	elem := func(b []byte, e Value) []byte { return appendJSON(b, e, newer) }
 	switch v.Kind {
 	case ValueInt:
 		v.Hex = false // JSON has no hex numbers
@@ -223,11 +225,13 @@ func appendJSON(b []byte, v Value) []byte {
 	case ValueBuf:
 		return appendJSONString(b, appendBuf(nil, v))
 	case ValueTuple:
-		if v.Names != nil {
-			// A record is an object, with blanks after ":" and ",".
-			return appendElems(b, v, "{", ", ", "}", jsonName, appendJSON)
+		switch {
+		case v.Names != nil && newer:
+			return appendElems(b, v, "{", ", ", "}", jsonName, elem)
+		case v.Names != nil:
+			return appendElems(b, v, "{ ", ", ", " }", jsonName, elem)
 		}
-		return appendElems(b, v, "[", ",", "]", nil, appendJSON)
+		return appendElems(b, v, "[", ",", "]", nil, elem)
 	}
 	return append(b, "null"...)
 }

@@ -64,7 +64,14 @@ type Writer struct {
 	text   []byte // printf's text, before JSON quotes it
 	hold   int    // see Hold
 	divert func(m *Map) bool
+	// newer prints values as current bpftrace does (SetNewer).
+	newer bool
 }
+
+// SetNewer has print() values printed as current bpftrace prints them
+// where it differs from 0.17: a record in JSON as {"a": 1} (0.17:
+// { "a": 1 }).
+func (w *Writer) SetNewer(newer bool) { w.newer = newer }
 
 // NewWriter returns a Writer printing to w in format f.
 func NewWriter(w io.Writer, f Format) *Writer {
@@ -190,7 +197,7 @@ func (w *Writer) Message(kind Message, text string) error {
 func (w *Writer) Value(v Value) error {
 	if w.format == JSON {
 		w.buf = append(w.buf, "{\"type\": \"value\", \"data\": "...)
-		w.buf = appendJSON(w.buf, v)
+		w.buf = appendJSON(w.buf, v, w.newer)
 		w.buf = append(w.buf, "}\n"...)
 	} else {
 		w.buf = appendText(w.buf, v)
@@ -476,7 +483,7 @@ func (w *Writer) appendMapJSON(m *Map, es *sortedList, div uint64) {
 		case layout.MapTseries:
 			b = appendTseriesJSON(b, tseriesPoints(m, e, first, last))
 		default:
-			b = appendJSON(b, divide(e.Value, div))
+			b = appendJSON(b, divide(e.Value, div), m.Newer)
 		}
 	}
 	if keyed {
