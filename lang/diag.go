@@ -46,10 +46,13 @@ func (l ErrorList) Error() string {
 }
 
 // Sort puts the diagnostics of l in the order of their places in the
-// script, as bpftrace reports them; those of one place keep their order.
+// script, as bpftrace reports them: by where they start, then an inner
+// expression's before the one around it, which ends later (bpftrace checks
+// the operands first); those of one place keep their order.
 func (l ErrorList) Sort() {
 	slices.SortStableFunc(l, func(a, b *Error) int {
-		return cmp.Or(cmp.Compare(a.Span.Start.Line, b.Span.Start.Line), cmp.Compare(a.Span.Start.Col, b.Span.Start.Col))
+		return cmp.Or(cmp.Compare(a.Span.Start.Line, b.Span.Start.Line), cmp.Compare(a.Span.Start.Col, b.Span.Start.Col),
+			cmp.Compare(a.Span.End.Line, b.Span.End.Line), cmp.Compare(a.Span.End.Col, b.Span.End.Col))
 	})
 }
 
