@@ -614,6 +614,11 @@ func (c *compiler) compileAttachPoint(probe *lang.Probe, ap *lang.AttachPoint) e
 			fn = fmt.Sprintf("%#x", ap.Address)
 		}
 		t := &target{kind: ap.Kind, probeName: ap.Kind.String() + ":" + ap.Target + ":" + fn, path: ap.Target}
+		if len(ap.Tracepoints) == 1 {
+			// The function's parameters, which args reads (lang.Resolve
+			// found them for a probe that reads it).
+			t.tracepoint = ap.Tracepoints[0]
+		}
 		return c.addProgram(probe, ap, t, Attachment{Kind: ap.Kind, Path: ap.Target, Symbol: ap.Func, Address: ap.Address})
 	case lang.ProbeSoftware, lang.ProbeHardware:
 		// lang.Resolve found the event; an attach point it did not

@@ -166,9 +166,10 @@ func (f *fn) inKernel(x lang.Expr) bool {
 	}
 	if fa, ok := x.(*lang.FieldAccess); ok && f.tracepointField(fa) != nil {
 		// An array field is in the record, the kernel's memory. A
-		// syscall's pointer arguments point to user memory; other
-		// tracepoints hand over kernel pointers.
-		return f.typeOf(fa).Kind == lang.KindArray || f.t.tracepoint.Category != "syscalls"
+		// syscall's pointer arguments, and a user function's, point to
+		// user memory; other tracepoints hand over kernel pointers.
+		tp := f.t.tracepoint
+		return f.typeOf(fa).Kind == lang.KindArray || (tp.Category != "syscalls" && !tp.IsUprobeFunc())
 	}
 	t := f.typeOf(x)
 	if t.Local {

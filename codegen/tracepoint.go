@@ -38,7 +38,9 @@ func (f *fn) tracepointInt(e *lang.FieldAccess, fld *lang.TracepointField) error
 	if t.Kind == lang.KindInt {
 		size, signed = t.Size, t.Signed
 	}
-	if f.t.tracepoint.IsKernelFunc() {
+	if f.t.tracepoint.IsKernelFunc() || f.t.tracepoint.IsUprobeFunc() {
+		// An 8-byte slot of the context: a kernel function's argument,
+		// or the register of a user function's parameter in pt_regs.
 		return f.kfuncSlot(e, fld)
 	}
 	if t.Kind == lang.KindArray {

@@ -268,7 +268,7 @@ var builtins = [numBuiltins]builtin{
 	// args is typed per probe from its tracepoints' records (argsType);
 	// void * stands for a record Resolve did not find.
 	VarArgs: {name: "args", class: classVar, typ: Type{Kind: KindPointer, Size: 8},
-		probes:   1<<ProbeTracepoint | 1<<ProbeKfunc | 1<<ProbeKretfunc,
+		probes:   1<<ProbeTracepoint | 1<<ProbeKfunc | 1<<ProbeKretfunc | 1<<ProbeUprobe,
 		probeMsg: "The %[1]s builtin can only be used with tracepoint/kfunc/uprobeprobes (%[3]s used here)"},
 	// sargN is the Nth 8-byte argument on the stack of the probed
 	// function (above its return address on x86-64).

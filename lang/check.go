@@ -144,6 +144,9 @@ func Check(p *Program, cfg Config, info *Info) error {
 		late:         map[*Error]bool{},
 		elementCalls: map[*Call][]Expr{},
 	}
+	for _, s := range info.TargetStructs {
+		c.structs[s.Name] = s
+	}
 	for _, s := range p.Structs {
 		c.structs[s.Name] = s
 	}

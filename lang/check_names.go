@@ -77,6 +77,10 @@ func (c *checker) builtin(e *Builtin) Type {
 	if e.ID == VarArgs && c.tracepointArgs(e) {
 		return argsType(c.attach[0].Tracepoints[0])
 	}
+	if e.ID == VarArgs && c.uprobeArgsUnresolved() {
+		// Resolve said why the function's parameters are unknown.
+		return Type{}
+	}
 	if t, ok := c.kernelFuncBuiltin(e); ok {
 		return t
 	}

@@ -128,6 +128,13 @@ func (c *checker) assign(s *AssignStmt) {
 				u = useMapAssign
 			}
 			t = c.expr(s.RHS, u)
+			if b, ok := s.RHS.(*Builtin); ok && b.ID == VarArgs && t.Kind != KindNone {
+				// args is the program's context (a tracepoint's record,
+				// a uprobe's registers), which lives only while the
+				// probe runs.
+				c.errorf(opSpan, "context cannot be assigned to a map")
+				return
+			}
 		} else {
 			cur := c.mapValue(lhs, m, false)
 			if !m.valueSet {

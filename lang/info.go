@@ -61,6 +61,10 @@ type Info struct {
 	// KernelStructs are the kernel's structs and unions the script uses,
 	// from the kernel's BTF.
 	KernelStructs []*StructDef
+	// TargetStructs are the structs and unions of uprobe targets' debug
+	// information that a uprobe's args names (DebugInfoHost), after the
+	// script's and before the kernel's.
+	TargetStructs []*StructDef
 	// Warnings are what the script asks for that gotrace cuts, such as a
 	// buf() longer than BPFTRACE_STRLEN, for the caller to print as
 	// bpftrace prints its warnings.
@@ -219,10 +223,21 @@ func (in *Info) FieldIndex(e *FieldAccess) int {
 // It is nil for any other call.
 func (in *Info) MapElement(call *Call) *MapExpr { return in.elements[call] }
 
-// StructDef returns the struct called name: p's own, else one of the
-// kernel's the checker looked up, else nil.
+// targetStruct returns the struct of a uprobe target called name, or nil.
+func (in *Info) targetStruct(name string) *StructDef {
+	for _, sd := range in.TargetStructs {
+		if sd.Name == name {
+			return sd
+		}
+	}
+	return nil
+}
+
+// StructDef returns the struct called name: p's own, else one of a
+// uprobe target's (TargetStructs), else one of the kernel's the checker
+// looked up, else nil.
 func (in *Info) StructDef(p *Program, name string) *StructDef {
-	for _, list := range [][]*StructDef{p.Structs, in.KernelStructs} {
+	for _, list := range [][]*StructDef{p.Structs, in.TargetStructs, in.KernelStructs} {
 		for _, sd := range list {
 			if sd.Name == name {
 				return sd

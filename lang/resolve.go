@@ -107,6 +107,16 @@ func Resolve(p *Program, cfg Config, info *Info) error {
 			ap.Target = path
 		}
 		info.attach[pr] = resolved
+		if dh, ok := cfg.Host.(DebugInfoHost); ok && usesArgs(pr) {
+			for _, ap := range resolved {
+				if ap.Kind != ProbeUprobe {
+					continue
+				}
+				if err := resolveUprobeArgs(ap, dh, info); err != nil {
+					errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
+				}
+			}
+		}
 	}
 	if len(errs) > 0 {
 		return errs

@@ -162,6 +162,14 @@ func (c *checker) argsField(e *FieldAccess) Type {
 	for _, ap := range c.attach {
 		for _, tp := range ap.Tracepoints {
 			f, ok := tp.Field(e.Field)
+			if !ok && tp.IsUprobeFunc() {
+				c.errorf(e.Loc, "Can't find function parameter %s", e.Field)
+				return Type{}
+			}
+			if ok && tp.IsUprobeFunc() && f.Type.Kind == KindNone {
+				c.errorf(e.Loc, "parameter %s (%s) cannot be read: gotrace reads the parameters passed in the integer registers (integers and pointers, up to the sixth, before any float or struct passed by value)", e.Field, f.CType)
+				return Type{}
+			}
 			if !ok {
 				c.errorf(e.Loc, "Struct/union of type 'struct %s' does not contain a field named '%s'", tp.StructName(), e.Field)
 				return Type{}

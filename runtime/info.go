@@ -41,6 +41,10 @@ func WriteInfo(w io.Writer, version string) {
 		}
 	}
 
+	// bpftrace's own words, which its tests look for: gotrace reads
+	// DWARF itself rather than with libdw.
+	fmt.Fprintf(w, "  libdw (DWARF support): yes (read with Go's debug/dwarf: a uprobe's args and the parameters -lv lists)\n")
+
 	// Every row comes from the table the runtime and the tests decide
 	// by, so what --info says is what gotrace does.
 	fmt.Fprintf(w, "\nKernel and CPU features (each tried here)\n")

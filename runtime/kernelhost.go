@@ -9,6 +9,7 @@ import (
 
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/lang/attachpoint"
+	"github.com/gotrace/gotrace/runtime/debuginfo"
 	"github.com/gotrace/gotrace/runtime/tracefs"
 	"github.com/gotrace/gotrace/usdt"
 )
@@ -83,4 +84,10 @@ func (h *host) IntTypedef(name string) (size int, signed bool, ok bool) {
 		return int(t.Size), t.Signed, true
 	}
 	return 0, false, false
+}
+
+// FuncParams returns the parameters of function in the uprobe target
+// path, from its debug information, which a uprobe's args reads.
+func (h *host) FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, error) {
+	return debuginfo.FuncParams(path, function)
 }

@@ -212,3 +212,44 @@ func TestRunAddressUprobes(t *testing.T) {
 		})
 	}
 }
+
+// argsSource passes an int by pointer, a char and a struct with a char
+// array and an int array to take(), built with debug information.
+const argsSource = `struct foo { int a; char b[10]; int c[3]; };
+__attribute__((noinline)) int take(int *n, char c, struct foo *f)
+{
+	__asm__ volatile("" : : "r"(n), "r"(c), "r"(f) : "memory");
+	return *n;
+}
+int main(void)
+{
+	int n = 13;
+	struct foo f = {123, "hello", {1, 2, 3}};
+	return take(&n, 'x', &f) - 13;
+}
+`
+
+// TestRunUprobeArgs reads a uprobe's args, the function's parameters
+// named and typed from the file's DWARF, as bpftrace 0.17 does: an int
+// through a pointer, a char, and a struct the DWARF defines (its char
+// array a string, its int array an array); and with current bpftrace's
+// dot. gotrace refused args in uprobes before.
+func TestRunUprobeArgs(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := buildC(t, t.TempDir(), "args", argsSource, "-g")
+	src := `uprobe:` + bin + `:take {
+	printf("c=%c n=%d a=%d b=%s c1=%d\n", args->c, *args->n, args->f->a, args->f->b, args->f->c[1]);
+	print(args->f->c);
+	@[args->f->a, args->c] = count();
+}`
+	want := "c=x n=13 a=123 b=hello c1=2\n" +
+		"[1,2,3]\n" +
+		"\n\n" +
+		"@[123, 120]: 1\n"
+	checkBothPrint(t, bin, src, want)
+
+	dotted := `uprobe:` + bin + `:take { printf("%d %s\n", args.f.a, args.f.b); @s = *args.f; }`
+	if out := traceCommand(t, bin, dotted, Options{}); out != "123 hello\n\n\n@s: { .a = 123, .b = hello, .c = [1,2,3] }\n" {
+		t.Errorf("with dots, output:\n%q", out)
+	}
+}

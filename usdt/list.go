@@ -32,9 +32,14 @@ type ListOptions struct {
 	// (address, file offset, semaphore) and each location's arguments
 	// (index, bpftrace type, operand), indented. bpftrace 0.17 prints
 	// nothing more for usdt probes with -lv, so these lines are additive:
-	// the probe lines are the same as without Verbose. Uprobe lines have
-	// nothing more.
+	// the probe lines are the same as without Verbose. Uprobe lines are
+	// followed by what UprobeParams gives, indented.
 	Verbose bool
+	// UprobeParams, when set, gives the parameters of a function of the
+	// ELF file path as "TYPE NAME" lines (runtime/debuginfo reads them
+	// from its DWARF), listed under its uprobe with Verbose, as bpftrace
+	// 0.17 lists them.
+	UprobeParams func(path, function string) []string
 }
 
 // List writes the probes that match opts to w the way bpftrace 0.17's
@@ -68,12 +73,18 @@ func list(w io.Writer, opts ListOptions) error {
 	var files Files
 	defer files.Close()
 	var lines []string
+	params := map[string][]string{}
 	for _, up := range uprobes {
 		l, err := uprobeLines(up, opts.PID, &files)
 		if err != nil {
 			return err
 		}
-		lines = append(lines, l...)
+		for _, ul := range l {
+			lines = append(lines, ul.text)
+			if opts.Verbose && opts.UprobeParams != nil {
+				params[ul.text] = opts.UprobeParams(ul.path, ul.function)
+			}
+		}
 	}
 	var probes map[string]*Probe
 	if usdtPat != nil {
@@ -93,6 +104,9 @@ func list(w io.Writer, opts ListOptions) error {
 		bw.WriteByte('\n')
 		if p := probes[line]; p != nil && opts.Verbose {
 			writeDetails(bw, p)
+		}
+		for _, param := range params[line] {
+			bw.WriteString("    " + param + "\n")
 		}
 	}
 	return bw.Flush()

@@ -40,11 +40,17 @@ func (fs *Files) FunctionNames(path string) ([]string, error) {
 	return slices.Compact(names), nil
 }
 
+// uprobeLine is one function a uprobe pattern lists: its line
+// "KIND:PATH:FUNCTION", and the file it is read from and its name.
+type uprobeLine struct {
+	text, path, function string
+}
+
 // uprobeLines returns the lines "KIND:PATH:FUNCTION" of the functions
 // that p names. PATH is as targetFiles shows it, or with a PID and no
 // path the process's executable under /proc/PID/root, as bpftrace 0.17
 // shows it.
-func uprobeLines(p attachpoint.Point, pid int, files *Files) ([]string, error) {
+func uprobeLines(p attachpoint.Point, pid int, files *Files) ([]uprobeLine, error) {
 	var targets []target
 	var err error
 	switch {
@@ -67,7 +73,7 @@ func uprobeLines(p attachpoint.Point, pid int, files *Files) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	var lines []string
+	var lines []uprobeLine
 	for _, t := range targets {
 		src, done := t.files(files)
 		names, err := src.FunctionNames(t.open)
@@ -80,7 +86,7 @@ func uprobeLines(p attachpoint.Point, pid int, files *Files) ([]string, error) {
 		}
 		for _, name := range names {
 			if attachpoint.Glob.MatchFunction(p.Func, name) {
-				lines = append(lines, p.Kind.String()+":"+t.display+":"+name)
+				lines = append(lines, uprobeLine{text: p.Kind.String() + ":" + t.display + ":" + name, path: t.open, function: name})
 			}
 		}
 	}

@@ -28,6 +28,7 @@ import (
 	"github.com/gotrace/gotrace/internal/settings"
 	"github.com/gotrace/gotrace/lang"
 	"github.com/gotrace/gotrace/runtime"
+	"github.com/gotrace/gotrace/runtime/debuginfo"
 	"github.com/gotrace/gotrace/runtime/output"
 	"github.com/gotrace/gotrace/runtime/stream"
 	"github.com/gotrace/gotrace/usdt"
@@ -779,7 +780,8 @@ func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, erro
 	}
 	if !kernel {
 		err = asUser(func() error {
-			return usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: pid, Verbose: f.verbose})
+			var params debuginfo.Lister
+			return usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: pid, Verbose: f.verbose, UprobeParams: params.ParamLines})
 		})
 	}
 	var pe *usdt.PatternError

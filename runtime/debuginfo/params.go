@@ -1,0 +1,406 @@
+// Package debuginfo reads the debug information (DWARF) of the files
+// uprobes attach to: the parameters of a function and the types they
+// name, as the language's types, which a uprobe's args reads (bpftrace
+// 0.17 reads them with libdw). It owns the conversion of DWARF types into
+// lang's; it attaches nothing.
+package debuginfo
+
+import (
+	"debug/dwarf"
+	"debug/elf"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gotrace/gotrace/internal/ptregs"
+	"github.com/gotrace/gotrace/lang"
+)
+
+// FuncParams returns the parameters of function (its name, or its
+// linkage name) in the ELF file path as a record of category
+// lang.UprobeCategory: each field is read from the register that passes
+// it (its Offset in pt_regs, by the x86-64 calling convention for
+// integers and pointers), typed from the DWARF, with the structs and
+// unions those types name. A parameter the registers do not pass (past
+// the sixth, or after one passed another way) or of a type the language
+// has not (a float, a struct by value) has no type: reading it is an
+// error where the script reads it.
+func FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read debug information: %w", err)
+	}
+	defer f.Close()
+	d, err := f.DWARF()
+	if err != nil {
+		return nil, nil, fmt.Errorf("%s has no debug information (DWARF): %w", path, err)
+	}
+	params, err := findParams(d, function)
+	if err != nil {
+		return nil, nil, err
+	}
+	conv := converter{data: d, structs: map[string]*lang.StructDef{}}
+	rec := &lang.Tracepoint{Category: lang.UprobeCategory, Name: function}
+	passing := true
+	for i, p := range params {
+		t, ctype := conv.typeOf(p.typ)
+		field := lang.TracepointField{Name: p.name, CType: ctype, Size: 8, Signed: t.Kind == lang.KindInt && t.Signed}
+		off, inRegister := ptregs.ArgOffset(i)
+		if !passing || !inRegister || !integerClass(t) {
+			// The registers after a float or a struct by value are not
+			// the next integer parameters'.
+			passing = passing && integerClass(t)
+			t = lang.Type{}
+		}
+		field.Offset, field.Type = off, t
+		rec.Fields = append(rec.Fields, field)
+	}
+	return rec, conv.order, nil
+}
+
+// integerClass reports whether a parameter of type t is passed in one
+// general-purpose register: an integer or a pointer.
+func integerClass(t lang.Type) bool {
+	return (t.Kind == lang.KindInt && t.Size <= 8) || t.Kind == lang.KindPointer
+}
+
+// param is one formal parameter of a function's DWARF.
+type param struct {
+	name string
+	typ  dwarf.Offset
+}
+
+// errNoFunction is returned when the DWARF has no definition of the
+// function.
+var errNoFunction = errors.New("no function of that name in the debug information")
+
+// findParams returns the formal parameters of the definition of function
+// in d (a subprogram with code, DW_AT_low_pc, or one with parameters when
+// none has code), following DW_AT_abstract_origin and
+// DW_AT_specification for names and types.
+func findParams(d *dwarf.Data, function string) ([]param, error) {
+	r := d.Reader()
+	var best []param
+	found := false
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read debug information: %w", err)
+		}
+		if e == nil {
+			break
+		}
+		if e.Tag != dwarf.TagSubprogram {
+			continue
+		}
+		if !e.Children || !slices.Contains(subprogramNames(d, e), function) {
+			if e.Children {
+				r.SkipChildren()
+			}
+			continue
+		}
+		params, err := childParams(d, r)
+		if err != nil {
+			return nil, err
+		}
+		if e.Val(dwarf.AttrLowpc) != nil {
+			return params, nil
+		}
+		if !found || len(params) > len(best) {
+			best, found = params, true
+		}
+	}
+	if !found {
+		return nil, errNoFunction
+	}
+	return best, nil
+}
+
+// origin returns the entry e refers to for its name and type
+// (DW_AT_abstract_origin, DW_AT_specification), 0 if none.
+func origin(e *dwarf.Entry) dwarf.Offset {
+	for _, attr := range []dwarf.Attr{dwarf.AttrAbstractOrigin, dwarf.AttrSpecification} {
+		if off, ok := e.Val(attr).(dwarf.Offset); ok {
+			return off
+		}
+	}
+	return 0
+}
+
+// entryAt reads the entry at off, nil where there is none.
+func entryAt(d *dwarf.Data, off dwarf.Offset) *dwarf.Entry {
+	r := d.Reader()
+	r.Seek(off)
+	e, err := r.Next()
+	if err != nil {
+		return nil
+	}
+	return e
+}
+
+// childParams reads the children of the subprogram r just read, up to
+// its end, and returns its formal parameters in order.
+func childParams(d *dwarf.Data, r *dwarf.Reader) ([]param, error) {
+	var params []param
+	for {
+		e, err := r.Next()
+		if err != nil {
+			return nil, fmt.Errorf("read debug information: %w", err)
+		}
+		if e == nil || e.Tag == 0 {
+			return params, nil
+		}
+		if e.Tag == dwarf.TagFormalParameter {
+			params = append(params, paramOf(d, e))
+		}
+		if e.Children {
+			r.SkipChildren()
+		}
+	}
+}
+
+// paramOf reads a formal parameter's name and type, from the abstract
+// instance it refers to where it has none of its own.
+func paramOf(d *dwarf.Data, e *dwarf.Entry) param {
+	p := param{}
+	for range 4 {
+		if p.name == "" {
+			p.name, _ = e.Val(dwarf.AttrName).(string)
+		}
+		if p.typ == 0 {
+			p.typ, _ = e.Val(dwarf.AttrType).(dwarf.Offset)
+		}
+		ref := origin(e)
+		if (p.name != "" && p.typ != 0) || ref == 0 {
+			break
+		}
+		if e = entryAt(d, ref); e == nil {
+			break
+		}
+	}
+	return p
+}
+
+// converter turns DWARF types into the language's, collecting the structs
+// they name (order, each once by name).
+type converter struct {
+	data    *dwarf.Data
+	structs map[string]*lang.StructDef
+	order   []*lang.StructDef
+}
+
+// typeOf converts the type at off and returns it with its C spelling, as
+// bpftrace lists parameters (int*, struct Foo*, char**).
+func (c *converter) typeOf(off dwarf.Offset) (lang.Type, string) {
+	if off == 0 {
+		return lang.Type{}, "void"
+	}
+	t, err := c.data.Type(off)
+	if err != nil {
+		return lang.Type{}, "?"
+	}
+	return c.convert(t), cName(t)
+}
+
+// convert turns t into the language's type: integers by size and sign,
+// pointers to what they point to, structs and unions by name (their
+// definitions collected), char arrays as strings, other arrays of
+// integers as arrays; anything else (floats, functions, anonymous
+// structs) is no type.
+func (c *converter) convert(t dwarf.Type) lang.Type {
+	switch t := t.(type) {
+	case *dwarf.QualType:
+		return c.convert(t.Type)
+	case *dwarf.TypedefType:
+		return c.convert(t.Type)
+	case *dwarf.IntType, *dwarf.CharType:
+		return intOf(t.Size(), true)
+	case *dwarf.UintType, *dwarf.UcharType, *dwarf.BoolType:
+		return intOf(t.Size(), false)
+	case *dwarf.EnumType:
+		return intOf(t.ByteSize, true)
+	case *dwarf.PtrType:
+		elem := c.convert(t.Type)
+		if elem.Kind == lang.KindNone {
+			return lang.Type{Kind: lang.KindPointer, Size: 8}
+		}
+		return lang.Type{Kind: lang.KindPointer, Size: 8, Elem: &elem}
+	case *dwarf.StructType:
+		if t.StructName == "" || t.Incomplete && c.structs[t.StructName] == nil {
+			return lang.Type{}
+		}
+		c.defineStruct(t)
+		return lang.Type{Kind: lang.KindStruct, Struct: t.StructName, Size: int(t.ByteSize)}
+	case *dwarf.ArrayType:
+		elem := c.convert(t.Type)
+		if t.Count <= 0 || elem.Kind != lang.KindInt {
+			return lang.Type{}
+		}
+		if _, isChar := underlying(t.Type).(*dwarf.CharType); isChar {
+			return lang.String(int(t.Count))
+		}
+		// DWARF gives an array no byte size where it is its count's
+		// elements, which is always here.
+		return lang.Type{Kind: lang.KindArray, Elem: &elem, Len: int(t.Count), Size: int(t.Count) * elem.Size}
+	}
+	return lang.Type{}
+}
+
+// intOf is an integer of size bytes, where the language has one.
+func intOf(size int64, signed bool) lang.Type {
+	switch size {
+	case 1, 2, 4, 8:
+		return lang.Int(int(size), signed)
+	}
+	return lang.Type{}
+}
+
+// underlying strips typedefs and qualifiers from t.
+func underlying(t dwarf.Type) dwarf.Type {
+	for {
+		switch u := t.(type) {
+		case *dwarf.QualType:
+			t = u.Type
+		case *dwarf.TypedefType:
+			t = u.Type
+		default:
+			return t
+		}
+	}
+}
+
+// defineStruct records the definition of struct (or union) t, once: a
+// struct that holds a pointer to itself is defined before its members
+// are converted.
+func (c *converter) defineStruct(t *dwarf.StructType) {
+	if _, done := c.structs[t.StructName]; done {
+		return
+	}
+	sd := &lang.StructDef{Name: t.StructName, Size: int(t.ByteSize)}
+	c.structs[t.StructName] = sd
+	for _, f := range t.Field {
+		if f.Name == "" {
+			continue
+		}
+		field := lang.StructField{Name: f.Name, Type: c.convert(f.Type), Offset: int(f.ByteOffset)}
+		if f.BitSize > 0 {
+			bit := f.DataBitOffset
+			if bit == 0 && f.BitOffset != 0 {
+				// DWARF 2's bit offset counts from the high end of
+				// the storage unit at ByteOffset.
+				bit = f.ByteOffset*8 + f.ByteSize*8 - f.BitOffset - f.BitSize
+			}
+			field.Offset, field.BitShift, field.Bits = int(bit/8), int(bit%8), int(f.BitSize)
+		}
+		sd.Fields = append(sd.Fields, field)
+	}
+	c.order = append(c.order, sd)
+}
+
+// cName spells t as bpftrace lists a parameter's type: the C name, with
+// pointers written as a * after it without a blank (char**), structs and
+// unions with their keyword.
+func cName(t dwarf.Type) string {
+	switch t := t.(type) {
+	case *dwarf.PtrType:
+		if t.Type == nil {
+			return "void*"
+		}
+		return cName(t.Type) + "*"
+	case *dwarf.QualType:
+		return t.Qual + " " + cName(t.Type)
+	case *dwarf.StructType:
+		return t.Kind + " " + t.StructName
+	case *dwarf.EnumType:
+		return "enum " + t.EnumName
+	case *dwarf.TypedefType:
+		return t.Name
+	case *dwarf.VoidType:
+		return "void"
+	}
+	return strings.TrimSpace(t.Common().Name)
+}
+
+// Lister lists the parameters of functions for `-lv`, as bpftrace 0.17
+// does under each uprobe: "int* n". Each file's debug information is read
+// once, and its functions indexed then.
+type Lister struct {
+	files map[string]map[string][]string
+}
+
+// ParamLines returns the parameters of function in the ELF file path as
+// "TYPE NAME" lines; none where the file has no debug information for it.
+func (l *Lister) ParamLines(path, function string) []string {
+	if l.files == nil {
+		l.files = map[string]map[string][]string{}
+	}
+	index, ok := l.files[path]
+	if !ok {
+		index = indexParams(path)
+		l.files[path] = index
+	}
+	return index[function]
+}
+
+// indexParams reads the parameters of every function defined in the file
+// at path, by name and linkage name, as ParamLines gives them.
+func indexParams(path string) map[string][]string {
+	index := map[string][]string{}
+	f, err := elf.Open(path)
+	if err != nil {
+		return index
+	}
+	defer f.Close()
+	d, err := f.DWARF()
+	if err != nil {
+		return index
+	}
+	conv := converter{data: d, structs: map[string]*lang.StructDef{}}
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return index
+		}
+		if e.Tag != dwarf.TagSubprogram || !e.Children {
+			continue
+		}
+		defined := e.Val(dwarf.AttrLowpc) != nil
+		params, err := childParams(d, r)
+		if err != nil || !defined {
+			continue
+		}
+		var lines []string
+		for _, p := range params {
+			_, ctype := conv.typeOf(p.typ)
+			lines = append(lines, ctype+" "+p.name)
+		}
+		for _, name := range subprogramNames(d, e) {
+			if _, seen := index[name]; !seen {
+				index[name] = lines
+			}
+		}
+	}
+}
+
+// subprogramNames returns the name and linkage name of subprogram e, or
+// of the declaration or abstract instance it refers to.
+func subprogramNames(d *dwarf.Data, e *dwarf.Entry) []string {
+	var names []string
+	for range 4 {
+		for _, attr := range []dwarf.Attr{dwarf.AttrName, dwarf.AttrLinkageName} {
+			if s, ok := e.Val(attr).(string); ok {
+				names = append(names, s)
+			}
+		}
+		ref := origin(e)
+		if len(names) > 0 || ref == 0 {
+			return names
+		}
+		if e = entryAt(d, ref); e == nil {
+			return names
+		}
+	}
+	return names
+}
