@@ -65,6 +65,7 @@ fuzz_execs() {
 	# each of these runs a whole stage for an input (a replay, an ELF
 	# file, the checker, codegen), and some inputs run slowly
 	"runtime FuzzReplay") echo 30000x ;;
+	"runtime/debuginfo FuzzFuncParams") echo 5000x ;; # an ELF file and its DWARF per input
 	"usdt FuzzFile") echo 60000x ;;
 	"usdt FuzzReadNotes" | "codegen FuzzCompile" | "lang FuzzCheck" | "lang FuzzParse") echo 80000x ;;
 	*) echo 150000x ;;

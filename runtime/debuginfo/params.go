@@ -200,20 +200,29 @@ func (c *converter) typeOf(off dwarf.Offset) (lang.Type, string) {
 	if err != nil {
 		return lang.Type{}, "?"
 	}
-	return c.convert(t), cName(t)
+	return c.convert(t, 0), cName(t, 0)
 }
+
+// maxDepth bounds how deep a type is followed: malformed DWARF can make
+// a typedef or a pointer its own target, and a real type nests a few
+// levels.
+const maxDepth = 32
 
 // convert turns t into the language's type: integers by size and sign,
 // pointers to what they point to, structs and unions by name (their
 // definitions collected), char arrays as strings, other arrays of
 // integers as arrays; anything else (floats, functions, anonymous
 // structs) is no type.
-func (c *converter) convert(t dwarf.Type) lang.Type {
+func (c *converter) convert(t dwarf.Type, depth int) lang.Type {
+	if depth > maxDepth {
+		return lang.Type{}
+	}
+	depth++
 	switch t := t.(type) {
 	case *dwarf.QualType:
-		return c.convert(t.Type)
+		return c.convert(t.Type, depth)
 	case *dwarf.TypedefType:
-		return c.convert(t.Type)
+		return c.convert(t.Type, depth)
 	case *dwarf.IntType, *dwarf.CharType:
 		return intOf(t.Size(), true)
 	case *dwarf.UintType, *dwarf.UcharType, *dwarf.BoolType:
@@ -221,7 +230,7 @@ func (c *converter) convert(t dwarf.Type) lang.Type {
 	case *dwarf.EnumType:
 		return intOf(t.ByteSize, true)
 	case *dwarf.PtrType:
-		elem := c.convert(t.Type)
+		elem := c.convert(t.Type, depth)
 		if elem.Kind == lang.KindNone {
 			return lang.Type{Kind: lang.KindPointer, Size: 8}
 		}
@@ -230,11 +239,11 @@ func (c *converter) convert(t dwarf.Type) lang.Type {
 		if t.StructName == "" || t.Incomplete && c.structs[t.StructName] == nil {
 			return lang.Type{}
 		}
-		c.defineStruct(t)
+		c.defineStruct(t, depth)
 		return lang.Type{Kind: lang.KindStruct, Struct: t.StructName, Size: int(t.ByteSize)}
 	case *dwarf.ArrayType:
-		elem := c.convert(t.Type)
-		if t.Count <= 0 || elem.Kind != lang.KindInt {
+		elem := c.convert(t.Type, depth)
+		if t.Count <= 0 || t.Count > 1<<20 || elem.Kind != lang.KindInt {
 			return lang.Type{}
 		}
 		if _, isChar := underlying(t.Type).(*dwarf.CharType); isChar {
@@ -258,7 +267,7 @@ func intOf(size int64, signed bool) lang.Type {
 
 // underlying strips typedefs and qualifiers from t.
 func underlying(t dwarf.Type) dwarf.Type {
-	for {
+	for range maxDepth {
 		switch u := t.(type) {
 		case *dwarf.QualType:
 			t = u.Type
@@ -268,12 +277,13 @@ func underlying(t dwarf.Type) dwarf.Type {
 			return t
 		}
 	}
+	return t
 }
 
 // defineStruct records the definition of struct (or union) t, once: a
 // struct that holds a pointer to itself is defined before its members
 // are converted.
-func (c *converter) defineStruct(t *dwarf.StructType) {
+func (c *converter) defineStruct(t *dwarf.StructType, depth int) {
 	if _, done := c.structs[t.StructName]; done {
 		return
 	}
@@ -283,7 +293,7 @@ func (c *converter) defineStruct(t *dwarf.StructType) {
 		if f.Name == "" {
 			continue
 		}
-		field := lang.StructField{Name: f.Name, Type: c.convert(f.Type), Offset: int(f.ByteOffset)}
+		field := lang.StructField{Name: f.Name, Type: c.convert(f.Type, depth), Offset: int(f.ByteOffset)}
 		if f.BitSize > 0 {
 			bit := f.DataBitOffset
 			if bit == 0 && f.BitOffset != 0 {
@@ -301,15 +311,18 @@ func (c *converter) defineStruct(t *dwarf.StructType) {
 // cName spells t as bpftrace lists a parameter's type: the C name, with
 // pointers written as a * after it without a blank (char**), structs and
 // unions with their keyword.
-func cName(t dwarf.Type) string {
+func cName(t dwarf.Type, depth int) string {
+	if depth > maxDepth {
+		return "?"
+	}
 	switch t := t.(type) {
 	case *dwarf.PtrType:
 		if t.Type == nil {
 			return "void*"
 		}
-		return cName(t.Type) + "*"
+		return cName(t.Type, depth+1) + "*"
 	case *dwarf.QualType:
-		return t.Qual + " " + cName(t.Type)
+		return t.Qual + " " + cName(t.Type, depth+1)
 	case *dwarf.StructType:
 		return t.Kind + " " + t.StructName
 	case *dwarf.EnumType:

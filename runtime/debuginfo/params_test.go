@@ -40,7 +40,7 @@ int main(void) { return 0; }
 
 // buildWithDebugInfo compiles paramsSource with gcc -g (flags added) and
 // returns the binary's path.
-func buildWithDebugInfo(t *testing.T, flags ...string) string {
+func buildWithDebugInfo(t testing.TB, flags ...string) string {
 	t.Helper()
 	gcc := testenv.RequireTool(t, "gcc")
 	dir := t.TempDir()
