@@ -122,7 +122,7 @@ func (p *parser) parse(prog *Program) (err *Error) {
 		}
 	}()
 	for p.tok().Type != tokEOF {
-		if p.is("struct") {
+		if p.is("struct") || p.is("union") {
 			prog.Structs = append(prog.Structs, p.structDef()...)
 			continue
 		}
@@ -308,18 +308,19 @@ type fieldDecl struct {
 	dims  []string
 }
 
-// structDef parses a struct definition, struct NAME { members }, and
-// returns it after the structs defined in place in its members, in the
-// order they are needed.
+// structDef parses a struct or union definition, struct NAME { members }
+// or union NAME { members }, and returns it after the structs defined in
+// place in its members, in the order they are needed.
 func (p *parser) structDef() []*StructDef {
 	start := p.tok()
+	union := p.is("union")
 	p.next()
 	if p.tok().Type != tokIdent {
 		p.fail(expectNothing)
 	}
 	name := p.tok().Value
 	p.next()
-	defs := p.structBody(start, name)
+	defs := p.structBody(start, name, union)
 	if p.is(";") {
 		p.next()
 	}
@@ -331,8 +332,9 @@ func (p *parser) structDef() []*StructDef {
 // defined in place, as C allows (struct { int m; } y; struct inner { int
 // n; } a;), has that struct defined first, an anonymous one named after
 // the struct it is in and where it begins, a name no script can write.
-// It returns the structs defined, the named one last.
-func (p *parser) structBody(start lexToken, name string) []*StructDef {
+// It returns the structs defined, the named one last. A union's members
+// all start at its start.
+func (p *parser) structBody(start lexToken, name string, union bool) []*StructDef {
 	p.expect("{", "{")
 	var fields []fieldDecl
 	var defs []*StructDef
@@ -349,12 +351,12 @@ func (p *parser) structBody(start lexToken, name string) []*StructDef {
 			f.words = append(f.words, p.tok().Value)
 			p.next()
 		}
-		if p.is("{") && len(f.words) > 0 && len(f.words) <= 2 && f.words[0] == "struct" {
+		if p.is("{") && len(f.words) > 0 && len(f.words) <= 2 && (f.words[0] == "struct" || f.words[0] == "union") {
 			inner := fmt.Sprintf("%s::(anonymous at %d:%d)", name, p.tok().Pos.Line, p.tok().Pos.Column)
 			if len(f.words) == 2 {
 				inner = f.words[1]
 			}
-			defs = append(defs, p.structBody(p.tok(), inner)...)
+			defs = append(defs, p.structBody(p.tok(), inner, f.words[0] == "union")...)
 			f.words = []string{"struct", inner}
 		}
 		for p.is("*") {
@@ -380,7 +382,7 @@ func (p *parser) structBody(start lexToken, name string) []*StructDef {
 		fields = append(fields, f)
 	}
 	p.next()
-	return append(defs, p.layout(name, p.span(start), fields))
+	return append(defs, p.layout(name, p.span(start), fields, union))
 }
 
 func (p *parser) probe() *Probe {
@@ -780,7 +782,7 @@ func (p *parser) isCast() bool {
 		return false
 	}
 	name := p.peek(1).Value
-	if _, ok := castIntType(name); ok || name == "struct" || name == "enum" && p.peek(2).Type == tokIdent {
+	if _, ok := castIntType(name); ok || name == "struct" || name == "union" || name == "enum" && p.peek(2).Type == tokIdent {
 		return true
 	}
 	n := 2
@@ -828,9 +830,10 @@ func (p *parser) cast() *Cast {
 	start := p.tok()
 	p.next()
 	e := &Cast{}
-	if p.is("struct") {
+	if p.is("struct") || p.is("union") {
+		keyword := p.tok().Value
 		p.next()
-		e.TypeName = "struct " + p.tok().Value
+		e.TypeName = keyword + " " + p.tok().Value
 		e.To = Type{Kind: KindStruct, Struct: p.tok().Value}
 	} else if p.is("enum") {
 		// An enum's values are C ints, which bpftrace widens to 64 bits.
@@ -1366,7 +1369,7 @@ func cTypeName(words []string) string {
 }
 
 // layout lays out struct name's fields with C's x86-64 rules.
-func (p *parser) layout(name string, loc Span, fields []fieldDecl) *StructDef {
+func (p *parser) layout(name string, loc Span, fields []fieldDecl, union bool) *StructDef {
 	def := &StructDef{Loc: loc, Name: name}
 	if p.structs == nil {
 		p.structs = map[string]*StructDef{}
@@ -1392,7 +1395,7 @@ func (p *parser) layout(name string, loc Span, fields []fieldDecl) *StructDef {
 		seen[fname] = true
 		var t Type
 		size, falign := 0, 1
-		if words[0] == "struct" {
+		if words[0] == "struct" || words[0] == "union" {
 			if len(words) != 2 {
 				p.errorf(floc, "struct %s: bad field type %s", name, strings.Join(words, " "))
 				continue
@@ -1444,10 +1447,15 @@ func (p *parser) layout(name string, loc Span, fields []fieldDecl) *StructDef {
 			}
 			size *= int(n)
 		}
+		align = max(align, falign)
+		if union {
+			def.Fields = append(def.Fields, StructField{Name: fname, Type: t})
+			off = max(off, size)
+			continue
+		}
 		off = (off + falign - 1) / falign * falign
 		def.Fields = append(def.Fields, StructField{Name: fname, Type: t, Offset: off})
 		off += size
-		align = max(align, falign)
 	}
 	def.Size = (off + align - 1) / align * align
 	p.structs[name] = def

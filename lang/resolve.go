@@ -107,13 +107,19 @@ func Resolve(p *Program, cfg Config, info *Info) error {
 			ap.Target = path
 		}
 		info.attach[pr] = resolved
-		if dh, ok := cfg.Host.(DebugInfoHost); ok && usesArgs(pr) {
+		if dh, ok := cfg.Host.(DebugInfoHost); ok {
+			reads := usesArgs(pr)
 			for _, ap := range resolved {
-				if ap.Kind != ProbeUprobe {
+				if ap.Kind != ProbeUprobe && ap.Kind != ProbeUretprobe {
 					continue
 				}
-				if err := resolveUprobeArgs(ap, dh, info); err != nil {
-					errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
+				if reads && ap.Kind == ProbeUprobe {
+					if err := resolveUprobeArgs(ap, dh, info); err != nil {
+						errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
+					}
+				}
+				if !strings.ContainsAny(ap.Target, "*?[") {
+					resolveCastStructs(p, pr, ap, dh, info)
 				}
 			}
 		}

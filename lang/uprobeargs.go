@@ -17,6 +17,10 @@ type DebugInfoHost interface {
 	// register that passes it (Offset in pt_regs), with the structs and
 	// unions their types name, or an error that says why there are none.
 	FuncParams(path, function string) (*Tracepoint, []*StructDef, error)
+	// Structs returns the struct or union called name that the ELF file
+	// path's DWARF defines, first, with those its members name; none
+	// where the file has no such definition.
+	Structs(path, name string) []*StructDef
 }
 
 // UprobeCategory is the Category of the record of a uprobe's function:
@@ -46,6 +50,30 @@ func resolveUprobeArgs(ap *AttachPoint, host DebugInfoHost, info *Info) error {
 		}
 	}
 	return nil
+}
+
+// resolveCastStructs looks up, in the DWARF of the uprobe's file, the
+// structs the probe casts to that the script does not define, as bpftrace
+// 0.17 does: (struct Foo *)arg0 without a struct Foo in the script.
+func resolveCastStructs(p *Program, pr *Probe, ap *AttachPoint, host DebugInfoHost, info *Info) {
+	InspectProbe(pr, func(n Node) {
+		cast, ok := n.(*Cast)
+		if !ok {
+			return
+		}
+		t := cast.To
+		for t.Kind == KindPointer && t.Elem != nil {
+			t = *t.Elem
+		}
+		if t.Kind != KindStruct || info.StructDef(p, t.Struct) != nil {
+			return
+		}
+		for _, sd := range host.Structs(ap.Target, t.Struct) {
+			if info.StructDef(p, sd.Name) == nil {
+				info.TargetStructs = append(info.TargetStructs, sd)
+			}
+		}
+	})
 }
 
 // usesArgs reports whether the probe reads the args builtin.

@@ -91,3 +91,9 @@ func (h *host) IntTypedef(name string) (size int, signed bool, ok bool) {
 func (h *host) FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, error) {
 	return debuginfo.FuncParams(path, function)
 }
+
+// Structs returns the struct or union called name in the DWARF of the
+// uprobe target path, which a cast names.
+func (h *host) Structs(path, name string) []*lang.StructDef {
+	return debuginfo.Structs(path, name)
+}

@@ -95,3 +95,19 @@ func checkBothPrint(t *testing.T, bin, src, want string) {
 		t.Errorf("bpftrace printed:\n%q\nwant\n%q", theirs, want)
 	}
 }
+
+// TestRunUnion reads a union the script defines, through a cast of the
+// traced program's pointer, as bpftrace 0.17 does: every member starts at
+// the union's start, and its size is its largest member's. gotrace could
+// not parse a union before.
+func TestRunUnion(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := buildC(t, t.TempDir(), "pair", pairSource)
+	src := `union word { int whole; unsigned char bytes[4]; struct { short lo; short hi; } halves; }
+uprobe:` + bin + `:take {
+	$w = (union word *)arg0;
+	printf("%d %d %d %d\n", $w->whole, $w->bytes[0], $w->halves.lo, sizeof(union word));
+	exit();
+}`
+	checkBothPrint(t, bin, src, "2 2 2 4\n\n\n")
+}

@@ -232,18 +232,21 @@ int main(void)
 // TestRunUprobeArgs reads a uprobe's args, the function's parameters
 // named and typed from the file's DWARF, as bpftrace 0.17 does: an int
 // through a pointer, a char, and a struct the DWARF defines (its char
-// array a string, its int array an array); and with current bpftrace's
-// dot. gotrace refused args in uprobes before.
+// array a string, its int array an array), also through a cast of arg2;
+// and with current bpftrace's dot. gotrace refused args in uprobes and
+// the cast before.
 func TestRunUprobeArgs(t *testing.T) {
 	testenv.RequireRoot(t)
 	bin := buildC(t, t.TempDir(), "args", argsSource, "-g")
 	src := `uprobe:` + bin + `:take {
 	printf("c=%c n=%d a=%d b=%s c1=%d\n", args->c, *args->n, args->f->a, args->f->b, args->f->c[1]);
 	print(args->f->c);
+	printf("%s\n", ((struct foo *)arg2)->b);
 	@[args->f->a, args->c] = count();
 }`
 	want := "c=x n=13 a=123 b=hello c1=2\n" +
 		"[1,2,3]\n" +
+		"hello\n" +
 		"\n\n" +
 		"@[123, 120]: 1\n"
 	checkBothPrint(t, bin, src, want)

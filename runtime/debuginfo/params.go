@@ -417,3 +417,47 @@ func subprogramNames(d *dwarf.Data, e *dwarf.Entry) []string {
 	}
 	return names
 }
+
+// Structs returns the struct or union called name that the DWARF of the
+// ELF file path defines, first, with the structs and unions its members
+// name; nil where there is none (or no DWARF).
+func Structs(path, name string) []*lang.StructDef {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	d, err := f.DWARF()
+	if err != nil {
+		return nil
+	}
+	r := d.Reader()
+	for {
+		e, err := r.Next()
+		if err != nil || e == nil {
+			return nil
+		}
+		if e.Tag != dwarf.TagStructType && e.Tag != dwarf.TagUnionType && e.Tag != dwarf.TagClassType {
+			continue
+		}
+		if e.Children {
+			r.SkipChildren()
+		}
+		if n, _ := e.Val(dwarf.AttrName).(string); n != name || e.Val(dwarf.AttrDeclaration) != nil {
+			continue
+		}
+		t, err := d.Type(e.Offset)
+		if err != nil {
+			return nil
+		}
+		st, ok := t.(*dwarf.StructType)
+		if !ok {
+			return nil
+		}
+		conv := converter{data: d, structs: map[string]*lang.StructDef{}}
+		conv.defineStruct(st, 0)
+		// The struct asked for first: its members' are defined before it.
+		sd := conv.structs[name]
+		return append([]*lang.StructDef{sd}, slices.DeleteFunc(conv.order, func(s *lang.StructDef) bool { return s == sd })...)
+	}
+}

@@ -168,6 +168,7 @@ func (host) ObjectSymbol(path, name string) (uint64, uint64, error) {
 func (host) FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, error) {
 	return FuncParams(path, function)
 }
+func (host) Structs(path, name string) []*lang.StructDef { return Structs(path, name) }
 
 // TestCheckUprobeArgs checks scripts that read a uprobe's args: the
 // parameters typed from the debug information, through -> and ., and
@@ -184,6 +185,9 @@ func TestCheckUprobeArgs(t *testing.T) {
 	tests := []struct{ src, want string }{
 		{`uprobe:BIN:structs { printf("%d %s %d %d\n", args->n->a, args->n->name, args.n.next->in.x, args->u->c); $l = args->n->level; }`, ""},
 		{`uprobe:BIN:basic { @[args->a, args->b, args.e] = *args->argv[0]; }`, ""},
+		{`uprobe:BIN:structs { $n = (struct node *)arg0; @ = $n->in.x + ((union either *)arg1)->i; }`, ""},
+		{`uretprobe:BIN:structs { @ = ((struct node *)retval)->a; }`, ""},
+		{`uprobe:BIN:structs { @ = ((struct nosuch *)arg0)->a; }`, "1:26-44: Unknown struct/union: 'struct nosuch'"},
 		{`uprobe:BIN:basic { @ = args->zz; }`, "1:24-32: Can't find function parameter zz"},
 		{`uprobe:BIN:basic { @ = args; }`, "1:22-23: context cannot be assigned to a map"},
 		{`uretprobe:BIN:basic { @ = args->a; }`, "1:27-31: The args builtin can only be used with tracepoint/kfunc/uprobeprobes (uretprobe used here)\n1:27-34: Can not access field 'a' on expression of type 'void *'"},
