@@ -27,14 +27,9 @@ import (
 // has not (a float, a struct by value) has no type: reading it is an
 // error where the script reads it.
 func FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, error) {
-	f, err := elf.Open(path)
+	d, err := readDWARF(path)
 	if err != nil {
-		return nil, nil, fmt.Errorf("read debug information: %w", err)
-	}
-	defer f.Close()
-	d, err := f.DWARF()
-	if err != nil {
-		return nil, nil, fmt.Errorf("%s has no debug information (DWARF): %w", path, err)
+		return nil, nil, err
 	}
 	params, err := findParams(d, function)
 	if err != nil {
@@ -57,6 +52,21 @@ func FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, err
 		rec.Fields = append(rec.Fields, field)
 	}
 	return rec, conv.order, nil
+}
+
+// readDWARF reads the debug information of the ELF file at path. The
+// file is closed after: the sections are read into memory.
+func readDWARF(path string) (*dwarf.Data, error) {
+	f, err := elf.Open(path)
+	if err != nil {
+		return nil, fmt.Errorf("read debug information: %w", err)
+	}
+	defer f.Close()
+	d, err := f.DWARF()
+	if err != nil {
+		return nil, fmt.Errorf("%s has no debug information (DWARF): %w", path, err)
+	}
+	return d, nil
 }
 
 // integerClass reports whether a parameter of type t is passed in one
@@ -360,12 +370,7 @@ func (l *Lister) ParamLines(path, function string) []string {
 // at path, by name and linkage name, as ParamLines gives them.
 func indexParams(path string) map[string][]string {
 	index := map[string][]string{}
-	f, err := elf.Open(path)
-	if err != nil {
-		return index
-	}
-	defer f.Close()
-	d, err := f.DWARF()
+	d, err := readDWARF(path)
 	if err != nil {
 		return index
 	}
@@ -422,12 +427,7 @@ func subprogramNames(d *dwarf.Data, e *dwarf.Entry) []string {
 // ELF file path defines, first, with the structs and unions its members
 // name; nil where there is none (or no DWARF).
 func Structs(path, name string) []*lang.StructDef {
-	f, err := elf.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	d, err := f.DWARF()
+	d, err := readDWARF(path)
 	if err != nil {
 		return nil
 	}
