@@ -63,10 +63,32 @@ func readDWARF(path string) (*dwarf.Data, error) {
 	}
 	defer f.Close()
 	d, err := f.DWARF()
-	if err != nil {
-		return nil, fmt.Errorf("%s has no debug information (DWARF): %w", path, err)
+	if err == nil && hasUnits(d) {
+		return d, nil
 	}
-	return d, nil
+	// A stripped file whose DWARF a file of its own holds.
+	for _, debug := range separateDebugFiles(f, path) {
+		df, openErr := elf.Open(debug)
+		if openErr != nil {
+			continue
+		}
+		dd, dwarfErr := df.DWARF()
+		df.Close()
+		if dwarfErr == nil {
+			return dd, nil
+		}
+	}
+	if err == nil {
+		err = errors.New("no compilation units")
+	}
+	return nil, fmt.Errorf("%s has no debug information (DWARF), nor a separate debug file: %w", path, err)
+}
+
+// hasUnits reports whether d describes any compilation unit: a stripped
+// file may keep an empty DWARF section or none.
+func hasUnits(d *dwarf.Data) bool {
+	e, err := d.Reader().Next()
+	return err == nil && e != nil
 }
 
 // integerClass reports whether a parameter of type t is passed in one

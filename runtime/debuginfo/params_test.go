@@ -246,3 +246,38 @@ func TestListMatchesBpftrace(t *testing.T) {
 		t.Errorf("gotrace lists:\n%s\nbpftrace:\n%s", ours.String(), theirs)
 	}
 }
+
+// TestFuncParamsSeparateDebugFile reads the parameters of a stripped
+// file from the debug file its .gnu_debuglink names, beside it, as
+// distributions ship debug information (objcopy --only-keep-debug).
+func TestFuncParamsSeparateDebugFile(t *testing.T) {
+	bin := buildWithDebugInfo(t, "-g")
+	objcopy := testenv.RequireTool(t, "objcopy")
+	debug := bin + ".debug"
+	for _, args := range [][]string{
+		{"--only-keep-debug", bin, debug},
+		{"--strip-debug", bin},
+		{"--add-gnu-debuglink=" + debug, bin},
+	} {
+		if out, err := exec.Command(objcopy, args...).CombinedOutput(); err != nil {
+			t.Fatalf("objcopy %v: %v\n%s", args, err, out)
+		}
+	}
+	rec, _, err := FuncParams(bin, "basic")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(rec.Fields) != 5 || rec.Fields[3].Name != "argv" || rec.Fields[3].CType != "char**" {
+		t.Errorf("fields %+v", rec.Fields)
+	}
+	var l Lister
+	if got := l.ParamLines(bin, "structs"); strings.Join(got, ",") != "struct node* n,union either* u" {
+		t.Errorf("-lv lines %q", got)
+	}
+	if err := os.Remove(debug); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := FuncParams(bin, "basic"); err == nil || !strings.Contains(err.Error(), "nor a separate debug file") {
+		t.Errorf("without the debug file: %v", err)
+	}
+}
