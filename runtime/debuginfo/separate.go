@@ -74,4 +74,3 @@ func debugLink(f *elf.File) string {
 	}
 	return string(name)
 }
-
