@@ -1,6 +1,8 @@
 package usdt
 
 import (
+	"bytes"
+	"debug/dwarf"
 	"debug/elf"
 	"encoding/hex"
 	"errors"
@@ -466,37 +468,112 @@ func (f *File) definedFunctions() ([]elf.Symbol, error) {
 	return syms, nil
 }
 
-// debugRoot is where distributions install separate debug files, by
-// build id.
-const debugRoot = "/usr/lib/debug/.build-id"
+// debugRoot is where distributions install separate debug files (by
+// build id under .build-id, by the file's own directory otherwise).
+const debugRoot = "/usr/lib/debug"
 
 // maxBuildIDNote bounds what is read of a build-id note: its header, the
 // owner "GNU" and an id, 20 bytes for SHA-1 and rarely more.
 const maxBuildIDNote = 1024
 
-// DebugFile returns the path of the file's separate debug file, found by
-// its GNU build id (libc6-dbg installs libc's), or "" when it has none
-// installed.
+// DebugFile returns the path of the file's separate debug file, where
+// gdb and libdw look for it: by its GNU build id under
+// /usr/lib/debug/.build-id (libc6-dbg installs libc's so), then by the
+// name its .gnu_debuglink gives, beside the file, in its .debug
+// directory and under /usr/lib/debug; "" when none is installed.
 func (f *File) DebugFile() string {
+	for _, path := range f.debugCandidates() {
+		if st, err := os.Stat(path); err == nil && st.Mode().IsRegular() {
+			return path
+		}
+	}
+	return ""
+}
+
+// debugCandidates returns the paths DebugFile tries, in order.
+func (f *File) debugCandidates() []string {
+	var paths []string
+	if id := f.buildID(); len(id) > 1 {
+		h := hex.EncodeToString(id)
+		paths = append(paths, filepath.Join(debugRoot, ".build-id", h[:2], h[2:]+".debug"))
+	}
+	if name := f.debugLink(); name != "" {
+		dir := filepath.Dir(f.path)
+		if abs, err := filepath.Abs(dir); err == nil {
+			dir = abs
+		}
+		paths = append(paths, filepath.Join(dir, name), filepath.Join(dir, ".debug", name), filepath.Join(debugRoot, dir, name))
+	}
+	return paths
+}
+
+// buildID returns the file's GNU build id, nil when it has none.
+func (f *File) buildID() []byte {
 	sec := f.elf.Section(".note.gnu.build-id")
 	if sec == nil || sec.Type == elf.SHT_NOBITS {
-		return ""
+		return nil
 	}
 	note := make([]byte, min(sec.Size, maxBuildIDNote))
 	// The note: namesz, descsz, type, "GNU\0", then the id.
 	if _, err := io.ReadFull(sec.Open(), note); err != nil || len(note) < 16 {
-		return ""
+		return nil
 	}
 	namesz := int(f.elf.ByteOrder.Uint32(note[0:]))
 	descsz := int(f.elf.ByteOrder.Uint32(note[4:]))
 	start := 12 + (namesz+3)&^3
 	if descsz < 2 || namesz > len(note) || descsz > len(note) || start+descsz > len(note) {
+		return nil
+	}
+	return note[start : start+descsz]
+}
+
+// maxDebugLink bounds what is read of .gnu_debuglink: a file name, its
+// NUL, padding and a CRC.
+const maxDebugLink = 4096
+
+// debugLink returns the file name the file's .gnu_debuglink gives, ""
+// when it has none.
+func (f *File) debugLink() string {
+	sec := f.elf.Section(".gnu_debuglink")
+	if sec == nil || sec.Type == elf.SHT_NOBITS {
 		return ""
 	}
-	id := hex.EncodeToString(note[start : start+descsz])
-	path := filepath.Join(debugRoot, id[:2], id[2:]+".debug")
-	if _, err := os.Stat(path); err != nil {
+	data := make([]byte, min(sec.Size, maxDebugLink))
+	if _, err := io.ReadFull(sec.Open(), data); err != nil {
 		return ""
 	}
-	return path
+	name, _, found := bytes.Cut(data, []byte{0})
+	if !found || len(name) == 0 || bytes.ContainsRune(name, '/') {
+		return ""
+	}
+	return string(name)
+}
+
+// DWARF returns the file's debug information: its own, or, for a file
+// stripped of it, its separate debug file's (DebugFile).
+func (f *File) DWARF() (*dwarf.Data, error) {
+	d, err := f.elf.DWARF()
+	if err == nil && hasUnits(d) {
+		return d, nil
+	}
+	if debug := f.DebugFile(); debug != "" {
+		if df, openErr := OpenFile(debug); openErr == nil {
+			dd, dwarfErr := df.elf.DWARF()
+			df.Close()
+			if dwarfErr == nil {
+				return dd, nil
+			}
+		}
+	}
+	if err == nil {
+		err = errors.New("no compilation units")
+	}
+	return nil, fmt.Errorf("%s has no debug information (DWARF), nor a separate debug file: %w", f.path, err)
+}
+
+// hasUnits reports whether d describes a compilation unit: a stripped
+// file may keep an empty DWARF section.
+func hasUnits(d *dwarf.Data) bool {
+	e, err := d.Reader().Next()
+	return err == nil && e != nil
 }

@@ -66,6 +66,11 @@ var layering = []rule{
 		why:       "unwind tables are read from ELF files alone; the unwinder that loads them is the caller",
 	},
 	{
+		pkg:       "runtime/debuginfo",
+		forbidden: []string{"codegen/...", "runtime", "runtime/plan/...", "runtime/attach/...", "github.com/cilium/ebpf", "github.com/cilium/ebpf/link/..."},
+		why:       "debug information is read from files into the language's types, for the front end to check a uprobe's args; it loads and attaches nothing (lang reads BTF types, so cilium/ebpf's btf is among its dependencies)",
+	},
+	{
 		pkg:       "runtime/symbols",
 		forbidden: []string{"lang", "codegen/...", "runtime", "runtime/plan/...", "runtime/attach/...", "github.com/cilium/ebpf/..."},
 		why:       "symbols are read from files and processes, for any stage that prints a stack",

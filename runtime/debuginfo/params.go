@@ -7,7 +7,6 @@ package debuginfo
 
 import (
 	"debug/dwarf"
-	"debug/elf"
 	"errors"
 	"fmt"
 	"slices"
@@ -15,6 +14,7 @@ import (
 
 	"github.com/gotrace/gotrace/internal/ptregs"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/usdt"
 )
 
 // FuncParams returns the parameters of function (its name, or its
@@ -54,41 +54,16 @@ func FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, err
 	return rec, conv.order, nil
 }
 
-// readDWARF reads the debug information of the ELF file at path. The
-// file is closed after: the sections are read into memory.
+// readDWARF reads the debug information of the ELF file at path, or of
+// its separate debug file (usdt.File.DWARF). The file is closed after:
+// the sections are read into memory.
 func readDWARF(path string) (*dwarf.Data, error) {
-	f, err := elf.Open(path)
+	f, err := usdt.OpenFile(path)
 	if err != nil {
 		return nil, fmt.Errorf("read debug information: %w", err)
 	}
 	defer f.Close()
-	d, err := f.DWARF()
-	if err == nil && hasUnits(d) {
-		return d, nil
-	}
-	// A stripped file whose DWARF a file of its own holds.
-	for _, debug := range separateDebugFiles(f, path) {
-		df, openErr := elf.Open(debug)
-		if openErr != nil {
-			continue
-		}
-		dd, dwarfErr := df.DWARF()
-		df.Close()
-		if dwarfErr == nil {
-			return dd, nil
-		}
-	}
-	if err == nil {
-		err = errors.New("no compilation units")
-	}
-	return nil, fmt.Errorf("%s has no debug information (DWARF), nor a separate debug file: %w", path, err)
-}
-
-// hasUnits reports whether d describes any compilation unit: a stripped
-// file may keep an empty DWARF section or none.
-func hasUnits(d *dwarf.Data) bool {
-	e, err := d.Reader().Next()
-	return err == nil && e != nil
+	return f.DWARF()
 }
 
 // integerClass reports whether a parameter of type t is passed in one
