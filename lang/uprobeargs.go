@@ -5,6 +5,7 @@ package lang
 // 0.17 reads them with libdw.
 
 import (
+	"errors"
 	"fmt"
 	"strings"
 )
@@ -23,6 +24,10 @@ type DebugInfoHost interface {
 	Structs(path, name string) []*StructDef
 }
 
+// ErrMixedArgs is bpftrace 0.17's refusal of a uprobe whose wildcard
+// matches functions whose parameters differ, which one args cannot type.
+var ErrMixedArgs = errors.New("Probe has attach points with mixed arguments")
+
 // UprobeCategory is the Category of the record of a uprobe's function:
 // its fields are the parameters, each read from the register that passes
 // it (an 8-byte slot of the program's context, pt_regs).
@@ -36,10 +41,13 @@ func (tp *Tracepoint) IsUprobeFunc() bool { return tp.Category == UprobeCategory
 // point names, for a probe that reads args, and records the structs they
 // name in info.
 func resolveUprobeArgs(ap *AttachPoint, host DebugInfoHost, info *Info) error {
-	if ap.Func == "" || strings.ContainsAny(ap.Func+ap.Target, "*?[") {
-		return fmt.Errorf("args of a uprobe needs one function of one file, named without a wildcard: %s", ap.Raw)
+	if ap.Func == "" || strings.ContainsAny(ap.Target, "*?[") {
+		return fmt.Errorf("args of a uprobe needs a function of one file, the file named without a wildcard: %s", ap.Raw)
 	}
 	rec, structs, err := host.FuncParams(ap.Target, ap.Func)
+	if errors.Is(err, ErrMixedArgs) {
+		return err
+	}
 	if err != nil {
 		return fmt.Errorf("args of %s: %w", ap.Raw, err)
 	}

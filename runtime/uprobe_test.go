@@ -256,3 +256,18 @@ func TestRunUprobeArgs(t *testing.T) {
 		t.Errorf("with dots, output:\n%q", out)
 	}
 }
+
+// sameArgsSource calls two functions with the same parameters.
+const sameArgsSource = `__attribute__((noinline)) long same1(int a, long b) { __asm__ volatile(""); return a + b; }
+__attribute__((noinline)) long same2(int a, long b) { __asm__ volatile(""); return a - b; }
+int main(void) { return (int)(same1(1, 20) + same2(3, 40) - 21 + 37); }
+`
+
+// TestRunUprobeArgsWildcard reads args in a probe whose wildcard matches
+// functions with the same parameters, as bpftrace 0.17 does.
+func TestRunUprobeArgsWildcard(t *testing.T) {
+	testenv.RequireRoot(t)
+	bin := buildC(t, t.TempDir(), "same", sameArgsSource, "-g")
+	src := `uprobe:` + bin + `:same* { printf("%d %d\n", args->a, args->b); }`
+	checkBothPrint(t, bin, src, "1 20\n3 40\n\n\n")
+}

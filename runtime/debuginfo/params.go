@@ -9,11 +9,13 @@ import (
 	"debug/dwarf"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
 	"github.com/gotrace/gotrace/internal/ptregs"
 	"github.com/gotrace/gotrace/lang"
+	"github.com/gotrace/gotrace/lang/attachpoint"
 	"github.com/gotrace/gotrace/usdt"
 )
 
@@ -31,7 +33,15 @@ func FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, err
 	if err != nil {
 		return nil, nil, err
 	}
-	params, err := findParams(d, function)
+	match := func(name string) bool { return name == function }
+	if strings.ContainsAny(function, "*?[") {
+		match = func(name string) bool { return attachpoint.Glob.MatchFunction(function, name) }
+	}
+	found, err := findParams(d, match)
+	if err != nil {
+		return nil, nil, err
+	}
+	params, err := sameParams(d, found)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -66,6 +76,32 @@ func readDWARF(path string) (*dwarf.Data, error) {
 	return f.DWARF()
 }
 
+// sameParams returns the parameters the functions found share: a
+// wildcard's functions must have the same names and types in the same
+// order, else lang.ErrMixedArgs, as bpftrace 0.17 refuses them.
+func sameParams(d *dwarf.Data, found map[string][]param) ([]param, error) {
+	var first []param
+	var firstSig string
+	for i, name := range slices.Sorted(maps.Keys(found)) {
+		params := found[name]
+		var sig strings.Builder
+		for _, p := range params {
+			t, err := d.Type(p.typ)
+			ctype := "void"
+			if err == nil && p.typ != 0 {
+				ctype = cName(t, 0)
+			}
+			fmt.Fprintf(&sig, "%s %s,", ctype, p.name)
+		}
+		if i == 0 {
+			first, firstSig = params, sig.String()
+		} else if sig.String() != firstSig {
+			return nil, lang.ErrMixedArgs
+		}
+	}
+	return first, nil
+}
+
 // integerClass reports whether a parameter of type t is passed in one
 // general-purpose register: an integer or a pointer.
 func integerClass(t lang.Type) bool {
@@ -82,14 +118,15 @@ type param struct {
 // function.
 var errNoFunction = errors.New("no function of that name in the debug information")
 
-// findParams returns the formal parameters of the definition of function
-// in d (a subprogram with code, DW_AT_low_pc, or one with parameters when
-// none has code), following DW_AT_abstract_origin and
-// DW_AT_specification for names and types.
-func findParams(d *dwarf.Data, function string) ([]param, error) {
+// findParams returns the formal parameters of the functions of d whose
+// name or linkage name match says is wanted, by that name: each one's
+// definition (a subprogram with code, DW_AT_low_pc), or where it has none
+// the subprogram with the most parameters, following
+// DW_AT_abstract_origin and DW_AT_specification for names and types.
+func findParams(d *dwarf.Data, match func(name string) bool) (map[string][]param, error) {
 	r := d.Reader()
-	var best []param
-	found := false
+	defined := map[string][]param{}
+	declared := map[string][]param{}
 	for {
 		e, err := r.Next()
 		if err != nil {
@@ -98,30 +135,37 @@ func findParams(d *dwarf.Data, function string) ([]param, error) {
 		if e == nil {
 			break
 		}
-		if e.Tag != dwarf.TagSubprogram {
+		if e.Tag != dwarf.TagSubprogram || !e.Children {
 			continue
 		}
-		if !e.Children || !slices.Contains(subprogramNames(d, e), function) {
-			if e.Children {
-				r.SkipChildren()
-			}
+		names := subprogramNames(d, e)
+		i := slices.IndexFunc(names, match)
+		if i < 0 {
+			r.SkipChildren()
 			continue
 		}
 		params, err := childParams(d, r)
 		if err != nil {
 			return nil, err
 		}
-		if e.Val(dwarf.AttrLowpc) != nil {
-			return params, nil
-		}
-		if !found || len(params) > len(best) {
-			best, found = params, true
+		name := names[i]
+		switch _, done := defined[name]; {
+		case done:
+		case e.Val(dwarf.AttrLowpc) != nil:
+			defined[name] = params
+		case len(params) >= len(declared[name]):
+			declared[name] = params
 		}
 	}
-	if !found {
+	for name, params := range declared {
+		if _, ok := defined[name]; !ok {
+			defined[name] = params
+		}
+	}
+	if len(defined) == 0 {
 		return nil, errNoFunction
 	}
-	return best, nil
+	return defined, nil
 }
 
 // origin returns the entry e refers to for its name and type

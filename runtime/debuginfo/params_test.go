@@ -35,6 +35,8 @@ union either { int i; char c; };
 __attribute__((noinline)) int basic(int8_t a, uint16_t b, const u64_t c, char **argv, enum color e) { return a + b + c + e + (argv != 0); }
 __attribute__((noinline)) int structs(struct node *n, union either *u) { return n->a + u->i; }
 __attribute__((noinline)) long many(double d, long a1, long a2, long a3, long a4, long a5, long a6, long a7) { return d + a1 + a2 + a3 + a4 + a5 + a6 + a7; }
+__attribute__((noinline)) long same1(int a, long b) { return a + b; }
+__attribute__((noinline)) long same2(int a, long b) { return a - b; }
 int main(void) { return 0; }
 `
 
@@ -191,7 +193,10 @@ func TestCheckUprobeArgs(t *testing.T) {
 		{`uprobe:BIN:basic { @ = args->zz; }`, "1:24-32: Can't find function parameter zz"},
 		{`uprobe:BIN:basic { @ = args; }`, "1:22-23: context cannot be assigned to a map"},
 		{`uretprobe:BIN:basic { @ = args->a; }`, "1:27-31: The args builtin can only be used with tracepoint/kfunc/uprobeprobes (uretprobe used here)\n1:27-34: Can not access field 'a' on expression of type 'void *'"},
-		{`uprobe:BIN:bas* { @ = args->a; }`, "1:1-16: args of a uprobe needs one function of one file, named without a wildcard: uprobe:BIN:bas*"},
+		{`uprobe:BIN:bas* { @ = args->a; }`, ""},
+		{`uprobe:BIN:same* { @ = args->a + args->b; }`, ""},
+		{`uprobe:BIN:s* { @ = args->a; }`, "1:1-14: Probe has attach points with mixed arguments"},
+		{`uprobe:./*:basic { @ = args->a; }`, "1:1-17: args of a uprobe needs a function of one file, the file named without a wildcard: uprobe:./*:basic"},
 		{`uprobe:BIN:nosuch { @ = args->a; }`, "1:1-18: args of uprobe:BIN:nosuch: no function of that name in the debug information"},
 		{`uprobe:BIN:many { @ = args->a1; }`, "1:23-31: parameter a1 (long int) cannot be read: gotrace reads the parameters passed in the integer registers (integers and pointers, up to the sixth, before any float or struct passed by value)"},
 	}
