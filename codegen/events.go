@@ -147,12 +147,7 @@ func (f *fn) structInto(e lang.Expr, t, rec lang.Type, off int) error {
 // zeroed.
 func (f *fn) arrayInto(e lang.Expr, t lang.Type, off int) error {
 	f.zero(regScratch, off, sizeOf(t))
-	if err := f.intExpr(e); err != nil {
-		return err
-	}
-	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
-	f.readToScratch(off, t.Size, f.inKernel(e))
-	return nil
+	return f.readAt(e, off, t.Size)
 }
 
 // event adds ev to Spec.Events and emits code that writes its record:

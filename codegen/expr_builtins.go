@@ -250,12 +250,11 @@ func (f *fn) macaddr(x lang.Expr) error {
 		}
 		f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), data))
 	default:
-		if err := f.intExpr(x); err != nil {
+		tmp := f.alloc(8)
+		f.emit(storeImm64(regScratch, tmp, 0))
+		if err := f.readAt(x, tmp, macaddrLen); err != nil {
 			return err
 		}
-		tmp := f.alloc(8)
-		f.emit(asm.Mov.Reg(asm.R3, asm.R0), storeImm64(regScratch, tmp, 0))
-		f.readToScratch(tmp, macaddrLen, f.inKernel(x))
 		f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), tmp))
 	}
 	f.emit(movImm(asm.R1, mask), asm.And.Reg(asm.R0, asm.R1))

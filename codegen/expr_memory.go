@@ -32,11 +32,18 @@ func (f *fn) addressOf(e *lang.Unary) error {
 // derefInto lowers `*p` of a string, tuple or other value kept in memory
 // into the scratch area at off: the pointee's bytes, read as load reads.
 func (f *fn) derefInto(e *lang.Unary, off int) error {
-	if err := f.intExpr(e.X); err != nil {
+	return f.readAt(e.X, off, sizeOf(f.typeOf(e)))
+}
+
+// readAt reads size bytes at the address x evaluates to (a pointer, an
+// integer, an array or struct the code holds by its address) into the
+// scratch area at off, from kernel or user memory as inKernel says of x.
+func (f *fn) readAt(x lang.Expr, off, size int) error {
+	if err := f.intExpr(x); err != nil {
 		return err
 	}
 	f.emit(asm.Mov.Reg(asm.R3, asm.R0))
-	f.readToScratch(off, sizeOf(f.typeOf(e)), f.inKernel(e.X))
+	f.readToScratch(off, size, f.inKernel(x))
 	return nil
 }
 

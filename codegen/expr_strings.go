@@ -243,12 +243,7 @@ func (f *fn) ntop(e *lang.Call, off int) error {
 	case lang.KindArray:
 		// An array in the traced process's memory: addr's value is
 		// where it starts.
-		if err := f.intExpr(addr); err != nil {
-			return err
-		}
-		f.emit(asm.Mov.Reg(asm.R3, asm.R0))
-		f.readToScratch(off+8, min(at.Size, 16), f.inKernel(addr))
-		return nil
+		return f.readAt(addr, off+8, min(at.Size, 16))
 	case lang.KindString, lang.KindBuf:
 		data, err := f.dataOf(addr)
 		if err != nil {
