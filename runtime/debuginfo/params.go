@@ -41,11 +41,11 @@ func FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, err
 	if err != nil {
 		return nil, nil, err
 	}
-	params, err := sameParams(d, found)
+	conv := converter{data: d, structs: map[string]*lang.StructDef{}}
+	params, err := conv.sameParams(found)
 	if err != nil {
 		return nil, nil, err
 	}
-	conv := converter{data: d, structs: map[string]*lang.StructDef{}}
 	rec := &lang.Tracepoint{Category: lang.UprobeCategory, Name: function}
 	passing := true
 	for i, p := range params {
@@ -79,27 +79,28 @@ func readDWARF(path string) (*dwarf.Data, error) {
 // sameParams returns the parameters the functions found share: a
 // wildcard's functions must have the same names and types in the same
 // order, else lang.ErrMixedArgs, as bpftrace 0.17 refuses them.
-func sameParams(d *dwarf.Data, found map[string][]param) ([]param, error) {
+func (c *converter) sameParams(found map[string][]param) ([]param, error) {
 	var first []param
-	var firstSig string
+	var firstLines []string
 	for i, name := range slices.Sorted(maps.Keys(found)) {
-		params := found[name]
-		var sig strings.Builder
-		for _, p := range params {
-			t, err := d.Type(p.typ)
-			ctype := "void"
-			if err == nil && p.typ != 0 {
-				ctype = cName(t, 0)
-			}
-			fmt.Fprintf(&sig, "%s %s,", ctype, p.name)
-		}
+		lines := c.paramLines(found[name])
 		if i == 0 {
-			first, firstSig = params, sig.String()
-		} else if sig.String() != firstSig {
+			first, firstLines = found[name], lines
+		} else if !slices.Equal(lines, firstLines) {
 			return nil, lang.ErrMixedArgs
 		}
 	}
 	return first, nil
+}
+
+// paramLines spells params as bpftrace lists them under a uprobe, "TYPE
+// NAME", without converting their types.
+func (c *converter) paramLines(params []param) []string {
+	lines := make([]string, len(params))
+	for i, p := range params {
+		lines[i] = c.cNameAt(p.typ) + " " + p.name
+	}
+	return lines
 }
 
 // integerClass reports whether a parameter of type t is passed in one
@@ -119,7 +120,7 @@ type param struct {
 var errNoFunction = errors.New("no function of that name in the debug information")
 
 // findParams returns the formal parameters of the functions of d whose
-// name or linkage name match says is wanted, by that name: each one's
+// name or linkage name match says is wanted, by each such name: each one's
 // definition (a subprogram with code, DW_AT_low_pc), or where it has none
 // the subprogram with the most parameters, following
 // DW_AT_abstract_origin and DW_AT_specification for names and types.
@@ -138,9 +139,8 @@ func findParams(d *dwarf.Data, match func(name string) bool) (map[string][]param
 		if e.Tag != dwarf.TagSubprogram || !e.Children {
 			continue
 		}
-		names := subprogramNames(d, e)
-		i := slices.IndexFunc(names, match)
-		if i < 0 {
+		names := slices.DeleteFunc(subprogramNames(d, e), func(name string) bool { return !match(name) })
+		if len(names) == 0 {
 			r.SkipChildren()
 			continue
 		}
@@ -148,13 +148,14 @@ func findParams(d *dwarf.Data, match func(name string) bool) (map[string][]param
 		if err != nil {
 			return nil, err
 		}
-		name := names[i]
-		switch _, done := defined[name]; {
-		case done:
-		case e.Val(dwarf.AttrLowpc) != nil:
-			defined[name] = params
-		case len(params) >= len(declared[name]):
-			declared[name] = params
+		for _, name := range names {
+			switch _, done := defined[name]; {
+			case done:
+			case e.Val(dwarf.AttrLowpc) != nil:
+				defined[name] = params
+			case len(params) >= len(declared[name]):
+				declared[name] = params
+			}
 		}
 	}
 	for name, params := range declared {
@@ -252,6 +253,18 @@ func (c *converter) typeOf(off dwarf.Offset) (lang.Type, string) {
 		return lang.Type{}, "?"
 	}
 	return c.convert(t, 0), cName(t, 0)
+}
+
+// cNameAt is the C spelling of the type at off, as typeOf gives it.
+func (c *converter) cNameAt(off dwarf.Offset) string {
+	if off == 0 {
+		return "void"
+	}
+	t, err := c.data.Type(off)
+	if err != nil {
+		return "?"
+	}
+	return cName(t, 0)
 }
 
 // maxDepth bounds how deep a type is followed: malformed DWARF can make
@@ -407,40 +420,23 @@ func (l *Lister) ParamLines(path, function string) []string {
 	return index[function]
 }
 
-// indexParams reads the parameters of every function defined in the file
-// at path, by name and linkage name, as ParamLines gives them.
+// indexParams reads the parameters of every function of the file at
+// path, by name and linkage name, as ParamLines gives them.
 func indexParams(path string) map[string][]string {
 	index := map[string][]string{}
 	d, err := readDWARF(path)
 	if err != nil {
 		return index
 	}
-	conv := converter{data: d, structs: map[string]*lang.StructDef{}}
-	r := d.Reader()
-	for {
-		e, err := r.Next()
-		if err != nil || e == nil {
-			return index
-		}
-		if e.Tag != dwarf.TagSubprogram || !e.Children {
-			continue
-		}
-		defined := e.Val(dwarf.AttrLowpc) != nil
-		params, err := childParams(d, r)
-		if err != nil || !defined {
-			continue
-		}
-		var lines []string
-		for _, p := range params {
-			_, ctype := conv.typeOf(p.typ)
-			lines = append(lines, ctype+" "+p.name)
-		}
-		for _, name := range subprogramNames(d, e) {
-			if _, seen := index[name]; !seen {
-				index[name] = lines
-			}
-		}
+	found, err := findParams(d, func(string) bool { return true })
+	if err != nil {
+		return index
 	}
+	conv := converter{data: d}
+	for name, params := range found {
+		index[name] = conv.paramLines(params)
+	}
+	return index
 }
 
 // subprogramNames returns the name and linkage name of subprogram e, or
