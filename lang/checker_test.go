@@ -411,7 +411,14 @@ func TestCheckStrLen(t *testing.T) {
 // print()'s top and div on a stats() map, typed before or after.
 // TestWarningsAgainstBpftrace runs bpftrace 0.17 on the same table.
 func TestCheckWarnings(t *testing.T) {
-	for _, tc := range warningCases {
+	checkWarnings(t, warningCases)
+}
+
+// checkWarnings checks each script, with 2 as $1, and compares the
+// warnings it gets with want ("LINE:COL-COL: message" lines).
+func checkWarnings(t *testing.T, cases []struct{ src, want string }) {
+	t.Helper()
+	for _, tc := range cases {
 		_, info, errs := checkSource(t, tc.src, Config{Params: []string{"2"}})
 		if errs != nil {
 			t.Fatalf("%s: %v", tc.src, errs)
@@ -587,13 +594,5 @@ func TestCheckUnreachable(t *testing.T) {
 		{`BEGIN { if (1) { exit(); } else if (2) { return; } printf("x"); }`, ""},
 		{`BEGIN { exit(); }`, ""},
 	}
-	for _, tc := range tests {
-		_, info, errs := checkSource(t, tc.src, Config{})
-		if errs != nil {
-			t.Fatalf("%s: %v", tc.src, errs)
-		}
-		if got := strings.Join(diagLines(info.Warnings), "\n"); got != tc.want {
-			t.Errorf("%s: warnings %q, want %q", tc.src, got, tc.want)
-		}
-	}
+	checkWarnings(t, tests)
 }
