@@ -21,6 +21,8 @@ type host struct {
 
 	btfOnce sync.Once
 	btf     *btf.Spec
+	// debug reads the uprobe targets' DWARF, each file once.
+	debug debuginfo.Files
 }
 
 // Tracepoints returns the tracepoints category:name matches, with the
@@ -89,11 +91,11 @@ func (h *host) IntTypedef(name string) (size int, signed bool, ok bool) {
 // FuncParams returns the parameters of function in the uprobe target
 // path, from its debug information, which a uprobe's args reads.
 func (h *host) FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, error) {
-	return debuginfo.FuncParams(path, function)
+	return h.debug.FuncParams(path, function)
 }
 
 // Structs returns the struct or union called name in the DWARF of the
 // uprobe target path, which a cast names.
 func (h *host) Structs(path, name string) []*lang.StructDef {
-	return debuginfo.Structs(path, name)
+	return h.debug.Structs(path, name)
 }

@@ -780,8 +780,8 @@ func list(f *flags, pid int, args []string, stdout, stderr io.Writer) (int, erro
 	}
 	if !kernel {
 		err = asUser(func() error {
-			var params debuginfo.Lister
-			return usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: pid, Verbose: f.verbose, UprobeParams: params.ParamLines})
+			var debug debuginfo.Files
+			return usdt.List(stdout, usdt.ListOptions{Pattern: pattern, PID: pid, Verbose: f.verbose, UprobeParams: debug.ParamLines})
 		})
 	}
 	var pe *usdt.PatternError

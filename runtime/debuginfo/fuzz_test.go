@@ -6,8 +6,8 @@ import (
 	"testing"
 )
 
-// FuzzFuncParams reads damaged files as a uprobe's target: FuncParams and
-// the -lv lister return an error or nothing, and never panic or loop, on
+// FuzzFuncParams reads damaged files as a uprobe's target: FuncParams,
+// the -lv lines and the struct lookup return an error or nothing, and never panic or loop, on
 // any ELF file and any DWARF in it (a type that is its own typedef, say).
 func FuzzFuncParams(f *testing.F) {
 	bin, err := os.ReadFile(buildWithDebugInfo(f, "-g"))
@@ -24,10 +24,10 @@ func FuzzFuncParams(f *testing.F) {
 		if err := os.WriteFile(path, data, 0o644); err != nil {
 			t.Fatal(err)
 		}
-		if rec, _, err := FuncParams(path, function); err == nil && rec == nil {
+		if rec, _, err := new(Files).FuncParams(path, function); err == nil && rec == nil {
 			t.Fatal("no record and no error")
 		}
-		var l Lister
-		l.ParamLines(path, function)
+		new(Files).ParamLines(path, function)
+		new(Files).Structs(path, function)
 	})
 }

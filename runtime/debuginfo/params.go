@@ -19,8 +19,52 @@ import (
 	"github.com/gotrace/gotrace/usdt"
 )
 
+// Files reads the debug information of the files a trace's uprobes name,
+// each file's once: its DWARF, the parameters of its functions and where
+// its structs are defined are read on first use and kept. The zero Files
+// is ready to use; it is not safe for concurrent use.
+type Files struct {
+	files map[string]*file
+}
+
+// file is what Files keeps of one file.
+type file struct {
+	data *dwarf.Data
+	err  error
+	// params are the formal parameters of every function, by each of its
+	// names (findParams); structs the offset of the definition of every
+	// named struct and union; both nil until first asked for.
+	params  map[string][]param
+	structs map[string]dwarf.Offset
+}
+
+// open returns what fs keeps of the file at path, reading its DWARF the
+// first time.
+func (fs *Files) open(path string) *file {
+	if fs.files == nil {
+		fs.files = map[string]*file{}
+	}
+	f, ok := fs.files[path]
+	if !ok {
+		f = &file{}
+		f.data, f.err = readDWARF(path)
+		fs.files[path] = f
+	}
+	return f
+}
+
+// functions returns the parameters of every function of f, by name and
+// linkage name.
+func (f *file) functions() map[string][]param {
+	if f.params == nil {
+		f.params = findParams(f.data)
+	}
+	return f.params
+}
+
 // FuncParams returns the parameters of function (its name, or its
-// linkage name) in the ELF file path as a record of category
+// linkage name; or a wildcard whose functions share their parameters) in
+// the ELF file path as a record of category
 // lang.UprobeCategory: each field is read from the register that passes
 // it (its Offset in pt_regs, by the x86-64 calling convention for
 // integers and pointers), typed from the DWARF, with the structs and
@@ -28,20 +72,25 @@ import (
 // the sixth, or after one passed another way) or of a type the language
 // has not (a float, a struct by value) has no type: reading it is an
 // error where the script reads it.
-func FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, error) {
-	d, err := readDWARF(path)
-	if err != nil {
-		return nil, nil, err
+func (fs *Files) FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, error) {
+	f := fs.open(path)
+	if f.err != nil {
+		return nil, nil, f.err
 	}
-	match := func(name string) bool { return name == function }
-	if strings.ContainsAny(function, "*?[") {
-		match = func(name string) bool { return attachpoint.Glob.MatchFunction(function, name) }
+	found := map[string][]param{}
+	if params, ok := f.functions()[function]; ok {
+		found[function] = params
+	} else if strings.ContainsAny(function, "*?[") {
+		for name, params := range f.functions() {
+			if attachpoint.Glob.MatchFunction(function, name) {
+				found[name] = params
+			}
+		}
 	}
-	found, err := findParams(d, match)
-	if err != nil {
-		return nil, nil, err
+	if len(found) == 0 {
+		return nil, nil, errNoFunction
 	}
-	conv := converter{data: d, structs: map[string]*lang.StructDef{}}
+	conv := converter{data: f.data, structs: map[string]*lang.StructDef{}}
 	params, err := conv.sameParams(found)
 	if err != nil {
 		return nil, nil, err
@@ -119,34 +168,28 @@ type param struct {
 // function.
 var errNoFunction = errors.New("no function of that name in the debug information")
 
-// findParams returns the formal parameters of the functions of d whose
-// name or linkage name match says is wanted, by each such name: each one's
-// definition (a subprogram with code, DW_AT_low_pc), or where it has none
-// the subprogram with the most parameters, following
-// DW_AT_abstract_origin and DW_AT_specification for names and types.
-func findParams(d *dwarf.Data, match func(name string) bool) (map[string][]param, error) {
+// findParams returns the formal parameters of every function of d, by
+// each of its names (name and linkage name): the definition's (a
+// subprogram with code, DW_AT_low_pc), or where there is none the
+// subprogram's with the most parameters, following DW_AT_abstract_origin
+// and DW_AT_specification for names and types. DWARF that cannot be read
+// further ends the walk with what was read.
+func findParams(d *dwarf.Data) map[string][]param {
 	r := d.Reader()
 	defined := map[string][]param{}
 	declared := map[string][]param{}
 	for {
 		e, err := r.Next()
-		if err != nil {
-			return nil, fmt.Errorf("read debug information: %w", err)
-		}
-		if e == nil {
+		if err != nil || e == nil {
 			break
 		}
 		if e.Tag != dwarf.TagSubprogram || !e.Children {
 			continue
 		}
-		names := slices.DeleteFunc(subprogramNames(d, e), func(name string) bool { return !match(name) })
-		if len(names) == 0 {
-			r.SkipChildren()
-			continue
-		}
+		names := subprogramNames(d, e)
 		params, err := childParams(d, r)
 		if err != nil {
-			return nil, err
+			break
 		}
 		for _, name := range names {
 			switch _, done := defined[name]; {
@@ -163,10 +206,7 @@ func findParams(d *dwarf.Data, match func(name string) bool) (map[string][]param
 			defined[name] = params
 		}
 	}
-	if len(defined) == 0 {
-		return nil, errNoFunction
-	}
-	return defined, nil
+	return defined
 }
 
 // origin returns the entry e refers to for its name and type
@@ -399,44 +439,20 @@ func cName(t dwarf.Type, depth int) string {
 	return strings.TrimSpace(t.Common().Name)
 }
 
-// Lister lists the parameters of functions for `-lv`, as bpftrace 0.17
-// does under each uprobe: "int* n". Each file's debug information is read
-// once, and its functions indexed then.
-type Lister struct {
-	files map[string]map[string][]string
-}
-
 // ParamLines returns the parameters of function in the ELF file path as
-// "TYPE NAME" lines; none where the file has no debug information for it.
-func (l *Lister) ParamLines(path, function string) []string {
-	if l.files == nil {
-		l.files = map[string]map[string][]string{}
+// "TYPE NAME" lines, for `-lv`, as bpftrace 0.17 lists them under each
+// uprobe ("int* n"); none where the file has no debug information for it.
+func (fs *Files) ParamLines(path, function string) []string {
+	f := fs.open(path)
+	if f.err != nil {
+		return nil
 	}
-	index, ok := l.files[path]
+	params, ok := f.functions()[function]
 	if !ok {
-		index = indexParams(path)
-		l.files[path] = index
+		return nil
 	}
-	return index[function]
-}
-
-// indexParams reads the parameters of every function of the file at
-// path, by name and linkage name, as ParamLines gives them.
-func indexParams(path string) map[string][]string {
-	index := map[string][]string{}
-	d, err := readDWARF(path)
-	if err != nil {
-		return index
-	}
-	found, err := findParams(d, func(string) bool { return true })
-	if err != nil {
-		return index
-	}
-	conv := converter{data: d}
-	for name, params := range found {
-		index[name] = conv.paramLines(params)
-	}
-	return index
+	conv := converter{data: f.data}
+	return conv.paramLines(params)
 }
 
 // subprogramNames returns the name and linkage name of subprogram e, or
@@ -463,16 +479,42 @@ func subprogramNames(d *dwarf.Data, e *dwarf.Entry) []string {
 // Structs returns the struct or union called name that the DWARF of the
 // ELF file path defines, first, with the structs and unions its members
 // name; nil where there is none (or no DWARF).
-func Structs(path, name string) []*lang.StructDef {
-	d, err := readDWARF(path)
+func (fs *Files) Structs(path, name string) []*lang.StructDef {
+	f := fs.open(path)
+	if f.err != nil {
+		return nil
+	}
+	off, ok := f.structOffsets()[name]
+	if !ok {
+		return nil
+	}
+	t, err := f.data.Type(off)
 	if err != nil {
 		return nil
 	}
-	r := d.Reader()
+	st, ok := t.(*dwarf.StructType)
+	if !ok {
+		return nil
+	}
+	conv := converter{data: f.data, structs: map[string]*lang.StructDef{}}
+	conv.defineStruct(st, 0)
+	// The struct asked for first: its members' are defined before it.
+	sd := conv.structs[name]
+	return append([]*lang.StructDef{sd}, slices.DeleteFunc(conv.order, func(s *lang.StructDef) bool { return s == sd })...)
+}
+
+// structOffsets returns where f's DWARF defines each named struct, union
+// and class (the first definition of a name; declarations left out).
+func (f *file) structOffsets() map[string]dwarf.Offset {
+	if f.structs != nil {
+		return f.structs
+	}
+	f.structs = map[string]dwarf.Offset{}
+	r := f.data.Reader()
 	for {
 		e, err := r.Next()
 		if err != nil || e == nil {
-			return nil
+			return f.structs
 		}
 		if e.Tag != dwarf.TagStructType && e.Tag != dwarf.TagUnionType && e.Tag != dwarf.TagClassType {
 			continue
@@ -480,21 +522,9 @@ func Structs(path, name string) []*lang.StructDef {
 		if e.Children {
 			r.SkipChildren()
 		}
-		if n, _ := e.Val(dwarf.AttrName).(string); n != name || e.Val(dwarf.AttrDeclaration) != nil {
-			continue
+		name, _ := e.Val(dwarf.AttrName).(string)
+		if _, seen := f.structs[name]; name != "" && !seen && e.Val(dwarf.AttrDeclaration) == nil {
+			f.structs[name] = e.Offset
 		}
-		t, err := d.Type(e.Offset)
-		if err != nil {
-			return nil
-		}
-		st, ok := t.(*dwarf.StructType)
-		if !ok {
-			return nil
-		}
-		conv := converter{data: d, structs: map[string]*lang.StructDef{}}
-		conv.defineStruct(st, 0)
-		// The struct asked for first: its members' are defined before it.
-		sd := conv.structs[name]
-		return append([]*lang.StructDef{sd}, slices.DeleteFunc(conv.order, func(s *lang.StructDef) bool { return s == sd })...)
 	}
 }

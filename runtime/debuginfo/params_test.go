@@ -97,7 +97,7 @@ func TestFuncParams(t *testing.T) {
 		}},
 	}
 	for _, tt := range tests {
-		rec, _, err := FuncParams(bin, tt.function)
+		rec, _, err := new(Files).FuncParams(bin, tt.function)
 		if err != nil {
 			t.Fatalf("%s: %v", tt.function, err)
 		}
@@ -113,7 +113,7 @@ func TestFuncParams(t *testing.T) {
 		}
 	}
 
-	_, structs, err := FuncParams(bin, "structs")
+	_, structs, err := new(Files).FuncParams(bin, "structs")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -148,29 +148,25 @@ func TestFuncParams(t *testing.T) {
 // function the debug information does not have.
 func TestFuncParamsErrors(t *testing.T) {
 	stripped := buildWithDebugInfo(t)
-	if _, _, err := FuncParams(stripped, "basic"); err == nil || !strings.Contains(err.Error(), "has no debug information (DWARF)") {
+	if _, _, err := new(Files).FuncParams(stripped, "basic"); err == nil || !strings.Contains(err.Error(), "has no debug information (DWARF)") {
 		t.Errorf("without -g: %v, want no debug information", err)
 	}
 	bin := buildWithDebugInfo(t, "-g")
-	if _, _, err := FuncParams(bin, "nosuch"); !errors.Is(err, errNoFunction) {
+	if _, _, err := new(Files).FuncParams(bin, "nosuch"); !errors.Is(err, errNoFunction) {
 		t.Errorf("a function it lacks: %v, want %v", err, errNoFunction)
 	}
-	if _, _, err := FuncParams(filepath.Join(t.TempDir(), "none"), "basic"); err == nil {
+	if _, _, err := new(Files).FuncParams(filepath.Join(t.TempDir(), "none"), "basic"); err == nil {
 		t.Error("a file that does not exist: no error")
 	}
 }
 
 // host is a lang.Host that reads uprobe targets' debug information.
-type host struct{}
+type host struct{ *Files }
 
 func (host) FindTarget(name string) (string, error) { return "", errors.New("no bare targets") }
 func (host) ObjectSymbol(path, name string) (uint64, uint64, error) {
 	return 0, 0, errors.New("no symbols")
 }
-func (host) FuncParams(path, function string) (*lang.Tracepoint, []*lang.StructDef, error) {
-	return FuncParams(path, function)
-}
-func (host) Structs(path, name string) []*lang.StructDef { return Structs(path, name) }
 
 // TestCheckUprobeArgs checks scripts that read a uprobe's args: the
 // parameters typed from the debug information, through -> and ., and
@@ -207,7 +203,7 @@ func TestCheckUprobeArgs(t *testing.T) {
 		if err != nil {
 			t.Fatalf("%s: %v", src, err)
 		}
-		cfg := lang.Config{Host: host{}}
+		cfg := lang.Config{Host: host{new(Files)}}
 		info := lang.NewInfo()
 		err = lang.Resolve(p, cfg, info)
 		if err == nil {
@@ -234,9 +230,9 @@ func TestCheckUprobeArgs(t *testing.T) {
 // parameters, -lv, as bpftrace 0.17 lists them, byte for byte.
 func TestListMatchesBpftrace(t *testing.T) {
 	bin := buildWithDebugInfo(t, "-g")
-	var params Lister
+	var debug Files
 	var ours strings.Builder
-	if err := usdt.List(&ours, usdt.ListOptions{Pattern: "uprobe:" + bin + ":*", Verbose: true, UprobeParams: params.ParamLines}); err != nil {
+	if err := usdt.List(&ours, usdt.ListOptions{Pattern: "uprobe:" + bin + ":*", Verbose: true, UprobeParams: debug.ParamLines}); err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(ours.String(), ":structs\n    struct node* n\n    union either* u\n") {
@@ -268,21 +264,20 @@ func TestFuncParamsSeparateDebugFile(t *testing.T) {
 			t.Fatalf("objcopy %v: %v\n%s", args, err, out)
 		}
 	}
-	rec, _, err := FuncParams(bin, "basic")
+	rec, _, err := new(Files).FuncParams(bin, "basic")
 	if err != nil {
 		t.Fatal(err)
 	}
 	if len(rec.Fields) != 5 || rec.Fields[3].Name != "argv" || rec.Fields[3].CType != "char**" {
 		t.Errorf("fields %+v", rec.Fields)
 	}
-	var l Lister
-	if got := l.ParamLines(bin, "structs"); strings.Join(got, ",") != "struct node* n,union either* u" {
+	if got := new(Files).ParamLines(bin, "structs"); strings.Join(got, ",") != "struct node* n,union either* u" {
 		t.Errorf("-lv lines %q", got)
 	}
 	if err := os.Remove(debug); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := FuncParams(bin, "basic"); err == nil || !strings.Contains(err.Error(), "nor a separate debug file") {
+	if _, _, err := new(Files).FuncParams(bin, "basic"); err == nil || !strings.Contains(err.Error(), "nor a separate debug file") {
 		t.Errorf("without the debug file: %v", err)
 	}
 }
