@@ -223,14 +223,15 @@ func (in *Info) FieldIndex(e *FieldAccess) int {
 // It is nil for any other call.
 func (in *Info) MapElement(call *Call) *MapExpr { return in.elements[call] }
 
-// targetStruct returns the struct of a uprobe target called name, or nil.
-func (in *Info) targetStruct(name string) *StructDef {
-	for _, sd := range in.TargetStructs {
-		if sd.Name == name {
-			return sd
+// addTargetStructs records the structs of a uprobe target's debug
+// information that no struct of p's or of an earlier lookup has the name
+// of.
+func (in *Info) addTargetStructs(p *Program, structs []*StructDef) {
+	for _, sd := range structs {
+		if in.StructDef(p, sd.Name) == nil {
+			in.TargetStructs = append(in.TargetStructs, sd)
 		}
 	}
-	return nil
 }
 
 // StructDef returns the struct called name: p's own, else one of a

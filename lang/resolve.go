@@ -114,7 +114,7 @@ func Resolve(p *Program, cfg Config, info *Info) error {
 					continue
 				}
 				if reads && ap.Kind == ProbeUprobe {
-					if err := resolveUprobeArgs(ap, dh, info); err != nil {
+					if err := resolveUprobeArgs(p, ap, dh, info); err != nil {
 						errs = append(errs, &Error{Span: ap.Loc, Msg: err.Error()})
 					}
 				}

@@ -40,7 +40,7 @@ func (tp *Tracepoint) IsUprobeFunc() bool { return tp.Category == UprobeCategory
 // resolveUprobeArgs finds the parameters of the function a uprobe attach
 // point names, for a probe that reads args, and records the structs they
 // name in info.
-func resolveUprobeArgs(ap *AttachPoint, host DebugInfoHost, info *Info) error {
+func resolveUprobeArgs(p *Program, ap *AttachPoint, host DebugInfoHost, info *Info) error {
 	if ap.Func == "" || strings.ContainsAny(ap.Target, "*?[") {
 		return fmt.Errorf("args of a uprobe needs a function of one file, the file named without a wildcard: %s", ap.Raw)
 	}
@@ -52,11 +52,7 @@ func resolveUprobeArgs(ap *AttachPoint, host DebugInfoHost, info *Info) error {
 		return fmt.Errorf("args of %s: %w", ap.Raw, err)
 	}
 	ap.Tracepoints = []*Tracepoint{rec}
-	for _, sd := range structs {
-		if info.targetStruct(sd.Name) == nil {
-			info.TargetStructs = append(info.TargetStructs, sd)
-		}
-	}
+	info.addTargetStructs(p, structs)
 	return nil
 }
 
@@ -76,11 +72,7 @@ func resolveCastStructs(p *Program, pr *Probe, ap *AttachPoint, host DebugInfoHo
 		if t.Kind != KindStruct || info.StructDef(p, t.Struct) != nil {
 			return
 		}
-		for _, sd := range host.Structs(ap.Target, t.Struct) {
-			if info.StructDef(p, sd.Name) == nil {
-				info.TargetStructs = append(info.TargetStructs, sd)
-			}
-		}
+		info.addTargetStructs(p, host.Structs(ap.Target, t.Struct))
 	})
 }
 
