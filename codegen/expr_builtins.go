@@ -252,7 +252,7 @@ func (f *fn) macaddr(x lang.Expr) error {
 	default:
 		tmp := f.alloc(8)
 		f.emit(storeImm64(regScratch, tmp, 0))
-		if err := f.readAt(x, tmp, macaddrLen); err != nil {
+		if err := f.readAt(x, tmp, lang.MacaddrLen); err != nil {
 			return err
 		}
 		f.emit(memAt(asm.LoadMem(asm.R0, regScratch, 0, asm.DWord), tmp))
@@ -260,6 +260,3 @@ func (f *fn) macaddr(x lang.Expr) error {
 	f.emit(movImm(asm.R1, mask), asm.And.Reg(asm.R0, asm.R1))
 	return nil
 }
-
-// macaddrLen is the length of a MAC address in bytes.
-const macaddrLen = 6

@@ -438,8 +438,8 @@ func (c *checker) macaddrArg(e *Call, x Expr) {
 	switch t.Kind {
 	case KindInt, KindPointer, KindNone:
 	case KindArray, KindIntArray, KindString, KindBuf:
-		if t.Size != macaddrLen {
-			c.errorf(e.Loc, "macaddr() argument must be %d bytes in size", macaddrLen)
+		if t.Size != MacaddrLen {
+			c.errorf(e.Loc, "macaddr() argument must be %d bytes in size", MacaddrLen)
 		}
 		if _, lit := x.(*StrLit); lit {
 			c.errorf(e.Loc, "macaddr() does not support literal string arguments")
@@ -451,8 +451,9 @@ func (c *checker) macaddrArg(e *Call, x Expr) {
 	}
 }
 
-// macaddrLen is the length of a MAC address in bytes.
-const macaddrLen = 6
+// MacaddrLen is the length of a MAC address in bytes, what macaddr()
+// reads.
+const MacaddrLen = 6
 
 // ptonAddress returns the bytes, in network order, of the address that
 // pton(s)'s literal names: 16 for an IPv6 address (one with a colon), 4

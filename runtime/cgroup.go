@@ -28,9 +28,9 @@ type cgroupHierarchy struct {
 // are not reused, and a cgroup removed since keeps the name it had.
 type cgroupPaths struct {
 	hierarchies []cgroupHierarchy
-	read        bool
 	// found is each id's directory in each hierarchy, "" where it has
-	// none, in the order of hierarchies.
+	// none, in the order of hierarchies; nil until the hierarchies are
+	// read.
 	found map[uint64][]string
 }
 
@@ -39,10 +39,9 @@ type cgroupPaths struct {
 // matches all) and has a cgroup of that id, joined by commas, cgroup2
 // first, then the others by name; "" when none has one.
 func (cp *cgroupPaths) text(id uint64, filter string) string {
-	if !cp.read {
+	if cp.found == nil {
 		cp.hierarchies = readCgroupHierarchies("/proc/self/mountinfo", "/proc/cgroups")
 		cp.found = map[uint64][]string{}
-		cp.read = true
 	}
 	dirs, ok := cp.found[id]
 	if !ok {

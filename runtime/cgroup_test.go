@@ -57,7 +57,7 @@ func TestCgroupPathsText(t *testing.T) {
 		}
 	}
 	writeFile(t, filepath.Join(v1, "file"), "")
-	cp := cgroupPaths{read: true, found: map[uint64][]string{}, hierarchies: []cgroupHierarchy{{"unified", v2}, {"memory", v1}}}
+	cp := cgroupPaths{found: map[uint64][]string{}, hierarchies: []cgroupHierarchy{{"unified", v2}, {"memory", v1}}}
 	tests := []struct {
 		id     uint64
 		filter string
